@@ -1,0 +1,47 @@
+/**
+ * Typed configuration, read once from the environment. Every variable is documented in the
+ * README (behavior.md §0); defaults are for a developer's machine.
+ */
+export interface Config {
+  port: number;
+  host: string;
+  /** PGlite data folder; `memory://` keeps everything in memory (tests). */
+  dataDir: string;
+  /** PostgreSQL connection string; when set PGlite is not used. */
+  databaseUrl: string | undefined;
+  /** Public base URL (no trailing slash) used in links, Location headers and e-mails. */
+  publicUrl: string;
+  adminEmail: string;
+  adminPassword: string | undefined;
+  smtpUrl: string | undefined;
+  logLevel: string;
+  /** Maximum request body in bytes (default 16 MiB). */
+  bodyLimit: number;
+  /** Access-token lifetime in seconds. */
+  accessTokenLifetime: number;
+}
+
+/** Builds the configuration from an environment (defaults to `process.env`). */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const port = intOf(env.PORT, 8080, 'PORT');
+  return {
+    port,
+    host: env.HOST || '127.0.0.1',
+    dataDir: env.LATTICE_DATA_DIR || './data',
+    databaseUrl: env.DATABASE_URL || undefined,
+    publicUrl: (env.LATTICE_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
+    adminEmail: (env.LATTICE_ADMIN_EMAIL || 'admin@example.com').trim().toLowerCase(),
+    adminPassword: env.LATTICE_ADMIN_PASSWORD || undefined,
+    smtpUrl: env.SMTP_URL || undefined,
+    logLevel: env.LOG_LEVEL || 'info',
+    bodyLimit: intOf(env.LATTICE_BODY_LIMIT, 16 * 1024 * 1024, 'LATTICE_BODY_LIMIT'),
+    accessTokenLifetime: intOf(env.LATTICE_TOKEN_LIFETIME, 3600, 'LATTICE_TOKEN_LIFETIME'),
+  };
+}
+
+function intOf(value: string | undefined, fallback: number, name: string): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got '${value}'`);
+  return n;
+}

