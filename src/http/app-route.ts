@@ -1,0 +1,37 @@
+import type { RequestContext } from '../context.js';
+
+/**
+ * A non-FHIR endpoint (`/auth/*`, `/oauth2/*`, `/admin/*`, `/.well-known/*`, pages), declared
+ * by a feature module as data; `src/http/server.ts` registers it with the HTTP framework.
+ */
+export interface AppRoute {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** Path with `:name` parameters, e.g. `/admin/projects/:projectId/invite`. */
+  url: string;
+  /** True when a valid bearer token is required (401 otherwise). */
+  auth: boolean;
+  /** Accepted body encodings (default json). */
+  body?: 'json' | 'form' | 'json-or-form';
+  handler(req: AppRequest): Promise<AppResult>;
+}
+
+export interface AppRequest {
+  params: Record<string, string>;
+  query: Record<string, string>;
+  body: unknown;
+  /** Lower-case header names. */
+  headers: Record<string, string | undefined>;
+  /** Client address (for rate limiting). */
+  ip: string;
+  /** For `auth: true` routes `ctx.auth` is the caller; otherwise an anonymous context. */
+  ctx: RequestContext;
+}
+
+export interface AppResult {
+  status: number;
+  /** JSON-serialized unless it is a string. */
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Default `application/json; charset=utf-8`. */
+  contentType?: string;
+}

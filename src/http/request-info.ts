@@ -1,0 +1,34 @@
+import { badRequest } from '../fhir/outcome.js';
+
+/** A parsed request body and the encoding it came in. */
+export interface ParsedBody {
+  kind: 'json' | 'form';
+  contentType: string;
+  value: unknown;
+}
+
+/**
+ * Splits a raw URL into the path below `prefix` (segments percent-decoded, so `%24` is `$`)
+ * and the query pairs in order.
+ */
+export function requestInfo(url: string, prefix: string): { path: string; query: Array<[string, string]> } {
+  const q = url.indexOf('?');
+  const rawPath = (q >= 0 ? url.slice(0, q) : url).slice(prefix.length);
+  const rawQuery = q >= 0 ? url.slice(q + 1) : '';
+  let path: string;
+  try {
+    path = rawPath
+      .split('/')
+      .map((s) => decodeURIComponent(s))
+      .join('/');
+  } catch {
+    throw badRequest('Invalid URL encoding');
+  }
+  let query: Array<[string, string]>;
+  try {
+    query = [...new URLSearchParams(rawQuery)];
+  } catch {
+    throw badRequest('Invalid query string');
+  }
+  return { path: path || '/', query };
+}

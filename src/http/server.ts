@@ -1,0 +1,153 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { AuthInfo, RequestContext } from '../context.js';
+import { FhirError, badRequest, notFound, unsupportedMediaType } from '../fhir/outcome.js';
+import { routeFhirRequest } from '../rest/router.js';
+import type { Services } from '../services.js';
+import type { AppRoute } from './app-route.js';
+import { errorResponse } from './errors.js';
+import { requestInfo, type ParsedBody } from './request-info.js';
+
+const FHIR_PREFIX = '/fhir/R4';
+const FHIR_CONTENT_TYPE = 'application/fhir+json; charset=utf-8';
+/** Requests that carry no caller identity (public routes). */
+const ANONYMOUS: AuthInfo = Object.freeze({ superAdmin: false, projectAdmin: false });
+
+/**
+ * Builds the Fastify application: body parsing, the FHIR catch-all route, feature routes,
+ * request ids and the error mapping. Fastify stays inside `src/http/`.
+ */
+export function buildHttpServer(services: Services, routes: AppRoute[]): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: services.log as FastifyBaseLogger,
+    bodyLimit: services.config.bodyLimit,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w\-.:]{1,128}$/.test(given) ? given : randomUUID();
+    },
+    return503OnClosing: true,
+  });
+
+  registerBodyParsers(app);
+  app.addHook('onSend', async (request, reply, payload) => {
+    reply.header('X-Request-Id', request.id);
+    return payload;
+  });
+  app.setErrorHandler((err, request, reply) => {
+    const { status, body, headers } = errorResponse(err, request.log);
+    void reply.status(status).headers(headers).type(FHIR_CONTENT_TYPE).send(JSON.stringify(body));
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const { status, body } = errorResponse(notFound(), request.log);
+    void reply.status(status).type(FHIR_CONTENT_TYPE).send(JSON.stringify(body));
+  });
+
+  app.get('/healthz', async () => {
+    await services.db.query('SELECT 1');
+    return { status: 'ok' };
+  });
+
+  app.all(`${FHIR_PREFIX}/*`, (request, reply) => handleFhir(services, request, reply));
+  app.all(FHIR_PREFIX, (request, reply) => handleFhir(services, request, reply));
+
+  for (const route of routes) {
+    app.route({
+      method: route.method,
+      url: route.url,
+      handler: async (request, reply) => {
+        checkBodyKind(request, route.body ?? 'json');
+        const ctx = await contextFor(services, request, route.auth);
+        const result = await route.handler({
+          params: request.params as Record<string, string>,
+          query: request.query as Record<string, string>,
+          body: (request.body as ParsedBody | undefined)?.value,
+          headers: request.headers as Record<string, string | undefined>,
+          ip: request.ip,
+          ctx,
+        });
+        void reply.status(result.status).headers(result.headers ?? {});
+        if (result.body === undefined) return reply.send();
+        if (typeof result.body === 'string') return reply.type(result.contentType ?? 'text/plain; charset=utf-8').send(result.body);
+        return reply.type(result.contentType ?? 'application/json; charset=utf-8').send(JSON.stringify(result.body));
+      },
+    });
+  }
+  return app;
+}
+
+async function handleFhir(services: Services, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const info = requestInfo(request.url, FHIR_PREFIX);
+  const format = info.query.find(([k]) => k === '_format')?.[1];
+  if (format !== undefined && !/^(json|application\/(fhir\+)?json|application\/json\+fhir)$/i.test(format.split(';')[0].trim())) {
+    throw unsupportedMediaType(format);
+  }
+  const isSearch = request.method === 'POST' && info.path.endsWith('/_search');
+  checkBodyKind(request, isSearch ? 'json-or-form' : 'json');
+  const isPublic = request.method === 'GET' && info.path === '/metadata';
+  const ctx = await contextFor(services, request, !isPublic);
+  const result = await routeFhirRequest({
+    method: request.method,
+    path: info.path,
+    query: info.query,
+    body: (request.body as ParsedBody | undefined)?.value,
+    headers: request.headers as Record<string, string | undefined>,
+    ctx,
+  });
+  const pretty = info.query.some(([k, v]) => k === '_pretty' && v === 'true');
+  void reply.status(result.status).headers(result.headers ?? {});
+  if (result.body === undefined) return void reply.send();
+  void reply.type(FHIR_CONTENT_TYPE).send(pretty ? JSON.stringify(result.body, null, 2) : JSON.stringify(result.body));
+}
+
+/** Authenticates (when required) and builds the handler context. */
+async function contextFor(services: Services, request: FastifyRequest, requireAuth: boolean): Promise<RequestContext> {
+  const auth = requireAuth
+    ? await services.authenticator.authenticate(request.headers as Record<string, string | undefined>)
+    : ANONYMOUS;
+  const publicUrl = services.config.publicUrl;
+  return {
+    requestId: request.id,
+    publicUrl,
+    fhirBaseUrl: `${publicUrl}${FHIR_PREFIX}`,
+    auth,
+    repo: services.repository(auth),
+    log: request.log as RequestContext['log'],
+    services,
+  };
+}
+
+/** JSON bodies everywhere; form bodies only where the route accepts them. */
+function checkBodyKind(request: FastifyRequest, accepted: 'json' | 'form' | 'json-or-form'): void {
+  const body = request.body as ParsedBody | undefined;
+  if (!body) return;
+  if (body.kind === 'form' && accepted === 'json') throw unsupportedMediaType(body.contentType);
+  if (body.kind === 'json' && accepted === 'form') throw unsupportedMediaType(body.contentType);
+}
+
+const JSON_TYPES = ['application/json', 'application/fhir+json', 'application/json+fhir'];
+
+function registerBodyParsers(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, (request, text, done) => {
+    const contentType = String(request.headers['content-type'] ?? '');
+    if ((text as string).trim() === '') return done(null, undefined);
+    try {
+      done(null, { kind: 'json', contentType, value: JSON.parse(text as string) } satisfies ParsedBody);
+    } catch {
+      done(badRequest('Content could not be parsed'), undefined);
+    }
+  });
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, text, done) => {
+    const value: Record<string, string | string[]> = {};
+    for (const [k, v] of new URLSearchParams(text as string)) {
+      const prev = value[k];
+      value[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+    }
+    done(null, { kind: 'form', contentType: String(request.headers['content-type']), value } satisfies ParsedBody);
+  });
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body, done) => {
+    if ((body as Buffer).length === 0) return done(null, undefined);
+    const type = String(request.headers['content-type'] ?? 'none').split(';')[0].trim();
+    done(unsupportedMediaType(type) as FhirError, undefined);
+  });
+}

@@ -1,0 +1,42 @@
+import type { OperationDefinition } from '@medplum/fhirtypes';
+import type { RequestContext } from '../context.js';
+
+/**
+ * An operation = an OperationDefinition (data) + a typed handler. The framework
+ * (`src/operations/`) derives routes, GET eligibility, input parsing/validation and output
+ * formatting from the definition; handlers never see HTTP or Parameters.
+ *
+ * Input/output values are plain objects keyed by parameter name:
+ * - single-valued parameter (max "1") → the value itself (string, boolean, number, Coding, …);
+ * - multi-valued parameter (max "*" or > 1) → an array of values;
+ * - parameter with `part`s → an object keyed by part name (same rules, recursively);
+ * - resource-typed parameter → the resource;
+ * - an operation whose only out-parameter is `return` → the handler returns `{ return: resource }`
+ *   and the framework answers with that resource as the body.
+ * Absent values are `undefined` (outputs: omitted).
+ */
+export type OperationValues = Record<string, unknown>;
+
+/** Where the operation was invoked. */
+export interface OperationTarget {
+  level: 'system' | 'type' | 'instance';
+  resourceType?: string;
+  /** Instance id for instance-level calls. */
+  id?: string;
+}
+
+export type OperationHandler<I extends OperationValues = any, O extends OperationValues = any> = (
+  ctx: RequestContext,
+  input: I,
+  target: OperationTarget,
+) => Promise<O>;
+
+export interface Operation {
+  definition: OperationDefinition;
+  handler: OperationHandler;
+  /**
+   * Also answer at instance level even when the definition says `instance: false`
+   * (behavior.md §4: the terminology operations are answered on `[base]/Type/<id>/$op`).
+   */
+  alsoInstance?: boolean;
+}

@@ -1,0 +1,68 @@
+import type { Resource } from '@medplum/fhirtypes';
+import { badRequest, informational, FhirError, issue } from '../fhir/outcome.js';
+import { validateResource } from '../fhir/validation/validate-resource.js';
+import { parseIfMatch, versionHeaders } from './headers.js';
+import type { FhirRequest, FhirResult } from './types.js';
+
+/** POST [base]/Type → 201 with Location/ETag; a client-supplied id is replaced. */
+export async function createResource(req: FhirRequest, type: string): Promise<FhirResult> {
+  const resource = checkedBody(req, type);
+  const stored = await req.ctx.repo.create(resource);
+  return written(req, stored, 201, true);
+}
+
+/** GET [base]/Type/id */
+export async function readResource(req: FhirRequest, type: string, id: string): Promise<FhirResult> {
+  const resource = await req.ctx.repo.read(type, id);
+  return { status: 200, body: resource, headers: versionHeaders(resource) };
+}
+
+/** GET [base]/Type/id/_history/vid */
+export async function readVersion(req: FhirRequest, type: string, id: string, vid: string): Promise<FhirResult> {
+  const resource = await req.ctx.repo.readVersion(type, id, vid);
+  return { status: 200, body: resource, headers: versionHeaders(resource) };
+}
+
+/** PUT [base]/Type/id → 200 (update) or 201 (create with the client's id). */
+export async function updateResource(req: FhirRequest, type: string, id: string): Promise<FhirResult> {
+  const resource = checkedBody(req, type);
+  if (resource.id !== id) throw badRequest('Resource ID does not match URL', `${type}.id`);
+  const { resource: stored, created } = await req.ctx.repo.update(resource, { ifMatch: parseIfMatch(req.headers['if-match']) });
+  return written(req, stored, created ? 201 : 200, created);
+}
+
+/** DELETE [base]/Type/id → 200 with an OperationOutcome (idempotent). */
+export async function deleteResource(req: FhirRequest, type: string, id: string): Promise<FhirResult> {
+  await req.ctx.repo.delete(type, id);
+  return { status: 200, body: informational('Deleted') };
+}
+
+/** The body of a create/update: a JSON object of the URL's type that passes validation. */
+function checkedBody(req: FhirRequest, type: string): Resource {
+  const body = req.body as Record<string, unknown> | undefined;
+  if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw badRequest('Expected a JSON object resource');
+  }
+  if (body.resourceType !== type) {
+    throw badRequest(`Resource type '${String(body.resourceType)}' does not match URL type '${type}'`, 'resourceType');
+  }
+  const problems = validateResource(body);
+  if (problems.length > 0) throw new FhirError(400, problems);
+  return body as unknown as Resource;
+}
+
+/** Answer of a create/update, honouring `Prefer: return=…`. */
+function written(req: FhirRequest, stored: Resource, status: number, withLocation: boolean): FhirResult {
+  const headers = versionHeaders(stored, withLocation ? req.ctx.fhirBaseUrl : undefined);
+  if (!withLocation) headers['Content-Location'] = `${req.ctx.fhirBaseUrl}/${stored.resourceType}/${stored.id}/_history/${stored.meta?.versionId}`;
+  const prefer = /return=([a-zA-Z]+)/.exec(req.headers['prefer'] ?? '')?.[1];
+  if (prefer === 'minimal') return { status, headers };
+  if (prefer === 'OperationOutcome') {
+    return {
+      status,
+      headers,
+      body: { resourceType: 'OperationOutcome', issue: [{ ...issue('informational', 'Success'), severity: 'information' }] },
+    };
+  }
+  return { status, body: stored, headers };
+}

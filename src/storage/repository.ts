@@ -1,0 +1,316 @@
+import { randomUUID } from 'node:crypto';
+import type { Resource } from '@medplum/fhirtypes';
+import type { AuthInfo } from '../context.js';
+import { badRequest, gone, notFound, preconditionFailed, forbidden } from '../fhir/outcome.js';
+import type { Database, Queryable } from './database.js';
+import type { ResourceHooks } from './resource-hooks.js';
+import type { SearchIndex, SearchQuery, SearchResult, Visibility } from './search/search-index.js';
+import { stableStringify } from './stable-stringify.js';
+
+interface ResourceRow {
+  resource_type: string;
+  id: string;
+  version_id: number;
+  project_id: string | null;
+  last_updated: string | Date;
+  deleted: boolean;
+  content: string;
+}
+
+/** One entry of a history Bundle. */
+export interface HistoryEntry {
+  resource: Resource;
+  deleted: boolean;
+  versionId: string;
+  lastUpdated: string;
+  /** The method that produced this version (POST for the first, PUT, DELETE). */
+  method: 'POST' | 'PUT' | 'DELETE';
+}
+
+export interface UpdateResult {
+  resource: Resource;
+  /** True when the PUT created the resource. */
+  created: boolean;
+}
+
+const UUID_ID = /^[A-Za-z0-9\-.]{1,64}$/;
+
+/**
+ * Project-scoped access to stored resources: the only way handlers read or write data.
+ * Every method applies the caller's visibility (own project + shared content, or everything
+ * for super admins); resources of another project behave as if they did not exist.
+ * Each change (current row, history row, search index, hooks) is one transaction.
+ */
+export class Repository {
+  constructor(
+    private readonly db: Database,
+    readonly auth: AuthInfo,
+    private readonly hooks: ResourceHooks,
+    private readonly searchIndex: SearchIndex,
+  ) {}
+
+  /** A repository for another caller on the same database (e.g. the system). */
+  withAuth(auth: AuthInfo): Repository {
+    return new Repository(this.db, auth, this.hooks, this.searchIndex);
+  }
+
+  /** Creates a resource with a new server-assigned id (a client-supplied id is replaced). */
+  async create<T extends Resource>(resource: T, options: { id?: string } = {}): Promise<T> {
+    const id = options.id ?? randomUUID();
+    const candidate = { ...resource, id } as T;
+    await this.runBeforeWrite(candidate, undefined);
+    return this.db.transaction(async (tx) => {
+      const stored = await this.writeVersion(tx, candidate, 1, undefined);
+      return stored as T;
+    });
+  }
+
+  /** Reads the current version; 404 when absent or invisible, 410 when deleted. */
+  async read<T extends Resource = Resource>(resourceType: string, id: string): Promise<T> {
+    const row = await this.visibleRow(this.db, resourceType, id);
+    if (!row) throw notFound();
+    if (row.deleted) throw gone();
+    return this.toResource(row) as T;
+  }
+
+  /** Reads the current version or returns undefined (absent, invisible or deleted). */
+  async tryRead<T extends Resource = Resource>(resourceType: string, id: string): Promise<T | undefined> {
+    const row = await this.visibleRow(this.db, resourceType, id);
+    return row && !row.deleted ? (this.toResource(row) as T) : undefined;
+  }
+
+  /** Reads one version (vread). A deleted version answers 410. */
+  async readVersion(resourceType: string, id: string, versionId: string): Promise<Resource> {
+    const current = await this.visibleRow(this.db, resourceType, id);
+    if (!current || !/^\d+$/.test(versionId)) throw notFound();
+    const res = await this.db.query<ResourceRow>(
+      'SELECT * FROM resource_history WHERE resource_type = $1 AND id = $2 AND version_id = $3',
+      [resourceType, id, Number(versionId)],
+    );
+    const row = res.rows[0];
+    if (!row) throw notFound();
+    if (row.deleted) throw gone();
+    return this.toResource(row);
+  }
+
+  /**
+   * Updates (or creates, with the client's id) a resource. `ifMatch` is the expected current
+   * version id; content identical to the current version creates no new version.
+   */
+  async update(resource: Resource, options: { ifMatch?: string } = {}): Promise<UpdateResult> {
+    const { resourceType, id } = resource;
+    if (!id || !UUID_ID.test(id)) throw badRequest('Invalid resource id', `${resourceType}.id`);
+    const before = await this.visibleRow(this.db, resourceType, id);
+    await this.runBeforeWrite(resource, before && !before.deleted ? this.toResource(before) : undefined);
+    return this.db.transaction(async (tx) => {
+      let row = await this.lockRow(tx, resourceType, id);
+      if (!row) {
+        if (options.ifMatch !== undefined) throw preconditionFailed();
+        const inserted = await this.insertPlaceholder(tx, resource);
+        if (inserted) return { resource: await this.writeVersion(tx, resource, 1, undefined, true), created: true };
+        row = await this.lockRow(tx, resourceType, id); // another request created it meanwhile
+        if (!row) throw notFound();
+      }
+      if (!this.canSee(row)) throw notFound();
+      this.assertWritable(row);
+      if (options.ifMatch !== undefined && options.ifMatch !== String(row.version_id)) throw preconditionFailed();
+      const previous = this.toResource(row);
+      if (!row.deleted && sameContent(previous, resource)) return { resource: previous, created: false };
+      const stored = await this.writeVersion(tx, resource, row.version_id + 1, row.deleted ? undefined : previous);
+      return { resource: stored, created: false };
+    });
+  }
+
+  /** Deletes a resource; deleting a deleted resource again is a no-op, an unknown id is 404. */
+  async delete(resourceType: string, id: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const row = await this.lockRow(tx, resourceType, id);
+      if (!row || !this.canSee(row)) throw notFound();
+      if (row.deleted) return;
+      this.assertWritable(row);
+      const previous = this.toResource(row);
+      const version = row.version_id + 1;
+      const now = new Date().toISOString();
+      await tx.query(
+        'UPDATE resource SET version_id = $3, last_updated = $4, deleted = true WHERE resource_type = $1 AND id = $2',
+        [resourceType, id, version, now],
+      );
+      await tx.query(
+        `INSERT INTO resource_history (resource_type, id, version_id, project_id, last_updated, deleted, content)
+         VALUES ($1, $2, $3, $4, $5, true, $6)`,
+        [resourceType, id, version, row.project_id, now, row.content],
+      );
+      await this.searchIndex.remove(tx, resourceType, id);
+      for (const hook of this.hooks.for(resourceType)) await hook.afterDelete?.(tx, previous);
+    });
+  }
+
+  /** History of one resource (`id` given) or of a type, newest first. */
+  async history(
+    resourceType: string,
+    id: string | undefined,
+    page: { count: number; offset: number; since?: string },
+  ): Promise<{ entries: HistoryEntry[]; total: number }> {
+    if (id !== undefined) {
+      const row = await this.visibleRow(this.db, resourceType, id);
+      if (!row) throw notFound();
+    }
+    const vis = this.visibility(4);
+    const where = [
+      'h.resource_type = $1',
+      id !== undefined ? 'h.id = $2' : '$2::text IS NULL',
+      page.since ? 'h.last_updated >= $3::timestamptz' : '$3::text IS NULL',
+      vis.sql.replace(/\br\./g, 'h.'),
+    ].join(' AND ');
+    const params = [resourceType, id ?? null, page.since ?? null, ...vis.params];
+    const total = (await this.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource_history h WHERE ${where}`, params)).rows[0]?.n ?? 0;
+    const rows = (
+      await this.db.query<ResourceRow>(
+        `SELECT * FROM resource_history h WHERE ${where}
+         ORDER BY h.last_updated DESC, h.version_id DESC LIMIT ${page.count} OFFSET ${page.offset}`,
+        params,
+      )
+    ).rows;
+    return {
+      total,
+      entries: rows.map((row) => ({
+        resource: this.toResource(row),
+        deleted: row.deleted,
+        versionId: String(row.version_id),
+        lastUpdated: isoOf(row.last_updated),
+        method: row.deleted ? 'DELETE' : row.version_id === 1 ? 'POST' : 'PUT',
+      })),
+    };
+  }
+
+  /** Searches resources of one type within the caller's visibility. */
+  async search(query: SearchQuery): Promise<SearchResult> {
+    const result = await this.searchIndex.search(this.db, (first) => this.visibility(first), query);
+    return { ...result, resources: result.resources.map((r) => this.redact(r)) };
+  }
+
+  /** The SQL condition selecting rows this caller may see (alias `r`), numbering params from `first`. */
+  visibility(first: number): Visibility {
+    if (this.auth.superAdmin) return { sql: 'true', params: [] };
+    return { sql: `(r.project_id = $${first} OR r.project_id IS NULL)`, params: [this.auth.projectId ?? null] };
+  }
+
+  private async runBeforeWrite(resource: Resource, previous: Resource | undefined): Promise<void> {
+    for (const hook of this.hooks.for(resource.resourceType)) await hook.beforeWrite?.(resource, previous, this.auth, this.db);
+  }
+
+  /** Stores a new version: current row, history row, search index, hooks. */
+  private async writeVersion(
+    tx: Queryable,
+    input: Resource,
+    version: number,
+    previous: Resource | undefined,
+    placeholderInserted = false,
+  ): Promise<Resource> {
+    const now = new Date().toISOString();
+    const projectId = this.projectFor(input, previous);
+    const meta = { ...(input.meta ?? {}), versionId: String(version), lastUpdated: now } as Record<string, unknown>;
+    if (projectId) meta.project = projectId;
+    else delete meta.project;
+    const resource = { ...input, meta } as Resource;
+    const content = JSON.stringify(resource);
+    const args = [resource.resourceType, resource.id, version, projectId ?? null, now, content];
+    if (version === 1 && !placeholderInserted) {
+      await tx.query(
+        `INSERT INTO resource (resource_type, id, version_id, project_id, last_updated, deleted, content)
+         VALUES ($1, $2, $3, $4, $5, false, $6)`,
+        args,
+      );
+    } else {
+      await tx.query(
+        `UPDATE resource SET version_id = $3, project_id = $4, last_updated = $5, deleted = false, content = $6
+         WHERE resource_type = $1 AND id = $2`,
+        args,
+      );
+    }
+    await tx.query(
+      `INSERT INTO resource_history (resource_type, id, version_id, project_id, last_updated, deleted, content)
+       VALUES ($1, $2, $3, $4, $5, false, $6)`,
+      args,
+    );
+    await this.searchIndex.index(tx, resource);
+    for (const hook of this.hooks.for(resource.resourceType)) await hook.afterWrite?.(tx, resource, previous);
+    return this.redact(resource);
+  }
+
+  /**
+   * Reserves the id for a create-on-PUT. Returns false when the row already exists (another
+   * request won the race, or the id is taken by another project).
+   */
+  private async insertPlaceholder(tx: Queryable, resource: Resource): Promise<boolean> {
+    const res = await tx.query(
+      `INSERT INTO resource (resource_type, id, version_id, project_id, last_updated, deleted, content)
+       VALUES ($1, $2, 0, $3, now(), true, '{}') ON CONFLICT (resource_type, id) DO NOTHING RETURNING id`,
+      [resource.resourceType, resource.id, this.projectFor(resource, undefined) ?? null],
+    );
+    return res.rows.length === 1;
+  }
+
+  /** Project of a new version: kept from the previous one; for a new resource the caller's. */
+  private projectFor(resource: Resource, previous: Resource | undefined): string | undefined {
+    const previousProject = previous?.meta?.project;
+    if (previous) return previousProject;
+    const requested = resource.meta?.project;
+    if (this.auth.superAdmin && requested !== undefined) return requested;
+    if (resource.resourceType === 'Project' && this.auth.superAdmin) return resource.id; // a project owns itself
+    return this.auth.projectId;
+  }
+
+  private canSee(row: ResourceRow): boolean {
+    return this.auth.superAdmin || row.project_id === null || row.project_id === this.auth.projectId;
+  }
+
+  private assertWritable(row: ResourceRow): void {
+    if (this.auth.superAdmin) return;
+    if (row.project_id === null) throw forbidden();
+    if (row.project_id !== this.auth.projectId) throw notFound();
+  }
+
+  private async visibleRow(q: Queryable, resourceType: string, id: string): Promise<ResourceRow | undefined> {
+    const vis = this.visibility(3);
+    const res = await q.query<ResourceRow>(
+      `SELECT * FROM resource r WHERE r.resource_type = $1 AND r.id = $2 AND r.version_id > 0 AND ${vis.sql}`,
+      [resourceType, id, ...vis.params],
+    );
+    return res.rows[0];
+  }
+
+  private async lockRow(tx: Queryable, resourceType: string, id: string): Promise<ResourceRow | undefined> {
+    const res = await tx.query<ResourceRow>('SELECT * FROM resource WHERE resource_type = $1 AND id = $2 FOR UPDATE', [
+      resourceType,
+      id,
+    ]);
+    return res.rows[0];
+  }
+
+  private toResource(row: ResourceRow): Resource {
+    return this.redact(JSON.parse(row.content) as Resource);
+  }
+
+  private redact(resource: Resource): Resource {
+    let out = resource;
+    for (const hook of this.hooks.for(resource.resourceType)) if (hook.redact) out = hook.redact(out);
+    return out;
+  }
+}
+
+function isoOf(value: string | Date): string {
+  return (value instanceof Date ? value : new Date(value)).toISOString();
+}
+
+/** Equal up to server-managed meta fields (versionId, lastUpdated, project). */
+function sameContent(a: Resource, b: Resource): boolean {
+  const strip = (r: Resource): unknown => {
+    const { versionId: _v, lastUpdated: _l, project: _p, ...meta } = (r.meta ?? {}) as Record<string, unknown>;
+    const copy = { ...r } as Record<string, unknown>;
+    if (Object.keys(meta).length > 0) copy.meta = meta;
+    else delete copy.meta;
+    return copy;
+  };
+  return stableStringify(strip(a)) === stableStringify(strip(b));
+}
