@@ -10,6 +10,14 @@ import { openDatabase } from './storage/open-database.js';
 import { Repository } from './storage/repository.js';
 import { ResourceHooks } from './storage/resource-hooks.js';
 import { createSearchIndex } from './storage/search/sql-search-index.js';
+import { installAuth } from './auth/install.js';
+import { installOperations } from './operations/install.js';
+import { installTerminology } from './terminology/install.js';
+import { installAdmin } from './admin/install.js';
+import { installEmail } from './email/install.js';
+
+/** Features in installation order (operations before the terminology that registers some). */
+const FEATURES = [installAuth, installOperations, installTerminology, installEmail, installAdmin];
 
 export interface App {
   services: Services;
@@ -42,6 +50,13 @@ export async function createApp(config: Config, options: { log?: Logger; db?: Da
     onClose: (fn) => closers.push(fn),
   };
 
+  try {
+    for (const install of FEATURES) await install(services, routes);
+  } catch (err) {
+    for (const fn of closers.reverse()) await fn();
+    if (!options.db) await db.close();
+    throw err;
+  }
   const http = buildHttpServer(services, routes);
   let closed = false;
   return {
@@ -60,7 +75,7 @@ export async function createApp(config: Config, options: { log?: Logger; db?: Da
   };
 }
 
-/** TODO(auth): replaced by bearer-token authentication; until then every caller is the system. */
+/** Until `installAuth` replaces it: every caller is the system (no authentication). */
 const openAuthenticator: Authenticator = {
   async authenticate() {
     return { superAdmin: true, projectAdmin: true };

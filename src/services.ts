@@ -4,6 +4,7 @@ import type { AuthInfo } from './context.js';
 import type { Database } from './storage/database.js';
 import type { Repository } from './storage/repository.js';
 import type { ResourceHooks } from './storage/resource-hooks.js';
+import type { Operation } from './operations/operation.js';
 import type { FhirRequest, FhirResult } from './rest/types.js';
 
 /** Answers operation invocations (`$code` routes); implemented by `src/operations/`. */
@@ -12,6 +13,11 @@ export interface OperationDispatcher {
   dispatch(req: FhirRequest, target: { code: string; resourceType?: string; id?: string }): Promise<FhirResult>;
   /** Entries for the CapabilityStatement: operations per resource type (`'*'` = system level). */
   capabilities(): Array<{ name: string; definition: string; resourceTypes: string[]; system: boolean }>;
+}
+
+/** The operations registry: registering an operation adds its routes, definition and metadata entry. */
+export interface OperationRegistry extends OperationDispatcher {
+  register(operation: Operation): void;
 }
 
 /** Turns request headers into the caller's identity; throws FhirError 401 when it cannot. */
@@ -27,8 +33,16 @@ export interface Services {
   hooks: ResourceHooks;
   /** A repository scoped to a caller. */
   repository(auth: AuthInfo): Repository;
-  operations?: OperationDispatcher;
+  /** Set by `src/operations/install.ts`. */
+  operations?: OperationRegistry;
+  /** Replaced by `src/auth/install.ts`. */
   authenticator: Authenticator;
   /** Background jobs and resources to stop on shutdown, in reverse order of registration. */
   onClose(fn: () => Promise<void> | void): void;
 }
+
+/**
+ * A feature's wiring: registers hooks, operations, routes and background jobs on the
+ * services. Features are installed in order by `app.ts`.
+ */
+export type Feature = (services: Services, routes: import('./http/app-route.js').AppRoute[]) => Promise<void>;
