@@ -1,6 +1,6 @@
 import type { ElementDefinition, ElementDefinitionType, StructureDefinition } from '@medplum/fhirtypes';
 import { primitiveCheck, type PrimitiveCheck } from './primitives.js';
-import { structureDefinitionMap } from './structure-definitions.js';
+import { structureDefinition } from './structure-definitions.js';
 
 /**
  * A compiled view of the StructureDefinitions: for each complex type, resource and backbone
@@ -64,7 +64,7 @@ const typeNodes = new Map<string, ObjectNode | null>();
 export function typeNode(type: string): ObjectNode | undefined {
   let node = typeNodes.get(type);
   if (node === undefined) {
-    const sd = structureDefinitionMap().get(type);
+    const sd = structureDefinition(type);
     node = sd && sd.kind !== 'primitive-type' && sd.snapshot?.element?.length ? compileDefinition(sd) : null;
     typeNodes.set(type, node);
   }
@@ -140,7 +140,7 @@ function makeChild(
   type: string,
   inline: ObjectNode | undefined,
 ): ChildElement {
-  const resource = type === 'Resource' || structureDefinitionMap().get(type)?.kind === 'resource';
+  const resource = type === 'Resource' || structureDefinition(type)?.kind === 'resource';
   const primitive = inline || resource ? undefined : primitiveCheck(type);
   const node = inline ? () => inline : () => typeNode(type);
   return { key, name, min, max, array, type, primitive, resource, node };

@@ -1,5 +1,5 @@
 import type { StructureDefinition } from '@medplum/fhirtypes';
-import { structureDefinitionMap } from './structure-definitions.js';
+import { structureDefinition } from './structure-definitions.js';
 
 /** Checks one JSON value against an R4 primitive type; returns a problem or undefined. */
 export interface PrimitiveCheck {
@@ -35,7 +35,7 @@ const cache = new Map<string, PrimitiveCheck | null>();
 export function primitiveCheck(type: string): PrimitiveCheck | undefined {
   let result = cache.get(type);
   if (result === undefined) {
-    const sd = structureDefinitionMap().get(type);
+    const sd = structureDefinition(type);
     result = sd?.kind === 'primitive-type' ? compile(type, sd) : null;
     cache.set(type, result);
   }
@@ -161,7 +161,7 @@ export function describe(v: unknown): string {
 
 /** The JSON kind of a value, for "expected X, got Y" messages. */
 export function jsonKind(v: unknown): string {
-  if (v === null) return 'null';
+  if (v === null || v === undefined) return String(v);
   if (Array.isArray(v)) return 'an array';
   return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
 }

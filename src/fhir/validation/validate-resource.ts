@@ -82,15 +82,14 @@ function validateObject(
     ctx.depthReported = true;
     return;
   }
-  const keys = Object.keys(obj);
-  if (keys.length === 0) {
-    ctx.add('structure', 'Empty object: FHIR JSON does not allow {}', expr);
-    return;
-  }
+  let present = 0;
   let choiceSeen: Map<string, string> | undefined;
-  for (const key of keys) {
+  for (const key of Object.keys(obj)) {
     if (ctx.stopped) return;
     const value = obj[key];
+    // Not JSON, but callers may pass JS objects: an undefined property is absent (as JSON.stringify has it).
+    if (value === undefined) continue;
+    present++;
     const child = node.children.get(key);
     if (child) {
       if (child.name.endsWith('[x]')) {
@@ -109,6 +108,10 @@ function validateObject(
     } else {
       ctx.add('structure', unknownElementText(key, node), `${expr}.${key}`);
     }
+  }
+  if (present === 0) {
+    ctx.add('structure', 'Empty object: FHIR JSON does not allow {}', expr);
+    return;
   }
   for (const req of node.required) {
     if (!req.keys.some((k) => obj[k] !== undefined || obj[`_${k}`] !== undefined)) {
@@ -153,7 +156,7 @@ function validateProperty(
   const aligned = child.primitive && Array.isArray(extensions) ? extensions : undefined;
   for (let i = 0; i < value.length && !ctx.stopped; i++) {
     const item: unknown = value[i];
-    if (item === null) {
+    if (item === null || item === undefined) {
       // In a primitive array, null is the placeholder for an item that has only `_key` extensions.
       if (!isObject(aligned?.[i])) {
         ctx.add('structure', `Null item in '${child.key}'${child.primitive ? ` without a matching '_${child.key}' entry` : ''}`, `${expr}[${i}]`);
