@@ -1,0 +1,26 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { benchRest } from './rest.js';
+
+/**
+ * `npm run bench`: every benchmark, results as Markdown tables with ratios measured in this
+ * run. BENCH_SECONDS sets the duration of each load case (default 5).
+ */
+async function main(): Promise<void> {
+  const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+  console.log(await benchRest(seconds));
+  // Terminology benchmark (bench/terminology.ts), when present.
+  const terminology = new URL('./terminology.js', import.meta.url);
+  if (existsSync(fileURLToPath(terminology))) {
+    const mod = (await import(terminology.href)) as { benchTerminology?: (s: number) => Promise<string> };
+    if (mod.benchTerminology) console.log(await mod.benchTerminology(seconds));
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
