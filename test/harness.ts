@@ -1,8 +1,11 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import type { Practitioner } from '@medplum/fhirtypes';
 import pg from 'pg';
 import pino from 'pino';
 import { createApp, type App } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
+import { SYSTEM_AUTH } from '../src/context.js';
+import { createMembership, createUser, findUserIdByEmail } from '../src/auth/accounts.js';
 
 /**
  * End-to-end test harness: starts a real Lattice server on a loopback port, on PGlite or on
@@ -135,10 +138,227 @@ export async function startServer(driver: Driver, options: StartOptions = {}): P
   return server;
 }
 
-/** Fills `adminToken` once authentication exists (TODO(auth)). */
-async function loginAsAdmin(_server: TestServer): Promise<void> {}
+/**
+ * Fills `server.adminToken` with a super-admin access token obtained through the real HTTP
+ * flow (POST /auth/login with a PKCE S256 challenge, then POST /oauth2/token). The
+ * credentials are LATTICE_ADMIN_EMAIL / LATTICE_ADMIN_PASSWORD of the server's environment;
+ * when a test starts a server without a password (`env: {LATTICE_ADMIN_PASSWORD: ''}`), the
+ * token stays undefined.
+ */
+async function loginAsAdmin(server: TestServer): Promise<void> {
+  const email = server.config.adminEmail;
+  const password = server.config.adminPassword;
+  if (!password) return; // a generated password (first-start test): the test logs in itself
+  try {
+    server.adminToken = await loginAs(server, email, password);
+  } catch (err) {
+    await server.stop(); // startServer throws: do not leave the server (and its database) open
+    throw err;
+  }
+}
 
 /** The first issue's text of an OperationOutcome body. */
 export function ooText(body: any): string | undefined {
   return body?.issue?.[0]?.details?.text;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Authentication helpers (src/auth). Every helper talks to the server over real HTTP, except
+// that users are created in-process (through src/auth/accounts.ts), because creating a person
+// with a password is the invite feature's job and not part of these tests' subject.
+// ---------------------------------------------------------------------------------------------
+
+/** The body of a successful `POST /oauth2/token`. */
+export interface TokenSet {
+  token_type: string;
+  access_token: string;
+  expires_in: number;
+  scope?: string;
+  refresh_token?: string;
+  project: { reference: string };
+  profile: { reference: string };
+}
+
+/** A fresh PKCE verifier and its S256 challenge (RFC 7636). */
+export function pkcePair(): { verifier: string; challenge: string } {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+}
+
+/**
+ * `POST /oauth2/token` with a form-encoded body; returns the raw response (no token needed).
+ * `headers` may carry e.g. `authorization: Basic …`.
+ */
+export function tokenRequest(server: TestServer, params: Record<string, string>, headers: Record<string, string> = {}): Promise<ApiResponse> {
+  return server.request('POST', '/oauth2/token', {
+    raw: new URLSearchParams(params).toString(),
+    contentType: 'application/x-www-form-urlencoded',
+    headers,
+    token: null,
+  });
+}
+
+/**
+ * Logs in over HTTP like MedplumClient does: `POST /auth/login` (with a PKCE S256
+ * challenge; `projectId` picks the membership), `POST /auth/profile` when the user has several
+ * memberships (`options.membershipId` chooses, else the first), then the code exchange at
+ * `POST /oauth2/token`. Returns the token response; throws with the server's answer on failure.
+ */
+export async function loginTokens(
+  server: TestServer,
+  email: string,
+  password: string,
+  options: { projectId?: string; membershipId?: string } = {},
+): Promise<TokenSet> {
+  const pkce = pkcePair();
+  const login = await server.request('POST', '/auth/login', {
+    body: { email, password, projectId: options.projectId, codeChallenge: pkce.challenge, codeChallengeMethod: 'S256' },
+    contentType: 'application/json',
+    token: null,
+  });
+  if (login.status !== 200) throw new Error(`login of ${email} failed: ${login.status} ${login.text}`);
+  let code: string | undefined = login.body.code;
+  if (!code) {
+    const membershipId = options.membershipId ?? login.body.memberships?.[0]?.id;
+    const profile = await server.request('POST', '/auth/profile', {
+      body: { login: login.body.login, profile: membershipId },
+      contentType: 'application/json',
+      token: null,
+    });
+    if (profile.status !== 200) throw new Error(`profile choice failed: ${profile.status} ${profile.text}`);
+    code = profile.body.code as string;
+  }
+  const tokens = await tokenRequest(server, { grant_type: 'authorization_code', code, code_verifier: pkce.verifier });
+  if (tokens.status !== 200) throw new Error(`code exchange failed: ${tokens.status} ${tokens.text}`);
+  return tokens.body as TokenSet;
+}
+
+/** `loginTokens` reduced to the access token: `Authorization: Bearer <this>`. */
+export async function loginAs(server: TestServer, email: string, password: string, projectId?: string): Promise<string> {
+  return (await loginTokens(server, email, password, { projectId })).access_token;
+}
+
+/** A person with a membership in a project, logged in to it. */
+export interface TestMember {
+  email: string;
+  password: string;
+  userId: string;
+  membershipId: string;
+  /** The profile reference, e.g. `Practitioner/123`. */
+  profile: string;
+  /** Access token acting in the project. */
+  token: string;
+}
+
+/**
+ * Adds a person to a project and logs them in: a server-scoped User (reused when a user with
+ * that e-mail exists, e.g. to give one person memberships in two projects — pass the same
+ * password), a Practitioner profile stored in the project, and a ProjectMembership
+ * (`admin` as given, default false).
+ */
+export async function createMember(
+  server: TestServer,
+  projectId: string,
+  options: { admin?: boolean; email?: string; password?: string; firstName?: string; lastName?: string } = {},
+): Promise<TestMember> {
+  const services = server.app.services;
+  const email = (options.email ?? `user-${randomBytes(5).toString('hex')}@example.org`).toLowerCase();
+  const password = options.password ?? `pw-${randomBytes(9).toString('base64url')}`;
+  const firstName = options.firstName ?? 'Test';
+  const lastName = options.lastName ?? 'Member';
+  const userId =
+    (await findUserIdByEmail(services.db, email)) ??
+    (await createUser(services, { email, password, firstName, lastName, ownerProjectId: projectId })).id!;
+  const practitioner = await services.repository(SYSTEM_AUTH).create<Practitioner>({
+    resourceType: 'Practitioner',
+    name: [{ given: [firstName], family: lastName }],
+    meta: { project: projectId },
+  });
+  const profile = `Practitioner/${practitioner.id}`;
+  const membership = await createMembership(services, {
+    projectId,
+    member: { reference: `User/${userId}` },
+    profile: { reference: profile },
+    admin: options.admin === true,
+  });
+  const token = await loginAs(server, email, password, projectId);
+  return { email, password, userId, membershipId: membership.id!, profile, token };
+}
+
+/** A project created by the super admin, with one project admin logged in. */
+export interface TestProject {
+  /** The stored Project resource. */
+  project: { resourceType: 'Project'; id: string; name: string; [key: string]: unknown };
+  projectId: string;
+  adminEmail: string;
+  adminPassword: string;
+  /** Access token of the project's admin (projectAdmin, not super admin). */
+  adminToken: string;
+  admin: TestMember;
+}
+
+/**
+ * Creates a project as the super admin (`POST /fhir/R4/Project`) and an admin member of it
+ * (see `createMember`), logged in. Use `createMember(server, projectId)` for plain members.
+ */
+export async function createProject(server: TestServer, name: string): Promise<TestProject> {
+  const res = await server.fhir('POST', '/Project', { body: { resourceType: 'Project', name } });
+  if (res.status !== 201) throw new Error(`creating project ${name} failed: ${res.status} ${res.text}`);
+  const admin = await createMember(server, res.body.id, { admin: true, firstName: name, lastName: 'Admin' });
+  return {
+    project: res.body,
+    projectId: res.body.id,
+    adminEmail: admin.email,
+    adminPassword: admin.password,
+    adminToken: admin.token,
+    admin,
+  };
+}
+
+/** A ClientApplication of a project with its one-time secret and a client-credentials token. */
+export interface TestClient {
+  /** The 201 body of `POST /admin/projects/<id>/client` (includes `secret`). */
+  client: { resourceType: 'ClientApplication'; id: string; name: string; secret: string; [key: string]: unknown };
+  clientId: string;
+  secret: string;
+  /** Access token from `client_credentials` (acts as a member of the project). */
+  token: string;
+}
+
+/**
+ * Creates a client application through `POST /admin/projects/<projectId>/client` (as
+ * `options.token`, default the super admin) and gets a token with `client_credentials`.
+ */
+export async function createClient(
+  server: TestServer,
+  projectId: string,
+  options: { name?: string; token?: string } = {},
+): Promise<TestClient> {
+  const res = await server.request('POST', `/admin/projects/${projectId}/client`, {
+    body: { name: options.name ?? 'Test client' },
+    contentType: 'application/json',
+    token: options.token,
+  });
+  if (res.status !== 201) throw new Error(`creating client failed: ${res.status} ${res.text}`);
+  const tokens = await clientCredentialsToken(server, res.body.id, res.body.secret);
+  return { client: res.body, clientId: res.body.id, secret: res.body.secret, token: tokens.access_token };
+}
+
+/** `client_credentials` with the credentials in the body (default) or in HTTP Basic. */
+export async function clientCredentialsToken(
+  server: TestServer,
+  clientId: string,
+  secret: string,
+  via: 'body' | 'basic' = 'body',
+): Promise<TokenSet> {
+  const res =
+    via === 'body'
+      ? await tokenRequest(server, { grant_type: 'client_credentials', client_id: clientId, client_secret: secret })
+      : await tokenRequest(
+          server,
+          { grant_type: 'client_credentials' },
+          { authorization: `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString('base64')}` },
+        );
+  if (res.status !== 200) throw new Error(`client_credentials failed: ${res.status} ${res.text}`);
+  return res.body as TokenSet;
 }

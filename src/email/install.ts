@@ -1,4 +1,21 @@
 import type { Feature } from '../services.js';
+import { OUTBOX_CHANNEL } from './outbox.js';
+import { OutboxSender } from './sender.js';
+import { emailSettings } from './settings.js';
+import { createEmailTransport } from './transport.js';
 
-/** Wires the email feature into the application (hooks, routes, jobs). */
-export const installEmail: Feature = async () => {};
+/**
+ * Wires e-mail: a background outbox sender on this node (SMTP via `SMTP_URL`, else the log),
+ * woken by the NOTIFY that `enqueueEmail` sends at commit and by its poll timer, stopped on
+ * shutdown before the database closes. Features enqueue with `enqueueEmail(tx, message)`.
+ */
+export const installEmail: Feature = async (services) => {
+  const settings = emailSettings(services.config);
+  const log = services.log.child({ component: 'email' });
+  const transport = createEmailTransport(services.config.smtpUrl, log);
+  const sender = new OutboxSender(services.db, transport, settings, log);
+  await services.db.listen(OUTBOX_CHANNEL, () => sender.wake());
+  sender.start();
+  services.onClose(() => sender.stop());
+  log.info({ transport: transport.kind }, 'e-mail outbox sender started');
+};

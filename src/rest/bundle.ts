@@ -32,10 +32,12 @@ export function pageLinks(
   return links;
 }
 
-/** Builds a Bundle of `type` from entries. */
+/** Builds a Bundle of `type` from entries (no `entry` when there are none: FHIR JSON has no empty arrays). */
 export function bundle(type: Bundle['type'], entries: BundleEntry[], total: number | undefined, link: BundleLink[]): Bundle {
-  const b: Bundle = { resourceType: 'Bundle', type, link, entry: entries };
+  const b: Bundle = { resourceType: 'Bundle', type };
   if (total !== undefined) b.total = total;
+  b.link = link;
+  if (entries.length > 0) b.entry = entries;
   return b;
 }
 

@@ -1,27 +1,111 @@
-import type { Resource } from '@medplum/fhirtypes';
+import type { Coding, Resource } from '@medplum/fhirtypes';
+import { structureDefinitionMap } from '../fhir/definitions.js';
 import { bundle, fullUrl, pageLinks } from './bundle.js';
 import type { FhirRequest, FhirResult } from './types.js';
 
 /** Parameters of the response format, not of the search. */
 const FORMAT_PARAMS = new Set(['_format', '_pretty']);
 
-/** GET [base]/Type?… and POST [base]/Type/_search: Bundle `searchset` with total and paging links. */
+/** The tag a server puts on resources it returns incomplete (`_summary`, `_elements`). */
+const SUBSETTED: Coding = { system: 'http://terminology.hl7.org/CodeSystem/v3-ObservationValue', code: 'SUBSETTED' };
+
+/** Elements every shaped resource keeps. */
+const ALWAYS_KEPT = ['resourceType', 'id', 'meta'];
+
+/**
+ * GET [base]/Type?… and POST [base]/Type/_search (form body, same parameters): Bundle
+ * `searchset` with `total`, entries with `fullUrl` and `search.mode`, and paging links that
+ * repeat the request's parameters. `_summary` and `_elements` shape the matched resources.
+ */
 export async function searchInteraction(req: FhirRequest, type: string): Promise<FhirResult> {
   const params = [...req.query, ...formParams(req.body)].filter(([k]) => !FORMAT_PARAMS.has(k));
   const result = await req.ctx.repo.search({ resourceType: type, params });
   const base = req.ctx.fhirBaseUrl;
-  const summaryCount = params.some(([k, v]) => k === '_summary' && v === 'count');
+  const shape = shaper(type, params);
   return {
     status: 200,
     body: bundle(
       'searchset',
-      summaryCount
-        ? []
-        : result.resources.map((resource: Resource) => ({ fullUrl: fullUrl(base, resource), resource, search: { mode: 'match' } })),
+      result.resources.map((resource: Resource, i) => {
+        const mode = result.modes?.[i] ?? 'match';
+        return { fullUrl: fullUrl(base, resource), resource: mode === 'match' ? shape(resource) : resource, search: { mode } };
+      }),
       result.total,
       pageLinks(`${base}/${type}`, params, result),
     ),
   };
+}
+
+/**
+ * The output shaping the request asks for: `_summary=true|text|data` (from the
+ * StructureDefinition's summary and mandatory elements) or `_elements=a,b` (those top-level
+ * elements). Shaped resources are tagged SUBSETTED. `_summary` wins when both are given.
+ */
+function shaper(type: string, params: Array<[string, string]>): (resource: Resource) => Resource {
+  const last = (name: string): string | undefined => [...params].reverse().find(([k]) => k === name)?.[1];
+  const summary = last('_summary');
+  const elements = last('_elements');
+  if (summary === 'true') return (r) => subset(r, (key) => elementInfo(type).summary.has(baseName(type, key)));
+  if (summary === 'text') return (r) => subset(r, (key) => key === 'text' || elementInfo(type).mandatory.has(baseName(type, key)));
+  if (summary === 'data') return (r) => subset(r, (key) => key !== 'text');
+  if (elements !== undefined && summary !== 'false') {
+    const wanted = new Set(elements.split(',').map((e) => e.trim().replace(/\[x\]$/, '')).filter(Boolean));
+    return (r) => subset(r, (key) => wanted.has(key) || wanted.has(baseName(type, key)));
+  }
+  return (r) => r;
+}
+
+/** Keeps the top-level elements `keep` accepts (plus resourceType, id, meta) and tags SUBSETTED. */
+function subset(resource: Resource, keep: (key: string) => boolean): Resource {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(resource)) {
+    const name = key.startsWith('_') ? key.slice(1) : key; // `_birthDate` (extensions) follows `birthDate`
+    if (ALWAYS_KEPT.includes(key) || keep(name)) out[key] = value;
+  }
+  const meta = { ...(resource.meta ?? {}) };
+  const tags = meta.tag ?? [];
+  if (!tags.some((t) => t.system === SUBSETTED.system && t.code === SUBSETTED.code)) meta.tag = [...tags, SUBSETTED];
+  out.meta = meta;
+  return out as unknown as Resource;
+}
+
+interface ElementInfo {
+  summary: Set<string>;
+  mandatory: Set<string>;
+  /** Choice elements by their base name (`deceased` for `deceased[x]`). */
+  choices: Set<string>;
+}
+
+const elementCache = new Map<string, ElementInfo>();
+
+/** Top-level element facts of a resource type, from its StructureDefinition (cached). */
+function elementInfo(type: string): ElementInfo {
+  let info = elementCache.get(type);
+  if (!info) {
+    info = { summary: new Set(), mandatory: new Set(), choices: new Set() };
+    for (const element of structureDefinitionMap().get(type)?.snapshot?.element ?? []) {
+      const parts = (element.path ?? '').split('.');
+      if (parts.length !== 2) continue;
+      const name = parts[1].replace(/\[x\]$/, '');
+      if (parts[1].endsWith('[x]')) info.choices.add(name);
+      if (element.isSummary) info.summary.add(name);
+      if ((element.min ?? 0) > 0) {
+        info.mandatory.add(name);
+        info.summary.add(name);
+      }
+    }
+    elementCache.set(type, info);
+  }
+  return info;
+}
+
+/** `deceasedBoolean` → `deceased` when `deceased[x]` is a choice element of the type. */
+function baseName(type: string, key: string): string {
+  const { choices } = elementInfo(type);
+  for (let i = key.length - 1; i > 0; i--) {
+    if (/[A-Z]/.test(key[i]) && choices.has(key.slice(0, i))) return key.slice(0, i);
+  }
+  return key;
 }
 
 /** Fields of a form-encoded `_search` body as query pairs. */

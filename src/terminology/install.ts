@@ -1,4 +1,63 @@
-import type { Feature } from '../services.js';
+import type { Feature, Services } from '../services.js';
+import { preloadBaseTerminology } from './base-terminology.js';
+import { terminologyHooks } from './hooks.js';
+import { lookupOperation } from './operations/lookup.js';
+import { subsumesOperation } from './operations/subsumes.js';
+import { codeSystemValidateCodeOperation, valueSetValidateCodeOperation } from './operations/validate-code.js';
+import { pruneInlineCodeSystems } from './request-context.js';
 
-/** Wires the terminology feature into the application (hooks, routes, jobs). */
-export const installTerminology: Feature = async () => {};
+/**
+ * How the base R4 terminologies reach the database (`LATTICE_BASE_TERMINOLOGY`):
+ * - `background`: every base resource is written once per database by a background job (~40 s
+ *   on PGlite, recorded so restarts skip it); the default for persistent storage;
+ * - `lazy`: only the ones a request resolves are written (on the spot); the default for an
+ *   in-memory database, which lives only as long as the process (tests, demos).
+ * Either way a base canonical works from the first request.
+ */
+function baseLoadMode(services: Services): 'background' | 'lazy' {
+  const configured = process.env.LATTICE_BASE_TERMINOLOGY;
+  if (configured === 'background' || configured === 'lazy') return configured;
+  const inMemory = !services.config.databaseUrl && services.config.dataDir.startsWith('memory://');
+  return inMemory ? 'lazy' : 'background';
+}
+
+/** How often request-scoped (tx-resource) indexes are pruned. */
+const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
+
+/**
+ * Wires the terminology feature: the index hooks on CodeSystem/ValueSet writes, the terminology
+ * operations, and the base R4 terminologies (see baseLoadMode).
+ */
+export const installTerminology: Feature = async (services) => {
+  for (const hook of terminologyHooks()) services.hooks.add(hook);
+
+  const registry = services.operations;
+  if (registry) {
+    registry.register(lookupOperation());
+    registry.register(valueSetValidateCodeOperation());
+    registry.register(codeSystemValidateCodeOperation());
+    registry.register(subsumesOperation());
+  } else {
+    services.log.warn('no operations registry: terminology operations are not available');
+  }
+
+  let stopped = false;
+  const jobs: Array<Promise<unknown>> = [];
+  const background = (name: string, job: () => Promise<unknown>) => {
+    const run = job().catch((err) => {
+      if (!stopped) services.log.error({ err }, `terminology: ${name} failed`);
+    });
+    jobs.push(run);
+  };
+  background('prune', () => pruneInlineCodeSystems(services.db));
+  const timer = setInterval(() => background('prune', () => pruneInlineCodeSystems(services.db)), PRUNE_INTERVAL_MS);
+  timer.unref();
+  if (baseLoadMode(services) === 'background') {
+    background('base terminology load', () => preloadBaseTerminology(services, () => stopped));
+  }
+  services.onClose(async () => {
+    stopped = true;
+    clearInterval(timer);
+    await Promise.allSettled(jobs);
+  });
+};

@@ -22,9 +22,14 @@ export interface SearchResult {
   resources: Resource[];
   /** Total number of matches (all pages). */
   total: number;
-  /** Page size and offset used. */
+  /** Page size and offset used (count is 0 for `_summary=count`). */
   count: number;
   offset: number;
+  /**
+   * Search mode of each entry of `resources`, in order: `match`, or `include` for resources
+   * added by `_include`/`_revinclude` (they follow the matches). Absent = all matches.
+   */
+  modes?: Array<'match' | 'include'>;
 }
 
 /**

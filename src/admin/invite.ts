@@ -1,0 +1,205 @@
+import type { Project, ProjectMembership, Reference, Resource, User } from '@medplum/fhirtypes';
+import { hashPassword } from '../auth/password.js';
+import { SYSTEM_AUTH, type AuthInfo, type RequestContext } from '../context.js';
+import { enqueueEmail } from '../email/outbox.js';
+import { inviteEmail } from '../email/templates.js';
+import { FhirError, badRequest, conflict, forbidden, notFound } from '../fhir/outcome.js';
+import type { Queryable } from '../storage/database.js';
+import { ALREADY_MEMBER, ClaimConflict, EXTERNAL_ID_EXISTS, referenceId } from './claims.js';
+import {
+  findMembershipByEmail,
+  findMembershipByExternalId,
+  findMembershipOfUser,
+  findProfileByEmail,
+  findUserByEmail,
+  readInProject,
+  readRaw,
+} from './invite-lookup.js';
+import { parseInviteRequest, type InviteRequest } from './invite-request.js';
+import { displayName, newMembership, newProfile, newUser, upsertedMembership } from './invite-resources.js';
+import { createSetPasswordLink } from './set-password-store.js';
+import type { TxWriter } from './tx-writer.js';
+
+export const DIFFERENT_PROFILE = 'User is already a member of this project with a different profile';
+/** Attempts of the invite transaction when a uniqueness claim was lost to a concurrent invite. */
+const MAX_ATTEMPTS = 5;
+
+/**
+ * `POST /admin/projects/<projectId>/invite` (seed §4.2, behavior.md §6). Checks in order:
+ * 403 (not a super admin nor an admin of that project) → 404 (unknown project) → 400 (body).
+ * Everything is written in one transaction. A concurrent identical invite loses a uniqueness
+ * claim (claims.ts); the transaction is then retried once the winner committed, and the retry
+ * sees the winner's rows and answers the contract's 409.
+ */
+export async function inviteUser(ctx: RequestContext, writer: TxWriter, projectId: string, body: unknown): Promise<ProjectMembership> {
+  assertMayInvite(ctx.auth, projectId);
+  const project = await ctx.services.repository(SYSTEM_AUTH).tryRead<Project>('Project', projectId);
+  if (!project) throw notFound();
+  const req = parseInviteRequest(body);
+  const passwordHash = req.password ? await hashPassword(req.password) : undefined; // scrypt: not inside the transaction
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ctx.services.db.transaction((tx) =>
+        new InviteRun(tx, writer, project, req, ctx.publicUrl).run(passwordHash),
+      );
+    } catch (err) {
+      if (!(err instanceof ClaimConflict) || attempt >= MAX_ATTEMPTS) throw err;
+      ctx.log.debug({ projectId, attempt, conflict: err.message }, 'invite lost a uniqueness race; retrying');
+    }
+  }
+}
+
+function assertMayInvite(auth: AuthInfo, projectId: string): void {
+  if (auth.superAdmin) return;
+  if (auth.projectAdmin && auth.projectId === projectId) return;
+  throw forbidden();
+}
+
+/** One attempt of an invite inside its transaction (seed steps 1–6). */
+class InviteRun {
+  private readonly projectId: string;
+
+  constructor(
+    private readonly tx: Queryable,
+    private readonly writer: TxWriter,
+    private readonly project: Project,
+    private readonly req: InviteRequest,
+    private readonly publicUrl: string,
+  ) {
+    this.projectId = project.id as string;
+  }
+
+  async run(passwordHash: string | undefined): Promise<ProjectMembership> {
+    const { tx, req, projectId } = this;
+    // 1. The user: by e-mail, in the request's scope.
+    let user = req.email ? await findUserByEmail(tx, req.projectScoped ? projectId : '', req.email) : undefined;
+    // 2. The profile the caller names (checked), else one with that e-mail in the project.
+    const chosenProfile = req.profileReference ? await this.chosenProfile(req.profileReference) : undefined;
+
+    const existing = await this.existingMembership(user);
+    if (existing) return this.upsert(existing, user, chosenProfile);
+    if (req.externalId && (await findMembershipByExternalId(tx, projectId, req.externalId))) throw conflict(EXTERNAL_ID_EXISTS);
+
+    let profile = chosenProfile ?? (req.email ? await findProfileByEmail(tx, projectId, req.resourceType, req.email) : undefined);
+    // 3. Create the user (with a set-password link) when absent.
+    let setPasswordUrl: string | undefined;
+    const createdUser = !user;
+    if (!user) {
+      user = await this.write(() => this.writer.create(tx, newUser(req, this.project, passwordHash)));
+      setPasswordUrl = await createSetPasswordLink(tx, user.id as string, this.publicUrl);
+    } else if (req.sendEmail && !user.passwordHash) {
+      // An existing user who never chose a password could not sign in without one.
+      setPasswordUrl = await createSetPasswordLink(tx, user.id as string, this.publicUrl);
+    }
+    // 4. Create the profile when absent.
+    profile ??= await this.writer.create(tx, newProfile(req, projectId, await this.patientForNewProfile()));
+    // 5. The membership, with the overrides.
+    const links = {
+      project: this.project,
+      user,
+      profileReference: `${profile.resourceType}/${profile.id}`,
+      profileDisplay: displayName(profile) ?? `${req.firstName} ${req.lastName}`,
+    };
+    const membership = await this.write(() => this.writer.create(tx, newMembership(req, links)));
+    // 6. The e-mail, through the outbox of this same transaction.
+    await this.sendEmail(user, createdUser, setPasswordUrl);
+    return membership;
+  }
+
+  /**
+   * A write that may collide with a concurrent invite: a lost membership claim, the auth
+   * feature's unique (email, scope) index on `auth_user` (PostgreSQL error 23505 after
+   * waiting for the other transaction), or its 'Email already registered' check. Each means
+   * another transaction won; ClaimConflict makes `inviteUser` retry and answer from its rows.
+   */
+  private async write<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof ClaimConflict) throw err;
+      if (err instanceof FhirError && err.status === 409) throw new ClaimConflict(err.message);
+      if ((err as { code?: string }).code === '23505') throw new ClaimConflict(ALREADY_MEMBER);
+      throw err;
+    }
+  }
+
+  /** The user's membership in the project; 409 when the e-mail or external id is taken. */
+  private async existingMembership(user: User | undefined): Promise<ProjectMembership | undefined> {
+    const { tx, req, projectId } = this;
+    if (user) {
+      const mine = await findMembershipOfUser(tx, projectId, `User/${user.id}`);
+      if (mine) return mine;
+    }
+    if (req.email) {
+      // A user of the other scope with this e-mail is already a member.
+      if (await findMembershipByEmail(tx, projectId, req.email)) throw conflict(ALREADY_MEMBER);
+      return undefined;
+    }
+    // No e-mail: the external id identifies the member.
+    const byExternalId = req.externalId ? await findMembershipByExternalId(tx, projectId, req.externalId) : undefined;
+    if (byExternalId && !req.upsert) throw conflict(EXTERNAL_ID_EXISTS);
+    return byExternalId;
+  }
+
+  /** `upsert: true` on an existing membership: same id, overrides applied. */
+  private async upsert(existing: ProjectMembership, user: User | undefined, chosenProfile: Resource | undefined): Promise<ProjectMembership> {
+    const { tx, req } = this;
+    if (!req.upsert) throw conflict(ALREADY_MEMBER);
+    const profileReference = existing.profile?.reference as string;
+    if (chosenProfile && `${chosenProfile.resourceType}/${chosenProfile.id}` !== profileReference) throw conflict(DIFFERENT_PROFILE);
+    const member = user ?? (await readRaw<User>(tx, 'User', referenceId(existing.user?.reference, 'User') ?? ''));
+    if (!member) throw conflict(ALREADY_MEMBER);
+    const [type, id] = profileReference.split('/');
+    const profile = await readRaw(tx, type, id);
+    const links = {
+      project: this.project,
+      user: member,
+      profileReference,
+      profileDisplay: (profile && displayName(profile)) ?? existing.profile?.display,
+    };
+    const membership = await this.write(() => this.writer.update(tx, upsertedMembership(existing, req, links)));
+    const setPasswordUrl =
+      req.sendEmail && !member.passwordHash ? await createSetPasswordLink(tx, member.id as string, this.publicUrl) : undefined;
+    await this.sendEmail(member, false, setPasswordUrl);
+    return membership;
+  }
+
+  /** `membership.profile`: must name a profile of the requested type in this project. */
+  private async chosenProfile(reference: string): Promise<Resource> {
+    const match = /^([A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/.exec(reference);
+    if (match && match[1] !== this.req.resourceType) {
+      throw badRequest('Profile resourceType does not match request', 'membership.profile');
+    }
+    const profile = match ? await readInProject(this.tx, match[1], match[2], this.projectId) : undefined;
+    if (!profile) throw badRequest('Profile does not belong to project', 'membership.profile');
+    return profile;
+  }
+
+  /** R4 requires `RelatedPerson.patient`: a Patient of the same project. */
+  private async patientForNewProfile(): Promise<Reference | undefined> {
+    if (this.req.resourceType !== 'RelatedPerson') return undefined;
+    const reference = this.req.patient?.reference;
+    if (typeof reference !== 'string' || reference === '') {
+      throw badRequest('Patient is required to create a RelatedPerson', 'patient');
+    }
+    const id = referenceId(reference, 'Patient');
+    if (!id || !(await readInProject(this.tx, 'Patient', id, this.projectId))) {
+      throw badRequest('Patient does not belong to project', 'patient');
+    }
+    return { reference };
+  }
+
+  private async sendEmail(user: User, newUserCreated: boolean, setPasswordUrl: string | undefined): Promise<void> {
+    const to = this.req.email ?? user.email;
+    if (!this.req.sendEmail || !to) return; // an externalId-only user has no address to write to
+    const message = inviteEmail({
+      to,
+      projectName: this.project.name ?? (this.project.id as string),
+      firstName: user.firstName ?? this.req.firstName,
+      newUser: newUserCreated,
+      setPasswordUrl,
+      signInUrl: this.publicUrl,
+    });
+    await enqueueEmail(this.tx, message);
+  }
+}

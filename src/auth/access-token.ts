@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto';
+import { SignJWT, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import type { AuthInfo } from '../context.js';
+import { SIGNING_ALG, type KeyStore } from './keys.js';
+
+/** JWT header `typ` of access tokens (RFC 9068), so no other JWT is accepted as one. */
+const TOKEN_TYPE = 'at+jwt';
+/** Upper bound of the verified-token cache (entries); the oldest go first. */
+const CACHE_LIMIT = 10_000;
+
+/** The membership a token stands for: what the authenticator turns into `AuthInfo`. */
+export interface TokenSubject {
+  projectId: string;
+  membershipId: string;
+  /** `User` for people, `ClientApplication` for client credentials. */
+  memberType: 'User' | 'ClientApplication';
+  memberId: string;
+  /** e.g. `Practitioner/123`. */
+  profile?: string;
+  projectAdmin: boolean;
+  superAdmin: boolean;
+  /** The password login this token descends from (absent for client credentials). */
+  loginId?: string;
+  /** The OAuth client the token was issued to. */
+  clientId?: string;
+  scope?: string;
+}
+
+/** Claims Lattice puts in an access token (beside iss, sub, iat, exp, jti). */
+interface LatticeClaims extends JWTPayload {
+  project: string;
+  membership: string;
+  profile?: string;
+  /** Medplum clients look for `login_id` to recognise a Medplum-compatible server. */
+  login_id?: string;
+  client_id?: string;
+  scope?: string;
+  /** Member type: `User` or `ClientApplication`. */
+  mtype: string;
+  padm: boolean;
+  sadm: boolean;
+}
+
+/**
+ * Issues and verifies access tokens: ES256 JWTs signed with the database-held key.
+ * Verification is cached per token string until the token expires, so a request with a
+ * token seen before costs one Map lookup — no signature check, no database.
+ */
+export class AccessTokens {
+  private readonly cache = new Map<string, { auth: AuthInfo; expiresAt: number }>();
+
+  constructor(
+    private readonly keys: KeyStore,
+    /** Issuer (the public URL); read per call because tests learn their port after start. */
+    private readonly issuer: () => string,
+    private readonly lifetimeSeconds: () => number,
+  ) {}
+
+  /** Signs an access token for a membership; returns it with its lifetime in seconds. */
+  async issue(subject: TokenSubject): Promise<{ token: string; expiresIn: number }> {
+    const { kid, key } = this.keys.signingKey();
+    const expiresIn = this.lifetimeSeconds();
+    const claims: LatticeClaims = {
+      project: subject.projectId,
+      membership: subject.membershipId,
+      mtype: subject.memberType,
+      padm: subject.projectAdmin,
+      sadm: subject.superAdmin,
+    };
+    if (subject.profile) claims.profile = subject.profile;
+    if (subject.loginId) claims.login_id = subject.loginId;
+    if (subject.clientId) claims.client_id = subject.clientId;
+    if (subject.scope) claims.scope = subject.scope;
+    const token = await new SignJWT(claims)
+      .setProtectedHeader({ alg: SIGNING_ALG, kid, typ: TOKEN_TYPE })
+      .setIssuer(this.issuer())
+      .setSubject(subject.memberId)
+      .setIssuedAt()
+      .setExpirationTime(Math.floor(Date.now() / 1000) + expiresIn)
+      .setJti(randomUUID())
+      .sign(key);
+    return { token, expiresIn };
+  }
+
+  /**
+   * The caller a token stands for, or undefined when the token is not valid (bad signature,
+   * other key, `alg: none`, expired, wrong issuer or type, malformed).
+   */
+  async verify(token: string): Promise<AuthInfo | undefined> {
+    const now = Date.now();
+    const cached = this.cache.get(token);
+    if (cached) {
+      if (cached.expiresAt > now) return cached.auth;
+      this.cache.delete(token);
+    }
+    const claims = await this.verifySignature(token);
+    if (!claims) return undefined;
+    const auth = toAuthInfo(claims);
+    if (!auth) return undefined;
+    if (this.cache.size >= CACHE_LIMIT) this.evict(now);
+    this.cache.set(token, { auth, expiresAt: (claims.exp as number) * 1000 });
+    return auth;
+  }
+
+  private async verifySignature(token: string): Promise<LatticeClaims | undefined> {
+    try {
+      const { payload } = await jwtVerify<LatticeClaims>(token, (header) => this.keyFor(header.kid), {
+        algorithms: [SIGNING_ALG],
+        issuer: this.issuer(),
+        typ: TOKEN_TYPE,
+        requiredClaims: ['exp', 'sub'],
+      });
+      return payload;
+    } catch (err) {
+      if (err instanceof joseErrors.JOSEError || err instanceof TypeError || err instanceof SyntaxError) return undefined;
+      throw err;
+    }
+  }
+
+  private async keyFor(kid: string | undefined): Promise<CryptoKey | Uint8Array> {
+    const key = await this.keys.publicKey(kid);
+    if (!key) throw new joseErrors.JWKSNoMatchingKey();
+    return key;
+  }
+
+  /** Drops expired entries; if the cache is still full, the oldest tenth. */
+  private evict(now: number): void {
+    for (const [token, entry] of this.cache) if (entry.expiresAt <= now) this.cache.delete(token);
+    if (this.cache.size < CACHE_LIMIT) return;
+    let drop = Math.ceil(CACHE_LIMIT / 10);
+    for (const token of this.cache.keys()) {
+      if (drop-- <= 0) break;
+      this.cache.delete(token);
+    }
+  }
+}
+
+function toAuthInfo(claims: LatticeClaims): AuthInfo | undefined {
+  if (typeof claims.project !== 'string' || typeof claims.membership !== 'string' || typeof claims.sub !== 'string') {
+    return undefined;
+  }
+  const auth: AuthInfo = {
+    projectId: claims.project,
+    superAdmin: claims.sadm === true,
+    projectAdmin: claims.padm === true,
+    membershipId: claims.membership,
+  };
+  if (claims.mtype === 'ClientApplication') auth.clientId = claims.sub;
+  else auth.userId = claims.sub;
+  if (typeof claims.profile === 'string') auth.profile = claims.profile;
+  return Object.freeze(auth);
+}

@@ -1,0 +1,19 @@
+import type { Services } from '../services.js';
+import type { AccessTokens } from './access-token.js';
+import type { KeyStore } from './keys.js';
+import type { LoginThrottle } from './login-throttle.js';
+
+/** What the auth routes share: the services plus the feature's key store, tokens and throttle. */
+export interface AuthState {
+  services: Services;
+  keys: KeyStore;
+  tokens: AccessTokens;
+  throttle: LoginThrottle;
+}
+
+/** Seconds a login may take to pick a profile (between /auth/login and /auth/profile). */
+export const LOGIN_LIFETIME_SECONDS = 60 * 60;
+/** Seconds an authorization code stays redeemable (single use). */
+export const CODE_LIFETIME_SECONDS = 120;
+/** Seconds a refresh token stays usable (each use rotates it). */
+export const REFRESH_TOKEN_LIFETIME_SECONDS = 30 * 24 * 60 * 60;

@@ -1,0 +1,108 @@
+import { randomBytes } from 'node:crypto';
+import type { ClientApplication } from '@medplum/fhirtypes';
+import { SYSTEM_AUTH } from '../context.js';
+import { badRequest } from '../fhir/outcome.js';
+import type { AppRoute } from '../http/app-route.js';
+import type { AuthState } from './auth-state.js';
+import { PKCE_METHODS } from './pkce.js';
+
+/**
+ * `GET /oauth2/authorize` (the discovery documents' authorization_endpoint): a small HTML
+ * sign-in page for the browser authorization-code flow. The page itself only calls the JSON
+ * endpoints (/auth/login, /auth/profile) and then navigates to `redirect_uri?code=…&state=…`.
+ *
+ * The redirect_uri must be registered on the ClientApplication named by client_id — otherwise
+ * anyone could have a victim's code delivered to their own site — so a request with an
+ * unknown client or an unregistered redirect_uri gets an OperationOutcome (400), not a page.
+ */
+export function authorizeRoute(state: AuthState): AppRoute {
+  return {
+    method: 'GET',
+    url: '/oauth2/authorize',
+    auth: false,
+    async handler(req) {
+      const q = req.query;
+      if (q.response_type !== 'code') throw badRequest('Unsupported response_type (only code)', 'response_type');
+      const client =
+        typeof q.client_id === 'string' && /^[A-Za-z0-9\-.]{1,64}$/.test(q.client_id)
+          ? await state.services.repository(SYSTEM_AUTH).tryRead<ClientApplication>('ClientApplication', q.client_id)
+          : undefined;
+      if (!client) throw badRequest('Unknown client_id', 'client_id');
+      const registered = [client.redirectUri, ...(client.redirectUris ?? [])].filter(Boolean);
+      if (!q.redirect_uri || !registered.includes(q.redirect_uri)) throw badRequest('redirect_uri is not registered for this client', 'redirect_uri');
+      if (q.code_challenge && q.code_challenge_method && !(PKCE_METHODS as readonly string[]).includes(q.code_challenge_method)) {
+        throw badRequest(`Unsupported code challenge method: ${q.code_challenge_method}`, 'code_challenge_method');
+      }
+      const nonce = randomBytes(16).toString('base64');
+      const params = {
+        clientId: client.id,
+        redirectUri: q.redirect_uri,
+        state: q.state ?? '',
+        scope: q.scope ?? 'openid',
+        codeChallenge: q.code_challenge ?? '',
+        codeChallengeMethod: q.code_challenge ? (q.code_challenge_method ?? 'plain') : '',
+      };
+      return {
+        status: 200,
+        contentType: 'text/html; charset=utf-8',
+        headers: {
+          'Cache-Control': 'no-store',
+          'Content-Security-Policy': `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'`,
+        },
+        body: page(client.name ?? 'an application', params, nonce),
+      };
+    },
+  };
+}
+
+function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function page(clientName: string, params: Record<string, string | undefined>, nonce: string): string {
+  // JSON inside <script>: escape '<' so no value can close the script element.
+  const json = JSON.stringify(params).replace(/</g, '\\u003c');
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign in · Lattice</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{font-family:system-ui,sans-serif;max-width:22rem;margin:4rem auto;padding:0 1rem}
+label,input,button{display:block;width:100%;box-sizing:border-box;margin:.4rem 0}input,button{padding:.5rem}
+#error{color:#b00020}</style></head>
+<body><h1>Sign in</h1><p>to continue to <strong>${escapeHtml(clientName)}</strong></p>
+<form id="login"><label>Email <input name="email" type="email" autocomplete="username" required></label>
+<label>Password <input name="password" type="password" autocomplete="current-password" required></label>
+<button type="submit">Sign in</button></form><div id="choices"></div><p id="error" role="alert"></p>
+<script nonce="${nonce}">
+const p = ${json};
+const err = (t) => { document.getElementById('error').textContent = t; };
+const post = async (path, body) => {
+  const res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(data.issue?.[0]?.details?.text ?? 'Sign-in failed');
+  return data;
+};
+const done = (code) => {
+  const url = new URL(p.redirectUri);
+  url.searchParams.set('code', code);
+  if (p.state) url.searchParams.set('state', p.state);
+  location.assign(url.toString());
+};
+document.getElementById('login').addEventListener('submit', async (e) => {
+  e.preventDefault(); err('');
+  const f = new FormData(e.target);
+  try {
+    const r = await post('/auth/login', { email: f.get('email'), password: f.get('password'), clientId: p.clientId, scope: p.scope,
+      codeChallenge: p.codeChallenge || undefined, codeChallengeMethod: p.codeChallengeMethod || undefined });
+    if (r.code) return done(r.code);
+    const box = document.getElementById('choices');
+    box.textContent = 'Choose a project:';
+    for (const m of r.memberships ?? []) {
+      const b = document.createElement('button');
+      b.textContent = m.project.display + ' — ' + (m.profile.display ?? '');
+      b.addEventListener('click', async () => { try { done((await post('/auth/profile', { login: r.login, profile: m.id })).code); } catch (x) { err(x.message); } });
+      box.appendChild(b);
+    }
+  } catch (x) { err(x.message); }
+});
+</script></body></html>`;
+}

@@ -1,0 +1,89 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Practitioner, Project, Resource } from '@medplum/fhirtypes';
+import { SYSTEM_AUTH } from '../context.js';
+import type { Services } from '../services.js';
+import type { Repository } from '../storage/repository.js';
+import { createMembership, createUser } from './accounts.js';
+
+/**
+ * Fixed ids for the first-start resources. Two processes starting together on one empty
+ * database both try to create the same ids; the primary key lets exactly one win, the other
+ * sees the row and moves on — no lock needed, and a half-finished bootstrap (crash) is simply
+ * completed by the next start.
+ */
+const SUPER_PROJECT_ID = stableId('project');
+const ADMIN_USER_ID = stableId('user');
+const ADMIN_PROFILE_ID = stableId('practitioner');
+const ADMIN_MEMBERSHIP_ID = stableId('membership');
+
+/**
+ * Creates the super-admin project, the super-admin User (LATTICE_ADMIN_EMAIL /
+ * LATTICE_ADMIN_PASSWORD) with a Practitioner profile, and its admin membership, unless a
+ * super-admin project already exists. A generated password is printed once to the console —
+ * by the process whose User insert won, so the printed password is the stored one.
+ */
+export async function bootstrapSuperAdmin(services: Services): Promise<void> {
+  const repo = services.repository(SYSTEM_AUTH);
+  const existing = await services.db.query(
+    `SELECT 1 FROM resource WHERE resource_type = 'Project' AND NOT deleted AND version_id > 0
+       AND (id = $1 OR (content::jsonb ->> 'superAdmin') = 'true') LIMIT 1`,
+    [SUPER_PROJECT_ID],
+  );
+  if (existing.rows.length > 0 && (await repo.tryRead('ProjectMembership', ADMIN_MEMBERSHIP_ID))) return;
+  if (existing.rows.length > 0 && !(await repo.tryRead('Project', SUPER_PROJECT_ID))) return; // another super project
+
+  const project: Project = { resourceType: 'Project', name: 'Super Admin', superAdmin: true, owner: { reference: `User/${ADMIN_USER_ID}` } };
+  await createIfAbsent(repo, 'Project', SUPER_PROJECT_ID, () => repo.create(project, { id: SUPER_PROJECT_ID }));
+
+  const generated = services.config.adminPassword ? undefined : randomBytes(12).toString('base64url');
+  const userCreated = await createIfAbsent(repo, 'User', ADMIN_USER_ID, () =>
+    createUser(services, {
+      id: ADMIN_USER_ID,
+      email: services.config.adminEmail,
+      firstName: 'Super',
+      lastName: 'Admin',
+      password: services.config.adminPassword ?? generated,
+      ownerProjectId: SUPER_PROJECT_ID,
+    }),
+  );
+  if (userCreated && generated) {
+    // The contract: printed once to the console (not the JSON log), so an operator can log in.
+    console.log(`Lattice super admin created: ${services.config.adminEmail} / password: ${generated}`);
+  }
+
+  const profile: Practitioner = {
+    resourceType: 'Practitioner',
+    name: [{ given: ['Super'], family: 'Admin' }],
+    meta: { project: SUPER_PROJECT_ID },
+  };
+  await createIfAbsent(repo, 'Practitioner', ADMIN_PROFILE_ID, () => repo.create(profile, { id: ADMIN_PROFILE_ID }));
+  await createIfAbsent(repo, 'ProjectMembership', ADMIN_MEMBERSHIP_ID, () =>
+    createMembership(services, {
+      id: ADMIN_MEMBERSHIP_ID,
+      projectId: SUPER_PROJECT_ID,
+      member: { reference: `User/${ADMIN_USER_ID}` },
+      profile: { reference: `Practitioner/${ADMIN_PROFILE_ID}` },
+      admin: true,
+    }),
+  );
+  services.log.info({ projectId: SUPER_PROJECT_ID, email: services.config.adminEmail }, 'super admin ready');
+}
+
+/** Runs `create` unless the resource exists; true when this call created it. */
+async function createIfAbsent(repo: Repository, type: string, id: string, create: () => Promise<Resource>): Promise<boolean> {
+  if (await repo.tryRead(type, id)) return false;
+  try {
+    await create();
+    return true;
+  } catch (err) {
+    // Lost a race with another process starting at the same time: its row is as good as ours.
+    if (await repo.tryRead(type, id)) return false;
+    throw err;
+  }
+}
+
+/** A UUID-shaped id derived from a name, identical in every process. */
+function stableId(name: string): string {
+  const h = createHash('sha256').update(`lattice-bootstrap:${name}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}

@@ -1,0 +1,151 @@
+import type { Project } from '@medplum/fhirtypes';
+import { SYSTEM_AUTH } from '../context.js';
+import type { Queryable } from '../storage/database.js';
+import type { MembershipRow } from './accounts.js';
+import type { TokenSubject } from './access-token.js';
+import { CODE_LIFETIME_SECONDS, REFRESH_TOKEN_LIFETIME_SECONDS, type AuthState } from './auth-state.js';
+import { hashSecret, randomSecret } from './secrets.js';
+
+/** A login row as stored by /auth/login. */
+export interface LoginRow {
+  id: string;
+  user_id: string;
+  client_id: string | null;
+  scope: string | null;
+  nonce: string | null;
+  code_challenge: string | null;
+  code_challenge_method: string | null;
+  membership_id: string | null;
+}
+
+/** The body of a successful `/oauth2/token` answer (Medplum-compatible). */
+export interface TokenResponse {
+  token_type: 'Bearer';
+  access_token: string;
+  expires_in: number;
+  scope: string;
+  refresh_token?: string;
+  project: { reference: string };
+  profile: { reference: string };
+}
+
+/**
+ * Attaches a membership and a fresh single-use authorization code to a login. Returns the
+ * code, or undefined when the login already has one (a login yields one code only).
+ */
+export async function issueCode(db: Queryable, loginId: string, membershipId: string): Promise<string | undefined> {
+  const code = randomSecret();
+  const res = await db.query(
+    `UPDATE auth_login SET membership_id = $2, code_hash = $3, code_expires_at = now() + make_interval(secs => $4)
+     WHERE id = $1 AND code_hash IS NULL AND expires_at > now() RETURNING id`,
+    [loginId, membershipId, hashSecret(code), CODE_LIFETIME_SECONDS],
+  );
+  return res.rows.length === 1 ? code : undefined;
+}
+
+/**
+ * Redeems an authorization code: marks it used in the same statement that finds it, so two
+ * concurrent redemptions cannot both succeed. A code presented a second time revokes the
+ * refresh tokens issued from it (RFC 6749 §4.1.2) and yields undefined.
+ */
+export async function redeemCode(db: Queryable, code: string): Promise<LoginRow | undefined> {
+  const codeHash = hashSecret(code);
+  const res = await db.query<LoginRow>(
+    `UPDATE auth_login SET code_used_at = now()
+     WHERE code_hash = $1 AND code_used_at IS NULL AND code_expires_at > now() RETURNING *`,
+    [codeHash],
+  );
+  if (res.rows[0]) return res.rows[0];
+  await db.query(
+    `UPDATE auth_refresh_token SET revoked = true
+     WHERE family_id IN (SELECT id FROM auth_login WHERE code_hash = $1 AND code_used_at IS NOT NULL)`,
+    [codeHash],
+  );
+  return undefined;
+}
+
+/** A stored refresh token (by hash). */
+export interface RefreshRow {
+  family_id: string;
+  login_id: string | null;
+  membership_id: string;
+  client_id: string | null;
+  scope: string | null;
+}
+
+/** Stores a new refresh token of a family and returns it. */
+export async function issueRefreshToken(db: Queryable, row: RefreshRow): Promise<string> {
+  const token = randomSecret();
+  await db.query(
+    `INSERT INTO auth_refresh_token (token_hash, family_id, login_id, membership_id, client_id, scope, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
+    [hashSecret(token), row.family_id, row.login_id, row.membership_id, row.client_id, row.scope, REFRESH_TOKEN_LIFETIME_SECONDS],
+  );
+  return token;
+}
+
+/**
+ * Uses a refresh token once. Presenting an already used (or revoked) token is treated as
+ * theft: the whole family is revoked, so neither the thief nor the victim can continue.
+ */
+export async function consumeRefreshToken(db: Queryable, token: string): Promise<RefreshRow | undefined> {
+  const tokenHash = hashSecret(token);
+  const res = await db.query<RefreshRow>(
+    `UPDATE auth_refresh_token SET used_at = now()
+     WHERE token_hash = $1 AND used_at IS NULL AND NOT revoked AND expires_at > now() RETURNING *`,
+    [tokenHash],
+  );
+  if (res.rows[0]) return res.rows[0];
+  await db.query(
+    'UPDATE auth_refresh_token SET revoked = true WHERE family_id IN (SELECT family_id FROM auth_refresh_token WHERE token_hash = $1)',
+    [tokenHash],
+  );
+  return undefined;
+}
+
+/** The token subject of a membership (reads the project for the super-admin flag). */
+export async function subjectFor(
+  state: AuthState,
+  membership: MembershipRow,
+  extra: { loginId?: string; clientId?: string; scope?: string },
+): Promise<TokenSubject | undefined> {
+  const project = await state.services.repository(SYSTEM_AUTH).tryRead<Project>('Project', membership.project_id);
+  if (!project) return undefined;
+  return {
+    projectId: membership.project_id,
+    membershipId: membership.id,
+    memberType: membership.member_type,
+    memberId: membership.member_id,
+    profile: membership.profile ?? undefined,
+    projectAdmin: membership.admin,
+    superAdmin: project.superAdmin === true,
+    ...extra,
+  };
+}
+
+/** Signs an access token (and, for logins, a refresh token) and builds the token response. */
+export async function tokenResponse(
+  state: AuthState,
+  subject: TokenSubject,
+  refresh?: { familyId: string },
+): Promise<TokenResponse> {
+  const { token, expiresIn } = await state.tokens.issue(subject);
+  const body: TokenResponse = {
+    token_type: 'Bearer',
+    access_token: token,
+    expires_in: expiresIn,
+    scope: subject.scope ?? 'openid',
+    project: { reference: `Project/${subject.projectId}` },
+    profile: { reference: subject.profile ?? `${subject.memberType}/${subject.memberId}` },
+  };
+  if (refresh) {
+    body.refresh_token = await issueRefreshToken(state.services.db, {
+      family_id: refresh.familyId,
+      login_id: subject.loginId ?? null,
+      membership_id: subject.membershipId,
+      client_id: subject.clientId ?? null,
+      scope: subject.scope ?? null,
+    });
+  }
+  return body;
+}

@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import type { HumanName, Project, Resource, User } from '@medplum/fhirtypes';
+import { SYSTEM_AUTH } from '../context.js';
+import { badRequest, unauthorized } from '../fhir/outcome.js';
+import type { AppRoute } from '../http/app-route.js';
+import { findUserIdByEmail, membershipById, membershipsOf, passwordHashOf, splitReference, type MembershipRow } from './accounts.js';
+import { LOGIN_LIFETIME_SECONDS, type AuthState } from './auth-state.js';
+import { issueCode } from './grants.js';
+import { hashPassword, verifyPassword } from './password.js';
+import { PKCE_METHODS } from './pkce.js';
+import { randomSecret } from './secrets.js';
+
+const INVALID_CREDENTIALS = 'Email or password is invalid';
+
+/** `/auth/login`, `/auth/profile` and `/auth/me` (the Medplum-compatible login steps). */
+export function loginRoutes(state: AuthState): AppRoute[] {
+  return [
+    { method: 'POST', url: '/auth/login', auth: false, handler: (req) => login(state, req.body, req.ip) },
+    { method: 'POST', url: '/auth/profile', auth: false, handler: (req) => chooseProfile(state, req.body) },
+    { method: 'GET', url: '/auth/me', auth: true, handler: async (req) => ({ status: 200, body: await me(state, req.ctx.auth) }) },
+  ];
+}
+
+/** A hash to verify against when the e-mail is unknown, so both failures take the same time. */
+let dummyHash: Promise<string> | undefined;
+
+async function login(state: AuthState, body: unknown, ip: string) {
+  const input = objectBody(body);
+  const email = stringField(input, 'email');
+  const password = stringField(input, 'password');
+  if (!email || password === undefined) throw badRequest(INVALID_CREDENTIALS);
+  const projectId = stringField(input, 'projectId') || undefined;
+  const codeChallenge = stringField(input, 'codeChallenge') || undefined;
+  const method = codeChallenge ? (stringField(input, 'codeChallengeMethod') ?? 'plain') : undefined;
+  if (method !== undefined && !(PKCE_METHODS as readonly string[]).includes(method)) {
+    throw badRequest(`Unsupported code challenge method: ${method}`, 'codeChallengeMethod');
+  }
+
+  const db = state.services.db;
+  await state.throttle.check(email, ip);
+  const userId = await findUserIdByEmail(db, email, projectId);
+  const hash = userId ? await passwordHashOf(db, userId) : undefined;
+  const valid = await verifyPassword(password, hash ?? (await (dummyHash ??= hashPassword(randomSecret()))));
+  if (!valid || !userId || !hash) {
+    await state.throttle.recordFailure(email, ip);
+    throw badRequest(INVALID_CREDENTIALS);
+  }
+  await state.throttle.recordSuccess(email);
+
+  let memberships = await membershipsOf(db, 'User', userId);
+  if (projectId) memberships = memberships.filter((m) => m.project_id === projectId);
+  if (memberships.length === 0) {
+    throw badRequest(projectId ? 'User is not a member of this project' : 'User is not a member of any project');
+  }
+  const loginId = randomUUID();
+  await db.query(
+    `INSERT INTO auth_login (id, user_id, client_id, scope, nonce, code_challenge, code_challenge_method, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8))`,
+    [
+      loginId,
+      userId,
+      stringField(input, 'clientId') || null,
+      stringField(input, 'scope') || null,
+      stringField(input, 'nonce') || null,
+      codeChallenge ?? null,
+      method ?? null,
+      LOGIN_LIFETIME_SECONDS,
+    ],
+  );
+  if (memberships.length === 1) {
+    const code = await issueCode(db, loginId, memberships[0].id);
+    return { status: 200, body: { login: loginId, code } };
+  }
+  return { status: 200, body: { login: loginId, memberships: await describe(state, memberships) } };
+}
+
+async function chooseProfile(state: AuthState, body: unknown) {
+  const input = objectBody(body);
+  const loginId = stringField(input, 'login');
+  const membershipId = stringField(input, 'profile');
+  if (!loginId || !membershipId) throw badRequest('Missing login or profile');
+  const db = state.services.db;
+  const login = (
+    await db.query<{ user_id: string }>(
+      'SELECT user_id FROM auth_login WHERE id = $1 AND code_hash IS NULL AND expires_at > now()',
+      [loginId],
+    )
+  ).rows[0];
+  if (!login) throw badRequest('Invalid login', 'login');
+  const membership = await membershipById(db, membershipId);
+  if (!membership || membership.member_type !== 'User' || membership.member_id !== login.user_id) {
+    throw badRequest('Invalid profile', 'profile');
+  }
+  const code = await issueCode(db, loginId, membership.id);
+  if (!code) throw badRequest('Invalid login', 'login');
+  return { status: 200, body: { login: loginId, code } };
+}
+
+/** Memberships as `/auth/login` lists them: ids with project and profile names. */
+async function describe(state: AuthState, memberships: MembershipRow[]) {
+  const repo = state.services.repository(SYSTEM_AUTH);
+  return Promise.all(
+    memberships.map(async (m) => {
+      const project = await repo.tryRead<Project>('Project', m.project_id);
+      const ref = splitReference(m.profile ?? undefined);
+      const profile = ref ? await repo.tryRead(ref[0], ref[1]) : undefined;
+      return {
+        id: m.id,
+        project: { reference: `Project/${m.project_id}`, display: project?.name ?? m.project_id },
+        profile: { reference: m.profile ?? undefined, display: displayOf(profile) ?? m.profile ?? undefined },
+      };
+    }),
+  );
+}
+
+/** `GET /auth/me`: the caller's session (what MedplumClient loads after a login). */
+async function me(state: AuthState, auth: import('../context.js').AuthInfo) {
+  if (!auth.membershipId) throw unauthorized();
+  const repo = state.services.repository(SYSTEM_AUTH);
+  const membership = await repo.tryRead('ProjectMembership', auth.membershipId);
+  if (!membership) throw unauthorized();
+  const project = auth.projectId ? await repo.tryRead('Project', auth.projectId) : undefined;
+  const user = auth.userId ? await repo.tryRead<User>('User', auth.userId) : undefined;
+  const ref = splitReference(auth.profile);
+  const profile = (ref ? await repo.tryRead(ref[0], ref[1]) : undefined) ?? user;
+  return { user, project, membership, profile, config: {} };
+}
+
+function displayOf(resource: Resource | undefined): string | undefined {
+  if (!resource) return undefined;
+  const r = resource as { name?: HumanName[] | string };
+  if (typeof r.name === 'string') return r.name;
+  const name = r.name?.[0];
+  if (!name) return undefined;
+  return name.text ?? [...(name.given ?? []), name.family].filter(Boolean).join(' ');
+}
+
+function objectBody(body: unknown): Record<string, unknown> {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw badRequest('Expected a JSON object');
+  return body as Record<string, unknown>;
+}
+
+function stringField(body: Record<string, unknown>, name: string): string | undefined {
+  const v = body[name];
+  return typeof v === 'string' ? v : undefined;
+}

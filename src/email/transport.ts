@@ -1,0 +1,50 @@
+import nodemailer from 'nodemailer';
+import type { Logger } from 'pino';
+import type { OutboxMessage } from './outbox.js';
+
+/** Delivers one message; throws when it could not (the sender retries later). */
+export interface EmailTransport {
+  readonly kind: 'smtp' | 'log';
+  send(message: OutboxMessage, from: string): Promise<void>;
+  close(): void;
+}
+
+/**
+ * SMTP through nodemailer when `smtpUrl` is set (`smtp://user:pass@host:port`, `smtps://…`),
+ * else the log (development default, behavior.md §0). Timeouts are bounded so a hung server
+ * cannot hold a message longer than the sender's lease.
+ */
+export function createEmailTransport(smtpUrl: string | undefined, log: Logger): EmailTransport {
+  if (!smtpUrl) return logTransport(log);
+  const transporter = nodemailer.createTransport({
+    url: smtpUrl,
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 30_000,
+  });
+  return {
+    kind: 'smtp',
+    async send(message, from) {
+      await transporter.sendMail({
+        from,
+        to: message.to,
+        subject: message.subject,
+        text: message.text,
+        html: message.html,
+        // Stable per outbox row: receivers can recognise a redelivery after a crash.
+        messageId: `<${message.id}@lattice>`,
+      });
+    },
+    close: () => transporter.close(),
+  };
+}
+
+function logTransport(log: Logger): EmailTransport {
+  return {
+    kind: 'log',
+    async send(message, from) {
+      log.info({ email: { id: message.id, from, to: message.to, subject: message.subject, text: message.text } }, 'e-mail (SMTP_URL not set)');
+    },
+    close() {},
+  };
+}

@@ -1,0 +1,36 @@
+import { FhirError, internalError, issue } from '../fhir/outcome.js';
+import type { FhirRequest, FhirResult } from '../rest/types.js';
+import { OutputViolation, formatOutput } from './format-output.js';
+import type { Operation, OperationTarget } from './operation.js';
+import { paramsOf } from './params.js';
+import { parseParametersBody } from './parse-body.js';
+import { buildInput } from './parse-input.js';
+import { parseQueryInput } from './query-input.js';
+
+/**
+ * Runs one invocation of a resolved operation: reads the input from the query (GET) or the
+ * Parameters body (POST), validates it against the definition, calls the handler and formats
+ * its output. Client mistakes are FhirErrors (4xx); output that breaks the definition is a
+ * server bug: logged, answered with the generic 500.
+ */
+export async function invokeOperation(req: FhirRequest, operation: Operation, target: OperationTarget): Promise<FhirResult> {
+  const { definition } = operation;
+  const method = req.method === 'HEAD' ? 'GET' : req.method;
+  let entries;
+  if (method === 'GET') entries = parseQueryInput(definition, req.query);
+  else if (method === 'POST') entries = parseParametersBody(req.body);
+  else {
+    throw new FhirError(405, [issue('not-supported', `Operation $${definition.code} cannot be invoked with ${req.method}`)], {
+      Allow: definition.affectsState === true ? 'POST' : 'GET, POST',
+    });
+  }
+  const input = buildInput(paramsOf(definition.parameter, 'in'), entries);
+  const output: unknown = await operation.handler(req.ctx, input, target);
+  try {
+    return { status: 200, body: formatOutput(definition, output) };
+  } catch (err) {
+    if (!(err instanceof OutputViolation)) throw err;
+    req.ctx.log.error({ err, operation: definition.id, target }, `Operation $${definition.code} returned output that violates its definition`);
+    throw internalError();
+  }
+}

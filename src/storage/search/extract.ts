@@ -1,0 +1,58 @@
+import type { Resource } from '@medplum/fhirtypes';
+import { toDates, toNumbers, toQuantities, toReferences, toStrings, toTokens, toUris } from './convert.js';
+import { typedValue, type TypedValue } from './fhir-values.js';
+import { emptyRows, type IndexRows } from './index-rows.js';
+import { indexedParameters, type IndexTable } from './parameters.js';
+
+/**
+ * Most values one parameter of one resource may index. Beyond it the parameter is cut short:
+ * a CodeSystem with 350k concepts must not add 350k token rows per write (the terminology
+ * index answers concept questions).
+ */
+export const MAX_VALUES_PER_PARAMETER = 10_000;
+
+const CONVERT: { [K in IndexTable]: (v: TypedValue) => Array<Omit<IndexRows[K][number], 'param'>> } = {
+  string: toStrings,
+  token: toTokens,
+  reference: toReferences,
+  date: toDates,
+  number: toNumbers,
+  quantity: toQuantities,
+  uri: toUris,
+};
+
+/**
+ * Evaluates every indexed SearchParameter of the resource's type and converts the results
+ * into index rows. A parameter whose evaluation throws is skipped: one odd expression must
+ * never make a write fail. Duplicate rows of one parameter are kept once.
+ */
+export function extractRows(resource: Resource): IndexRows {
+  const rows = emptyRows();
+  for (const param of indexedParameters(resource.resourceType)) {
+    let items: unknown[];
+    try {
+      items = param.evaluate(resource);
+    } catch {
+      continue;
+    }
+    if (!Array.isArray(items) || items.length === 0) continue;
+    addRows(rows, param.table, param.code, items);
+  }
+  return rows;
+}
+
+function addRows<K extends IndexTable>(rows: IndexRows, table: K, code: string, items: unknown[]): void {
+  const target = rows[table] as Array<Record<string, unknown>>;
+  const seen = new Set<string>();
+  for (const item of items) {
+    const value = typedValue(item);
+    if (!value) continue;
+    for (const row of CONVERT[table](value)) {
+      const key = JSON.stringify(row);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      target.push({ param: code, ...row });
+      if (seen.size >= MAX_VALUES_PER_PARAMETER) return;
+    }
+  }
+}

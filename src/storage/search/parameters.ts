@@ -1,0 +1,123 @@
+import fhirpath from 'fhirpath';
+import r4 from 'fhirpath/fhir-context/r4';
+import type { SearchParameter } from '@medplum/fhirtypes';
+import { searchParametersFor } from '../../fhir/definitions.js';
+
+/** The index table (suffix of `search_<table>`) of each searchable SearchParameter type. */
+export type IndexTable = 'string' | 'token' | 'reference' | 'date' | 'number' | 'quantity' | 'uri';
+
+const TABLE_OF: Record<string, IndexTable | undefined> = {
+  string: 'string',
+  token: 'token',
+  reference: 'reference',
+  date: 'date',
+  number: 'number',
+  quantity: 'quantity',
+  uri: 'uri',
+};
+
+/** Parameters answered from columns of `resource` itself, so they are never indexed. */
+export const COLUMN_PARAMETERS = new Set(['_id', '_lastUpdated']);
+
+/** A SearchParameter ready for extraction: its expression compiled for one resource type. */
+export interface IndexedParameter {
+  code: string;
+  table: IndexTable;
+  /** Evaluates the expression; returns fhirpath nodes (or plain values for computed results). */
+  evaluate: (resource: unknown) => unknown[];
+}
+
+/** The table a SearchParameter's values go to; undefined for composite and special. */
+export function tableFor(sp: SearchParameter): IndexTable | undefined {
+  return TABLE_OF[sp.type ?? ''];
+}
+
+/** The SearchParameter `code` of a resource type, if the type has one. */
+export function searchParameter(resourceType: string, code: string): SearchParameter | undefined {
+  return searchParametersFor(resourceType).get(code);
+}
+
+/**
+ * `resolve()` cannot fetch anything during a write, so it is answered from the reference text
+ * alone: `Patient/1` resolves to `{resourceType: 'Patient', id: '1'}`. That is all search
+ * expressions ask of it (`.resolve().resourceType`).
+ */
+const resolveFromReference = {
+  fn: (coll: unknown[]) =>
+    coll.flatMap((item) => {
+      const data = fhirpath.util.valData(item) as unknown;
+      const ref = typeof data === 'string' ? data : (data as { reference?: unknown } | null)?.reference;
+      const m = typeof ref === 'string' ? /([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[^/]+)?$/.exec(ref) : null;
+      return m ? [{ resourceType: m[1], id: m[2] }] : [];
+    }),
+  arity: { 0: [] },
+};
+
+const OPTIONS = { resolveInternalTypes: false, userInvocationTable: { resolve: resolveFromReference } } as const;
+
+const cache = new Map<string, IndexedParameter[]>();
+
+/**
+ * The indexed parameters of a resource type, compiled once per process. Expressions that do
+ * not compile are left out (they would fail on every write); composite and special
+ * parameters, and those without an expression, are not indexed.
+ */
+export function indexedParameters(resourceType: string): IndexedParameter[] {
+  let list = cache.get(resourceType);
+  if (list) return list;
+  list = [];
+  for (const [code, sp] of searchParametersFor(resourceType)) {
+    const table = tableFor(sp);
+    if (!table || !sp.expression || COLUMN_PARAMETERS.has(code)) continue;
+    try {
+      const compiled = fhirpath.compile(expressionFor(resourceType, sp.expression), r4, OPTIONS);
+      list.push({ code, table, evaluate: (resource) => compiled(resource) as unknown[] });
+    } catch {
+      // An expression the engine cannot compile is simply not indexed.
+    }
+  }
+  cache.set(resourceType, list);
+  return list;
+}
+
+/**
+ * Narrows an R4 expression to the branches that concern `resourceType`. Shared parameters list
+ * every type (`AllergyIntolerance.code | Condition.code | Observation.code | …`); keeping only
+ * `Observation.code` makes extraction for an Observation several times cheaper.
+ * `where(resolve() is Patient)` becomes a test on the reference text (see resolveFromReference).
+ */
+export function expressionFor(resourceType: string, expression: string): string {
+  const branches = splitTopLevelUnion(expression);
+  const mine = branches.filter((b) => {
+    const head = /^\(*\s*([A-Za-z]+)/.exec(b)?.[1];
+    return head === resourceType || head === 'Resource' || head === 'DomainResource';
+  });
+  const kept = (mine.length > 0 ? mine : branches).join(' | ');
+  return kept.replace(
+    /where\(\s*resolve\(\)\s+is\s+([A-Z][A-Za-z]+)\s*\)/g,
+    (_m, type: string) => `where(reference.matches('(^|/)${type}/[-.A-Za-z0-9]+(/_history/[^/]+)?$'))`,
+  );
+}
+
+/** Splits on `|` outside parentheses and string literals. */
+function splitTopLevelUnion(expression: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let quoted = false;
+  let start = 0;
+  for (let i = 0; i < expression.length; i++) {
+    const c = expression[i];
+    if (quoted) {
+      if (c === '\\') i++;
+      else if (c === "'") quoted = false;
+    } else if (c === "'") quoted = true;
+    else if (c === '(') depth++;
+    else if (c === ')') depth--;
+    else if (c === '|' && depth === 0) {
+      parts.push(expression.slice(start, i).trim());
+      start = i + 1;
+    }
+  }
+  parts.push(expression.slice(start).trim());
+  return parts.filter((p) => p.length > 0);
+}

@@ -1,0 +1,150 @@
+import { badRequest } from '../../../fhir/outcome.js';
+import { isResourceType } from '../../../fhir/definitions.js';
+import { parseDateRange } from '../date-range.js';
+import { clip, escapeLike, normalizeText } from '../normalize.js';
+import type { IndexTable } from '../parameters.js';
+import { dateComparison, numberComparison } from './comparisons.js';
+import type { SqlParams } from './sql-params.js';
+import { parseSearchNumber, splitPipe, splitPrefix, unescapeValue } from './values.js';
+
+/** The `resource` row a condition is about: its alias in the query and its resource type. */
+export interface Owner {
+  alias: string;
+  type: string;
+}
+
+/** One parameter of a search, after the name was resolved: `name:exact=Eve,Ann`. */
+export interface Criterion {
+  code: string;
+  table: IndexTable;
+  modifier: string | undefined;
+  /** The comma-separated values, still escaped. */
+  values: string[];
+}
+
+/** Modifiers each table understands (besides `missing`, which all do). */
+const MODIFIERS: Record<IndexTable, string[]> = {
+  string: ['exact', 'contains'],
+  token: ['not', 'text'],
+  reference: [],
+  date: [],
+  number: [],
+  quantity: [],
+  uri: ['below', 'above'],
+};
+
+/**
+ * SQL for one criterion: an EXISTS over the parameter's index table, with the values ORed.
+ * `:missing` tests for the absence of any row, `:not` for the absence of a matching one.
+ */
+export function criterionSql(p: SqlParams, owner: Owner, c: Criterion): string {
+  const exists = (body?: (x: string) => string): string => {
+    const x = p.alias('x');
+    const head = `SELECT 1 FROM search_${c.table} ${x} WHERE ${x}.resource_type = ${p.add(owner.type)} AND ${x}.id = ${owner.alias}.id AND ${x}.param = ${p.add(c.code)}`;
+    return `EXISTS (${head}${body ? ` AND (${body(x)})` : ''})`;
+  };
+  if (c.modifier === 'missing') {
+    if (c.values.length !== 1 || !['true', 'false'].includes(c.values[0])) {
+      throw badRequest(`Invalid value '${c.values.join(',')}' for ${c.code}:missing (expected true or false)`);
+    }
+    return c.values[0] === 'true' ? `NOT ${exists()}` : exists();
+  }
+  const typeModifier = c.table === 'reference' && c.modifier !== undefined && isResourceType(c.modifier);
+  if (c.modifier !== undefined && !typeModifier && !MODIFIERS[c.table].includes(c.modifier)) {
+    throw badRequest(`Unsupported modifier ':${c.modifier}' for search parameter ${c.code}`);
+  }
+  const anyOf = (x: string, one: (value: string, x: string) => string): string =>
+    c.values.map((v) => `(${one(v, x)})`).join(' OR ');
+  switch (c.table) {
+    case 'string':
+      return exists((x) => anyOf(x, (v) => stringMatch(p, x, c.modifier, unescapeValue(v))));
+    case 'token':
+      if (c.modifier === 'not') return `NOT ${exists((x) => anyOf(x, (v) => tokenMatch(p, x, v)))}`;
+      if (c.modifier === 'text') return exists((x) => anyOf(x, (v) => `${x}.text_value LIKE ${p.add(`${escapeLike(normalizeText(unescapeValue(v)))}%`)}`));
+      return exists((x) => anyOf(x, (v) => tokenMatch(p, x, v)));
+    case 'reference':
+      return exists((x) => anyOf(x, (v) => referenceMatch(p, x, typeModifier ? c.modifier : undefined, unescapeValue(v))));
+    case 'uri':
+      return exists((x) => anyOf(x, (v) => uriMatch(p, x, c.modifier, unescapeValue(v))));
+    case 'date':
+      return exists((x) => anyOf(x, (v) => dateMatch(p, `${x}.low`, `${x}.high`, c.code, v)));
+    case 'number':
+      return exists((x) => anyOf(x, (v) => numberMatch(p, `${x}.value`, c.code, v)));
+    case 'quantity':
+      return exists((x) => anyOf(x, (v) => quantityMatch(p, x, c.code, v)));
+  }
+}
+
+function stringMatch(p: SqlParams, x: string, modifier: string | undefined, value: string): string {
+  const normalized = normalizeText(value);
+  if (modifier === 'exact') return `${x}.value = ${p.add(normalized)} AND ${x}.raw = ${p.add(value)}`;
+  if (modifier === 'contains') return `${x}.value LIKE ${p.add(`%${escapeLike(normalized)}%`)}`;
+  return `${x}.value LIKE ${p.add(`${escapeLike(normalized)}%`)}`;
+}
+
+/** `code`, `system|code`, `|code` (no system), `system|` (any code of the system). */
+function tokenMatch(p: SqlParams, x: string, value: string): string {
+  const [system, rawCode] = splitPipe(value);
+  const code = clip(unescapeValue(rawCode));
+  if (system === undefined) return `${x}.code = ${p.add(code)}`;
+  const systemSql = system === '' ? `${x}.system IS NULL` : `${x}.system = ${p.add(clip(system))}`;
+  return code === '' ? systemSql : `${systemSql} AND ${x}.code = ${p.add(code)}`;
+}
+
+const RELATIVE = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[^/]+)?$/;
+const ABSOLUTE_TAIL = /\/([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[^/]+)?$/;
+const ID = /^[A-Za-z0-9\-.]{1,64}$/;
+
+/** `Type/id`, a bare `id` (any type, or the `:Type` modifier's), an absolute URL or a canonical. */
+function referenceMatch(p: SqlParams, x: string, type: string | undefined, value: string): string {
+  const target = (t: string, id: string): string =>
+    type !== undefined && type !== t ? 'false' : `${x}.target_type = ${p.add(t)} AND ${x}.target_id = ${p.add(id)}`;
+  const relative = RELATIVE.exec(value);
+  if (relative) return target(relative[1], relative[2]);
+  if (/^[a-z][a-z0-9+.-]*:/i.test(value)) {
+    // An absolute URL names the resource under any base; a canonical matches with or without `|version`.
+    const text = clip(value);
+    const byText = `${x}.reference = ${p.add(text)} OR ${x}.reference LIKE ${p.add(`${escapeLike(text)}|%`)}`;
+    const tail = ABSOLUTE_TAIL.exec(value);
+    return tail ? `${byText} OR (${target(tail[1], tail[2])})` : byText;
+  }
+  if (ID.test(value)) {
+    const idSql = `${x}.target_id = ${p.add(value)}`;
+    return type === undefined ? idSql : `${idSql} AND ${x}.target_type = ${p.add(type)}`;
+  }
+  return `${x}.reference = ${p.add(clip(value))}`;
+}
+
+function uriMatch(p: SqlParams, x: string, modifier: string | undefined, value: string): string {
+  const text = clip(value);
+  if (modifier === 'below') return `${x}.value LIKE ${p.add(`${escapeLike(text)}%`)}`;
+  if (modifier === 'above') return `starts_with(${p.add(text)}::text, ${x}.value)`;
+  return `${x}.value = ${p.add(text)}`;
+}
+
+/** A prefixed date value against a stored range (columns or expressions `low`/`high`). */
+export function dateMatch(p: SqlParams, low: string, high: string, code: string, value: string): string {
+  const [prefix, text] = splitPrefix(value);
+  const range = parseDateRange(text);
+  if (!range?.low || !range.high) throw badRequest(`Invalid date '${value}' for search parameter ${code}`);
+  const { low: ql, high: qh } = range;
+  return dateComparison(prefix, low, high, () => `${p.add(ql)}::timestamptz`, () => `${p.add(qh)}::timestamptz`);
+}
+
+function numberMatch(p: SqlParams, column: string, code: string, value: string): string {
+  const [prefix, text] = splitPrefix(value);
+  return numberComparison(prefix, column, parseSearchNumber(text, code), (v) => p.add(v));
+}
+
+/** `[prefix]number|system|code`; system and code are optional (`5.4||mg`, `5.4`). */
+function quantityMatch(p: SqlParams, x: string, code: string, value: string): string {
+  const [numberText, rest] = splitPipe(value);
+  if (numberText === undefined) return numberMatch(p, `${x}.value`, code, unescapeValue(rest));
+  const [system, unit] = splitPipe(rest);
+  const parts = [numberMatch(p, `${x}.value`, code, numberText)];
+  const systemText = system ?? unit; // `5.4|system` without a code
+  const unitText = system === undefined ? '' : unescapeValue(unit);
+  if (systemText !== '') parts.push(`${x}.system = ${p.add(systemText)}`);
+  if (unitText !== '') parts.push(`(${x}.code = ${p.add(unitText)} OR ${x}.unit = ${p.add(unitText)})`);
+  return parts.join(' AND ');
+}

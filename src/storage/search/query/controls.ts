@@ -1,0 +1,105 @@
+import { badRequest } from '../../../fhir/outcome.js';
+import { searchParameter, tableFor } from '../parameters.js';
+import { checkKnown, splitModifier } from './filters.js';
+import type { SqlParams } from './sql-params.js';
+
+/** Result parameters: they shape the answer instead of selecting resources. */
+export const CONTROL_PARAMETERS = new Set(['_count', '_offset', '_sort', '_summary', '_elements', '_total', '_include', '_revinclude']);
+
+export const DEFAULT_COUNT = 20;
+export const MAX_COUNT = 1000;
+const SUMMARY_VALUES = new Set(['true', 'false', 'text', 'data', 'count']);
+const TOTAL_VALUES = new Set(['none', 'estimate', 'accurate']);
+
+/** The result parameters of one search, validated. */
+export interface Controls {
+  count: number;
+  offset: number;
+  /** `_sort` keys in order, e.g. [{code: 'birthdate', descending: true}]. */
+  sort: Array<{ code: string; descending: boolean }>;
+  summaryCount: boolean;
+}
+
+/**
+ * Reads the result parameters (the last one wins when repeated). `_summary`, `_elements` and
+ * `_total` are only validated here: the REST layer shapes the output, totals are always exact.
+ * `_include`/`_revinclude` are read by includes.ts.
+ */
+export function parseControls(type: string, params: Array<[string, string]>): Controls {
+  const controls: Controls = { count: DEFAULT_COUNT, offset: 0, sort: [], summaryCount: false };
+  for (const [name, value] of params) {
+    const [code, modifier] = splitModifier(name);
+    // `_include:iterate` is checked with the directive (includes.ts).
+    if (modifier !== undefined && code !== '_include' && code !== '_revinclude') {
+      throw badRequest(`Unsupported modifier ':${modifier}' for ${code}`);
+    }
+    switch (code) {
+      case '_count':
+        controls.count = Math.min(wholeNumber(code, value), MAX_COUNT);
+        break;
+      case '_offset':
+        controls.offset = wholeNumber(code, value);
+        break;
+      case '_sort':
+        controls.sort = parseSort(type, value);
+        break;
+      case '_summary':
+        if (!SUMMARY_VALUES.has(value)) throw badRequest(`Invalid value '${value}' for _summary`);
+        controls.summaryCount = value === 'count';
+        break;
+      case '_elements':
+        for (const element of value.split(',').map((e) => e.trim()).filter(Boolean)) {
+          if (!/^[A-Za-z][A-Za-z0-9]*(\[x\])?$/.test(element)) throw badRequest(`Invalid value '${value}' for _elements`);
+        }
+        break;
+      case '_total':
+        if (!TOTAL_VALUES.has(value)) throw badRequest(`Invalid value '${value}' for _total`);
+        break;
+    }
+  }
+  return controls;
+}
+
+function wholeNumber(name: string, value: string): number {
+  if (!/^\d{1,15}$/.test(value)) throw badRequest(`Invalid value '${value}' for ${name}`);
+  return Number(value);
+}
+
+function parseSort(type: string, value: string): Controls['sort'] {
+  return value
+    .split(',')
+    .map((key) => key.trim())
+    .filter((key) => key.length > 0)
+    .map((key) => {
+      const descending = key.startsWith('-');
+      const code = descending ? key.slice(1) : key;
+      checkKnown(type, code);
+      if (code !== '_id' && code !== '_lastUpdated' && !tableFor(searchParameter(type, code)!)) {
+        throw badRequest(`Cannot sort by search parameter ${code}`);
+      }
+      return { code, descending };
+    });
+}
+
+/**
+ * ORDER BY for the `_sort` keys: columns for `_id`/`_lastUpdated`, else the smallest (ascending)
+ * or largest (descending) indexed value of the parameter. Resources without a value come last;
+ * the id breaks ties so paging is stable.
+ */
+export function orderBySql(p: SqlParams, type: string, sort: Controls['sort']): string {
+  if (sort.length === 0) return 'r.last_updated ASC, r.id ASC';
+  const keys = sort.map(({ code, descending }) => {
+    const direction = descending ? 'DESC' : 'ASC';
+    if (code === '_id') return `r.id ${direction}`;
+    if (code === '_lastUpdated') return `r.last_updated ${direction}`;
+    const table = tableFor(searchParameter(type, code)!)!;
+    const column = { string: 'value', token: 'code', reference: 'reference', date: descending ? 'high' : 'low', number: 'value', quantity: 'value', uri: 'value' }[table];
+    const aggregate = descending ? 'max' : 'min';
+    return (
+      `(SELECT ${aggregate}(s.${column}) FROM search_${table} s WHERE s.resource_type = ${p.add(type)} AND s.id = r.id AND s.param = ${p.add(code)}` +
+      `${table === 'string' ? ' AND s.sort_key' : ''})` +
+      ` ${direction} NULLS LAST`
+    );
+  });
+  return [...keys, 'r.id ASC'].join(', ');
+}

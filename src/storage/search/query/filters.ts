@@ -1,0 +1,92 @@
+import { badRequest } from '../../../fhir/outcome.js';
+import { isResourceType } from '../../../fhir/definitions.js';
+import { searchParameter, tableFor } from '../parameters.js';
+import { criterionSql, dateMatch, type Owner } from './conditions.js';
+import type { SqlParams } from './sql-params.js';
+import { splitValues, unescapeValue } from './values.js';
+
+/** Standard parameters Lattice knows but does not implement: refused, never ignored. */
+const NOT_SUPPORTED = new Set(['_has', '_text', '_content', '_query', '_filter', '_list', '_type', '_contained', '_containedType']);
+
+/**
+ * SQL for one query parameter (`name[:modifier][.chained…]=values`) about the `owner` row, or
+ * undefined when the value is empty (an empty parameter is ignored, as FHIR allows).
+ * Throws 400 for unknown parameters, modifiers and malformed values.
+ */
+export function filterSql(p: SqlParams, owner: Owner, name: string, rawValue: string): string | undefined {
+  const dot = name.indexOf('.');
+  const head = dot >= 0 ? name.slice(0, dot) : name;
+  const [code, modifier] = splitModifier(head);
+  if (dot >= 0) return chainSql(p, owner, code, modifier, name.slice(dot + 1), rawValue);
+  checkKnown(owner.type, code);
+  const values = splitValues(rawValue).filter((v) => v.length > 0);
+  if (values.length === 0) return undefined;
+
+  if (code === '_id') {
+    if (modifier !== undefined) throw badRequest(`Unsupported modifier ':${modifier}' for search parameter _id`);
+    return `${owner.alias}.id = ANY(${p.add(values.map(unescapeValue))}::text[])`;
+  }
+  if (code === '_lastUpdated') {
+    if (modifier !== undefined) throw badRequest(`Unsupported modifier ':${modifier}' for search parameter _lastUpdated`);
+    const low = `${owner.alias}.last_updated`;
+    const high = `(${owner.alias}.last_updated + interval '1 millisecond')`;
+    return values.map((v) => `(${dateMatch(p, low, high, code, v)})`).join(' OR ');
+  }
+  const table = tableFor(searchParameter(owner.type, code)!)!;
+  return `(${criterionSql(p, owner, { code, table, modifier, values })})`;
+}
+
+/** `name:exact` → ['name', 'exact']. */
+export function splitModifier(name: string): [string, string | undefined] {
+  const colon = name.indexOf(':');
+  return colon >= 0 ? [name.slice(0, colon), name.slice(colon + 1)] : [name, undefined];
+}
+
+/** 400 unless `code` is a parameter of `type` that Lattice can search. */
+export function checkKnown(type: string, code: string): void {
+  if (NOT_SUPPORTED.has(code)) throw badRequest(`Search parameter ${code} is not supported`);
+  if (code === '_id' || code === '_lastUpdated') return;
+  const sp = searchParameter(type, code);
+  if (!sp) throw badRequest(`Unknown search parameter: ${code}`);
+  if (!tableFor(sp) || !sp.expression) throw badRequest(`Search parameter ${code} is not supported`);
+}
+
+/**
+ * `subject:Patient.name=Eve`: resources whose `subject` points at a visible, current resource
+ * of a target type that matches `name=Eve`. Without a type modifier every target type of the
+ * SearchParameter that has the chained parameter is tried.
+ */
+function chainSql(p: SqlParams, owner: Owner, code: string, modifier: string | undefined, rest: string, rawValue: string): string | undefined {
+  checkKnown(owner.type, code);
+  const sp = searchParameter(owner.type, code);
+  if (!sp || sp.type !== 'reference') throw badRequest(`Search parameter ${code} is not a reference and cannot be chained`);
+  if (modifier !== undefined && !isResourceType(modifier)) {
+    throw badRequest(`Unsupported modifier ':${modifier}' for search parameter ${code}`);
+  }
+  const [restCode] = splitModifier(rest.split('.')[0]);
+  const declared = modifier !== undefined ? [modifier] : ((sp.target ?? []) as string[]).filter(isResourceType);
+  const targets = declared.filter((type) => {
+    try {
+      checkKnown(type, restCode);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  if (targets.length === 0) checkKnown(declared[0] ?? owner.type, restCode); // throws the precise 400
+  if (targets.length === 0) throw badRequest(`Unknown search parameter: ${restCode}`);
+
+  const x = p.alias('x');
+  const t = p.alias('t');
+  const branches: string[] = [];
+  for (const type of targets) {
+    const inner = filterSql(p, { alias: t, type }, rest, rawValue);
+    if (inner === undefined) return undefined;
+    branches.push(`(${t}.resource_type = ${p.add(type)} AND ${inner})`);
+  }
+  return (
+    `EXISTS (SELECT 1 FROM search_reference ${x} JOIN resource ${t} ON ${t}.resource_type = ${x}.target_type AND ${t}.id = ${x}.target_id` +
+    ` WHERE ${x}.resource_type = ${p.add(owner.type)} AND ${x}.id = ${owner.alias}.id AND ${x}.param = ${p.add(code)}` +
+    ` AND NOT ${t}.deleted AND ${p.visibility(t)} AND (${branches.join(' OR ')}))`
+  );
+}

@@ -1,0 +1,105 @@
+import type { Resource } from '@medplum/fhirtypes';
+import { badRequest } from '../../../fhir/outcome.js';
+import { isResourceType } from '../../../fhir/definitions.js';
+import type { Queryable } from '../../database.js';
+import { searchParameter } from '../parameters.js';
+import type { Visibility } from '../search-index.js';
+import { SqlParams } from './sql-params.js';
+
+/** Most resources one `_include`/`_revinclude` adds to a page. */
+export const MAX_INCLUDED_PER_DIRECTIVE = 1000;
+/** Rounds of `:iterate` after the first (guards against long reference chains). */
+const MAX_ITERATIONS = 4;
+
+interface Directive {
+  reverse: boolean;
+  iterate: boolean;
+  source: string;
+  param: string;
+  target: string | undefined;
+}
+
+/**
+ * Parses `_include=Source:param[:Target]` and `_revinclude=…` values (`:iterate` allowed).
+ * Without `:iterate`, an `_include` source must be the searched type.
+ */
+export function parseDirectives(type: string, params: Array<[string, string]>): Directive[] {
+  const out: Directive[] = [];
+  for (const [name, value] of params) {
+    const [base, modifier] = name.split(':');
+    if (base !== '_include' && base !== '_revinclude') continue;
+    if (modifier !== undefined && modifier !== 'iterate') throw badRequest(`Unsupported modifier ':${modifier}' for ${base}`);
+    const [source, param, target, extra] = value.split(':');
+    const invalid = (): Error => badRequest(`Invalid ${base} value '${value}'`);
+    if (!source || !param || extra !== undefined || !isResourceType(source)) throw invalid();
+    if (target !== undefined && !isResourceType(target)) throw invalid();
+    if (base === '_include' && modifier === undefined && source !== type) throw invalid();
+    const sp = searchParameter(source, param);
+    if (!sp) throw badRequest(`Unknown search parameter: ${param}`);
+    if (sp.type !== 'reference') throw badRequest(`Search parameter ${param} is not a reference and cannot be used in ${base}`);
+    out.push({ reverse: base === '_revinclude', iterate: modifier === 'iterate', source, param, target });
+  }
+  return out;
+}
+
+/**
+ * The resources the directives add to a page of `matches`: referenced ones (`_include`) and
+ * referencing ones (`_revinclude`), visible to the caller and not deleted, each once and
+ * never a resource that is already a match.
+ */
+export async function loadIncluded(
+  q: Queryable,
+  visibilityFrom: (first: number) => Visibility,
+  directives: Directive[],
+  matches: Resource[],
+): Promise<Resource[]> {
+  const seen = new Set(matches.map(key));
+  const included: Resource[] = [];
+  let base = matches;
+  for (let round = 0; round <= MAX_ITERATIONS && base.length > 0; round++) {
+    const found: Resource[] = [];
+    for (const d of directives) {
+      if (round > 0 && !d.iterate) continue;
+      for (const resource of await runDirective(q, visibilityFrom, d, base)) {
+        if (seen.has(key(resource))) continue;
+        seen.add(key(resource));
+        found.push(resource);
+      }
+    }
+    included.push(...found);
+    base = found;
+  }
+  return included;
+}
+
+async function runDirective(
+  q: Queryable,
+  visibilityFrom: (first: number) => Visibility,
+  d: Directive,
+  base: Resource[],
+): Promise<Resource[]> {
+  const p = new SqlParams(visibilityFrom);
+  let sql: string;
+  if (!d.reverse) {
+    const ids = base.filter((r) => r.resourceType === d.source).map((r) => r.id as string);
+    if (ids.length === 0) return [];
+    sql =
+      `SELECT DISTINCT ON (t.resource_type, t.id) t.content FROM search_reference x JOIN resource t ON t.resource_type = x.target_type AND t.id = x.target_id` +
+      ` WHERE x.resource_type = ${p.add(d.source)} AND x.id = ANY(${p.add(ids)}::text[]) AND x.param = ${p.add(d.param)}` +
+      (d.target ? ` AND x.target_type = ${p.add(d.target)}` : '');
+  } else {
+    const targets = base.filter((r) => d.target === undefined || r.resourceType === d.target);
+    if (targets.length === 0) return [];
+    sql =
+      `SELECT DISTINCT ON (t.resource_type, t.id) t.content FROM search_reference x JOIN resource t ON t.resource_type = x.resource_type AND t.id = x.id` +
+      ` WHERE x.resource_type = ${p.add(d.source)} AND x.param = ${p.add(d.param)}` +
+      ` AND (x.target_type, x.target_id) IN (SELECT * FROM unnest(${p.add(targets.map((r) => r.resourceType))}::text[], ${p.add(targets.map((r) => r.id))}::text[]))`;
+  }
+  sql += ` AND NOT t.deleted AND ${p.visibility('t')} ORDER BY t.resource_type, t.id LIMIT ${MAX_INCLUDED_PER_DIRECTIVE}`;
+  const rows = await q.query<{ content: string }>(sql, p.values);
+  return rows.rows.map((row) => JSON.parse(row.content) as Resource);
+}
+
+function key(r: Resource): string {
+  return `${r.resourceType}/${r.id}`;
+}

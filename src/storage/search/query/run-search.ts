@@ -1,0 +1,54 @@
+import type { Resource } from '@medplum/fhirtypes';
+import { badRequest } from '../../../fhir/outcome.js';
+import type { Queryable } from '../../database.js';
+import type { SearchQuery, SearchResult, Visibility } from '../search-index.js';
+import { CONTROL_PARAMETERS, orderBySql, parseControls } from './controls.js';
+import { filterSql, splitModifier } from './filters.js';
+import { loadIncluded, parseDirectives } from './includes.js';
+import { SqlParams } from './sql-params.js';
+
+/**
+ * Runs a search as ONE query over `resource r`: the type, not deleted, the caller's
+ * visibility, and an EXISTS per parameter (parameters ANDed, comma values ORed inside).
+ * The total comes from the page itself when the page is the last one, else from a COUNT
+ * with the same WHERE.
+ */
+export async function runSearch(q: Queryable, visibilityFrom: (first: number) => Visibility, query: SearchQuery): Promise<SearchResult> {
+  const type = query.resourceType;
+  const controlPairs = query.params.filter(([name]) => CONTROL_PARAMETERS.has(splitModifier(name)[0]));
+  const controls = parseControls(type, controlPairs);
+  const directives = parseDirectives(type, controlPairs);
+
+  const p = new SqlParams(visibilityFrom);
+  const where = [`r.resource_type = ${p.add(type)}`, 'NOT r.deleted', 'r.version_id > 0', p.visibility('r')];
+  for (const [name, value] of query.params) {
+    if (CONTROL_PARAMETERS.has(splitModifier(name)[0])) continue;
+    if (name.length === 0) throw badRequest('Unknown search parameter: ');
+    const sql = filterSql(p, { alias: 'r', type }, name, value);
+    if (sql !== undefined) where.push(sql);
+  }
+  const whereSql = where.join(' AND ');
+  const whereValues = [...p.values]; // ORDER BY adds its own values, which COUNT must not get
+  const countTotal = async (): Promise<number> =>
+    (await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource r WHERE ${whereSql}`, whereValues)).rows[0]?.n ?? 0;
+
+  if (controls.summaryCount || controls.count === 0) {
+    return { resources: [], total: await countTotal(), count: 0, offset: controls.offset };
+  }
+  const order = orderBySql(p, type, controls.sort);
+  const rows = await q.query<{ content: string }>(
+    `SELECT r.content FROM resource r WHERE ${whereSql} ORDER BY ${order} LIMIT ${controls.count} OFFSET ${controls.offset}`,
+    p.values,
+  );
+  const matches = rows.rows.map((row) => JSON.parse(row.content) as Resource);
+  const lastPage = matches.length < controls.count && (matches.length > 0 || controls.offset === 0);
+  const total = lastPage ? controls.offset + matches.length : await countTotal();
+  const included = directives.length > 0 ? await loadIncluded(q, visibilityFrom, directives, matches) : [];
+  return {
+    resources: [...matches, ...included],
+    total,
+    count: controls.count,
+    offset: controls.offset,
+    modes: [...matches.map(() => 'match' as const), ...included.map(() => 'include' as const)],
+  };
+}

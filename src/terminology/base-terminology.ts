@@ -1,0 +1,112 @@
+import { createHash } from 'node:crypto';
+import type { Resource } from '@medplum/fhirtypes';
+import { SYSTEM_AUTH } from '../context.js';
+import { FhirError } from '../fhir/outcome.js';
+import { readDefinitionBundle } from '../fhir/definitions.js';
+import type { Services } from '../services.js';
+import type { TermContext } from './types.js';
+
+/**
+ * The base R4 terminologies (~1060 CodeSystems, ~1320 ValueSets from the definitions package)
+ * as shared content (project NULL), written through the normal repository path so they are
+ * readable, searchable and indexed like any other resource.
+ *
+ * Start-up never waits for them. A canonical that resolves to nothing in the database but is a
+ * base canonical is written on the spot (one resource, a few ms), so `$lookup` on
+ * `administrative-gender` works on a brand-new server; and a background job writes the rest
+ * once per database (recorded in `tx_base_load`), so restarts skip it.
+ */
+
+const FILES = ['valuesets.json', 'v3-codesystems.json', 'v2-tables.json'];
+const TYPES = new Set(['CodeSystem', 'ValueSet']);
+
+let catalog: Map<string, Resource> | undefined;
+
+/** Base CodeSystems/ValueSets by `Type url` (parsed once per process). */
+function baseCatalog(): Map<string, Resource> {
+  if (!catalog) {
+    catalog = new Map();
+    for (const file of FILES) {
+      for (const r of readDefinitionBundle(file)) {
+        const url = (r as { url?: string }).url;
+        if (TYPES.has(r.resourceType) && url && r.id && !catalog.has(`${r.resourceType} ${url}`)) catalog.set(`${r.resourceType} ${url}`, r);
+      }
+    }
+  }
+  return catalog;
+}
+
+/** A fingerprint of the base content, so a new definitions package is loaded again. */
+export function baseFingerprint(): string {
+  const hash = createHash('sha256');
+  for (const r of baseCatalog().values()) hash.update(`${r.resourceType}/${r.id}/${r.meta?.lastUpdated ?? ''}\n`);
+  return `r4-${baseCatalog().size}-${hash.digest('hex').slice(0, 16)}`;
+}
+
+const inFlight = new Map<string, Promise<boolean>>();
+
+/**
+ * Writes the base resource with this canonical into the shared content when there is one.
+ * Returns true when the canonical is a base canonical (written now or already present).
+ */
+export function materializeBase(tc: TermContext, type: 'CodeSystem' | 'ValueSet', url: string): Promise<boolean> {
+  const resource = baseCatalog().get(`${type} ${url}`);
+  if (!resource) return Promise.resolve(false);
+  const key = `${type}/${resource.id}`;
+  let p = inFlight.get(key);
+  if (!p) {
+    p = writeBase(tc.services, resource).finally(() => inFlight.delete(key));
+    inFlight.set(key, p);
+  }
+  return p;
+}
+
+/**
+ * Writes one base resource unless its id is taken: an identical shared copy is left alone (the
+ * repository makes identical updates no-ops), a deleted one stays deleted (a super admin removed
+ * it), and an id held by a project is never overwritten.
+ */
+async function writeBase(services: Services, resource: Resource): Promise<boolean> {
+  const repo = services.repository(SYSTEM_AUTH);
+  try {
+    const existing = await repo.read(resource.resourceType, resource.id as string);
+    if (existing.meta?.project) return false;
+  } catch (err) {
+    if (!(err instanceof FhirError) || err.status !== 404) return false;
+  }
+  const { meta: _meta, ...content } = resource;
+  await repo.update(content as Resource);
+  return true;
+}
+
+/**
+ * Background job: writes every base resource not yet in the shared content, a batch at a time,
+ * then records the package fingerprint. `stopped()` is polled between resources so shutdown is
+ * prompt; an interrupted load resumes on the next start.
+ */
+export async function preloadBaseTerminology(services: Services, stopped: () => boolean): Promise<void> {
+  const fingerprint = baseFingerprint();
+  const done = await services.db.query('SELECT 1 FROM tx_base_load WHERE package_version = $1', [fingerprint]);
+  if (done.rows.length > 0) return;
+  const started = Date.now();
+  const present = new Set(
+    (
+      await services.db.query<{ k: string }>(
+        `SELECT 'CodeSystem/' || resource_id AS k FROM tx_code_system WHERE project_id IS NULL AND scope IS NULL
+         UNION ALL SELECT 'ValueSet/' || resource_id FROM tx_value_set WHERE project_id IS NULL`,
+      )
+    ).rows.map((r) => r.k),
+  );
+  let written = 0;
+  for (const resource of baseCatalog().values()) {
+    if (stopped()) return;
+    if (present.has(`${resource.resourceType}/${resource.id}`)) continue;
+    if (await writeBase(services, resource)) written++;
+    // Let requests interleave with the load (PGlite runs one statement at a time).
+    if (written % 20 === 0) await new Promise((resolve) => setImmediate(resolve));
+  }
+  await services.db.query('INSERT INTO tx_base_load (package_version, completed_at) VALUES ($1, now()) ON CONFLICT DO NOTHING', [
+    fingerprint,
+  ]);
+  services.log.info({ written, ms: Date.now() - started, fingerprint }, 'base terminologies loaded');
+}

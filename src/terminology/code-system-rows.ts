@@ -1,0 +1,166 @@
+import type { CodeSystem, CodeSystemConcept, CodeSystemConceptProperty } from '@medplum/fhirtypes';
+
+/**
+ * Turns a CodeSystem resource into the rows of the terminology index (pure, no database):
+ * concepts numbered 1..n in document order, typed properties, designations and the parent
+ * edges of the hierarchy, taken from nested `concept`s and from `parent`/`child` properties
+ * (either declared direction is enough).
+ */
+
+export const CONCEPT_PROPERTIES = 'http://hl7.org/fhir/concept-properties';
+
+export interface ConceptRow {
+  code: string;
+  display: string | undefined;
+  definition: string | undefined;
+  inactive: boolean;
+  abstract: boolean;
+  status: string | undefined;
+}
+
+export interface PropertyRow {
+  concept: number;
+  code: string;
+  type: string;
+  value: string;
+  system: string | undefined;
+  display: string | undefined;
+}
+
+export interface DesignationRow {
+  concept: number;
+  language: string | undefined;
+  useSystem: string | undefined;
+  useCode: string | undefined;
+  useDisplay: string | undefined;
+  value: string;
+}
+
+export interface CodeSystemRows {
+  /** concepts[i] has id i + 1. */
+  concepts: ConceptRow[];
+  properties: PropertyRow[];
+  designations: DesignationRow[];
+  /** Parent edges as [child id, parent id] pairs (deduplicated). */
+  edges: Array<[number, number]>;
+}
+
+/** Property value types an index row can hold, in the order value[x] keys are probed. */
+const VALUE_TYPES = ['Code', 'Coding', 'String', 'Integer', 'Boolean', 'DateTime', 'Decimal'] as const;
+
+/** Builds the index rows of a code system; duplicate codes are merged (a second occurrence adds a parent). */
+export function codeSystemRows(cs: CodeSystem): CodeSystemRows {
+  const ids = new Map<string, number>();
+  const concepts: ConceptRow[] = [];
+  const properties: PropertyRow[] = [];
+  const designations: DesignationRow[] = [];
+  const edgeKeys = new Set<string>();
+  const edges: Array<[number, number]> = [];
+  const related: Array<{ id: number; target: string; direction: 'parent' | 'child' }> = [];
+  const kind = propertyKinds(cs);
+
+  const addEdge = (child: number, parent: number) => {
+    if (child === parent) return;
+    const key = `${child}:${parent}`;
+    if (edgeKeys.has(key)) return;
+    edgeKeys.add(key);
+    edges.push([child, parent]);
+  };
+
+  // Iterative depth-first walk (deep hierarchies must not overflow the stack).
+  const stack: Array<{ concept: CodeSystemConcept; parent: number | undefined }> = [];
+  const pushAll = (list: CodeSystemConcept[] | undefined, parent: number | undefined) => {
+    for (let i = (list?.length ?? 0) - 1; i >= 0; i--) stack.push({ concept: (list as CodeSystemConcept[])[i], parent });
+  };
+  pushAll(cs.concept, undefined);
+  while (stack.length > 0) {
+    const { concept, parent } = stack.pop() as { concept: CodeSystemConcept; parent: number | undefined };
+    if (typeof concept?.code !== 'string' || concept.code === '') continue;
+    let id = ids.get(concept.code);
+    if (id === undefined) {
+      id = concepts.length + 1;
+      ids.set(concept.code, id);
+      concepts.push(conceptRow(concept, kind));
+      for (const p of concept.property ?? []) {
+        const k = kind(p.code);
+        if (k === 'parent' || k === 'child') {
+          const target = p.valueCode ?? p.valueCoding?.code ?? p.valueString;
+          if (target) related.push({ id, target, direction: k });
+          continue;
+        }
+        const row = propertyRow(id, p);
+        if (row) properties.push(row);
+      }
+      for (const d of concept.designation ?? []) {
+        if (typeof d.value !== 'string') continue;
+        designations.push({
+          concept: id,
+          language: d.language,
+          useSystem: d.use?.system,
+          useCode: d.use?.code,
+          useDisplay: d.use?.display,
+          value: d.value,
+        });
+      }
+    }
+    if (parent !== undefined) addEdge(id, parent);
+    pushAll(concept.concept, id);
+  }
+  for (const r of related) {
+    const other = ids.get(r.target);
+    if (other === undefined) continue;
+    if (r.direction === 'parent') addEdge(r.id, other);
+    else addEdge(other, r.id);
+  }
+  return { concepts, properties, designations, edges };
+}
+
+/**
+ * Classifies property codes by meaning: the code system's own declaration (by URI) wins, else
+ * the conventional code (`parent`, `child`, `inactive`, `status`, `notSelectable`).
+ */
+function propertyKinds(cs: CodeSystem): (code: string | undefined) => string | undefined {
+  const byCode = new Map<string, string>();
+  for (const p of cs.property ?? []) {
+    if (p.code && p.uri?.startsWith(`${CONCEPT_PROPERTIES}#`)) byCode.set(p.code, p.uri.slice(CONCEPT_PROPERTIES.length + 1));
+  }
+  return (code) => (code === undefined ? undefined : (byCode.get(code) ?? code));
+}
+
+function conceptRow(concept: CodeSystemConcept, kind: (code: string | undefined) => string | undefined): ConceptRow {
+  let inactive = false;
+  let abstract = false;
+  let status: string | undefined;
+  for (const p of concept.property ?? []) {
+    switch (kind(p.code)) {
+      case 'inactive':
+        if (p.valueBoolean === true) inactive = true;
+        break;
+      case 'notSelectable':
+        if (p.valueBoolean === true) abstract = true;
+        break;
+      case 'status':
+        status = p.valueCode ?? p.valueString ?? status;
+        break;
+    }
+  }
+  // FHIR concept-properties: `retired` (and tx's `inactive`) status means the concept is not active.
+  if (status === 'retired' || status === 'inactive') inactive = true;
+  return { code: concept.code, display: concept.display, definition: concept.definition, inactive, abstract, status };
+}
+
+function propertyRow(concept: number, p: CodeSystemConceptProperty): PropertyRow | undefined {
+  if (!p.code) return undefined;
+  for (const suffix of VALUE_TYPES) {
+    const value = (p as unknown as Record<string, unknown>)[`value${suffix}`];
+    if (value === undefined || value === null) continue;
+    const type = suffix === 'Coding' ? 'Coding' : suffix.charAt(0).toLowerCase() + suffix.slice(1);
+    if (suffix === 'Coding') {
+      const coding = value as { system?: string; code?: string; display?: string };
+      if (!coding.code) return undefined;
+      return { concept, code: p.code, type, value: coding.code, system: coding.system, display: coding.display };
+    }
+    return { concept, code: p.code, type, value: String(value), system: undefined, display: undefined };
+  }
+  return undefined;
+}

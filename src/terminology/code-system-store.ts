@@ -1,0 +1,128 @@
+import type { CodeSystem } from '@medplum/fhirtypes';
+import { badRequest } from '../fhir/outcome.js';
+import type { Queryable } from '../storage/database.js';
+import { bulkInsert } from './bulk-insert.js';
+import { ClosureTooLarge, computeClosure } from './closure.js';
+import { codeSystemRows, type ConceptRow, type DesignationRow, type PropertyRow } from './code-system-rows.js';
+
+/**
+ * Write side of the terminology index: (re-)indexes one CodeSystem in the caller's transaction
+ * with bulk statements, and removes an index. Every CodeSystem gets a metadata row (so its
+ * canonical resolves whatever its `content`); concepts are indexed when it has any.
+ */
+
+export interface IndexTarget {
+  resourceId: string;
+  projectId: string | undefined;
+  /** Request scope (tx-resource) or undefined for a stored resource. */
+  scope?: string;
+  lastUpdated: string;
+}
+
+const CHILD_TABLES = ['tx_concept', 'tx_concept_property', 'tx_designation', 'tx_closure'];
+
+/** Indexes `cs` (replacing any previous index of the same resource id); returns its key. */
+export async function indexCodeSystem(q: Queryable, cs: CodeSystem, target: IndexTarget): Promise<number> {
+  await removeCodeSystemIndex(q, target.resourceId);
+  const rows = codeSystemRows(cs);
+  let closure;
+  try {
+    closure = computeClosure(rows.concepts.length, rows.edges);
+  } catch (err) {
+    if (err instanceof ClosureTooLarge) throw badRequest('CodeSystem hierarchy is too large to index', 'CodeSystem.concept');
+    throw err;
+  }
+  const inserted = await q.query<{ cs_key: number }>(
+    `INSERT INTO tx_code_system (resource_id, project_id, scope, url, version, last_updated, content, case_sensitive,
+       hierarchy_meaning, supplements, language, name, title, property_defs, concept_count)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING cs_key`,
+    [
+      target.resourceId,
+      target.projectId ?? null,
+      target.scope ?? null,
+      cs.url ?? '',
+      cs.version ?? null,
+      target.lastUpdated,
+      cs.content ?? 'complete',
+      cs.caseSensitive !== false,
+      cs.hierarchyMeaning ?? null,
+      cs.supplements ?? null,
+      cs.language ?? null,
+      cs.name ?? null,
+      cs.title ?? null,
+      JSON.stringify(cs.property ?? []),
+      rows.concepts.length,
+    ],
+  );
+  const key = inserted.rows[0].cs_key;
+  const k = { cs_key: { type: 'int', value: key } };
+  const { concepts, properties, designations } = rows;
+  await bulkInsert<ConceptRow>(
+    q,
+    'tx_concept',
+    k,
+    [
+      { name: 'id', type: 'int', value: (_r, i) => i + 1 },
+      { name: 'code', type: 'text', value: (r) => r.code },
+      { name: 'code_lower', type: 'text', value: (r) => r.code.toLowerCase() },
+      { name: 'display', type: 'text', value: (r) => r.display },
+      { name: 'definition', type: 'text', value: (r) => r.definition },
+      { name: 'inactive', type: 'boolean', value: (r) => r.inactive },
+      { name: 'abstract', type: 'boolean', value: (r) => r.abstract },
+      { name: 'status', type: 'text', value: (r) => r.status },
+    ],
+    concepts.length,
+    (i) => concepts[i],
+  );
+  await bulkInsert<PropertyRow>(
+    q,
+    'tx_concept_property',
+    k,
+    [
+      { name: 'concept', type: 'int', value: (r) => r.concept },
+      { name: 'code', type: 'text', value: (r) => r.code },
+      { name: 'type', type: 'text', value: (r) => r.type },
+      { name: 'value', type: 'text', value: (r) => r.value },
+      { name: 'system', type: 'text', value: (r) => r.system },
+      { name: 'display', type: 'text', value: (r) => r.display },
+    ],
+    properties.length,
+    (i) => properties[i],
+  );
+  await bulkInsert<DesignationRow>(
+    q,
+    'tx_designation',
+    k,
+    [
+      { name: 'concept', type: 'int', value: (r) => r.concept },
+      { name: 'language', type: 'text', value: (r) => r.language },
+      { name: 'use_system', type: 'text', value: (r) => r.useSystem },
+      { name: 'use_code', type: 'text', value: (r) => r.useCode },
+      { name: 'use_display', type: 'text', value: (r) => r.useDisplay },
+      { name: 'value', type: 'text', value: (r) => r.value },
+    ],
+    designations.length,
+    (i) => designations[i],
+  );
+  await bulkInsert<number>(
+    q,
+    'tx_closure',
+    k,
+    [
+      { name: 'descendant', type: 'int', value: (i) => closure.descendant[i] },
+      { name: 'ancestor', type: 'int', value: (i) => closure.ancestor[i] },
+      { name: 'depth', type: 'smallint', value: (i) => closure.depth[i] },
+    ],
+    closure.size,
+    (i) => i,
+  );
+  return key;
+}
+
+/** Removes the index of one resource (no-op when it has none). */
+export async function removeCodeSystemIndex(q: Queryable, resourceId: string): Promise<void> {
+  const found = await q.query<{ cs_key: number }>('DELETE FROM tx_code_system WHERE resource_id = $1 RETURNING cs_key', [resourceId]);
+  for (const { cs_key } of found.rows) {
+    for (const table of CHILD_TABLES) await q.query(`DELETE FROM ${table} WHERE cs_key = $1`, [cs_key]);
+  }
+}

@@ -1,0 +1,194 @@
+import type { ValueSet, ValueSetComposeInclude, ValueSetExpansionContains } from '@medplum/fhirtypes';
+import { badRequest } from '../fhir/outcome.js';
+import { findConcepts } from './concepts.js';
+import { SqlParams, filterPredicate, regexError } from './filters.js';
+import { msg } from './messages.js';
+import { resolveCodeSystem, resolveValueSet } from './resolve.js';
+import type { CodeSystemInfo, TermContext } from './types.js';
+import { versionMatches } from './versions.js';
+
+/**
+ * Value-set membership (behavior.md §5.2), decided for the given codes — never by expanding
+ * first. Each include becomes one SQL query over the candidate concepts (explicit concepts,
+ * filters ANDed, the whole system); nested value sets (`include.valueSet`) are intersected
+ * recursively for the same candidates; excludes are subtracted; `compose.inactive = false`
+ * (or `activeOnly`) drops inactive concepts. A value set without `compose` is decided from its
+ * `expansion`. Any number of codes costs a fixed number of queries (10k-coding requests).
+ */
+
+/** An `include.valueSet` that cannot be found (validate-code reports it as an issue). */
+export class UnknownValueSetError extends Error {
+  constructor(readonly url: string) {
+    super(`value set ${url} not found`);
+  }
+}
+
+export interface MemberOptions {
+  /** Only active concepts are members (`activeOnly`, or `compose.inactive = false`). */
+  activeOnly?: boolean;
+}
+
+export class ValueSetEvaluator {
+  constructor(
+    private readonly tc: TermContext,
+    readonly vs: ValueSet,
+    /** Canonicals (or contained ids) on the path from the root, for cycle detection. */
+    private readonly chain: string[] = [],
+    /** The value set whose `contained` resolves `#id` references. */
+    private readonly root: ValueSet = vs,
+  ) {}
+
+  /** Systems the value set draws codes from (directly or through nested value sets), in order. */
+  async includedSystems(): Promise<string[]> {
+    const out: string[] = [];
+    for (const inc of this.vs.compose?.include ?? []) {
+      if (inc.system) out.push(inc.system);
+      else for (const ref of inc.valueSet ?? []) out.push(...(await (await this.nested(ref)).includedSystems()));
+    }
+    if (!this.vs.compose) for (const c of flatten(this.vs.expansion?.contains)) if (c.system) out.push(c.system);
+    return [...new Set(out)];
+  }
+
+  /** The explicit versions the value set pins for a system (`include.version`). */
+  pinnedVersion(system: string): string | undefined {
+    return this.vs.compose?.include?.find((i) => i.system === system && i.version)?.version;
+  }
+
+  /** Which of `codes` (of `system`, optionally `version`) are members. */
+  async members(system: string, version: string | undefined, codes: string[], options: MemberOptions = {}): Promise<Set<string>> {
+    const result = new Set<string>();
+    if (codes.length === 0) return result;
+    const compose = this.vs.compose;
+    if (!compose) return this.expansionMembers(system, version, codes);
+    const activeOnly = options.activeOnly === true || compose.inactive === false;
+    for (const [i, inc] of (compose.include ?? []).entries()) {
+      const remaining = codes.filter((c) => !result.has(c));
+      if (remaining.length === 0) break;
+      for (const c of await this.includeMembers(inc, `ValueSet.compose.include[${i}]`, system, version, remaining, activeOnly)) result.add(c);
+    }
+    for (const [i, exc] of (compose.exclude ?? []).entries()) {
+      if (result.size === 0) break;
+      for (const c of await this.includeMembers(exc, `ValueSet.compose.exclude[${i}]`, system, version, [...result], false)) result.delete(c);
+    }
+    return result;
+  }
+
+  private async includeMembers(
+    inc: ValueSetComposeInclude,
+    path: string,
+    system: string,
+    version: string | undefined,
+    codes: string[],
+    activeOnly: boolean,
+  ): Promise<Set<string>> {
+    if (inc.system !== undefined && inc.system !== system) return new Set();
+    if (inc.system && inc.version && version && !versionMatches(version, inc.version) && !versionMatches(inc.version, version)) return new Set();
+    let candidates = codes;
+    for (const ref of inc.valueSet ?? []) {
+      const members = await (await this.nested(ref)).members(system, version, candidates, { activeOnly });
+      candidates = candidates.filter((c) => members.has(c));
+      if (candidates.length === 0) return new Set();
+    }
+    if (!inc.system) return new Set(candidates);
+
+    const cs = await resolveCodeSystem(this.tc, inc.system, inc.version ?? version);
+    if (!cs) {
+      // Unknown system: only an explicit list can say anything (the caller reports the system).
+      const listed = new Set((inc.concept ?? []).map((c) => c.code));
+      return new Set(inc.concept ? candidates.filter((c) => listed.has(c)) : []);
+    }
+    const concepts = await findConcepts(this.tc, cs, candidates);
+    const p = new SqlParams();
+    const conditions = [`c.cs_key = ${p.add(cs.key)}`, `c.id = ANY(${p.add([...new Set([...concepts.values()].map((c) => c.id))])}::int[])`];
+    conditions.push(...(await includeConditions(this.tc, cs, inc, path, p, activeOnly)));
+    const ids = new Set(
+      (await runQuery(this.tc, `SELECT c.id FROM tx_concept c WHERE ${conditions.join(' AND ')}`, p.values)).rows.map(
+        (r) => (r as { id: number }).id,
+      ),
+    );
+    const out = new Set<string>();
+    for (const code of candidates) {
+      const concept = concepts.get(code);
+      if (concept && ids.has(concept.id)) out.add(code);
+    }
+    // A code system the server does not hold completely: a listed code may be valid elsewhere.
+    if (inc.concept && cs.content !== 'complete') {
+      const listed = new Set(inc.concept.map((c) => c.code));
+      for (const code of candidates) if (!concepts.has(code) && listed.has(code)) out.add(code);
+    }
+    return out;
+  }
+
+  private expansionMembers(system: string, version: string | undefined, codes: string[]): Set<string> {
+    const wanted = new Set(codes);
+    const out = new Set<string>();
+    for (const c of flatten(this.vs.expansion?.contains)) {
+      if (c.system !== system || !c.code || !wanted.has(c.code)) continue;
+      if (version && c.version && c.version !== version) continue;
+      out.add(c.code);
+    }
+    return out;
+  }
+
+  /** The evaluator of a nested value set (`#id` = contained in the root); cycles are a 400. */
+  async nested(ref: string): Promise<ValueSetEvaluator> {
+    const key = ref.startsWith('#') ? `${this.root.url ?? ''}${ref}` : ref;
+    const self = this.vs.url ? (this.vs.version ? [this.vs.url, `${this.vs.url}|${this.vs.version}`] : [this.vs.url]) : [];
+    if ([...this.chain, ...self].includes(key)) throw badRequest(msg.valueSetCycle(ref));
+    let vs: ValueSet | undefined;
+    if (ref.startsWith('#')) {
+      vs = (this.root.contained ?? []).find((r) => r.resourceType === 'ValueSet' && r.id === ref.slice(1)) as ValueSet | undefined;
+    } else {
+      vs = await resolveValueSet(this.tc, ref);
+    }
+    if (!vs) throw new UnknownValueSetError(ref);
+    return new ValueSetEvaluator(this.tc, vs, [...this.chain, ...self, key], ref.startsWith('#') ? this.root : vs);
+  }
+}
+
+/**
+ * SQL conditions (over alias `c`) selecting the concepts of `cs` an include/exclude names:
+ * its concept list, its filters (ANDed), and optionally only active concepts. No condition =
+ * the whole system.
+ */
+export async function includeConditions(
+  tc: TermContext,
+  cs: CodeSystemInfo,
+  inc: ValueSetComposeInclude,
+  path: string,
+  p: SqlParams,
+  activeOnly: boolean,
+): Promise<string[]> {
+  const conditions: string[] = [];
+  if (inc.concept) {
+    const codes = inc.concept.map((c) => c.code).filter((c): c is string => typeof c === 'string');
+    conditions.push(
+      cs.caseSensitive ? `c.code = ANY(${p.add(codes)}::text[])` : `c.code_lower = ANY(${p.add(codes.map((c) => c.toLowerCase()))}::text[])`,
+    );
+  }
+  for (const [j, f] of (inc.filter ?? []).entries()) conditions.push(await filterPredicate(tc, cs, f, p, `${path}.filter[${j}]`));
+  if (activeOnly) conditions.push('NOT c.inactive');
+  return conditions;
+}
+
+/** Runs an evaluation query, turning PostgreSQL's invalid-regex error into a 400. */
+export async function runQuery(tc: TermContext, sql: string, params: unknown[]) {
+  try {
+    return await tc.db.query(sql, params);
+  } catch (err) {
+    throw regexError(err) ?? err;
+  }
+}
+
+/** Every entry of a (nested) expansion `contains`. */
+export function flatten(list: ValueSetExpansionContains[] | undefined): ValueSetExpansionContains[] {
+  const out: ValueSetExpansionContains[] = [];
+  const walk = (l: ValueSetExpansionContains[] | undefined) => {
+    for (const c of l ?? []) {
+      out.push(c);
+      walk(c.contains);
+    }
+  };
+  walk(list);
+  return out;
+}

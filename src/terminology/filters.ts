@@ -1,0 +1,167 @@
+import type { ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
+import { FhirError } from '../fhir/outcome.js';
+import { findConcept, findConcepts } from './concepts.js';
+import { txIssueOutcome } from './issues.js';
+import { msg } from './messages.js';
+import type { CodeSystemInfo, TermContext } from './types.js';
+
+/**
+ * `ValueSet.compose.include.filter` as SQL: each filter becomes a predicate over the concept
+ * alias `c` (a row of `tx_concept`), so membership of given codes and expansions are both one
+ * query whatever the size of the code system. Hierarchy operators probe the closure table;
+ * `regex` runs in PostgreSQL (`~`), whose automaton-based engine has no catastrophic
+ * backtracking, anchored to the whole value as FHIR intends.
+ */
+
+/** R5 filter operators reach R4 as this extension on `_op` (e.g. `child-of`). */
+const FILTER_OP_EXT = 'http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.compose.include.filter.op';
+/** Longer patterns are refused outright (the engine's cost grows with the pattern). */
+const MAX_REGEX_LENGTH = 500;
+
+/** Collects positional parameters while a statement is built. */
+export class SqlParams {
+  readonly values: unknown[] = [];
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+/** The operator of a filter, from `op` or the R5 extension. */
+export function filterOp(f: ValueSetComposeIncludeFilter): string | undefined {
+  if (f.op) return f.op;
+  const ext = (f as { _op?: { extension?: Array<{ url?: string; valueCode?: string }> } })._op?.extension;
+  return ext?.find((e) => e.url === FILTER_OP_EXT)?.valueCode;
+}
+
+/**
+ * The SQL predicate of one filter for code system `cs`. `path` is the FHIRPath of the filter
+ * (for the error of a broken filter).
+ */
+export async function filterPredicate(
+  tc: TermContext,
+  cs: CodeSystemInfo,
+  f: ValueSetComposeIncludeFilter,
+  p: SqlParams,
+  path: string,
+): Promise<string> {
+  const op = filterOp(f) ?? '';
+  const property = f.property ?? '';
+  if (typeof f.value !== 'string' || f.value === '') throw invalidValueSet(msg.filterNoValue(cs.url, property, op), path);
+  const value = f.value;
+  const list = () => value.split(',').map((v) => v.trim()).filter(Boolean);
+  const codeCol = cs.caseSensitive ? 'c.code' : 'c.code_lower';
+  const norm = (v: string) => (cs.caseSensitive ? v : v.toLowerCase());
+  const bool = () => {
+    if (value !== 'true' && value !== 'false') throw invalidValueSet(msg.filterNotSupported(cs.url, property, `${op} ${value}`), path);
+    return value === 'true';
+  };
+  const idOf = async (code: string) => (await findConcept(tc, cs, code))?.id;
+  const closure = (descendant: string, ancestor: string, extra = '') =>
+    `EXISTS (SELECT 1 FROM tx_closure h WHERE h.cs_key = c.cs_key AND h.descendant = ${descendant} AND h.ancestor = ${ancestor}${extra})`;
+
+  if (property === 'concept' || property === 'code') {
+    switch (op) {
+      case '=':
+        return `${codeCol} = ${p.add(norm(value))}`;
+      case 'in':
+        return `${codeCol} = ANY(${p.add(list().map(norm))}::text[])`;
+      case 'not-in':
+        return `NOT (${codeCol} = ANY(${p.add(list().map(norm))}::text[]))`;
+      case 'regex':
+        return `c.code ~ ${p.add(anchored(value, path))}`;
+      case 'exists':
+        return bool() ? 'true' : 'false';
+    }
+    const x = await idOf(value);
+    if (x === undefined) return op === 'is-not-a' ? 'true' : 'false';
+    const X = p.add(x);
+    switch (op) {
+      case 'is-a':
+        return `(c.id = ${X} OR ${closure('c.id', X)})`;
+      case 'descendent-of':
+        return closure('c.id', X);
+      case 'is-not-a':
+        return `NOT (c.id = ${X} OR ${closure('c.id', X)})`;
+      case 'generalizes':
+        return `(c.id = ${X} OR ${closure(X, 'c.id')})`;
+      case 'child-of':
+        return closure('c.id', X, ' AND h.depth = 1');
+      case 'descendent-leaf':
+        return `${closure('c.id', X)} AND NOT EXISTS (SELECT 1 FROM tx_closure k WHERE k.cs_key = c.cs_key AND k.ancestor = c.id)`;
+    }
+    throw invalidValueSet(msg.filterNotSupported(cs.url, property, op), path);
+  }
+
+  if (property === 'inactive' && (op === '=' || op === 'exists')) return op === 'exists' ? (bool() ? 'true' : 'false') : `c.inactive = ${bool()}`;
+  if ((property === 'notSelectable' || property === 'abstract') && op === '=') return `c.abstract = ${bool()}`;
+  if (property === 'display') {
+    switch (op) {
+      case '=':
+        return `c.display = ${p.add(value)}`;
+      case 'regex':
+        return `c.display ~ ${p.add(anchored(value, path))}`;
+      case 'in':
+        return `c.display = ANY(${p.add(list())}::text[])`;
+      case 'not-in':
+        return `NOT (c.display = ANY(${p.add(list())}::text[]))`;
+      case 'exists':
+        return bool() ? 'c.display IS NOT NULL' : 'c.display IS NULL';
+    }
+  }
+  if ((property === 'parent' || property === 'child') && (op === '=' || op === 'in')) {
+    const ids = [...(await findConcepts(tc, cs, op === '=' ? [value] : list())).values()].map((c) => c.id);
+    const targets = p.add(ids);
+    return property === 'parent'
+      ? `EXISTS (SELECT 1 FROM tx_closure h WHERE h.cs_key = c.cs_key AND h.descendant = c.id AND h.depth = 1 AND h.ancestor = ANY(${targets}::int[]))`
+      : `EXISTS (SELECT 1 FROM tx_closure h WHERE h.cs_key = c.cs_key AND h.ancestor = c.id AND h.depth = 1 AND h.descendant = ANY(${targets}::int[]))`;
+  }
+
+  // Any other property: the stored (typed) property values of the concept.
+  const P = p.add(property);
+  const prop = (condition: string) =>
+    `EXISTS (SELECT 1 FROM tx_concept_property q WHERE q.cs_key = c.cs_key AND q.concept = c.id AND q.code = ${P}${condition})`;
+  switch (op) {
+    case '=':
+      return prop(` AND q.value = ${p.add(value)}`);
+    case 'in':
+      return prop(` AND q.value = ANY(${p.add(list())}::text[])`);
+    case 'not-in':
+      return `NOT ${prop(` AND q.value = ANY(${p.add(list())}::text[])`)}`;
+    case 'regex':
+      return prop(` AND q.value ~ ${p.add(anchored(value, path))}`);
+    case 'exists':
+      return bool() ? prop('') : `NOT ${prop('')}`;
+    case 'is-a':
+    case 'descendent-of': {
+      // A property whose values are codes of this system (e.g. SNOMED attributes).
+      const x = await idOf(value);
+      if (x === undefined) return 'false';
+      const X = p.add(x);
+      const self = op === 'is-a' ? `v.id = ${X} OR ` : '';
+      return `EXISTS (SELECT 1 FROM tx_concept_property q JOIN tx_concept v ON v.cs_key = q.cs_key AND v.code = q.value
+        WHERE q.cs_key = c.cs_key AND q.concept = c.id AND q.code = ${P} AND (${self}${closure('v.id', X)}))`;
+    }
+  }
+  throw invalidValueSet(msg.filterNotSupported(cs.url, property, op), path);
+}
+
+/** FHIR regex filters match the whole value. */
+function anchored(pattern: string, path: string): string {
+  if (pattern.length > MAX_REGEX_LENGTH) throw invalidValueSet(msg.badRegex(pattern.slice(0, 40) + '…'), path);
+  return `^(?:${pattern})$`;
+}
+
+/** A value set that cannot be evaluated: 400 with a tx `vs-invalid` issue at the filter. */
+export function invalidValueSet(text: string, expression: string): FhirError {
+  return new FhirError(400, txIssueOutcome([{ severity: 'error', code: 'invalid', type: 'vs-invalid', text, expression }]));
+}
+
+/** Maps PostgreSQL's "invalid regular expression" error to a 400. */
+export function regexError(err: unknown): FhirError | undefined {
+  const code = (err as { code?: string })?.code;
+  if (code === '2201B') {
+    return new FhirError(400, txIssueOutcome([{ severity: 'error', code: 'invalid', type: 'vs-invalid', text: msg.badRegex(String((err as Error).message ?? '')) }]));
+  }
+  return undefined;
+}

@@ -1,0 +1,46 @@
+import type { CodeSystem, Resource, ValueSet } from '@medplum/fhirtypes';
+import type { ResourceHook } from '../storage/resource-hooks.js';
+import { indexCodeSystem, removeCodeSystemIndex } from './code-system-store.js';
+
+/**
+ * Keeps the terminology index in step with stored resources. Both hooks run inside the write
+ * transaction (storage/resource-hooks.ts): a CodeSystem is searchable by the engine exactly when
+ * its write commits, an update re-indexes it, a delete removes the index, and a failure to index
+ * rolls the write back.
+ */
+export function terminologyHooks(): ResourceHook[] {
+  return [
+    {
+      types: ['CodeSystem'],
+      async afterWrite(tx, resource) {
+        const cs = resource as CodeSystem;
+        await indexCodeSystem(tx, cs, {
+          resourceId: cs.id as string,
+          projectId: projectOf(resource),
+          lastUpdated: resource.meta?.lastUpdated ?? new Date().toISOString(),
+        });
+      },
+      async afterDelete(tx, previous) {
+        await removeCodeSystemIndex(tx, previous.id as string);
+      },
+    },
+    {
+      types: ['ValueSet'],
+      async afterWrite(tx, resource) {
+        const vs = resource as ValueSet;
+        await tx.query(
+          `INSERT INTO tx_value_set (resource_id, project_id, url, version, last_updated) VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (resource_id) DO UPDATE SET project_id = $2, url = $3, version = $4, last_updated = $5`,
+          [vs.id, projectOf(resource) ?? null, vs.url ?? '', vs.version ?? null, resource.meta?.lastUpdated ?? new Date().toISOString()],
+        );
+      },
+      async afterDelete(tx, previous) {
+        await tx.query('DELETE FROM tx_value_set WHERE resource_id = $1', [previous.id]);
+      },
+    },
+  ];
+}
+
+function projectOf(resource: Resource): string | undefined {
+  return (resource.meta as { project?: string } | undefined)?.project;
+}

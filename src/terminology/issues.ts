@@ -1,0 +1,35 @@
+import type { OperationOutcome, OperationOutcomeIssue } from '@medplum/fhirtypes';
+import type { TxIssue } from './types.js';
+
+/** The tx-ecosystem issue-type code system (`details.coding` of terminology issues). */
+export const TX_ISSUE_TYPE = 'http://hl7.org/fhir/tools/CodeSystem/tx-issue-type';
+
+/** A tx issue as an OperationOutcome issue: severity, code, details (coding + text), expression. */
+export function toOutcomeIssue(i: TxIssue): OperationOutcomeIssue {
+  const out: OperationOutcomeIssue = {
+    severity: i.severity,
+    code: i.code as OperationOutcomeIssue['code'],
+    details: { coding: [{ system: TX_ISSUE_TYPE, code: i.type }], text: i.text },
+  };
+  if (i.expression) out.expression = [i.expression];
+  return out;
+}
+
+/** An OperationOutcome of tx issues (the `issues` output, or the body of a terminology error). */
+export function txIssueOutcome(issues: TxIssue[]): OperationOutcome {
+  return { resourceType: 'OperationOutcome', issue: issues.map(toOutcomeIssue) };
+}
+
+/**
+ * The `message` output: the texts of the errors and warnings (and of informational issues
+ * flagged for it), joined with `; `; undefined when there are none.
+ */
+export function messageOf(issues: TxIssue[]): string | undefined {
+  const texts = issues.filter((i) => i.severity !== 'information' || i.inMessage).map((i) => i.text);
+  return texts.length > 0 ? [...new Set(texts)].join('; ') : undefined;
+}
+
+/** True when any issue is an error. */
+export function hasError(issues: TxIssue[]): boolean {
+  return issues.some((i) => i.severity === 'error');
+}

@@ -1,0 +1,108 @@
+import { notFound } from '../fhir/outcome.js';
+import { designationsOf, findConcept, findConcepts, neighbours, propertiesOf } from './concepts.js';
+import { preferredDisplay, type LanguagePrefs } from './display.js';
+import type { CodeSystemInfo, TermContext } from './types.js';
+
+/**
+ * `$lookup` (behavior.md §5.1): everything the index holds about one code — name and version of
+ * the code system, display (in the requested language when there is one), definition,
+ * designations, and properties: parent/child relationships (one entry per related code, with
+ * the related display as description), `inactive`, and every stored property typed as declared.
+ */
+
+/** A value with its FHIR type (the handler turns it into `value<Type>`). */
+export interface Typed {
+  type: string;
+  value: unknown;
+}
+
+export interface LookupResult {
+  name: string;
+  version: string | undefined;
+  display: string | undefined;
+  definition: string | undefined;
+  abstract: boolean;
+  code: string;
+  system: string;
+  designation: Array<{ language?: string; use?: { system?: string; code?: string; display?: string }; value: string }>;
+  property: Array<{ code: string; value: Typed; description?: string }>;
+}
+
+/** Properties computed from the concept rather than stored as such. */
+const COMPUTED = new Set(['parent', 'child', 'inactive']);
+
+/**
+ * Looks up `code` in `cs`; 404 `Not found` when the code system does not have it.
+ * `properties` restricts the property output (undefined or `*` = all).
+ */
+export async function lookupCode(
+  tc: TermContext,
+  cs: CodeSystemInfo,
+  code: string,
+  languages: LanguagePrefs,
+  properties: string[] | undefined,
+): Promise<LookupResult> {
+  const concept = await findConcept(tc, cs, code);
+  if (!concept) throw notFound();
+  const wanted = (p: string) => !properties || properties.length === 0 || properties.includes('*') || properties.includes(p);
+  const designations = (await designationsOf(tc, cs, [concept.id])).get(concept.id) ?? [];
+  const property: LookupResult['property'] = [];
+
+  if (wanted('parent')) {
+    for (const p of await neighbours(tc, cs, concept.id, true)) property.push(related('parent', p.code, p.display));
+  }
+  if (wanted('child')) {
+    for (const c of await neighbours(tc, cs, concept.id, false)) property.push(related('child', c.code, c.display));
+  }
+  if (wanted('inactive')) property.push({ code: 'inactive', value: { type: 'boolean', value: concept.inactive } });
+  const stored = (await propertiesOf(tc, cs, concept.id)).filter((p) => !COMPUTED.has(p.code) && wanted(p.code));
+  // A code-valued property naming another concept of this system is described by its display.
+  const targets = await findConcepts(
+    tc,
+    cs,
+    stored.filter((p) => p.type === 'code').map((p) => p.value),
+  );
+  for (const p of stored) {
+    const entry: LookupResult['property'][number] = { code: p.code, value: typedValue(p) };
+    const target = p.type === 'code' ? targets.get(p.value) : undefined;
+    if (target?.display) entry.description = target.display;
+    property.push(entry);
+  }
+
+  return {
+    name: cs.name ?? cs.title ?? cs.url,
+    version: cs.version,
+    display: preferredDisplay(cs, concept, designations, languages),
+    definition: concept.definition,
+    abstract: concept.abstract,
+    code: concept.code,
+    system: cs.url,
+    designation: designations.map((d) => ({
+      ...(d.language ? { language: d.language } : {}),
+      ...(d.use ? { use: d.use } : {}),
+      value: d.value,
+    })),
+    property,
+  };
+}
+
+function related(code: 'parent' | 'child', target: string, display: string | undefined): LookupResult['property'][number] {
+  const entry: LookupResult['property'][number] = { code, value: { type: 'code', value: target } };
+  if (display) entry.description = display;
+  return entry;
+}
+
+/** A stored property value with its declared type (integer/decimal/boolean back to JSON types). */
+function typedValue(p: { type: string; value: string; system?: string; display?: string }): Typed {
+  switch (p.type) {
+    case 'Coding':
+      return { type: 'Coding', value: { ...(p.system ? { system: p.system } : {}), code: p.value, ...(p.display ? { display: p.display } : {}) } };
+    case 'integer':
+    case 'decimal':
+      return { type: p.type, value: Number(p.value) };
+    case 'boolean':
+      return { type: 'boolean', value: p.value === 'true' };
+    default:
+      return { type: p.type, value: p.value };
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * The texts of terminology messages and issues. They follow what the HL7 reference server
+ * (tx.fhir.org) answers, so clients and the HL7 conformance tests see the same wording
+ * (`shared/conformance/tx-cases/messages-tx.fhir.org.json`). One function per message.
+ */
+
+/** How a coding is named in messages: `system|version#code ('display')`. */
+export function codingText(system: string | undefined, version: string | undefined, code: string, display?: string): string {
+  return `${system ?? ''}${version ? `|${version}` : ''}#${code}${display ? ` ('${display}')` : ''}`;
+}
+
+/** How a value set is named in messages: `url|version`, or `(unidentified)` for an anonymous one. */
+export function valueSetText(vs: { url?: string; version?: string }): string {
+  if (!vs.url) return '(unidentified)';
+  return vs.version ? `${vs.url}|${vs.version}` : vs.url;
+}
+
+export const msg = {
+  notInValueSet: (coding: string, vs: string) => `The provided code '${coding}' was not found in the value set '${vs}'`,
+  noValidCoding: (vs: string) => `No valid coding was found for the value set '${vs}'`,
+  unknownCode: (code: string, url: string, version: string | undefined) =>
+    `Unknown code '${code}' in the CodeSystem '${url}'${version ? ` version '${version}'` : ''}`,
+  unknownCodeInFragment: (code: string, url: string, version: string | undefined) =>
+    `Unknown Code '${code}' in the CodeSystem '${url}'${version ? ` version '${version}'` : ''} - note that the code system is labeled as a fragment, so the code may be valid in some other fragment`,
+  /**
+   * The reference server quotes the URL in some situations and not in others; `quoted` says
+   * which (see validate-coding.ts).
+   */
+  unknownSystem: (url: string, quoted: boolean) =>
+    `A definition for CodeSystem ${quoted ? `'${url}'` : url} could not be found, so the code cannot be validated`,
+  unknownSystemVersion: (url: string, version: string, valid: string[]) =>
+    `A definition for CodeSystem '${url}' version '${version}' could not be found, so the code cannot be validated. Valid versions: ${valid.length ? valid.join(', ') : '(none)'}`,
+  unknownValueSet: (url: string) => `A definition for the value Set '${url}' could not be found`,
+  /** `matches`: systems of the value set that have the code (several = ambiguous); else `systems` searched. */
+  cannotInfer: (code: string, vs: string, matches: string[], systems: string[]) =>
+    `The System URI could not be determined for the code '${code}' in the ValueSet '${vs}'` +
+    (matches.length > 1
+      ? `: value set expansion has multiple matches: [${matches.join(', ')}]`
+      : `: the code is not in ${systems.length === 1 ? `its code system ${systems[0]}` : `any of its code systems [${systems.join(', ')}]`}`),
+  systemIsValueSet: (url: string) => `The Coding references a value set, not a code system ('${url}')`,
+  localSystem: () => 'Coding.system must be an absolute reference, not a local reference',
+  noSystem: () => 'Coding has no system. A code with no system has no defined meaning, and it cannot be validated. A system should be provided',
+  inactiveConcept: (code: string, status: string) => `The concept '${code}' has a status of ${status} and its use should be reviewed`,
+  notActive: (code: string) => `The concept '${code}' is valid but is not active`,
+  abstractNotAllowed: (coding: string) => `The code '${coding}' is abstract, and not allowed in this context`,
+  wrongDisplay: (display: string, system: string, code: string, choices: string, languages: string) =>
+    `Wrong Display Name '${display}' for ${system}#${code}. Valid display is ${choices} (for the language(s) '${languages}')`,
+  wrongWhitespace: (display: string, system: string, code: string, choices: string, languages: string) =>
+    `Wrong whitespace in Display Name '${display}' for ${system}#${code}. Valid display is ${choices} (for the language(s) '${languages}')`,
+  noDisplayForLanguageValid: (system: string, code: string, languages: string, display: string) =>
+    `There are no valid display names found for the code ${system}#${code} for language(s) '${languages}'. The display is '${display}' which is a valid display for the default language`,
+  noDisplayForLanguageWrong: (display: string, system: string, code: string, languages: string, defaultDisplay: string) =>
+    `Wrong Display Name '${display}' for ${system}#${code}. There are no valid display names found for language(s) '${languages}'. Default display is '${defaultDisplay}'`,
+  caseDiffers: (given: string, correct: string, system: string) =>
+    `The code '${given}' differs from the correct code '${correct}' by case. Although the code system '${system}' is case insensitive, implementers are strongly encouraged to use the correct case anyway`,
+  filterNoValue: (system: string, property: string, op: string) => `The system ${system} filter with property = ${property}, op = ${op} has no value`,
+  filterNotSupported: (system: string, property: string, op: string) =>
+    `The filter with property = ${property}, op = ${op} is not supported for the system ${system}`,
+  badRegex: (pattern: string) => `The regular expression '${pattern}' is not valid or too complex`,
+  valueSetCycle: (url: string) => `Value set ${url} includes itself (circular reference)`,
+  // Contract texts (behavior.md §5) for errors answered with a 4xx status.
+  codeSystemNotFound: (url: string) => `CodeSystem ${url} not found`,
+  valueSetNotFound: (url: string) => `ValueSet ${url} not found`,
+  codeNotInSystem: (code: string, url: string) => `Code '${code}' not found in CodeSystem ${url}`,
+  notIsA: (url: string) => `CodeSystem ${url} does not define an is-a hierarchy`,
+};
+
+/** Choice list of a wrong-display message: `'Display 1' (en)` or `one of 2 choices: 'a' (en), 'b' (de)`. */
+export function displayChoices(choices: Array<{ value: string; language: string | undefined }>): string {
+  const one = (c: { value: string; language: string | undefined }) => `'${c.value}'${c.language ? ` (${c.language})` : ''}`;
+  if (choices.length === 1) return one(choices[0]);
+  return `one of ${choices.length} choices: ${choices.map(one).join(', ')}`;
+}

@@ -1,0 +1,57 @@
+import type { Coding } from '@medplum/fhirtypes';
+import { badRequest, notFound } from '../../fhir/outcome.js';
+import type { Operation } from '../../operations/operation.js';
+import { typed } from '../../operations/typed-value.js';
+import { parseLanguages } from '../display.js';
+import { lookupCode } from '../lookup.js';
+import { termContext } from '../request-context.js';
+import { terminologyDefinition } from './definitions.js';
+import { instanceCodeSystem, requireCodeSystem } from './target.js';
+
+interface LookupInput {
+  code?: string;
+  system?: string;
+  version?: string;
+  coding?: Coding;
+  displayLanguage?: string;
+  property?: string[];
+  'tx-resource'?: unknown[];
+}
+
+/** `CodeSystem/$lookup` (behavior.md §5.1), type and instance level. */
+export function lookupOperation(): Operation {
+  return {
+    definition: terminologyDefinition('CodeSystem-lookup'),
+    alsoInstance: true,
+    async handler(ctx, input: LookupInput, target) {
+      const tc = await termContext(ctx, input['tx-resource']);
+      const code = input.code ?? input.coding?.code;
+      let cs;
+      if (target.level === 'instance') {
+        cs = await instanceCodeSystem(tc, target);
+        const system = input.coding?.system ?? input.system;
+        if (system && system !== cs.url) throw notFound();
+      } else {
+        const system = input.system ?? input.coding?.system;
+        if (!system) throw badRequest('No code system specified');
+        if (!code) throw badRequest('No code specified');
+        cs = await requireCodeSystem(tc, system, input.version ?? input.coding?.version);
+      }
+      if (!code) throw badRequest('No code specified');
+      const r = await lookupCode(tc, cs, code, parseLanguages(input.displayLanguage), input.property);
+      return {
+        name: r.name,
+        version: r.version,
+        // The seed makes display required: a concept without one is shown by its code.
+        display: r.display ?? r.code,
+        definition: r.definition,
+        designation: r.designation.length > 0 ? r.designation : undefined,
+        property:
+          r.property.length > 0
+            ? r.property.map((p) => ({ code: p.code, value: typed(p.value.type, p.value.value), description: p.description }))
+            : undefined,
+        abstract: r.abstract,
+      };
+    },
+  };
+}

@@ -1,0 +1,43 @@
+import type { Coding } from '@medplum/fhirtypes';
+import { badRequest } from '../../fhir/outcome.js';
+import type { Operation } from '../../operations/operation.js';
+import { termContext } from '../request-context.js';
+import { subsumes } from '../subsumes.js';
+import { terminologyDefinition } from './definitions.js';
+import { instanceCodeSystem, requireCodeSystem } from './target.js';
+
+interface SubsumesInput {
+  system?: string;
+  version?: string;
+  codeA?: string;
+  codeB?: string;
+  codingA?: Coding;
+  codingB?: Coding;
+  'tx-resource'?: unknown[];
+}
+
+/** `CodeSystem/$subsumes` (behavior.md §5.4), type and instance level. */
+export function subsumesOperation(): Operation {
+  return {
+    definition: terminologyDefinition('CodeSystem-subsumes'),
+    alsoInstance: true,
+    async handler(ctx, input: SubsumesInput, target) {
+      const tc = await termContext(ctx, input['tx-resource']);
+      const codeA = input.codeA ?? input.codingA?.code;
+      const codeB = input.codeB ?? input.codingB?.code;
+      if (!codeA || !codeB) throw badRequest('Must specify codeA and codeB parameters');
+      const a = input.codingA?.system;
+      const b = input.codingB?.system;
+      if (a && b && a !== b) throw badRequest('codingA and codingB must have the same system');
+      let cs;
+      if (target.level === 'instance') {
+        cs = await instanceCodeSystem(tc, target);
+      } else {
+        const system = input.system ?? a ?? b;
+        if (!system) throw badRequest('No code system specified');
+        cs = await requireCodeSystem(tc, system, input.version ?? input.codingA?.version ?? input.codingB?.version);
+      }
+      return { outcome: await subsumes(tc, cs, codeA, codeB) };
+    },
+  };
+}

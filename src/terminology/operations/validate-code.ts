@@ -1,0 +1,127 @@
+import type { CodeableConcept, Coding, ValueSet } from '@medplum/fhirtypes';
+import { badRequest, notFound } from '../../fhir/outcome.js';
+import type { Operation } from '../../operations/operation.js';
+import { parseLanguages } from '../display.js';
+import { resolveCodeSystem } from '../resolve.js';
+import { termContext } from '../request-context.js';
+import { validateInCodeSystem, validateInValueSet, type ValidateRequest, type ValidateResult } from '../validate.js';
+import { terminologyDefinition } from './definitions.js';
+import { instanceCodeSystem, requireValueSet } from './target.js';
+
+interface ValidateInput {
+  url?: string;
+  valueSet?: ValueSet;
+  valueSetVersion?: string;
+  code?: string;
+  system?: string;
+  systemVersion?: string;
+  version?: string;
+  display?: string;
+  coding?: Coding;
+  codeableConcept?: CodeableConcept;
+  abstract?: boolean;
+  displayLanguage?: string;
+  inferSystem?: boolean;
+  activeOnly?: boolean;
+  'lenient-display-validation'?: boolean;
+  'valueset-membership-only'?: boolean;
+  'tx-resource'?: unknown[];
+}
+
+const EXPANSION_PARAMETER = 'http://hl7.org/fhir/StructureDefinition/valueset-expansion-parameter';
+
+/** `ValueSet/$validate-code` (behavior.md §5.2), type and instance level. */
+export function valueSetValidateCodeOperation(): Operation {
+  return {
+    definition: terminologyDefinition('ValueSet-validate-code'),
+    alsoInstance: true,
+    async handler(ctx, input: ValidateInput, target) {
+      const tc = await termContext(ctx, input['tx-resource']);
+      if (!input.url && !input.valueSet && target.level !== 'instance') throw badRequest('No ValueSet specified');
+      requireCode(input);
+      const vs = await requireValueSet(tc, target, input);
+      return output(await validateInValueSet(tc, vs, request(input, languageOf(input, vs))));
+    },
+  };
+}
+
+/** `CodeSystem/$validate-code` (behavior.md §5.3), type and instance level. */
+export function codeSystemValidateCodeOperation(): Operation {
+  return {
+    definition: terminologyDefinition('CodeSystem-validate-code'),
+    alsoInstance: true,
+    async handler(ctx, input: ValidateInput, target) {
+      const tc = await termContext(ctx, input['tx-resource']);
+      requireCode(input);
+      const version = input.version ?? input.systemVersion ?? input.coding?.version;
+      if (target.level === 'instance') {
+        const cs = await instanceCodeSystem(tc, target);
+        if (input.coding?.system && input.coding.system !== cs.url) throw notFound();
+        return output(await validateInCodeSystem(tc, cs, cs.url, request(input, input.displayLanguage)));
+      }
+      const url = input.url ?? input.coding?.system ?? input.system ?? input.codeableConcept?.coding?.find((c) => c.system)?.system;
+      if (!url) throw badRequest('No code system specified');
+      const cs = await resolveCodeSystem(tc, url, version);
+      return output(await validateInCodeSystem(tc, cs, url, request(input, input.displayLanguage)));
+    },
+  };
+}
+
+/** Needs code (+system), a coding, or a codeableConcept with at least one coding. */
+function requireCode(input: ValidateInput): void {
+  const has = input.code !== undefined || input.coding?.code !== undefined || (input.codeableConcept?.coding?.length ?? 0) > 0;
+  if (!has) throw badRequest('No code specified');
+}
+
+function request(input: ValidateInput, language: string | undefined): ValidateRequest {
+  return {
+    code: input.code,
+    system: input.system,
+    display: input.display,
+    coding: input.coding,
+    codeableConcept: input.codeableConcept,
+    inferSystem: input.inferSystem,
+    options: {
+      activeOnly: input.activeOnly === true,
+      abstractAllowed: input.abstract !== false,
+      lenientDisplay: input['lenient-display-validation'] === true,
+      membershipOnly: input['valueset-membership-only'] === true,
+      languages: parseLanguages(language),
+      systemVersion: input.systemVersion ?? input.version,
+    },
+  };
+}
+
+/**
+ * The display language: the parameter, else the value set's own expansion parameter, else the
+ * value set's language.
+ */
+function languageOf(input: ValidateInput, vs: ValueSet): string | undefined {
+  if (input.displayLanguage) return input.displayLanguage;
+  for (const ext of vs.compose?.extension ?? []) {
+    if (ext.url !== EXPANSION_PARAMETER) continue;
+    const name = ext.extension?.find((e) => e.url === 'name')?.valueCode;
+    const value = ext.extension?.find((e) => e.url === 'value');
+    if (name === 'displayLanguage') return value?.valueCode ?? value?.valueString;
+  }
+  return vs.language;
+}
+
+/** Engine result → out-parameters (names of the definition). */
+function output(r: ValidateResult): Record<string, unknown> {
+  return {
+    result: r.result,
+    message: r.message,
+    display: r.display,
+    code: r.code,
+    system: r.system,
+    version: r.version,
+    codeableConcept: r.codeableConcept,
+    issues: r.issues,
+    inactive: r.inactive,
+    status: r.status,
+    'normalized-code': r.normalizedCode,
+    'x-unknown-system': r.unknownSystem,
+    'x-caused-by-unknown-system': r.causedByUnknownSystem,
+  };
+}

@@ -1,0 +1,71 @@
+import { createHash } from 'node:crypto';
+import type { CodeSystem, Resource, ValueSet } from '@medplum/fhirtypes';
+import type { RequestContext } from '../context.js';
+import type { Queryable } from '../storage/database.js';
+import { stableStringify } from '../storage/stable-stringify.js';
+import { indexCodeSystem, removeCodeSystemIndex } from './code-system-store.js';
+import { codeSystemInfoOf } from './resolve.js';
+import type { CodeSystemInfo, TermContext } from './types.js';
+
+/**
+ * The engine's view of one request, including resources supplied inline (`tx-resource`).
+ *
+ * Inline CodeSystems are indexed like stored ones, under a request scope keyed by a hash of
+ * their content: the one engine answers for both, and a client that sends the same resources
+ * with every request (the HL7 test runner does) pays for indexing once. Scoped rows are never
+ * visible to canonical resolution of other requests and are pruned when unused for an hour.
+ */
+export async function termContext(ctx: RequestContext, txResources: unknown): Promise<TermContext> {
+  const tc: TermContext = {
+    db: ctx.services.db,
+    repo: ctx.repo,
+    services: ctx.services,
+    log: ctx.log,
+    inlineCodeSystems: [],
+    inlineValueSets: [],
+    memo: new Map(),
+  };
+  for (const r of Array.isArray(txResources) ? (txResources as Resource[]) : []) {
+    if (r?.resourceType === 'ValueSet') tc.inlineValueSets.push(r as ValueSet);
+    else if (r?.resourceType === 'CodeSystem' && (r as CodeSystem).url) tc.inlineCodeSystems.push(await inlineCodeSystem(ctx.services.db, r as CodeSystem));
+  }
+  return tc;
+}
+
+/** Indexes (or reuses the index of) a request-supplied CodeSystem. */
+async function inlineCodeSystem(db: RequestContext['services']['db'], cs: CodeSystem): Promise<CodeSystemInfo> {
+  const resourceId = `tx:${createHash('sha256').update(stableStringify(cs)).digest('hex').slice(0, 40)}`;
+  const existing = await byResourceId(db, resourceId);
+  if (existing) {
+    // Touch at most every ten minutes, so a hot resource is not pruned and not rewritten per request.
+    await db.query("UPDATE tx_code_system SET last_updated = now() WHERE cs_key = $1 AND last_updated < now() - interval '10 minutes'", [
+      existing.key,
+    ]);
+    return { ...existing, inline: true } as CodeSystemInfo;
+  }
+  try {
+    await db.transaction((tx) =>
+      indexCodeSystem(tx, cs, { resourceId, projectId: undefined, scope: 'tx-resource', lastUpdated: new Date().toISOString() }),
+    );
+  } catch (err) {
+    // Another request indexed the same content at the same moment (unique resource_id).
+    if ((err as { code?: string }).code !== '23505') throw err;
+  }
+  const info = await byResourceId(db, resourceId);
+  if (!info) throw new Error('request-scoped code system vanished');
+  return { ...info, inline: true } as CodeSystemInfo;
+}
+
+async function byResourceId(db: Queryable, resourceId: string): Promise<CodeSystemInfo | undefined> {
+  const res = await db.query<Parameters<typeof codeSystemInfoOf>[0]>('SELECT * FROM tx_code_system r WHERE r.resource_id = $1', [resourceId]);
+  return res.rows[0] ? codeSystemInfoOf(res.rows[0]) : undefined;
+}
+
+/** Removes request-scoped indexes unused for an hour (run periodically). */
+export async function pruneInlineCodeSystems(db: RequestContext['services']['db']): Promise<number> {
+  const old = await db.query<{ resource_id: string }>(
+    "SELECT resource_id FROM tx_code_system WHERE scope IS NOT NULL AND last_updated < now() - interval '1 hour'",
+  );
+  for (const { resource_id } of old.rows) await db.transaction((tx) => removeCodeSystemIndex(tx, resource_id));
+  return old.rows.length;
+}

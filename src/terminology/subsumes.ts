@@ -1,0 +1,25 @@
+import { badRequest, notFound } from '../fhir/outcome.js';
+import { findConcepts, isAncestor } from './concepts.js';
+import { msg } from './messages.js';
+import type { CodeSystemInfo, TermContext } from './types.js';
+
+export type SubsumptionOutcome = 'equivalent' | 'subsumes' | 'subsumed-by' | 'not-subsumed';
+
+/**
+ * `$subsumes` (behavior.md §5.4): the relation between two codes of one code system, answered
+ * from the precomputed closure (two primary-key probes at most, whatever the depth or number of
+ * paths). Codes that are the same concept (up to case in a case-insensitive system) are
+ * `equivalent`, even in a code system without an is-a hierarchy.
+ */
+export async function subsumes(tc: TermContext, cs: CodeSystemInfo, codeA: string, codeB: string): Promise<SubsumptionOutcome> {
+  const found = await findConcepts(tc, cs, [codeA, codeB]);
+  const a = found.get(codeA);
+  if (!a) throw notFound(msg.codeNotInSystem(codeA, cs.url));
+  const b = found.get(codeB);
+  if (!b) throw notFound(msg.codeNotInSystem(codeB, cs.url));
+  if (a.id === b.id) return 'equivalent';
+  if (cs.hierarchyMeaning !== undefined && cs.hierarchyMeaning !== 'is-a') throw badRequest(msg.notIsA(cs.url));
+  if (await isAncestor(tc, cs, a.id, b.id)) return 'subsumes';
+  if (await isAncestor(tc, cs, b.id, a.id)) return 'subsumed-by';
+  return 'not-subsumed';
+}

@@ -1,0 +1,74 @@
+import type { CodeSystemProperty, ValueSet } from '@medplum/fhirtypes';
+import type { Logger } from 'pino';
+import type { Services } from '../services.js';
+import type { Queryable } from '../storage/database.js';
+import type { Repository } from '../storage/repository.js';
+
+/** An indexed code system (one row of `tx_code_system`). */
+export interface CodeSystemInfo {
+  key: number;
+  resourceId: string;
+  projectId: string | undefined;
+  url: string;
+  version: string | undefined;
+  lastUpdated: string;
+  content: string;
+  caseSensitive: boolean;
+  /** undefined = is-a. */
+  hierarchyMeaning: string | undefined;
+  supplements: string | undefined;
+  language: string | undefined;
+  name: string | undefined;
+  title: string | undefined;
+  propertyDefs: CodeSystemProperty[];
+  conceptCount: number;
+}
+
+/** One concept of an indexed code system. */
+export interface Concept {
+  id: number;
+  code: string;
+  display: string | undefined;
+  definition: string | undefined;
+  inactive: boolean;
+  abstract: boolean;
+  status: string | undefined;
+}
+
+/** A designation of a concept (the display counts as one, in the code system's language). */
+export interface Designation {
+  language: string | undefined;
+  use: { system?: string; code?: string; display?: string } | undefined;
+  value: string;
+}
+
+/**
+ * What the terminology engine needs for one request: the database, the caller's repository
+ * (its visibility decides which code systems and value sets exist for the caller) and the
+ * resources supplied inline with the request (`tx-resource`).
+ */
+export interface TermContext {
+  db: Queryable;
+  repo: Repository;
+  services: Services;
+  log: Logger;
+  /** Request-scoped code systems (tx-resource), already indexed under a request scope. */
+  inlineCodeSystems: CodeSystemInfo[];
+  /** Request-scoped value sets (tx-resource). */
+  inlineValueSets: ValueSet[];
+  /** Per-request memo of resolutions and lookups (keyed by purpose + arguments). */
+  memo: Map<string, Promise<unknown>>;
+}
+
+/** A tx-ecosystem issue before it becomes an OperationOutcome issue. */
+export interface TxIssue {
+  severity: 'error' | 'warning' | 'information';
+  /** FHIR IssueType. */
+  code: string;
+  /** Code from http://hl7.org/fhir/tools/CodeSystem/tx-issue-type. */
+  type: string;
+  text: string;
+  expression?: string;
+  /** Informational issues are left out of `message` unless this is set. */
+  inMessage?: boolean;
+}

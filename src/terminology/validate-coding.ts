@@ -1,0 +1,261 @@
+import type { ValueSetEvaluator } from './compose.js';
+import { designationsOf, findConcepts } from './concepts.js';
+import { checkDisplay, preferredDisplay, type LanguagePrefs } from './display.js';
+import { codingText, msg } from './messages.js';
+import { codeSystemVersions, resolveCodeSystem, resolveValueSet } from './resolve.js';
+import type { CodeSystemInfo, Concept, Designation, TermContext, TxIssue } from './types.js';
+
+/**
+ * Validates codings against a value set (or one code system), in batches: codings are grouped
+ * by system and version, and each group costs a fixed number of queries (resolve, find
+ * concepts, membership, designations) however many codes it holds. The result per coding is
+ * what `$validate-code` reports for it: membership plus the tx-ecosystem issues.
+ */
+
+export interface CodingInput {
+  system?: string;
+  version?: string;
+  code: string;
+  display?: string;
+}
+
+export interface CodingCheck {
+  input: CodingInput;
+  /** FHIRPath prefix of the coding's elements: '' (code/system/display parameters), 'Coding.', 'CodeableConcept.coding[0].'. */
+  prefix: string;
+  /** FHIRPath of the coding as a whole. */
+  whole: string;
+  /** Coding parameter (vs. code+system parameters): decides the reference server's quoting of unknown systems. */
+  isCoding: boolean;
+}
+
+export interface ValidationOptions {
+  activeOnly: boolean;
+  abstractAllowed: boolean;
+  lenientDisplay: boolean;
+  /** `valueset-membership-only`: report membership only (no code-system or display checks). */
+  membershipOnly: boolean;
+  languages: LanguagePrefs;
+  /** Version for codings that carry none (`systemVersion` / `version` parameter). */
+  systemVersion?: string;
+}
+
+export type ValidationTarget = { kind: 'valueSet'; evaluator: ValueSetEvaluator; vsText: string } | { kind: 'codeSystem'; cs: CodeSystemInfo };
+
+export interface CodingOutcome {
+  member: boolean;
+  issues: TxIssue[];
+  code: string;
+  system?: string;
+  version?: string;
+  display?: string;
+  inactive?: boolean;
+  status?: string;
+  normalizedCode?: string;
+  unknownSystem?: string;
+  causedByUnknownSystem?: string;
+}
+
+const ABSOLUTE = /^[A-Za-z][A-Za-z0-9+.-]*:/;
+
+/** Validates every check (codings with a system; see validate.ts for codings without one). */
+export async function validateCodings(
+  tc: TermContext,
+  target: ValidationTarget,
+  checks: CodingCheck[],
+  options: ValidationOptions,
+): Promise<CodingOutcome[]> {
+  const outcomes = new Array<CodingOutcome>(checks.length);
+  const groups = new Map<string, number[]>();
+  for (const [i, check] of checks.entries()) {
+    const system = target.kind === 'codeSystem' ? (check.input.system ?? target.cs.url) : check.input.system;
+    const key = `${system ?? ''}\u0000${check.input.version ?? ''}`;
+    groups.set(key, [...(groups.get(key) ?? []), i]);
+  }
+  for (const indexes of groups.values()) {
+    const first = checks[indexes[0]].input;
+    const system = target.kind === 'codeSystem' ? (first.system ?? target.cs.url) : (first.system as string);
+    const results = await validateGroup(tc, target, system, first.version, indexes.map((i) => checks[i]), options);
+    indexes.forEach((i, j) => (outcomes[i] = results[j]));
+  }
+  return outcomes;
+}
+
+async function validateGroup(
+  tc: TermContext,
+  target: ValidationTarget,
+  system: string,
+  version: string | undefined,
+  checks: CodingCheck[],
+  o: ValidationOptions,
+): Promise<CodingOutcome[]> {
+  const vs = target.kind === 'valueSet' ? target : undefined;
+  const notInVs = (c: CodingCheck): TxIssue => ({
+    severity: 'error',
+    code: 'code-invalid',
+    type: 'not-in-vs',
+    text: msg.notInValueSet(codingText(system, c.input.version, c.input.code, c.input.display), vs?.vsText ?? ''),
+    expression: `${c.prefix}code`,
+  });
+  const at = (c: CodingCheck, element: string) => (c.prefix ? `${c.prefix}${element}` : element);
+
+  if (!ABSOLUTE.test(system)) {
+    return checks.map((c) => ({
+      member: false,
+      code: c.input.code,
+      system,
+      unknownSystem: system,
+      issues: [
+        { severity: 'error', code: 'invalid', type: 'invalid-data', text: msg.localSystem(), expression: at(c, 'system') },
+        { severity: 'error', code: 'not-found', type: 'not-found', text: msg.unknownSystem(system, true), expression: at(c, 'system') },
+        ...(vs ? [notInVs(c)] : []),
+      ],
+    }));
+  }
+
+  const wantedVersion = version ?? o.systemVersion ?? vs?.evaluator.pinnedVersion(system);
+  const cs = target.kind === 'codeSystem' && system === target.cs.url && !wantedVersion ? target.cs : await resolveCodeSystem(tc, system, wantedVersion);
+  if (!cs) return unknownSystem(tc, target, system, wantedVersion, checks, notInVs, at);
+
+  const codes = checks.map((c) => c.input.code);
+  const concepts = await findConcepts(tc, cs, codes);
+  let members: Set<string>;
+  let membersIgnoringActivity = new Set<string>();
+  if (vs) {
+    members = await vs.evaluator.members(system, wantedVersion, codes, { activeOnly: o.activeOnly });
+    const inactiveOut = codes.filter((c) => !members.has(c) && concepts.get(c)?.inactive);
+    if (inactiveOut.length > 0) membersIgnoringActivity = await vs.evaluator.members(system, wantedVersion, inactiveOut, {});
+  } else {
+    members = new Set(codes.filter((c) => concepts.has(c) && !(o.activeOnly && concepts.get(c)?.inactive)));
+    membersIgnoringActivity = new Set(codes.filter((c) => concepts.has(c)));
+  }
+  const needDesignations = checks.some((c) => c.input.display !== undefined) || o.languages.tags.length > 0;
+  const designations = needDesignations ? await designationsOf(tc, cs, [...new Set([...concepts.values()].map((c) => c.id))]) : new Map<number, Designation[]>();
+
+  return checks.map((c) => {
+    const concept = concepts.get(c.input.code);
+    const out: CodingOutcome = { member: members.has(c.input.code), issues: [], code: c.input.code, system, version: cs.version };
+    if (!concept) {
+      if (!o.membershipOnly) {
+        const fragment = cs.content !== 'complete';
+        out.issues.push({
+          severity: fragment ? 'warning' : 'error',
+          code: 'code-invalid',
+          type: 'invalid-code',
+          text: fragment ? msg.unknownCodeInFragment(c.input.code, cs.url, cs.version) : msg.unknownCode(c.input.code, cs.url, cs.version),
+          expression: at(c, 'code'),
+        });
+        if (!fragment) out.member = false;
+      }
+      if (vs && !out.member) out.issues.push(notInVs(c));
+      return out;
+    }
+    const ds = designations.get(concept.id) ?? [];
+    out.display = preferredDisplay(cs, concept, ds, o.languages);
+    if (!o.membershipOnly) conceptIssues(c, cs, concept, ds, out, o, at, membersIgnoringActivity.has(c.input.code));
+    if (vs && !out.member) out.issues.push(notInVs(c));
+    return out;
+  });
+}
+
+/** Issues about a known concept: case, inactive, abstract, display. */
+function conceptIssues(
+  c: CodingCheck,
+  cs: CodeSystemInfo,
+  concept: Concept,
+  ds: Designation[],
+  out: CodingOutcome,
+  o: ValidationOptions,
+  at: (c: CodingCheck, element: string) => string,
+  memberIfActive: boolean,
+): void {
+  if (concept.code !== c.input.code) {
+    out.normalizedCode = concept.code;
+    out.issues.push({
+      severity: 'information',
+      code: 'business-rule',
+      type: 'code-rule',
+      text: msg.caseDiffers(c.input.code, concept.code, cs.version ? `${cs.url}|${cs.version}` : cs.url),
+      expression: at(c, 'code'),
+    });
+  }
+  if (concept.inactive) {
+    out.inactive = true;
+    if (concept.status) out.status = concept.status;
+    const status = concept.status && concept.status !== 'inactive' ? `${concept.status} and inactive` : 'inactive';
+    out.issues.push({ severity: 'warning', code: 'business-rule', type: 'code-comment', text: msg.inactiveConcept(c.input.code, status), expression: c.whole });
+    if (!out.member && o.activeOnly && memberIfActive) {
+      out.issues.push({ severity: 'error', code: 'business-rule', type: 'code-rule', text: msg.notActive(c.input.code), expression: at(c, 'code') });
+    }
+  }
+  if (!o.abstractAllowed && concept.abstract && out.member) {
+    out.member = false;
+    out.issues.push({
+      severity: 'error',
+      code: 'business-rule',
+      type: 'code-rule',
+      text: msg.abstractNotAllowed(codingText(out.system, undefined, c.input.code)),
+      expression: at(c, 'code'),
+    });
+  }
+  if (c.input.display !== undefined) {
+    out.issues.push(...checkDisplay(c.input.display, out.system as string, cs, concept, ds, o.languages, at(c, 'display'), o.lenientDisplay));
+  }
+}
+
+/** Outcomes for codings whose code system is not known (or is a value set). */
+async function unknownSystem(
+  tc: TermContext,
+  target: ValidationTarget,
+  system: string,
+  version: string | undefined,
+  checks: CodingCheck[],
+  notInVs: (c: CodingCheck) => TxIssue,
+  at: (c: CodingCheck, element: string) => string,
+): Promise<CodingOutcome[]> {
+  const vs = target.kind === 'valueSet' ? target : undefined;
+  if (await resolveValueSet(tc, system)) {
+    return checks.map((c) => ({
+      member: false,
+      code: c.input.code,
+      system,
+      issues: [
+        { severity: 'error', code: 'invalid', type: 'invalid-data', text: msg.systemIsValueSet(system), expression: at(c, 'system') },
+        ...(vs ? [notInVs(c)] : []),
+      ],
+    }));
+  }
+  const known = version ? await codeSystemVersions(tc, system) : [];
+  if (version && known.length > 0) {
+    return checks.map((c) => ({
+      member: false,
+      code: c.input.code,
+      system,
+      unknownSystem: `${system}|${version}`,
+      issues: [
+        { severity: 'error', code: 'not-found', type: 'not-found', text: msg.unknownSystemVersion(system, version, known), expression: at(c, 'system') },
+        ...(vs ? [notInVs(c)] : []),
+      ],
+    }));
+  }
+  const included = vs ? (await vs.evaluator.includedSystems()).includes(system) : false;
+  // The reference server quotes the URL except when the code system is neither one the value
+  // set draws on nor asked for by code/system parameters of a value set with known systems.
+  const vsHasUnknown = vs ? await hasUnknownSystem(tc, await vs.evaluator.includedSystems()) : false;
+  return checks.map((c) => {
+    const quoted = included || (!c.isCoding && !vsHasUnknown);
+    const issues: TxIssue[] = [
+      { severity: 'error', code: 'not-found', type: 'not-found', text: msg.unknownSystem(system, quoted), expression: at(c, 'system') },
+    ];
+    if (vs && !included) issues.unshift(notInVs(c));
+    const out: CodingOutcome = { member: false, code: c.input.code, system, issues };
+    if (included) out.causedByUnknownSystem = system;
+    else out.unknownSystem = system;
+    return out;
+  });
+}
+
+async function hasUnknownSystem(tc: TermContext, systems: string[]): Promise<boolean> {
+  for (const s of systems) if (!(await resolveCodeSystem(tc, s))) return true;
+  return false;
+}

@@ -1,0 +1,196 @@
+import type { CodeableConcept, Coding, OperationOutcome, ValueSet } from '@medplum/fhirtypes';
+import { badRequest } from '../fhir/outcome.js';
+import { UnknownValueSetError, ValueSetEvaluator } from './compose.js';
+import { hasError, messageOf, txIssueOutcome } from './issues.js';
+import { codingText, msg, valueSetText } from './messages.js';
+import type { CodeSystemInfo, TermContext, TxIssue } from './types.js';
+import { validateCodings, type CodingCheck, type CodingOutcome, type ValidationOptions, type ValidationTarget } from './validate-coding.js';
+
+/**
+ * `$validate-code` (behavior.md §5.2, §5.3): normalises the three input forms (code+system,
+ * coding, codeableConcept) into coding checks, runs them in one batch and assembles the
+ * tx-ecosystem answer. A code outside the value set is `result: false`, never an error status.
+ */
+
+export interface ValidateRequest {
+  code?: string;
+  system?: string;
+  display?: string;
+  coding?: Coding;
+  codeableConcept?: CodeableConcept;
+  /** `inferSystem`: find the system of a bare code from the value set. */
+  inferSystem?: boolean;
+  options: ValidationOptions;
+}
+
+export interface ValidateResult {
+  result: boolean;
+  message?: string;
+  display?: string;
+  code?: string;
+  system?: string;
+  version?: string;
+  codeableConcept?: CodeableConcept;
+  issues?: OperationOutcome;
+  inactive?: boolean;
+  status?: string;
+  normalizedCode?: string;
+  unknownSystem?: string;
+  causedByUnknownSystem?: string;
+}
+
+/** Validates the request's code against a value set. */
+export async function validateInValueSet(tc: TermContext, vs: ValueSet, req: ValidateRequest): Promise<ValidateResult> {
+  const evaluator = new ValueSetEvaluator(tc, vs);
+  const vsText = valueSetText(vs);
+  const target: ValidationTarget = { kind: 'valueSet', evaluator, vsText };
+  try {
+    if (req.codeableConcept) return await validateConcept(tc, target, req.codeableConcept, req.options, vsText);
+    const isCoding = req.coding !== undefined;
+    const input = isCoding
+      ? { system: req.coding?.system, version: req.coding?.version, code: req.coding?.code ?? '', display: req.coding?.display ?? req.display }
+      : { system: req.system, code: req.code ?? '', display: req.display };
+    const prefix = isCoding ? 'Coding.' : '';
+    if (!input.system) {
+      if (isCoding) return noSystem(input.code, vsText, prefix);
+      const inferred = await inferSystem(evaluator, input.code, req.inferSystem === true, vsText);
+      if (typeof inferred !== 'string') return inferred;
+      input.system = inferred;
+    }
+    const check: CodingCheck = { input, prefix, whole: isCoding ? 'Coding' : 'code', isCoding };
+    return single((await validateCodings(tc, target, [check], req.options))[0]);
+  } catch (err) {
+    if (err instanceof UnknownValueSetError) {
+      const issues: TxIssue[] = [{ severity: 'error', code: 'not-found', type: 'not-found', text: msg.unknownValueSet(err.url) }];
+      return { result: false, message: messageOf(issues), codeableConcept: req.codeableConcept, issues: txIssueOutcome(issues) };
+    }
+    throw err;
+  }
+}
+
+/** Validates the request's code in one code system (`cs` undefined: the system is unknown). */
+export async function validateInCodeSystem(
+  tc: TermContext,
+  cs: CodeSystemInfo | undefined,
+  url: string,
+  req: ValidateRequest,
+): Promise<ValidateResult> {
+  if (!cs) {
+    const issues: TxIssue[] = [
+      { severity: 'error', code: 'not-found', type: 'not-found', text: msg.unknownSystem(url, true), expression: req.coding ? 'Coding.system' : 'system' },
+    ];
+    const code = req.coding?.code ?? req.code ?? req.codeableConcept?.coding?.[0]?.code;
+    return { result: false, message: messageOf(issues), code, system: url, codeableConcept: req.codeableConcept, issues: txIssueOutcome(issues), unknownSystem: url };
+  }
+  const target: ValidationTarget = { kind: 'codeSystem', cs };
+  if (req.codeableConcept) return validateConcept(tc, target, req.codeableConcept, req.options, '');
+  const isCoding = req.coding !== undefined;
+  const input = isCoding
+    ? { system: req.coding?.system ?? cs.url, version: req.coding?.version, code: req.coding?.code ?? '', display: req.coding?.display ?? req.display }
+    : { system: cs.url, code: req.code ?? '', display: req.display };
+  const check: CodingCheck = { input, prefix: isCoding ? 'Coding.' : '', whole: isCoding ? 'Coding' : 'code', isCoding };
+  return single((await validateCodings(tc, target, [check], req.options))[0]);
+}
+
+function single(o: CodingOutcome): ValidateResult {
+  return {
+    result: o.member && !hasError(o.issues),
+    message: messageOf(o.issues),
+    display: o.display,
+    code: o.code,
+    system: o.system,
+    version: o.version,
+    issues: o.issues.length > 0 ? txIssueOutcome(o.issues) : undefined,
+    inactive: o.inactive,
+    status: o.status,
+    normalizedCode: o.normalizedCode,
+    unknownSystem: o.unknownSystem,
+    causedByUnknownSystem: o.causedByUnknownSystem,
+  };
+}
+
+/**
+ * A codeableConcept is valid when one of its codings is: per-coding "not in value set" findings
+ * become informational (`this-code-not-in-vs`), and only when no coding is a member is there an
+ * error for the concept as a whole. The first member coding supplies code/system/display.
+ */
+async function validateConcept(
+  tc: TermContext,
+  target: ValidationTarget,
+  cc: CodeableConcept,
+  options: ValidationOptions,
+  vsText: string,
+): Promise<ValidateResult> {
+  const codings = cc.coding ?? [];
+  const checks: CodingCheck[] = [];
+  const positions: number[] = [];
+  const issues: TxIssue[] = [];
+  codings.forEach((coding, i) => {
+    const prefix = `CodeableConcept.coding[${i}].`;
+    if (!coding.system && target.kind === 'valueSet') {
+      issues.push({ severity: 'warning', code: 'invalid', type: 'invalid-data', text: msg.noSystem(), expression: `CodeableConcept.coding[${i}]` });
+      return;
+    }
+    checks.push({
+      input: { system: coding.system, version: coding.version, code: coding.code ?? '', display: coding.display },
+      prefix,
+      whole: `CodeableConcept.coding[${i}]`,
+      isCoding: false,
+    });
+    positions.push(i);
+  });
+  const outcomes = await validateCodings(tc, target, checks, options);
+  for (const o of outcomes) {
+    for (const i of o.issues) {
+      issues.push(i.type === 'not-in-vs' ? { ...i, severity: 'information', type: 'this-code-not-in-vs' } : i);
+    }
+  }
+  const member = outcomes.find((o) => o.member);
+  if (!member && target.kind === 'valueSet') {
+    issues.unshift({ severity: 'error', code: 'code-invalid', type: 'not-in-vs', text: msg.noValidCoding(vsText) });
+  }
+  const unknown = outcomes.find((o) => o.unknownSystem)?.unknownSystem;
+  const caused = outcomes.find((o) => o.causedByUnknownSystem)?.causedByUnknownSystem;
+  return {
+    result: member !== undefined && !hasError(issues),
+    message: messageOf(issues),
+    display: member?.display,
+    code: member?.code,
+    system: member?.system,
+    version: member?.version,
+    codeableConcept: cc,
+    issues: issues.length > 0 ? txIssueOutcome(issues) : undefined,
+    inactive: member?.inactive,
+    status: member?.status,
+    normalizedCode: member?.normalizedCode,
+    unknownSystem: unknown,
+    causedByUnknownSystem: caused,
+  };
+}
+
+/** A Coding without a system cannot be validated. */
+function noSystem(code: string, vsText: string, prefix: string): ValidateResult {
+  const issues: TxIssue[] = [
+    { severity: 'warning', code: 'invalid', type: 'invalid-data', text: msg.noSystem(), expression: prefix ? prefix.slice(0, -1) : 'code' },
+    { severity: 'error', code: 'code-invalid', type: 'not-in-vs', text: msg.notInValueSet(codingText(undefined, undefined, code), vsText), expression: `${prefix}code` },
+  ];
+  return { result: false, message: messageOf(issues), code, issues: txIssueOutcome(issues) };
+}
+
+/**
+ * The system of a bare code: the one system of the value set that has it. Without
+ * `inferSystem` only a value set drawing on exactly one code system implies it (behavior.md
+ * §5.2); otherwise the code is not specified well enough (400).
+ */
+async function inferSystem(evaluator: ValueSetEvaluator, code: string, asked: boolean, vsText: string): Promise<string | ValidateResult> {
+  const systems = await evaluator.includedSystems();
+  if (!asked && systems.length !== 1) throw badRequest('No code specified');
+  const matches: string[] = [];
+  for (const s of systems) if ((await evaluator.members(s, undefined, [code])).size > 0) matches.push(s);
+  if (matches.length === 1) return matches[0];
+  const issues: TxIssue[] = [
+    { severity: 'error', code: 'not-found', type: 'cannot-infer', text: msg.cannotInfer(code, vsText, matches, systems), expression: 'code' },
+    { severity: 'error', code: 'code-invalid', type: 'not-in-vs', text: msg.notInValueSet(codingText(undefined, undefined, code), vsText), expression: 'code' },
+  ];
+  return { result: false, message: messageOf(issues), code, issues: txIssueOutcome(issues) };
+}
