@@ -52,6 +52,7 @@ export async function createApp(config: Config, options: { log?: Logger; db?: Da
 
   try {
     for (const install of FEATURES) await install(services, routes);
+    await services.operations?.published();
   } catch (err) {
     for (const fn of closers.reverse()) await fn();
     if (!options.db) await db.close();

@@ -18,6 +18,8 @@ export interface OperationDispatcher {
 /** The operations registry: registering an operation adds its routes, definition and metadata entry. */
 export interface OperationRegistry extends OperationDispatcher {
   register(operation: Operation): void;
+  /** Resolves once every registered definition is stored (readable at `OperationDefinition/<id>`). */
+  published(): Promise<void>;
 }
 
 /** Turns request headers into the caller's identity; throws FhirError 401 when it cannot. */

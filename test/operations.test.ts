@@ -521,15 +521,10 @@ for (const driver of drivers) {
         assert.equal(res.body.meta.project, undefined, 'shared content');
       });
 
-      // Becomes a real check as soon as src/terminology registers its operations (skipped until then).
-      test('the shipped terminology definitions are served and listed in /metadata once registered', async (t) => {
+      test('the terminology definitions are served and listed in /metadata', async () => {
         const registry = server.app.services.operations as OperationsRegistry;
         const registered = new Set(registry.definitions().map((d) => d.id));
-        const seed = ['CodeSystem-lookup', 'ValueSet-validate-code', 'CodeSystem-subsumes'] as const;
-        if (!seed.every((id) => registered.has(id))) {
-          t.skip('terminology operations not registered yet');
-          return;
-        }
+        for (const id of ['CodeSystem-lookup', 'ValueSet-validate-code', 'CodeSystem-subsumes']) assert.ok(registered.has(id), `${id} registered`);
         const metadata = await server.fhir('GET', '/metadata');
         const opsOf = (type: string) => metadata.body.rest[0].resource.find((r: any) => r.type === type).operation;
         for (const id of DEFINITION_IDS.filter((d) => registered.has(d))) {
@@ -546,7 +541,25 @@ for (const driver of drivers) {
         }
       });
 
-      test('/metadata lists every registered operation with its canonical', async () => {
+      test('definitions are searchable like any stored resource', async () => {
+        const res = await server.fhir('GET', `/OperationDefinition?url=${encodeURIComponent(echo.definition.url as string)}`);
+        assert.equal(res.status, 200, res.text);
+        assert.deepEqual(res.body.entry?.map((e: any) => e.resource.id), ['test-echo']);
+      });
+
+      test('/metadata lists every registered operation, at every level and type it answers', async () => {
+        const registry = server.app.services.operations as OperationsRegistry;
+        const rest = (await server.fhir('GET', '/metadata')).body.rest[0];
+        const has = (list: any[] | undefined, d: OperationDefinition) => (list ?? []).some((o) => o.name === d.code && o.definition === d.url);
+        for (const d of registry.definitions()) {
+          if (d.system) assert.ok(has(rest.operation, d), `${d.id} at system level`);
+          for (const type of d.type || d.instance ? (d.resource ?? []) : []) {
+            assert.ok(has(rest.resource.find((r: any) => r.type === type)?.operation, d), `${d.id} on ${type}`);
+          }
+        }
+      });
+
+      test('/metadata lists the test operations only where they belong', async () => {
         const res = await server.fhir('GET', '/metadata');
         assert.equal(res.status, 200, res.text);
         const rest = res.body.rest[0];

@@ -147,6 +147,10 @@ class InviteRun {
     if (!req.upsert) throw conflict(ALREADY_MEMBER);
     const profileReference = existing.profile?.reference as string;
     if (chosenProfile && `${chosenProfile.resourceType}/${chosenProfile.id}` !== profileReference) throw conflict(DIFFERENT_PROFILE);
+    if (req.externalId) {
+      const holder = await findMembershipByExternalId(tx, this.projectId, req.externalId);
+      if (holder && holder.id !== existing.id) throw conflict(EXTERNAL_ID_EXISTS);
+    }
     const member = user ?? (await readRaw<User>(tx, 'User', referenceId(existing.user?.reference, 'User') ?? ''));
     if (!member) throw conflict(ALREADY_MEMBER);
     const [type, id] = profileReference.split('/');

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { HumanName, Project, Resource, User } from '@medplum/fhirtypes';
-import { SYSTEM_AUTH } from '../context.js';
+import { SYSTEM_AUTH, type AuthInfo } from '../context.js';
 import { badRequest, unauthorized } from '../fhir/outcome.js';
 import type { AppRoute } from '../http/app-route.js';
 import { findUserIdByEmail, membershipById, membershipsOf, passwordHashOf, splitReference, type MembershipRow } from './accounts.js';
@@ -114,7 +114,7 @@ async function describe(state: AuthState, memberships: MembershipRow[]) {
 }
 
 /** `GET /auth/me`: the caller's session (what MedplumClient loads after a login). */
-async function me(state: AuthState, auth: import('../context.js').AuthInfo) {
+async function me(state: AuthState, auth: AuthInfo) {
   if (!auth.membershipId) throw unauthorized();
   const repo = state.services.repository(SYSTEM_AUTH);
   const membership = await repo.tryRead('ProjectMembership', auth.membershipId);

@@ -14,7 +14,12 @@ export const installEmail: Feature = async (services) => {
   const log = services.log.child({ component: 'email' });
   const transport = createEmailTransport(services.config.smtpUrl, log);
   const sender = new OutboxSender(services.db, transport, settings, log);
-  await services.db.listen(OUTBOX_CHANNEL, () => sender.wake());
+  try {
+    await services.db.listen(OUTBOX_CHANNEL, () => sender.wake());
+  } catch (err) {
+    // Not fatal: the poll timer still delivers, only a little later.
+    log.warn({ err }, 'e-mail outbox: LISTEN failed; relying on polling');
+  }
   sender.start();
   services.onClose(() => sender.stop());
   log.info({ transport: transport.kind }, 'e-mail outbox sender started');

@@ -23,7 +23,7 @@ export function formatOutput(definition: OperationDefinition, output: unknown): 
   if (outs.length === 1 && outs[0].name === 'return') {
     const value = output.return;
     checkKeys(outs, output, '');
-    if (isResource(value) && !Array.isArray(value)) {
+    if (isResource(value)) {
       checkCount(outs[0], [value], 'return');
       formatEntry(outs[0], value, 'return'); // type check only
       return value as Resource;

@@ -48,8 +48,8 @@ function shaper(type: string, params: Array<[string, string]>): (resource: Resou
   if (summary === 'true') return (r) => subset(r, (key) => elementInfo(type).summary.has(baseName(type, key)));
   if (summary === 'text') return (r) => subset(r, (key) => key === 'text' || elementInfo(type).mandatory.has(baseName(type, key)));
   if (summary === 'data') return (r) => subset(r, (key) => key !== 'text');
-  if (elements !== undefined && summary !== 'false') {
-    const wanted = new Set(elements.split(',').map((e) => e.trim().replace(/\[x\]$/, '')).filter(Boolean));
+  const wanted = new Set((elements ?? '').split(',').map((e) => e.trim().replace(/\[x\]$/, '')).filter(Boolean));
+  if (wanted.size > 0 && summary !== 'false') {
     return (r) => subset(r, (key) => wanted.has(key) || wanted.has(baseName(type, key)));
   }
   return (r) => r;

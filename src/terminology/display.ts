@@ -22,7 +22,8 @@ export function parseLanguages(raw: string | undefined): LanguagePrefs {
     .split(',')
     .map((part) => part.split(';')[0].trim())
     .filter((t) => t && t !== '*');
-  return { raw, tags };
+  // `*` alone (fetch sends `Accept-Language: *`) is no preference at all.
+  return tags.length > 0 ? { raw, tags } : { raw: undefined, tags: [] };
 }
 
 /** `de` matches `de-CH` and the other way round; comparison ignores case. */
@@ -79,24 +80,25 @@ export function checkDisplay(
   const sameish = (c: Candidate) => normalise(c.value) === normalise(given);
   const languages = prefs.raw ?? '--';
   const severity = lenient ? 'warning' : 'error';
-  const issue = (text: string, sev: TxIssue['severity'] = severity): TxIssue => ({
+  const issue = (id: string, text: string, sev: TxIssue['severity'] = severity): TxIssue => ({
     severity: sev,
     code: 'invalid',
     type: 'invalid-display',
+    id,
     text,
     expression,
     inMessage: true,
   });
   if (inLanguage.length === 0) {
     if (all.some(same) || all.some(sameish)) {
-      return [issue(msg.noDisplayForLanguageValid(system, concept.code, languages, given), 'information')];
+      return [issue('NO_VALID_DISPLAY_FOUND_NONE_FOR_LANG_OK', msg.noDisplayForLanguageValid(system, concept.code, languages, given), 'information')];
     }
-    return [issue(msg.noDisplayForLanguageWrong(given, system, concept.code, languages, concept.display ?? all[0].value))];
+    return [issue('NO_VALID_DISPLAY_FOUND_NONE_FOR_LANG_ERR', msg.noDisplayForLanguageWrong(given, system, concept.code, languages, concept.display ?? all[0].value))];
   }
   if (inLanguage.some(same)) return [];
   const choices = displayChoices(unique(inLanguage));
-  if (inLanguage.some(sameish)) return [issue(msg.wrongWhitespace(given, system, concept.code, choices, languages))];
-  return [issue(msg.wrongDisplay(given, system, concept.code, choices, languages))];
+  if (inLanguage.some(sameish)) return [issue('Display_Name_WS_for__should_be_one_of__instead_of', msg.wrongWhitespace(given, system, concept.code, choices, languages))];
+  return [issue('Display_Name_for__should_be_one_of__instead_of', msg.wrongDisplay(given, system, concept.code, choices, languages))];
 }
 
 function unique(list: Candidate[]): Candidate[] {

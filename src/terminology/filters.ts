@@ -47,7 +47,7 @@ export async function filterPredicate(
 ): Promise<string> {
   const op = filterOp(f) ?? '';
   const property = f.property ?? '';
-  if (typeof f.value !== 'string' || f.value === '') throw invalidValueSet(msg.filterNoValue(cs.url, property, op), path);
+  if (typeof f.value !== 'string' || f.value === '') throw invalidValueSet(msg.filterNoValue(cs.url, property, op), path, 'UNABLE_TO_HANDLE_SYSTEM_FILTER_WITH_NO_VALUE');
   const value = f.value;
   const list = () => value.split(',').map((v) => v.trim()).filter(Boolean);
   const codeCol = cs.caseSensitive ? 'c.code' : 'c.code_lower';
@@ -153,8 +153,8 @@ function anchored(pattern: string, path: string): string {
 }
 
 /** A value set that cannot be evaluated: 400 with a tx `vs-invalid` issue at the filter. */
-export function invalidValueSet(text: string, expression: string): FhirError {
-  return new FhirError(400, txIssueOutcome([{ severity: 'error', code: 'invalid', type: 'vs-invalid', text, expression }]));
+export function invalidValueSet(text: string, expression: string, id?: string): FhirError {
+  return new FhirError(400, txIssueOutcome([{ severity: 'error', code: 'invalid', type: 'vs-invalid', id, text, expression }]));
 }
 
 /** Maps PostgreSQL's "invalid regular expression" error to a 400. */

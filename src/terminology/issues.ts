@@ -3,10 +3,13 @@ import type { TxIssue } from './types.js';
 
 /** The tx-ecosystem issue-type code system (`details.coding` of terminology issues). */
 export const TX_ISSUE_TYPE = 'http://hl7.org/fhir/tools/CodeSystem/tx-issue-type';
+/** The id of the message an issue was made from (same ids as the reference server). */
+export const MESSAGE_ID = 'http://hl7.org/fhir/StructureDefinition/operationoutcome-message-id';
 
-/** A tx issue as an OperationOutcome issue: severity, code, details (coding + text), expression. */
+/** A tx issue as an OperationOutcome issue: message id, severity, code, details (coding + text), expression. */
 export function toOutcomeIssue(i: TxIssue): OperationOutcomeIssue {
   const out: OperationOutcomeIssue = {
+    ...(i.id ? { extension: [{ url: MESSAGE_ID, valueString: i.id }] } : {}),
     severity: i.severity,
     code: i.code as OperationOutcomeIssue['code'],
     details: { coding: [{ system: TX_ISSUE_TYPE, code: i.type }], text: i.text },

@@ -69,3 +69,12 @@ export async function pruneInlineCodeSystems(db: RequestContext['services']['db'
   for (const { resource_id } of old.rows) await db.transaction((tx) => removeCodeSystemIndex(tx, resource_id));
   return old.rows.length;
 }
+
+/**
+ * The request's Accept-Language header, when the request context carries headers (the
+ * framework passes none today; `displayLanguage` is the supported way to ask for a language).
+ */
+export function acceptLanguage(ctx: RequestContext): string | undefined {
+  const withHeaders = ctx as RequestContext & { headers?: Record<string, string | undefined>; acceptLanguage?: string };
+  return withHeaders.acceptLanguage ?? withHeaders.headers?.['accept-language'];
+}

@@ -67,6 +67,8 @@ export interface TxIssue {
   code: string;
   /** Code from http://hl7.org/fhir/tools/CodeSystem/tx-issue-type. */
   type: string;
+  /** Message id of the reference server (operationoutcome-message-id extension). */
+  id?: string;
   text: string;
   expression?: string;
   /** Informational issues are left out of `message` unless this is set. */

@@ -94,6 +94,7 @@ async function validateGroup(
     severity: 'error',
     code: 'code-invalid',
     type: 'not-in-vs',
+    id: 'None_of_the_provided_codes_are_in_the_value_set_one',
     text: msg.notInValueSet(codingText(system, c.input.version, c.input.code, c.input.display), vs?.vsText ?? ''),
     expression: `${c.prefix}code`,
   });
@@ -106,8 +107,8 @@ async function validateGroup(
       system,
       unknownSystem: system,
       issues: [
-        { severity: 'error', code: 'invalid', type: 'invalid-data', text: msg.localSystem(), expression: at(c, 'system') },
-        { severity: 'error', code: 'not-found', type: 'not-found', text: msg.unknownSystem(system, true), expression: at(c, 'system') },
+        { severity: 'error', code: 'invalid', type: 'invalid-data', id: 'Terminology_TX_System_Relative', text: msg.localSystem(), expression: at(c, 'system') },
+        { severity: 'error', code: 'not-found', type: 'not-found', id: 'UNKNOWN_CODESYSTEM', text: msg.unknownSystem(system, true), expression: at(c, 'system') },
         ...(vs ? [notInVs(c)] : []),
       ],
     }));
@@ -142,6 +143,7 @@ async function validateGroup(
           severity: fragment ? 'warning' : 'error',
           code: 'code-invalid',
           type: 'invalid-code',
+          id: fragment ? 'Unknown_Code_in_Fragment' : cs.version ? 'Unknown_Code_in_Version' : 'Unknown_Code_in',
           text: fragment ? msg.unknownCodeInFragment(c.input.code, cs.url, cs.version) : msg.unknownCode(c.input.code, cs.url, cs.version),
           expression: at(c, 'code'),
         });
@@ -175,6 +177,7 @@ function conceptIssues(
       severity: 'information',
       code: 'business-rule',
       type: 'code-rule',
+      id: 'CODE_CASE_DIFFERENCE',
       text: msg.caseDiffers(c.input.code, concept.code, cs.version ? `${cs.url}|${cs.version}` : cs.url),
       expression: at(c, 'code'),
     });
@@ -183,9 +186,9 @@ function conceptIssues(
     out.inactive = true;
     if (concept.status) out.status = concept.status;
     const status = concept.status && concept.status !== 'inactive' ? `${concept.status} and inactive` : 'inactive';
-    out.issues.push({ severity: 'warning', code: 'business-rule', type: 'code-comment', text: msg.inactiveConcept(c.input.code, status), expression: c.whole });
+    out.issues.push({ severity: 'warning', code: 'business-rule', type: 'code-comment', id: 'INACTIVE_CONCEPT_FOUND', text: msg.inactiveConcept(c.input.code, status), expression: c.whole });
     if (!out.member && o.activeOnly && memberIfActive) {
-      out.issues.push({ severity: 'error', code: 'business-rule', type: 'code-rule', text: msg.notActive(c.input.code), expression: at(c, 'code') });
+      out.issues.push({ severity: 'error', code: 'business-rule', type: 'code-rule', id: 'STATUS_CODE_WARNING_CODE', text: msg.notActive(c.input.code), expression: at(c, 'code') });
     }
   }
   if (!o.abstractAllowed && concept.abstract && out.member) {
@@ -194,6 +197,7 @@ function conceptIssues(
       severity: 'error',
       code: 'business-rule',
       type: 'code-rule',
+      id: 'ABSTRACT_CODE_NOT_ALLOWED',
       text: msg.abstractNotAllowed(codingText(out.system, undefined, c.input.code)),
       expression: at(c, 'code'),
     });
@@ -220,7 +224,7 @@ async function unknownSystem(
       code: c.input.code,
       system,
       issues: [
-        { severity: 'error', code: 'invalid', type: 'invalid-data', text: msg.systemIsValueSet(system), expression: at(c, 'system') },
+        { severity: 'error', code: 'invalid', type: 'invalid-data', id: 'Terminology_TX_System_ValueSet2', text: msg.systemIsValueSet(system), expression: at(c, 'system') },
         ...(vs ? [notInVs(c)] : []),
       ],
     }));
@@ -233,7 +237,7 @@ async function unknownSystem(
       system,
       unknownSystem: `${system}|${version}`,
       issues: [
-        { severity: 'error', code: 'not-found', type: 'not-found', text: msg.unknownSystemVersion(system, version, known), expression: at(c, 'system') },
+        { severity: 'error', code: 'not-found', type: 'not-found', id: 'UNKNOWN_CODESYSTEM_VERSION', text: msg.unknownSystemVersion(system, version, known), expression: at(c, 'system') },
         ...(vs ? [notInVs(c)] : []),
       ],
     }));
@@ -245,7 +249,7 @@ async function unknownSystem(
   return checks.map((c) => {
     const quoted = included || (!c.isCoding && !vsHasUnknown);
     const issues: TxIssue[] = [
-      { severity: 'error', code: 'not-found', type: 'not-found', text: msg.unknownSystem(system, quoted), expression: at(c, 'system') },
+      { severity: 'error', code: 'not-found', type: 'not-found', id: 'UNKNOWN_CODESYSTEM', text: msg.unknownSystem(system, quoted), expression: at(c, 'system') },
     ];
     if (vs && !included) issues.unshift(notInVs(c));
     const out: CodingOutcome = { member: false, code: c.input.code, system, issues };

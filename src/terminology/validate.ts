@@ -61,7 +61,7 @@ export async function validateInValueSet(tc: TermContext, vs: ValueSet, req: Val
     return single((await validateCodings(tc, target, [check], req.options))[0]);
   } catch (err) {
     if (err instanceof UnknownValueSetError) {
-      const issues: TxIssue[] = [{ severity: 'error', code: 'not-found', type: 'not-found', text: msg.unknownValueSet(err.url) }];
+      const issues: TxIssue[] = [{ severity: 'error', code: 'not-found', type: 'not-found', id: 'Unable_to_resolve_value_Set_', text: msg.unknownValueSet(err.url) }];
       return { result: false, message: messageOf(issues), codeableConcept: req.codeableConcept, issues: txIssueOutcome(issues) };
     }
     throw err;
@@ -77,7 +77,7 @@ export async function validateInCodeSystem(
 ): Promise<ValidateResult> {
   if (!cs) {
     const issues: TxIssue[] = [
-      { severity: 'error', code: 'not-found', type: 'not-found', text: msg.unknownSystem(url, true), expression: req.coding ? 'Coding.system' : 'system' },
+      { severity: 'error', code: 'not-found', type: 'not-found', id: 'UNKNOWN_CODESYSTEM', text: msg.unknownSystem(url, true), expression: req.coding ? 'Coding.system' : 'system' },
     ];
     const code = req.coding?.code ?? req.code ?? req.codeableConcept?.coding?.[0]?.code;
     return { result: false, message: messageOf(issues), code, system: url, codeableConcept: req.codeableConcept, issues: txIssueOutcome(issues), unknownSystem: url };
@@ -128,7 +128,7 @@ async function validateConcept(
   codings.forEach((coding, i) => {
     const prefix = `CodeableConcept.coding[${i}].`;
     if (!coding.system && target.kind === 'valueSet') {
-      issues.push({ severity: 'warning', code: 'invalid', type: 'invalid-data', text: msg.noSystem(), expression: `CodeableConcept.coding[${i}]` });
+      issues.push({ severity: 'warning', code: 'invalid', type: 'invalid-data', id: 'Coding_has_no_system__cannot_validate', text: msg.noSystem(), expression: `CodeableConcept.coding[${i}]` });
       return;
     }
     checks.push({
@@ -147,7 +147,7 @@ async function validateConcept(
   }
   const member = outcomes.find((o) => o.member);
   if (!member && target.kind === 'valueSet') {
-    issues.unshift({ severity: 'error', code: 'code-invalid', type: 'not-in-vs', text: msg.noValidCoding(vsText) });
+    issues.unshift({ severity: 'error', code: 'code-invalid', type: 'not-in-vs', id: 'TX_GENERAL_CC_ERROR_MESSAGE', text: msg.noValidCoding(vsText) });
   }
   const unknown = outcomes.find((o) => o.unknownSystem)?.unknownSystem;
   const caused = outcomes.find((o) => o.causedByUnknownSystem)?.causedByUnknownSystem;
@@ -171,8 +171,8 @@ async function validateConcept(
 /** A Coding without a system cannot be validated. */
 function noSystem(code: string, vsText: string, prefix: string): ValidateResult {
   const issues: TxIssue[] = [
-    { severity: 'warning', code: 'invalid', type: 'invalid-data', text: msg.noSystem(), expression: prefix ? prefix.slice(0, -1) : 'code' },
-    { severity: 'error', code: 'code-invalid', type: 'not-in-vs', text: msg.notInValueSet(codingText(undefined, undefined, code), vsText), expression: `${prefix}code` },
+    { severity: 'warning', code: 'invalid', type: 'invalid-data', id: 'Coding_has_no_system__cannot_validate', text: msg.noSystem(), expression: prefix ? prefix.slice(0, -1) : 'code' },
+    { severity: 'error', code: 'code-invalid', type: 'not-in-vs', id: 'None_of_the_provided_codes_are_in_the_value_set_one', text: msg.notInValueSet(codingText(undefined, undefined, code), vsText), expression: `${prefix}code` },
   ];
   return { result: false, message: messageOf(issues), code, issues: txIssueOutcome(issues) };
 }
@@ -189,8 +189,15 @@ async function inferSystem(evaluator: ValueSetEvaluator, code: string, asked: bo
   for (const s of systems) if ((await evaluator.members(s, undefined, [code])).size > 0) matches.push(s);
   if (matches.length === 1) return matches[0];
   const issues: TxIssue[] = [
-    { severity: 'error', code: 'not-found', type: 'cannot-infer', text: msg.cannotInfer(code, vsText, matches, systems), expression: 'code' },
-    { severity: 'error', code: 'code-invalid', type: 'not-in-vs', text: msg.notInValueSet(codingText(undefined, undefined, code), vsText), expression: 'code' },
+    {
+      severity: 'error',
+      code: 'not-found',
+      type: 'cannot-infer',
+      id: matches.length > 1 ? 'Unable_to_resolve_system__value_set_has_multiple_matches' : 'UNABLE_TO_INFER_CODESYSTEM',
+      text: msg.cannotInfer(code, vsText, matches, systems),
+      expression: 'code',
+    },
+    { severity: 'error', code: 'code-invalid', type: 'not-in-vs', id: 'None_of_the_provided_codes_are_in_the_value_set_one', text: msg.notInValueSet(codingText(undefined, undefined, code), vsText), expression: 'code' },
   ];
   return { result: false, message: messageOf(issues), code, issues: txIssueOutcome(issues) };
 }

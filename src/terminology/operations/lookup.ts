@@ -4,7 +4,7 @@ import type { Operation } from '../../operations/operation.js';
 import { typed } from '../../operations/typed-value.js';
 import { parseLanguages } from '../display.js';
 import { lookupCode } from '../lookup.js';
-import { termContext } from '../request-context.js';
+import { acceptLanguage, termContext } from '../request-context.js';
 import { terminologyDefinition } from './definitions.js';
 import { instanceCodeSystem, requireCodeSystem } from './target.js';
 
@@ -38,7 +38,7 @@ export function lookupOperation(): Operation {
         cs = await requireCodeSystem(tc, system, input.version ?? input.coding?.version);
       }
       if (!code) throw badRequest('No code specified');
-      const r = await lookupCode(tc, cs, code, parseLanguages(input.displayLanguage), input.property);
+      const r = await lookupCode(tc, cs, code, parseLanguages(input.displayLanguage ?? acceptLanguage(ctx)), input.property);
       return {
         name: r.name,
         version: r.version,

@@ -3,7 +3,7 @@ import { badRequest, notFound } from '../../fhir/outcome.js';
 import type { Operation } from '../../operations/operation.js';
 import { parseLanguages } from '../display.js';
 import { resolveCodeSystem } from '../resolve.js';
-import { termContext } from '../request-context.js';
+import { acceptLanguage, termContext } from '../request-context.js';
 import { validateInCodeSystem, validateInValueSet, type ValidateRequest, type ValidateResult } from '../validate.js';
 import { terminologyDefinition } from './definitions.js';
 import { instanceCodeSystem, requireValueSet } from './target.js';
@@ -40,7 +40,7 @@ export function valueSetValidateCodeOperation(): Operation {
       if (!input.url && !input.valueSet && target.level !== 'instance') throw badRequest('No ValueSet specified');
       requireCode(input);
       const vs = await requireValueSet(tc, target, input);
-      return output(await validateInValueSet(tc, vs, request(input, languageOf(input, vs))));
+      return output(await validateInValueSet(tc, vs, request(input, languageOf(input, vs, acceptLanguage(ctx)))));
     },
   };
 }
@@ -57,12 +57,12 @@ export function codeSystemValidateCodeOperation(): Operation {
       if (target.level === 'instance') {
         const cs = await instanceCodeSystem(tc, target);
         if (input.coding?.system && input.coding.system !== cs.url) throw notFound();
-        return output(await validateInCodeSystem(tc, cs, cs.url, request(input, input.displayLanguage)));
+        return output(await validateInCodeSystem(tc, cs, cs.url, request(input, input.displayLanguage ?? acceptLanguage(ctx))));
       }
       const url = input.url ?? input.coding?.system ?? input.system ?? input.codeableConcept?.coding?.find((c) => c.system)?.system;
       if (!url) throw badRequest('No code system specified');
       const cs = await resolveCodeSystem(tc, url, version);
-      return output(await validateInCodeSystem(tc, cs, url, request(input, input.displayLanguage)));
+      return output(await validateInCodeSystem(tc, cs, url, request(input, input.displayLanguage ?? acceptLanguage(ctx))));
     },
   };
 }
@@ -93,11 +93,12 @@ function request(input: ValidateInput, language: string | undefined): ValidateRe
 }
 
 /**
- * The display language: the parameter, else the value set's own expansion parameter, else the
- * value set's language.
+ * The display language: the parameter, else the Accept-Language header, else the value set's
+ * own expansion parameter, else the value set's language.
  */
-function languageOf(input: ValidateInput, vs: ValueSet): string | undefined {
+function languageOf(input: ValidateInput, vs: ValueSet, header: string | undefined): string | undefined {
   if (input.displayLanguage) return input.displayLanguage;
+  if (header && header.trim() !== '*') return header;
   for (const ext of vs.compose?.extension ?? []) {
     if (ext.url !== EXPANSION_PARAMETER) continue;
     const name = ext.extension?.find((e) => e.url === 'name')?.valueCode;

@@ -33,6 +33,7 @@ export function parseControls(type: string, params: Array<[string, string]>): Co
     if (modifier !== undefined && code !== '_include' && code !== '_revinclude') {
       throw badRequest(`Unsupported modifier ':${modifier}' for ${code}`);
     }
+    if (value === '') continue; // an empty parameter is ignored, as for filters
     switch (code) {
       case '_count':
         controls.count = Math.min(wholeNumber(code, value), MAX_COUNT);

@@ -27,7 +27,7 @@ export function parseDirectives(type: string, params: Array<[string, string]>): 
   const out: Directive[] = [];
   for (const [name, value] of params) {
     const [base, modifier] = name.split(':');
-    if (base !== '_include' && base !== '_revinclude') continue;
+    if ((base !== '_include' && base !== '_revinclude') || value === '') continue;
     if (modifier !== undefined && modifier !== 'iterate') throw badRequest(`Unsupported modifier ':${modifier}' for ${base}`);
     const [source, param, target, extra] = value.split(':');
     const invalid = (): Error => badRequest(`Invalid ${base} value '${value}'`);

@@ -1,0 +1,246 @@
+import { randomUUID } from 'node:crypto';
+import type { ValueSet, ValueSetComposeInclude, ValueSetExpansionContains, ValueSetExpansionParameter } from '@medplum/fhirtypes';
+import { FhirError, badRequest, issue } from '../fhir/outcome.js';
+import { UnknownValueSetError, ValueSetEvaluator, flatten, includeConditions, runQuery } from './compose.js';
+import { conceptsByIds, designationsOf } from './concepts.js';
+import { preferredDisplay, type LanguagePrefs } from './display.js';
+import { SqlParams } from './filters.js';
+import { msg } from './messages.js';
+import { resolveCodeSystem } from './resolve.js';
+import type { CodeSystemInfo, TermContext } from './types.js';
+
+/**
+ * `$expand` (behavior.md §5.5) — the one operation that builds an expansion. Each include is one
+ * SQL query returning concept ids (whole systems, concept lists, filters, the text filter, active
+ * only); ids of one code system are merged and excludes subtracted as id sets, so only the
+ * requested page is ever turned into `contains` entries and `total` is the true total.
+ */
+
+export interface ExpandRequest {
+  offset: number;
+  count: number | undefined;
+  filter: string | undefined;
+  activeOnly: boolean;
+  includeDesignations: boolean;
+  includeDefinition: boolean;
+  languages: LanguagePrefs;
+  /** Parameters to echo in `expansion.parameter` (as given). */
+  echo: ValueSetExpansionParameter[];
+}
+
+/** Without `count`, larger expansions are refused rather than built (use paging). */
+export const MAX_UNPAGED_EXPANSION = 10_000;
+
+const EXT_EXPANSION_PROPERTY = 'http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.property';
+const EXT_CONTAINS_PROPERTY = 'http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.contains.property';
+const STATUS_URI = 'http://hl7.org/fhir/concept-properties#status';
+
+/** Members of a value set from one code system (ids in document order) or listed for an unknown system. */
+interface Group {
+  system: string;
+  cs?: CodeSystemInfo;
+  ids?: number[];
+  listed?: Array<{ code: string; display?: string }>;
+}
+
+/** Expands `vs` (a page of it) into a ValueSet with `expansion`. */
+export async function expandValueSet(tc: TermContext, vs: ValueSet, req: ExpandRequest): Promise<ValueSet> {
+  const used = { codeSystems: new Set<string>(), valueSets: new Set<string>() };
+  let groups: Group[];
+  try {
+    groups = await members(tc, new ValueSetEvaluator(tc, vs), req, used);
+  } catch (err) {
+    if (err instanceof UnknownValueSetError) throw badRequest(msg.unknownValueSet(err.url));
+    throw err;
+  }
+  const total = groups.reduce((n, g) => n + (g.ids?.length ?? g.listed?.length ?? 0), 0);
+  if (req.count === undefined && total > MAX_UNPAGED_EXPANSION) {
+    throw new FhirError(422, [issue('too-costly', `ValueSet expansion has ${total} codes: more than ${MAX_UNPAGED_EXPANSION}; use count and offset`)]);
+  }
+  const contains = await page(tc, groups, req.offset, req.count ?? total, req);
+  const parameter: ValueSetExpansionParameter[] = [
+    ...req.echo,
+    ...[...used.codeSystems].map((v) => ({ name: 'used-codesystem', valueUri: v })),
+    ...[...used.valueSets].map((v) => ({ name: 'used-valueset', valueUri: v })),
+  ];
+  const expansion: NonNullable<ValueSet['expansion']> = {
+    identifier: `urn:uuid:${randomUUID()}`,
+    timestamp: new Date().toISOString(),
+    total,
+    offset: req.offset,
+    ...(parameter.length > 0 ? { parameter } : {}),
+    ...(contains.length > 0 ? { contains } : {}),
+  };
+  if (contains.some((c) => c.extension?.some((e) => e.url === EXT_CONTAINS_PROPERTY))) {
+    expansion.extension = [
+      { url: EXT_EXPANSION_PROPERTY, extension: [{ url: 'code', valueCode: 'status' }, { url: 'uri', valueUri: STATUS_URI }] },
+    ];
+  }
+  // The definition (compose) is not repeated: the expansion is the answer, and the compose may
+  // name contained or request-supplied value sets the client cannot resolve anyway.
+  const { meta: _meta, text: _text, expansion: _old, compose: _compose, ...rest } = vs;
+  return { ...rest, expansion } as ValueSet;
+}
+
+async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandRequest, used: { codeSystems: Set<string>; valueSets: Set<string> }): Promise<Group[]> {
+  const vs = ev.vs;
+  if (!vs.compose) {
+    const bySystem = new Map<string, Group>();
+    for (const c of flatten(vs.expansion?.contains)) {
+      if (!c.system || !c.code) continue;
+      if (req.filter && !textMatches(c.display, req.filter)) continue;
+      const g = bySystem.get(c.system) ?? { system: c.system, listed: [] };
+      g.listed?.push({ code: c.code, display: c.display });
+      bySystem.set(c.system, g);
+    }
+    return [...bySystem.values()];
+  }
+  const activeOnly = req.activeOnly || vs.compose.inactive === false;
+  let result: Group[] = [];
+  for (const [i, inc] of (vs.compose.include ?? []).entries()) {
+    result = union(result, await includeGroups(tc, ev, inc, `ValueSet.compose.include[${i}]`, req, activeOnly, used));
+  }
+  for (const [i, exc] of (vs.compose.exclude ?? []).entries()) {
+    if (result.length === 0) break;
+    const noText = { ...req, filter: undefined };
+    result = subtract(result, await includeGroups(tc, ev, exc, `ValueSet.compose.exclude[${i}]`, noText, false, { codeSystems: new Set(), valueSets: new Set() }));
+  }
+  return result;
+}
+
+async function includeGroups(
+  tc: TermContext,
+  ev: ValueSetEvaluator,
+  inc: ValueSetComposeInclude,
+  path: string,
+  req: ExpandRequest,
+  activeOnly: boolean,
+  used: { codeSystems: Set<string>; valueSets: Set<string> },
+): Promise<Group[]> {
+  let nested: Group[] | undefined;
+  for (const ref of inc.valueSet ?? []) {
+    const child = await ev.nested(ref);
+    if (!ref.startsWith('#') && child.vs.url) used.valueSets.add(child.vs.version ? `${child.vs.url}|${child.vs.version}` : child.vs.url);
+    const groups = await members(tc, child, req, used);
+    nested = nested === undefined ? groups : intersect(nested, groups);
+  }
+  if (!inc.system) return nested ?? [];
+
+  const cs = await resolveCodeSystem(tc, inc.system, inc.version);
+  if (!cs) {
+    if (!inc.concept) throw badRequest(`A definition for CodeSystem '${inc.system}' could not be found, so the value set cannot be expanded`);
+    const listed = inc.concept.filter((c) => !req.filter || textMatches(c.display, req.filter)).map((c) => ({ code: c.code, display: c.display }));
+    const group: Group = { system: inc.system, listed };
+    return nested ? intersect([group], nested) : [group];
+  }
+  used.codeSystems.add(cs.version ? `${cs.url}|${cs.version}` : cs.url);
+  const p = new SqlParams();
+  const conditions = [`c.cs_key = ${p.add(cs.key)}`, ...(await includeConditions(tc, cs, inc, path, p, activeOnly))];
+  if (req.filter) conditions.push(textCondition(req.filter, p));
+  if (nested) {
+    const allowed = nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []);
+    conditions.push(`c.id = ANY(${p.add(allowed)}::int[])`);
+  }
+  const rows = (await runQuery(tc, `SELECT c.id FROM tx_concept c WHERE ${conditions.join(' AND ')} ORDER BY c.id`, p.values)).rows;
+  return [{ system: cs.url, cs, ids: rows.map((r) => (r as { id: number }).id) }];
+}
+
+/** Word-prefix, case-insensitive match of the `filter` text on the display and the designations. */
+function textCondition(text: string, p: SqlParams): string {
+  const re = p.add(`(^|[^[:alnum:]])${text.replace(/[\\.^$|?*+()[\]{}]/g, '\\$&')}`);
+  return `(c.display ~* ${re} OR EXISTS (SELECT 1 FROM tx_designation d WHERE d.cs_key = c.cs_key AND d.concept = c.id AND d.value ~* ${re}))`;
+}
+
+function textMatches(display: string | undefined, text: string): boolean {
+  const t = text.toLowerCase();
+  return (display ?? '').toLowerCase().split(/[^\p{L}\p{N}]+/u).some((w) => w.startsWith(t)) || (display ?? '').toLowerCase().startsWith(t);
+}
+
+const groupKey = (g: Group) => (g.cs ? `#${g.cs.key}` : `s ${g.system}`);
+
+/** Union of member groups (ids of one code system merged, document order kept). */
+function union(a: Group[], b: Group[]): Group[] {
+  const out = new Map<string, Group>(a.map((g) => [groupKey(g), { ...g }]));
+  for (const g of b) {
+    const existing = out.get(groupKey(g));
+    if (!existing) out.set(groupKey(g), { ...g });
+    else if (existing.ids && g.ids) existing.ids = [...new Set([...existing.ids, ...g.ids])].sort((x, y) => x - y);
+    else if (existing.listed && g.listed) {
+      const seen = new Set(existing.listed.map((c) => c.code));
+      existing.listed = [...existing.listed, ...g.listed.filter((c) => !seen.has(c.code))];
+    }
+  }
+  return [...out.values()];
+}
+
+function intersect(a: Group[], b: Group[]): Group[] {
+  const other = new Map(b.map((g) => [groupKey(g), g]));
+  const out: Group[] = [];
+  for (const g of a) {
+    const h = other.get(groupKey(g));
+    if (!h) continue;
+    if (g.ids && h.ids) {
+      const keep = new Set(h.ids);
+      out.push({ ...g, ids: g.ids.filter((id) => keep.has(id)) });
+    } else if (g.listed && h.listed) {
+      const keep = new Set(h.listed.map((c) => c.code));
+      out.push({ ...g, listed: g.listed.filter((c) => keep.has(c.code)) });
+    }
+  }
+  return out;
+}
+
+function subtract(a: Group[], b: Group[]): Group[] {
+  const other = new Map(b.map((g) => [groupKey(g), g]));
+  return a.map((g) => {
+    const h = other.get(groupKey(g));
+    if (!h) return g;
+    if (g.ids && h.ids) {
+      const drop = new Set(h.ids);
+      return { ...g, ids: g.ids.filter((id) => !drop.has(id)) };
+    }
+    const drop = new Set((h.listed ?? []).map((c) => c.code));
+    return { ...g, listed: (g.listed ?? []).filter((c) => !drop.has(c.code)) };
+  });
+}
+
+/** Builds the `contains` entries of one page (only these concepts are read). */
+async function page(tc: TermContext, groups: Group[], offset: number, count: number, req: ExpandRequest): Promise<ValueSetExpansionContains[]> {
+  const out: ValueSetExpansionContains[] = [];
+  let skip = offset;
+  for (const g of groups) {
+    if (out.length >= count) break;
+    const size = g.ids?.length ?? g.listed?.length ?? 0;
+    if (skip >= size) {
+      skip -= size;
+      continue;
+    }
+    const take = Math.min(size - skip, count - out.length);
+    if (g.cs && g.ids) out.push(...(await conceptEntries(tc, g.cs, g.ids.slice(skip, skip + take), req)));
+    else for (const c of (g.listed ?? []).slice(skip, skip + take)) out.push({ system: g.system, code: c.code, ...(c.display ? { display: c.display } : {}) });
+    skip = 0;
+  }
+  return out;
+}
+
+async function conceptEntries(tc: TermContext, cs: CodeSystemInfo, ids: number[], req: ExpandRequest): Promise<ValueSetExpansionContains[]> {
+  const concepts = await conceptsByIds(tc, cs, ids);
+  const designations = await designationsOf(tc, cs, ids);
+  return concepts.map((c) => {
+    const ds = designations.get(c.id) ?? [];
+    const entry: ValueSetExpansionContains = { system: cs.url, code: c.code };
+    if (c.abstract) entry.abstract = true;
+    if (c.inactive) entry.inactive = true;
+    const display = preferredDisplay(cs, c, ds, req.languages);
+    if (display) entry.display = display;
+    if (req.includeDesignations && ds.length > 0) {
+      entry.designation = ds.map((d) => ({ ...(d.language ? { language: d.language } : {}), ...(d.use ? { use: d.use } : {}), value: d.value }));
+    }
+    if (c.status) {
+      entry.extension = [
+        { url: EXT_CONTAINS_PROPERTY, extension: [{ url: 'code', valueCode: 'status' }, { url: 'value', valueCode: c.status }] },
+      ];
+    }
+    return entry;
+  });
+}

@@ -1,0 +1,62 @@
+import type { ValueSet, ValueSetExpansionParameter } from '@medplum/fhirtypes';
+import { badRequest } from '../../fhir/outcome.js';
+import type { Operation } from '../../operations/operation.js';
+import { parseLanguages } from '../display.js';
+import { expandValueSet } from '../expand.js';
+import { acceptLanguage, termContext } from '../request-context.js';
+import { terminologyDefinition } from './definitions.js';
+import { requireValueSet } from './target.js';
+
+interface ExpandInput {
+  url?: string;
+  valueSet?: ValueSet;
+  valueSetVersion?: string;
+  filter?: string;
+  offset?: number;
+  count?: number;
+  includeDesignations?: boolean;
+  includeDefinition?: boolean;
+  activeOnly?: boolean;
+  excludeNested?: boolean;
+  displayLanguage?: string;
+  'tx-resource'?: unknown[];
+}
+
+/** Inputs echoed in `expansion.parameter` when given, with their value[x] key. */
+const ECHOED: Array<[keyof ExpandInput, string]> = [
+  ['filter', 'valueString'],
+  ['offset', 'valueInteger'],
+  ['count', 'valueInteger'],
+  ['includeDesignations', 'valueBoolean'],
+  ['includeDefinition', 'valueBoolean'],
+  ['activeOnly', 'valueBoolean'],
+  ['excludeNested', 'valueBoolean'],
+  ['displayLanguage', 'valueCode'],
+];
+
+/** `ValueSet/$expand` (behavior.md §5.5), type and instance level; answers the ValueSet itself. */
+export function expandOperation(): Operation {
+  return {
+    definition: terminologyDefinition('ValueSet-expand'),
+    alsoInstance: true,
+    async handler(ctx, input: ExpandInput, target) {
+      const tc = await termContext(ctx, input['tx-resource']);
+      if ((input.offset ?? 0) < 0 || (input.count ?? 0) < 0) throw badRequest('offset and count must not be negative');
+      const vs = await requireValueSet(tc, target, input);
+      const echo = ECHOED.filter(([name]) => input[name] !== undefined).map(
+        ([name, key]) => ({ name, [key]: input[name] }) as ValueSetExpansionParameter,
+      );
+      const expanded = await expandValueSet(tc, vs, {
+        offset: input.offset ?? 0,
+        count: input.count,
+        filter: input.filter?.trim() || undefined,
+        activeOnly: input.activeOnly === true,
+        includeDesignations: input.includeDesignations === true,
+        includeDefinition: input.includeDefinition === true,
+        languages: parseLanguages(input.displayLanguage ?? acceptLanguage(ctx)),
+        echo,
+      });
+      return { return: expanded };
+    },
+  };
+}
