@@ -3,7 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { SMTPServer } from 'smtp-server';
+import pino from 'pino';
 import { enqueueEmail } from '../src/email/outbox.js';
+import { OutboxSender } from '../src/email/sender.js';
+import { emailSettings } from '../src/email/settings.js';
+import { createEmailTransport } from '../src/email/transport.js';
 import { createProject, drivers, loginAs, ooText, startServer, type ApiResponse, type TestProject, type TestServer } from './harness.js';
 
 // Short sender intervals for this process (each test file runs in its own process).
@@ -168,11 +172,16 @@ for (const driver of drivers) {
     });
 
     test('several senders (API nodes) on one database never deliver a message twice', async () => {
+      const smtpUrl = `smtp://127.0.0.1:${smtp.port}`;
       const nodes = [server];
       if (driver === 'pg') {
         // A second API node on the same PostgreSQL database, with its own sender.
-        nodes.push(await startServer('pg', { databaseUrl: server.config.databaseUrl, env: { SMTP_URL: `smtp://127.0.0.1:${smtp.port}` } }));
+        nodes.push(await startServer('pg', { databaseUrl: server.config.databaseUrl, env: { SMTP_URL: smtpUrl } }));
       }
+      // Two more senders on the first node's database (on PostgreSQL: separate pool connections).
+      const log = pino({ level: 'silent' });
+      const extra = [1, 2].map(() => new OutboxSender(server.app.services.db, createEmailTransport(smtpUrl, log), emailSettings(server.config), log));
+      for (const sender of extra) sender.start();
       try {
         const recipients = Array.from({ length: 40 }, () => email());
         await server.app.services.db.transaction(async (tx) => {
@@ -184,6 +193,7 @@ for (const driver of drivers) {
         assert.equal(delivered.length, recipients.length);
         assert.equal(new Set(delivered.map((m) => m.messageId)).size, recipients.length);
       } finally {
+        for (const sender of extra) await sender.stop();
         for (const node of nodes.slice(1)) await node.stop();
       }
     });

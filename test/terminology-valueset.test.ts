@@ -219,7 +219,8 @@ for (const driver of drivers) {
       expectOO(await validate('http://example.org/nope', 'dog'), 400, 'invalid', 'ValueSet http://example.org/nope not found');
       expectOO(await server.fhir('GET', `/ValueSet/$validate-code?system=${CS}&code=dog`), 400, 'invalid', 'No ValueSet specified');
       expectOO(await server.fhir('GET', '/ValueSet/$validate-code?url=http://example.org/fhir/ValueSet/whole'), 400, 'invalid', 'No code specified');
-      expectOO(await server.fhir('GET', '/ValueSet/whole/$validate-code?code=dog&system='), 400, 'invalid', 'No code specified');
+      await put(vs('two-systems', { include: [{ system: CS }, { system: 'http://hl7.org/fhir/administrative-gender' }] }));
+      expectOO(await server.fhir('GET', '/ValueSet/two-systems/$validate-code?code=dog&system='), 400, 'invalid', 'No code specified');
       expectOO(await server.fhir('GET', '/ValueSet/no-such/$validate-code?code=dog&system=x'), 404, 'not-found', 'Not found');
     });
 

@@ -4,7 +4,6 @@ import type { AuthState } from './auth-state.js';
 import { bearerAuthenticator } from './authenticator.js';
 import { bootstrapSuperAdmin } from './bootstrap.js';
 import { clientRoute } from './client-route.js';
-import { guardAccountDeletes } from './delete-guard.js';
 import { discoveryRoutes } from './discovery-routes.js';
 import { KeyStore } from './keys.js';
 import { loginRoutes } from './login-routes.js';
@@ -20,7 +19,6 @@ import { tokenRoute } from './token-route.js';
  */
 export const installAuth: Feature = async (services, routes) => {
   registerAuthHooks(services.hooks);
-  guardAccountDeletes(services);
   const keys = await KeyStore.open(services.db);
   const tokens = new AccessTokens(
     keys,

@@ -16,7 +16,12 @@ export const ACCOUNT_TYPES = ['Project', 'User', 'ProjectMembership', 'ClientApp
  * - the login lookup tables mirror User e-mails and memberships in the same transaction.
  */
 export function registerAuthHooks(hooks: ResourceHooks): void {
-  hooks.add({ types: ACCOUNT_TYPES, beforeWrite: (_r, _p, auth) => requireSuperAdmin(auth) });
+  hooks.add({
+    types: ACCOUNT_TYPES,
+    beforeWrite: (_r, _p, auth) => requireSuperAdmin(auth),
+    // Deleting a visible account resource (another project's stays 404 in the repository).
+    beforeDelete: (_previous, auth) => requireSuperAdmin(auth),
+  });
   hooks.add(userHook);
   hooks.add(membershipHook);
   hooks.add(clientHook);

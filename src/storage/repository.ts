@@ -129,6 +129,7 @@ export class Repository {
       if (row.deleted) return;
       this.assertWritable(row);
       const previous = this.toResource(row);
+      for (const hook of this.hooks.for(resourceType)) await hook.beforeDelete?.(previous, this.auth, tx);
       const version = row.version_id + 1;
       const now = new Date().toISOString();
       await tx.query(

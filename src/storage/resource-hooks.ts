@@ -12,6 +12,8 @@ export interface ResourceHook {
   types?: readonly string[];
   /** Checks or adjusts a resource before it is stored (throw a FhirError to refuse). */
   beforeWrite?(resource: Resource, previous: Resource | undefined, auth: AuthInfo, tx: Queryable): Promise<void> | void;
+  /** Checks a delete before it happens (throw a FhirError to refuse); `previous` is visible to `auth`. */
+  beforeDelete?(previous: Resource, auth: AuthInfo, tx: Queryable): Promise<void> | void;
   /** Runs in the write transaction after the new version is stored. */
   afterWrite?(tx: Queryable, resource: Resource, previous: Resource | undefined): Promise<void>;
   /** Runs in the delete transaction after the resource is marked deleted. */

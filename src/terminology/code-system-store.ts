@@ -20,6 +20,8 @@ export interface IndexTarget {
 }
 
 const CHILD_TABLES = ['tx_concept', 'tx_concept_property', 'tx_designation', 'tx_closure'];
+/** Code systems at least this large refresh the planner statistics after indexing. */
+const ANALYZE_THRESHOLD = 5_000;
 
 /** Indexes `cs` (replacing any previous index of the same resource id); returns its key. */
 export async function indexCodeSystem(q: Queryable, cs: CodeSystem, target: IndexTarget): Promise<number> {
@@ -116,6 +118,9 @@ export async function indexCodeSystem(q: Queryable, cs: CodeSystem, target: Inde
     closure.size,
     (i) => i,
   );
+  // Fresh statistics after a large load: PGlite has no autovacuum, and PostgreSQL's runs later;
+  // without them the planner misjudges the closure joins of the first requests.
+  if (concepts.length >= ANALYZE_THRESHOLD) await q.query(`ANALYZE ${['tx_concept', ...CHILD_TABLES.slice(1)].join(', ')}`);
   return key;
 }
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { CodeSystem, Resource, ValueSet } from '@medplum/fhirtypes';
 import type { RequestContext } from '../context.js';
+import { badRequest } from '../fhir/outcome.js';
 import type { Queryable } from '../storage/database.js';
 import { stableStringify } from '../storage/stable-stringify.js';
 import { indexCodeSystem, removeCodeSystemIndex } from './code-system-store.js';
@@ -15,7 +16,9 @@ import type { CodeSystemInfo, TermContext } from './types.js';
  * with every request (the HL7 test runner does) pays for indexing once. Scoped rows are never
  * visible to canonical resolution of other requests and are pruned when unused for an hour.
  */
-export async function termContext(ctx: RequestContext, txResources: unknown): Promise<TermContext> {
+export async function termContext(ctx: RequestContext, input: object): Promise<TermContext> {
+  rejectNul(input);
+  const txResources = (input as { 'tx-resource'?: unknown })['tx-resource'];
   const tc: TermContext = {
     db: ctx.services.db,
     repo: ctx.repo,
@@ -30,6 +33,18 @@ export async function termContext(ctx: RequestContext, txResources: unknown): Pr
     else if (r?.resourceType === 'CodeSystem' && (r as CodeSystem).url) tc.inlineCodeSystems.push(await inlineCodeSystem(ctx.services.db, r as CodeSystem));
   }
   return tc;
+}
+
+/**
+ * PostgreSQL text cannot hold NUL: a NUL anywhere in the input is the client's mistake (400),
+ * not a database error (500).
+ */
+function rejectNul(value: unknown, depth = 0): void {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) throw badRequest('Invalid value: text contains a NUL character');
+  } else if (value && typeof value === 'object' && depth < 64) {
+    for (const v of Object.values(value)) rejectNul(v, depth + 1);
+  }
 }
 
 /** Indexes (or reuses the index of) a request-supplied CodeSystem. */

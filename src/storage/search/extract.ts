@@ -28,10 +28,11 @@ const CONVERT: { [K in IndexTable]: (v: TypedValue) => Array<Omit<IndexRows[K][n
  */
 export function extractRows(resource: Resource): IndexRows {
   const rows = emptyRows();
+  const view = bounded(resource);
   for (const param of indexedParameters(resource.resourceType)) {
     let items: unknown[];
     try {
-      items = param.evaluate(resource);
+      items = param.evaluate(view);
     } catch {
       continue;
     }
@@ -41,6 +42,34 @@ export function extractRows(resource: Resource): IndexRows {
   return rows;
 }
 
+/**
+ * The resource with every array cut to MAX_VALUES_PER_PARAMETER items, so FHIRPath never
+ * walks 350k concepts to index 10k of them. Objects are copied only along paths that change;
+ * an ordinary resource is returned as it is.
+ */
+export function bounded<T>(value: T): T {
+  if (Array.isArray(value)) {
+    let out: unknown[] | undefined = value.length > MAX_VALUES_PER_PARAMETER ? value.slice(0, MAX_VALUES_PER_PARAMETER) : undefined;
+    const source = out ?? value;
+    for (let i = 0; i < source.length; i++) {
+      const item = bounded(source[i]);
+      if (item !== source[i]) (out ??= [...source])[i] = item;
+    }
+    return (out ?? value) as T;
+  }
+  if (value !== null && typeof value === 'object') {
+    let out: Record<string, unknown> | undefined;
+    for (const key in value) {
+      const child = (value as Record<string, unknown>)[key];
+      if (child === null || typeof child !== 'object') continue;
+      const item = bounded(child);
+      if (item !== child) (out ??= { ...(value as Record<string, unknown>) })[key] = item;
+    }
+    return (out ?? value) as T;
+  }
+  return value;
+}
+
 function addRows<K extends IndexTable>(rows: IndexRows, table: K, code: string, items: unknown[]): void {
   const target = rows[table] as Array<Record<string, unknown>>;
   const seen = new Set<string>();
@@ -48,7 +77,7 @@ function addRows<K extends IndexTable>(rows: IndexRows, table: K, code: string, 
     const value = typedValue(item);
     if (!value) continue;
     for (const row of CONVERT[table](value)) {
-      const key = JSON.stringify(row);
+      const key = Object.values(row).join('\u0001');
       if (seen.has(key)) continue;
       seen.add(key);
       target.push({ param: code, ...row });

@@ -70,8 +70,14 @@ export function indexedParameters(resourceType: string): IndexedParameter[] {
     const table = tableFor(sp);
     if (!table || !sp.expression || COLUMN_PARAMETERS.has(code)) continue;
     try {
-      const compiled = fhirpath.compile(expressionFor(resourceType, sp.expression), r4, OPTIONS);
-      list.push({ code, table, evaluate: (resource) => compiled(resource) as unknown[] });
+      // Each branch of a union is compiled on its own and the results are concatenated: the
+      // engine's `|` removes duplicates pairwise, which is quadratic (a ValueSet listing 100k
+      // codes took minutes). Duplicates are removed later, in linear time, on the rows.
+      const branches = splitTopLevelUnion(expressionFor(resourceType, sp.expression)).map((branch) =>
+        fhirpath.compile(branch, r4, OPTIONS),
+      );
+      const evaluate = (resource: unknown): unknown[] => branches.flatMap((branch) => branch(resource) as unknown[]);
+      list.push({ code, table, evaluate });
     } catch {
       // An expression the engine cannot compile is simply not indexed.
     }
@@ -100,7 +106,7 @@ export function expressionFor(resourceType: string, expression: string): string 
 }
 
 /** Splits on `|` outside parentheses and string literals. */
-function splitTopLevelUnion(expression: string): string[] {
+export function splitTopLevelUnion(expression: string): string[] {
   const parts: string[] = [];
   let depth = 0;
   let quoted = false;

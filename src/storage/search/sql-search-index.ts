@@ -4,6 +4,7 @@ import { extractRows } from './extract.js';
 import { removeRows, replaceRows } from './index-writer.js';
 import { runSearch } from './query/run-search.js';
 import type { SearchIndex, SearchQuery, SearchResult, Visibility } from './search-index.js';
+import { StatisticsSchedule } from './statistics.js';
 
 /**
  * Search over the `search_*` index tables: values are extracted with FHIRPath from the R4
@@ -11,14 +12,18 @@ import type { SearchIndex, SearchQuery, SearchResult, Visibility } from './searc
  * and searched with one SQL query per search (query/).
  */
 export function createSearchIndex(): SearchIndex {
+  const statistics = new StatisticsSchedule();
   return {
     async index(tx: Queryable, resource: Resource): Promise<void> {
       await replaceRows(tx, resource.resourceType, resource.id as string, extractRows(resource));
+      statistics.wrote();
     },
     async remove(tx: Queryable, resourceType: string, id: string): Promise<void> {
       await removeRows(tx, resourceType, id);
+      statistics.wrote();
     },
-    search(q: Queryable, visibilityFrom: (first: number) => Visibility, query: SearchQuery): Promise<SearchResult> {
+    async search(q: Queryable, visibilityFrom: (first: number) => Visibility, query: SearchQuery): Promise<SearchResult> {
+      await statistics.refreshIfDue(q);
       return runSearch(q, visibilityFrom, query);
     },
   };

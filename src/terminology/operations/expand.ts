@@ -40,7 +40,7 @@ export function expandOperation(): Operation {
     definition: terminologyDefinition('ValueSet-expand'),
     alsoInstance: true,
     async handler(ctx, input: ExpandInput, target) {
-      const tc = await termContext(ctx, input['tx-resource']);
+      const tc = await termContext(ctx, input);
       if ((input.offset ?? 0) < 0 || (input.count ?? 0) < 0) throw badRequest('offset and count must not be negative');
       const vs = await requireValueSet(tc, target, input);
       const echo = ECHOED.filter(([name]) => input[name] !== undefined).map(

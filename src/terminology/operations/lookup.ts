@@ -24,7 +24,7 @@ export function lookupOperation(): Operation {
     definition: terminologyDefinition('CodeSystem-lookup'),
     alsoInstance: true,
     async handler(ctx, input: LookupInput, target) {
-      const tc = await termContext(ctx, input['tx-resource']);
+      const tc = await termContext(ctx, input);
       const code = input.code ?? input.coding?.code;
       let cs;
       if (target.level === 'instance') {

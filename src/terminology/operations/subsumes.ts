@@ -22,7 +22,7 @@ export function subsumesOperation(): Operation {
     definition: terminologyDefinition('CodeSystem-subsumes'),
     alsoInstance: true,
     async handler(ctx, input: SubsumesInput, target) {
-      const tc = await termContext(ctx, input['tx-resource']);
+      const tc = await termContext(ctx, input);
       const codeA = input.codeA ?? input.codingA?.code;
       const codeB = input.codeB ?? input.codingB?.code;
       if (!codeA || !codeB) throw badRequest('Must specify codeA and codeB parameters');

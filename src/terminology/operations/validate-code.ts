@@ -36,7 +36,7 @@ export function valueSetValidateCodeOperation(): Operation {
     definition: terminologyDefinition('ValueSet-validate-code'),
     alsoInstance: true,
     async handler(ctx, input: ValidateInput, target) {
-      const tc = await termContext(ctx, input['tx-resource']);
+      const tc = await termContext(ctx, input);
       if (!input.url && !input.valueSet && target.level !== 'instance') throw badRequest('No ValueSet specified');
       requireCode(input);
       const vs = await requireValueSet(tc, target, input);
@@ -51,7 +51,7 @@ export function codeSystemValidateCodeOperation(): Operation {
     definition: terminologyDefinition('CodeSystem-validate-code'),
     alsoInstance: true,
     async handler(ctx, input: ValidateInput, target) {
-      const tc = await termContext(ctx, input['tx-resource']);
+      const tc = await termContext(ctx, input);
       requireCode(input);
       const version = input.version ?? input.systemVersion ?? input.coding?.version;
       if (target.level === 'instance') {

@@ -40,8 +40,8 @@ const MODIFIERS: Record<IndexTable, string[]> = {
 export function criterionSql(p: SqlParams, owner: Owner, c: Criterion): string {
   const exists = (body?: (x: string) => string): string => {
     const x = p.alias('x');
-    const head = `SELECT ${x}.id FROM search_${c.table} ${x} WHERE ${x}.resource_type = ${p.add(owner.type)} AND ${x}.param = ${p.add(c.code)}`;
-    return `${owner.alias}.id IN (${head}${body ? ` AND (${body(x)})` : ''})`;
+    const head = `SELECT 1 FROM search_${c.table} ${x} WHERE ${x}.resource_type = ${p.add(owner.type)} AND ${x}.id = ${owner.alias}.id AND ${x}.param = ${p.add(c.code)}`;
+    return `EXISTS (${head}${body ? ` AND (${body(x)})` : ''})`;
   };
   if (c.modifier === 'missing') {
     if (c.values.length !== 1 || !['true', 'false'].includes(c.values[0])) {
