@@ -51,6 +51,14 @@ if (wantedDrivers.includes('pg') && !env.TEST_DATABASE_URL) {
   }
 }
 env.LATTICE_TEST_DRIVERS = wantedDrivers.filter((d) => d !== 'pg' || env.TEST_DATABASE_URL).join(',');
+let templateDir;
+if (env.LATTICE_TEST_DRIVERS.split(',').includes('pglite') && !env.LATTICE_TEST_PGLITE_TEMPLATE) {
+  // One migrated PGlite data folder for the whole run: each test server loads it instead of
+  // running initdb (several times faster on a small machine).
+  templateDir = mkdtempSync(join(tmpdir(), 'lattice-pglite-'));
+  env.LATTICE_TEST_PGLITE_TEMPLATE = join(templateDir, 'template.tar');
+  run(process.execPath, ['--import', 'tsx', 'test/support/make-pglite-template.ts', env.LATTICE_TEST_PGLITE_TEMPLATE]);
+}
 console.log(`# drivers: ${env.LATTICE_TEST_DRIVERS}`);
 
 const concurrency = env.TEST_CONCURRENCY ?? '2';
@@ -59,7 +67,10 @@ const child = spawn(
   ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-timeout=600000', ...testFiles],
   { stdio: 'inherit', cwd: root, env },
 );
-const cleanup = () => stopPostgres();
+const cleanup = () => {
+  stopPostgres();
+  if (templateDir) rmSync(templateDir, { recursive: true, force: true });
+};
 process.on('SIGINT', () => child.kill('SIGINT'));
 process.on('SIGTERM', () => child.kill('SIGTERM'));
 child.on('exit', (code, signal) => {

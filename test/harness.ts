@@ -1,9 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import type { Practitioner } from '@medplum/fhirtypes';
 import pg from 'pg';
 import pino from 'pino';
 import { createApp, type App } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
+import type { Database } from '../src/storage/database.js';
+import { migrate } from '../src/storage/migrate.js';
+import { openPgliteDatabase } from '../src/storage/pglite-database.js';
 import { SYSTEM_AUTH } from '../src/context.js';
 import { createMembership, createUser, findUserIdByEmail } from '../src/auth/accounts.js';
 
@@ -85,6 +89,18 @@ export async function createTestDatabase(): Promise<string> {
   return url.toString();
 }
 
+/**
+ * A fresh in-memory PGlite loaded from the run's migrated template (see scripts/test.mjs), or
+ * undefined to let the app open its configured database.
+ */
+async function templateDatabase(driver: Driver, options: StartOptions): Promise<Database | undefined> {
+  const template = process.env.LATTICE_TEST_PGLITE_TEMPLATE;
+  if (driver !== 'pglite' || options.dataDir || !template || !existsSync(template)) return undefined;
+  const db = await openPgliteDatabase('memory://', { loadDataDir: new Blob([readFileSync(template)]) });
+  await migrate(db);
+  return db;
+}
+
 /** Starts a server on the given driver (fresh in-memory PGlite / fresh PostgreSQL database by default). */
 export async function startServer(driver: Driver, options: StartOptions = {}): Promise<TestServer> {
   const env: Record<string, string | undefined> = {
@@ -98,7 +114,7 @@ export async function startServer(driver: Driver, options: StartOptions = {}): P
   if (driver === 'pg') env.DATABASE_URL = options.databaseUrl ?? (await createTestDatabase());
   else env.LATTICE_DATA_DIR = options.dataDir ?? 'memory://';
   const config = loadConfig(env);
-  const app = await createApp(config, { log: pino({ level: config.logLevel }) });
+  const app = await createApp(config, { log: pino({ level: config.logLevel }), db: await templateDatabase(driver, options) });
   const address = await app.listen();
   const port = new URL(address).port;
   const baseUrl = `http://127.0.0.1:${port}`;

@@ -22,4 +22,6 @@ export interface Database extends Queryable {
   /** Subscribes to NOTIFY messages on a channel (cache invalidation across API nodes). */
   listen(channel: string, handler: (payload: string) => void): Promise<void>;
   close(): Promise<void>;
+  /** PGlite only: the data folder as a tarball (used to make test templates). */
+  dumpDataDir?(): Promise<Blob>;
 }
