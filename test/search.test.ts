@@ -196,6 +196,20 @@ for (const driver of drivers) {
       assert.deepEqual(await names('/Observation?value-quantity=5.4||mg'), []);
     });
 
+    test('token: :text matches the start of a display or text, ignoring case', async () => {
+      assert.deepEqual(await names('/Observation?code:text=gluc'), ['obsSmith']);
+    });
+
+    test('number: prefixes against a decimal', async () => {
+      const subject = { reference: `Patient/${ids.smith}` };
+      ids.riskHigh = await create('risk', { resourceType: 'RiskAssessment', status: 'final', subject, prediction: [{ probabilityDecimal: 0.8 }] });
+      ids.riskLow = await create('risk', { resourceType: 'RiskAssessment', status: 'final', subject, prediction: [{ probabilityDecimal: 0.25 }] });
+      assert.deepEqual(await names('/RiskAssessment?probability=gt0.5'), ['riskHigh']);
+      assert.deepEqual(await names('/RiskAssessment?probability=le0.25'), ['riskLow']);
+      assert.deepEqual(await names('/RiskAssessment?probability=0.8'), ['riskHigh']);
+      assert.deepEqual(await names('/RiskAssessment?probability=ne0.8'), ['riskLow']);
+    });
+
     test('uri: exact and :below', async () => {
       const q = await create('uri', { resourceType: 'Questionnaire', status: 'active', url: 'http://example.org/q/intake' });
       ids.questionnaire = q;
@@ -383,13 +397,13 @@ for (const driver of drivers) {
         seed = (seed * 1103515245 + 12345) % 2 ** 31;
         return seed % n;
       };
-      const names = ['name', 'family:exact', 'birthdate', 'identifier', 'gender:not', 'subject', 'subject.name', 'value-quantity', '_id', '_lastUpdated', '_count', '_offset', '_sort', '_summary', '_elements', 'date', 'code:text', 'x:y:z', '_include', '', 'name:missing', 'url:above'];
+      const paramNames = ['name', 'family:exact', 'birthdate', 'identifier', 'gender:not', 'subject', 'subject.name', 'value-quantity', '_id', '_lastUpdated', '_count', '_offset', '_sort', '_summary', '_elements', 'date', 'code:text', 'x:y:z', '_include', '', 'name:missing', 'url:above'];
       const pieces = ['', 'ge', 'eq2020', '|', ',', '\\', '%', '_', "'", '"', '2020-02-30', '1e999', '-', 'Patient/', 'http://x/Patient/1', '\u0000', 'é', '99999999999999999999', ':', '.', '9'.repeat(600)];
       for (let i = 0; i < 150; i++) {
         const type = ['Patient', 'Observation'][rand(2)];
         const params = new URLSearchParams();
         for (let j = 0; j <= rand(3); j++) {
-          params.append(names[rand(names.length)], Array.from({ length: rand(4) }, () => pieces[rand(pieces.length)]).join(''));
+          params.append(paramNames[rand(paramNames.length)], Array.from({ length: rand(4) }, () => pieces[rand(pieces.length)]).join(''));
         }
         const res = await search(`/${type}?${params}`);
         assert.ok(res.status === 200 || res.status === 400, `${type}?${params} → ${res.status} ${res.text}`);

@@ -27,6 +27,8 @@ export async function bulkInsert<R>(
   columns: BulkColumn<R>[],
   count: number,
   row: (i: number) => R,
+  /** Called with the number of rows written after each batch. */
+  onBatch?: (rows: number) => void,
   batchRows = BATCH_ROWS,
 ): Promise<void> {
   const constNames = Object.keys(constants);
@@ -43,6 +45,7 @@ export async function bulkInsert<R>(
       for (let c = 0; c < columns.length; c++) arrays[c][i - from] = normalise(columns[c].value(r, i));
     }
     await q.query(sql, [...constNames.map((k) => constants[k].value), ...arrays]);
+    onBatch?.(to - from);
   }
 }
 

@@ -1,4 +1,4 @@
-import type { CodeSystem, CodeSystemConcept, CodeSystemConceptProperty } from '@medplum/fhirtypes';
+import type { CodeSystem, CodeSystemConcept, CodeSystemConceptProperty, CodeSystemProperty } from '@medplum/fhirtypes';
 
 /**
  * Turns a CodeSystem resource into the rows of the terminology index (pure, no database):
@@ -57,7 +57,7 @@ export function codeSystemRows(cs: CodeSystem): CodeSystemRows {
   const edgeKeys = new Set<string>();
   const edges: Array<[number, number]> = [];
   const related: Array<{ id: number; target: string; direction: 'parent' | 'child' }> = [];
-  const kind = propertyKinds(cs);
+  const kind = propertyKinds(cs.property);
 
   const addEdge = (child: number, parent: number) => {
     if (child === parent) return;
@@ -119,15 +119,15 @@ export function codeSystemRows(cs: CodeSystem): CodeSystemRows {
  * Classifies property codes by meaning: the code system's own declaration (by URI) wins, else
  * the conventional code (`parent`, `child`, `inactive`, `status`, `notSelectable`).
  */
-function propertyKinds(cs: CodeSystem): (code: string | undefined) => string | undefined {
+export function propertyKinds(defs: CodeSystemProperty[] | undefined): (code: string | undefined) => string | undefined {
   const byCode = new Map<string, string>();
-  for (const p of cs.property ?? []) {
+  for (const p of defs ?? []) {
     if (p.code && p.uri?.startsWith(`${CONCEPT_PROPERTIES}#`)) byCode.set(p.code, p.uri.slice(CONCEPT_PROPERTIES.length + 1));
   }
   return (code) => (code === undefined ? undefined : (byCode.get(code) ?? code));
 }
 
-function conceptRow(concept: CodeSystemConcept, kind: (code: string | undefined) => string | undefined): ConceptRow {
+export function conceptRow(concept: CodeSystemConcept, kind: (code: string | undefined) => string | undefined): ConceptRow {
   let inactive = false;
   let abstract = false;
   let status: string | undefined;
@@ -149,7 +149,7 @@ function conceptRow(concept: CodeSystemConcept, kind: (code: string | undefined)
   return { code: concept.code, display: concept.display, definition: concept.definition, inactive, abstract, status };
 }
 
-function propertyRow(concept: number, p: CodeSystemConceptProperty): PropertyRow | undefined {
+export function propertyRow(concept: number, p: CodeSystemConceptProperty): PropertyRow | undefined {
   if (!p.code) return undefined;
   for (const suffix of VALUE_TYPES) {
     const value = (p as unknown as Record<string, unknown>)[`value${suffix}`];

@@ -23,8 +23,39 @@ const CHILD_TABLES = ['tx_concept', 'tx_concept_property', 'tx_designation', 'tx
 /** Code systems at least this large refresh the planner statistics after indexing. */
 const ANALYZE_THRESHOLD = 5_000;
 
-/** Indexes `cs` (replacing any previous index of the same resource id); returns its key. */
-export async function indexCodeSystem(q: Queryable, cs: CodeSystem, target: IndexTarget): Promise<number> {
+/**
+ * Indexes `cs` (replacing any previous index of the same resource id); returns its key. A
+ * CodeSystem with `content: not-present` does not carry its concepts: when it is already indexed
+ * (concepts added by $import or `lattice import`), only its metadata is updated.
+ */
+export async function indexCodeSystem(
+  q: Queryable,
+  cs: CodeSystem,
+  target: IndexTarget,
+  onProgress?: (done: number, total: number) => void,
+): Promise<number> {
+  if (cs.content === 'not-present' && !cs.concept?.length && target.scope === undefined) {
+    const kept = await q.query<{ cs_key: number }>(
+      `UPDATE tx_code_system SET project_id = $2, url = $3, version = $4, last_updated = $5, case_sensitive = $6,
+         hierarchy_meaning = $7, supplements = $8, language = $9, name = $10, title = $11, property_defs = $12
+       WHERE resource_id = $1 AND concept_count > 0 RETURNING cs_key`,
+      [
+        target.resourceId,
+        target.projectId ?? null,
+        cs.url ?? '',
+        cs.version ?? null,
+        target.lastUpdated,
+        cs.caseSensitive !== false,
+        cs.hierarchyMeaning ?? null,
+        cs.supplements ?? null,
+        cs.language ?? null,
+        cs.name ?? null,
+        cs.title ?? null,
+        JSON.stringify(cs.property ?? []),
+      ],
+    );
+    if (kept.rows.length > 0) return kept.rows[0].cs_key;
+  }
   await removeCodeSystemIndex(q, target.resourceId);
   const rows = codeSystemRows(cs);
   let closure;
@@ -59,6 +90,9 @@ export async function indexCodeSystem(q: Queryable, cs: CodeSystem, target: Inde
   const key = inserted.rows[0].cs_key;
   const k = { cs_key: { type: 'int', value: key } };
   const { concepts, properties, designations } = rows;
+  const total = concepts.length + properties.length + designations.length + closure.size;
+  let done = 0;
+  const progress = onProgress ? (n: number) => onProgress((done += n), total) : undefined;
   await bulkInsert<ConceptRow>(
     q,
     'tx_concept',
@@ -75,6 +109,7 @@ export async function indexCodeSystem(q: Queryable, cs: CodeSystem, target: Inde
     ],
     concepts.length,
     (i) => concepts[i],
+    progress,
   );
   await bulkInsert<PropertyRow>(
     q,
@@ -90,6 +125,7 @@ export async function indexCodeSystem(q: Queryable, cs: CodeSystem, target: Inde
     ],
     properties.length,
     (i) => properties[i],
+    progress,
   );
   await bulkInsert<DesignationRow>(
     q,
@@ -105,6 +141,7 @@ export async function indexCodeSystem(q: Queryable, cs: CodeSystem, target: Inde
     ],
     designations.length,
     (i) => designations[i],
+    progress,
   );
   await bulkInsert<number>(
     q,
@@ -117,6 +154,7 @@ export async function indexCodeSystem(q: Queryable, cs: CodeSystem, target: Inde
     ],
     closure.size,
     (i) => i,
+    progress,
   );
   // Fresh statistics after a large load: PGlite has no autovacuum, and PostgreSQL's runs later;
   // without them the planner misjudges the closure joins of the first requests.

@@ -112,7 +112,7 @@ export class ValueSetEvaluator {
       if (concept && ids.has(concept.id)) out.add(code);
     }
     // A code system the server does not hold completely: a listed code may be valid elsewhere.
-    if (inc.concept && cs.content !== 'complete') {
+    if (inc.concept && (cs.content === 'fragment' || cs.content === 'example')) {
       const listed = new Set(inc.concept.map((c) => c.code));
       for (const code of candidates) if (!concepts.has(code) && listed.has(code)) out.add(code);
     }

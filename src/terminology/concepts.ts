@@ -1,4 +1,5 @@
 import type { CodeSystemInfo, Concept, Designation, TermContext } from './types.js';
+import { splitCanonical } from './versions.js';
 
 /**
  * Read side of the concept index: concepts by code (batched), designations, properties and
@@ -76,10 +77,19 @@ export async function conceptsByIds(tc: TermContext, cs: CodeSystemInfo, ids: nu
   return res.rows.map(toConcept);
 }
 
-/** The designations stored on concepts (not the display itself), by concept id. */
+/** Keys of the requested supplements that supplement `cs` (their canonical names its url). */
+function supplementKeys(tc: TermContext, cs: CodeSystemInfo): number[] {
+  return tc.supplements.filter((s) => splitCanonical(s.supplements ?? '').url === cs.url).map((s) => s.key);
+}
+
+/**
+ * The designations of concepts (not the display itself), by concept id — including those of the
+ * requested supplements of the code system, matched by code.
+ */
 export async function designationsOf(tc: TermContext, cs: CodeSystemInfo, ids: number[]): Promise<Map<number, Designation[]>> {
   const out = new Map<number, Designation[]>();
   if (ids.length === 0) return out;
+  const sups = supplementKeys(tc, cs);
   const res = await tc.db.query<{
     concept: number;
     language: string | null;
@@ -87,7 +97,15 @@ export async function designationsOf(tc: TermContext, cs: CodeSystemInfo, ids: n
     use_code: string | null;
     use_display: string | null;
     value: string;
-  }>('SELECT * FROM tx_designation WHERE cs_key = $1 AND concept = ANY($2::int[])', [cs.key, ids]);
+  }>(
+    `SELECT d.concept, d.language, d.use_system, d.use_code, d.use_display, d.value FROM tx_designation d WHERE d.cs_key = $1 AND d.concept = ANY($2::int[])
+     UNION ALL
+     SELECT c.id, d.language, d.use_system, d.use_code, d.use_display, d.value
+     FROM tx_concept c JOIN tx_concept s ON s.cs_key = ANY($3::int[]) AND s.code = c.code
+     JOIN tx_designation d ON d.cs_key = s.cs_key AND d.concept = s.id
+     WHERE c.cs_key = $1 AND c.id = ANY($2::int[])`,
+    [cs.key, ids, sups],
+  );
   for (const r of res.rows) {
     const use =
       r.use_system || r.use_code
@@ -108,11 +126,16 @@ export interface StoredProperty {
   display: string | undefined;
 }
 
-/** The stored properties of one concept, in document order. */
+/** The stored properties of one concept (and those its requested supplements add). */
 export async function propertiesOf(tc: TermContext, cs: CodeSystemInfo, id: number): Promise<StoredProperty[]> {
   const res = await tc.db.query<{ code: string; type: string; value: string; system: string | null; display: string | null }>(
-    'SELECT code, type, value, system, display FROM tx_concept_property WHERE cs_key = $1 AND concept = $2 ORDER BY ctid',
-    [cs.key, id],
+    `SELECT p.code, p.type, p.value, p.system, p.display FROM tx_concept_property p WHERE p.cs_key = $1 AND p.concept = $2
+     UNION ALL
+     SELECT p.code, p.type, p.value, p.system, p.display
+     FROM tx_concept c JOIN tx_concept s ON s.cs_key = ANY($3::int[]) AND s.code = c.code
+     JOIN tx_concept_property p ON p.cs_key = s.cs_key AND p.concept = s.id
+     WHERE c.cs_key = $1 AND c.id = $2`,
+    [cs.key, id, supplementKeys(tc, cs)],
   );
   return res.rows.map((r) => ({ code: r.code, type: r.type, value: r.value, system: r.system ?? undefined, display: r.display ?? undefined }));
 }

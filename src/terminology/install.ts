@@ -2,6 +2,7 @@ import type { Feature, Services } from '../services.js';
 import { preloadBaseTerminology } from './base-terminology.js';
 import { terminologyHooks } from './hooks.js';
 import { expandOperation } from './operations/expand.js';
+import { importOperation } from './operations/import.js';
 import { lookupOperation } from './operations/lookup.js';
 import { subsumesOperation } from './operations/subsumes.js';
 import { codeSystemValidateCodeOperation, valueSetValidateCodeOperation } from './operations/validate-code.js';
@@ -39,6 +40,7 @@ export const installTerminology: Feature = async (services) => {
     registry.register(codeSystemValidateCodeOperation());
     registry.register(subsumesOperation());
     registry.register(expandOperation());
+    registry.register(importOperation());
   } else {
     services.log.warn('no operations registry: terminology operations are not available');
   }

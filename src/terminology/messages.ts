@@ -60,6 +60,7 @@ export const msg = {
   valueSetCycle: (url: string) => `Value set ${url} includes itself (circular reference)`,
   // Contract texts (behavior.md §5) for errors answered with a 4xx status.
   codeSystemNotFound: (url: string) => `CodeSystem ${url} not found`,
+  supplementNotFound: (url: string) => `CodeSystem supplement ${url} not found`,
   valueSetNotFound: (url: string) => `ValueSet ${url} not found`,
   codeNotInSystem: (code: string, url: string) => `Code '${code}' not found in CodeSystem ${url}`,
   notIsA: (url: string) => `CodeSystem ${url} does not define an is-a hierarchy`,

@@ -1,15 +1,18 @@
 import { createHash } from 'node:crypto';
 import type { CodeSystem, Resource, ValueSet } from '@medplum/fhirtypes';
 import type { RequestContext } from '../context.js';
-import { badRequest } from '../fhir/outcome.js';
+import { badRequest, notFound } from '../fhir/outcome.js';
 import type { Queryable } from '../storage/database.js';
 import { stableStringify } from '../storage/stable-stringify.js';
 import { indexCodeSystem, removeCodeSystemIndex } from './code-system-store.js';
-import { codeSystemInfoOf } from './resolve.js';
+import { msg } from './messages.js';
+import { codeSystemInfoOf, resolveCodeSystem } from './resolve.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
 
 /**
  * The engine's view of one request, including resources supplied inline (`tx-resource`).
+ *
+ * `useSupplement` canonicals are resolved here (404 when unknown or not a supplement).
  *
  * Inline CodeSystems are indexed like stored ones, under a request scope keyed by a hash of
  * their content: the one engine answers for both, and a client that sends the same resources
@@ -26,11 +29,18 @@ export async function termContext(ctx: RequestContext, input: object): Promise<T
     log: ctx.log,
     inlineCodeSystems: [],
     inlineValueSets: [],
+    supplements: [],
     memo: new Map(),
   };
   for (const r of Array.isArray(txResources) ? (txResources as Resource[]) : []) {
     if (r?.resourceType === 'ValueSet') tc.inlineValueSets.push(r as ValueSet);
     else if (r?.resourceType === 'CodeSystem' && (r as CodeSystem).url) tc.inlineCodeSystems.push(await inlineCodeSystem(ctx.services.db, r as CodeSystem));
+  }
+  const wanted = (input as { useSupplement?: unknown }).useSupplement;
+  for (const url of Array.isArray(wanted) ? (wanted as string[]) : []) {
+    const supplement = await resolveCodeSystem(tc, url);
+    if (!supplement || supplement.content !== 'supplement') throw notFound(msg.supplementNotFound(url));
+    tc.supplements.push(supplement);
   }
   return tc;
 }

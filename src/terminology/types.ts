@@ -56,6 +56,8 @@ export interface TermContext {
   inlineCodeSystems: CodeSystemInfo[];
   /** Request-scoped value sets (tx-resource). */
   inlineValueSets: ValueSet[];
+  /** Supplements the request asked for (`useSupplement`): their designations and properties apply. */
+  supplements: CodeSystemInfo[];
   /** Per-request memo of resolutions and lookups (keyed by purpose + arguments). */
   memo: Map<string, Promise<unknown>>;
 }

@@ -138,7 +138,7 @@ async function validateGroup(
     const out: CodingOutcome = { member: members.has(c.input.code), issues: [], code: c.input.code, system, version: cs.version };
     if (!concept) {
       if (!o.membershipOnly) {
-        const fragment = cs.content !== 'complete';
+        const fragment = cs.content === 'fragment' || cs.content === 'example';
         out.issues.push({
           severity: fragment ? 'warning' : 'error',
           code: 'code-invalid',

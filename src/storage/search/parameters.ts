@@ -69,28 +69,43 @@ export function indexedParameters(resourceType: string): IndexedParameter[] {
   for (const [code, sp] of searchParametersFor(resourceType)) {
     const table = tableFor(sp);
     if (!table || !sp.expression || COLUMN_PARAMETERS.has(code)) continue;
-    try {
-      // Each branch of a union is compiled on its own and the results are concatenated: the
-      // engine's `|` removes duplicates pairwise, which is quadratic (a ValueSet listing 100k
-      // codes took minutes). Duplicates are removed later, in linear time, on the rows.
-      const branches = splitTopLevelUnion(expressionFor(resourceType, sp.expression)).map((branch) =>
-        fhirpath.compile(branch, r4, OPTIONS),
-      );
-      const evaluate = (resource: unknown): unknown[] => branches.flatMap((branch) => branch(resource) as unknown[]);
-      list.push({ code, table, evaluate });
-    } catch {
-      // An expression the engine cannot compile is simply not indexed.
-    }
+    // Each branch of a union is compiled on its own and the results are concatenated: the
+    // engine's `|` removes duplicates pairwise, which is quadratic (a ValueSet listing 100k
+    // codes took minutes). Duplicates are removed later, in linear time, on the rows.
+    // A branch that does not compile, or throws on a resource, contributes nothing.
+    const branches = splitTopLevelUnion(expressionFor(resourceType, sp.expression)).flatMap(compileOrSkip);
+    if (branches.length === 0) continue;
+    list.push({ code, table, evaluate: (resource) => branches.flatMap((branch) => evaluateOrSkip(branch, resource)) });
   }
   cache.set(resourceType, list);
   return list;
+}
+
+type Compiled = (resource: unknown) => unknown;
+
+function compileOrSkip(expression: string): Compiled[] {
+  try {
+    return [fhirpath.compile(expression, r4, OPTIONS) as Compiled];
+  } catch {
+    return [];
+  }
+}
+
+function evaluateOrSkip(branch: Compiled, resource: unknown): unknown[] {
+  try {
+    const result = branch(resource);
+    return Array.isArray(result) ? result : [];
+  } catch {
+    return [];
+  }
 }
 
 /**
  * Narrows an R4 expression to the branches that concern `resourceType`. Shared parameters list
  * every type (`AllergyIntolerance.code | Condition.code | Observation.code | …`); keeping only
  * `Observation.code` makes extraction for an Observation several times cheaper.
- * `where(resolve() is Patient)` becomes a test on the reference text (see resolveFromReference).
+ * `where(resolve() is Patient)` becomes a match on the reference text (`Patient/…` under any
+ * base), since nothing can be fetched during a write.
  */
 export function expressionFor(resourceType: string, expression: string): string {
   const branches = splitTopLevelUnion(expression);
@@ -98,7 +113,10 @@ export function expressionFor(resourceType: string, expression: string): string 
     const head = /^\(*\s*([A-Za-z]+)/.exec(b)?.[1];
     return head === resourceType || head === 'Resource' || head === 'DomainResource';
   });
-  const kept = (mine.length > 0 ? mine : branches).join(' | ');
+  // `Resource.meta.tag` → `User.meta.tag`: the R4 model does not know the admin types are resources.
+  const kept = (mine.length > 0 ? mine : branches)
+    .map((b) => b.replace(/^(\(*\s*)(?:Resource|DomainResource)\./, `$1${resourceType}.`))
+    .join(' | ');
   return kept.replace(
     /where\(\s*resolve\(\)\s+is\s+([A-Z][A-Za-z]+)\s*\)/g,
     (_m, type: string) => `where(reference.matches('(^|/)${type}/[-.A-Za-z0-9]+(/_history/[^/]+)?$'))`,

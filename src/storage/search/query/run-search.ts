@@ -1,5 +1,4 @@
 import type { Resource } from '@medplum/fhirtypes';
-import { badRequest } from '../../../fhir/outcome.js';
 import type { Queryable } from '../../database.js';
 import type { SearchQuery, SearchResult, Visibility } from '../search-index.js';
 import { CONTROL_PARAMETERS, orderBySql, parseControls } from './controls.js';
@@ -23,7 +22,6 @@ export async function runSearch(q: Queryable, visibilityFrom: (first: number) =>
   const where = [`r.resource_type = ${p.add(type)}`, 'NOT r.deleted', 'r.version_id > 0', p.visibility('r')];
   for (const [name, value] of query.params) {
     if (CONTROL_PARAMETERS.has(splitModifier(name)[0])) continue;
-    if (name.length === 0) throw badRequest('Unknown search parameter: ');
     const sql = filterSql(p, { alias: 'r', type }, name, value);
     if (sql !== undefined) where.push(sql);
   }

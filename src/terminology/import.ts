@@ -1,0 +1,179 @@
+import type { CodeSystemConceptProperty, Coding } from '@medplum/fhirtypes';
+import { badRequest } from '../fhir/outcome.js';
+import type { Queryable } from '../storage/database.js';
+import { bulkInsert } from './bulk-insert.js';
+import { computeClosure } from './closure.js';
+import { propertyKinds, propertyRow, type PropertyRow } from './code-system-rows.js';
+import { msg } from './messages.js';
+import type { CodeSystemInfo } from './types.js';
+
+/**
+ * `CodeSystem/$import` (behavior.md §5.6): adds concepts, properties and designations to the
+ * index of an existing code system — typically one stored with `content: not-present`, whose
+ * concepts live only in the index (its updates keep them, see code-system-store.ts). One
+ * transaction; the code-system row is locked so concurrent imports get distinct concept ids.
+ * New parent/child edges extend the closure incrementally (all descendants of the child × all
+ * ancestors of the parent); many edges at once recompute it.
+ */
+
+export interface ImportItems {
+  concepts: Array<{ code: string; display?: string }>;
+  /** `value` is the JSON value of the property; `type` its FHIR type when known. */
+  properties: Array<{ code: string; property: string; value: unknown; type?: string }>;
+  designations: Array<{ code: string; language?: string; use?: Coding; value: string }>;
+}
+
+/** Above this many new edges the closure is recomputed rather than extended edge by edge. */
+const INCREMENTAL_EDGES = 500;
+
+/** Imports `items` into `cs` inside transaction `tx`; returns the number of concepts added. */
+export async function importIntoCodeSystem(tx: Queryable, cs: CodeSystemInfo, items: ImportItems): Promise<number> {
+  await tx.query('SELECT cs_key FROM tx_code_system WHERE cs_key = $1 FOR UPDATE', [cs.key]);
+  const codes = [...new Set([...items.concepts.map((c) => c.code), ...items.properties.map((p) => p.code), ...items.designations.map((d) => d.code)])];
+  const ids = new Map<string, number>();
+  const known = await tx.query<{ id: number; code: string }>('SELECT id, code FROM tx_concept WHERE cs_key = $1 AND code = ANY($2::text[])', [cs.key, codes]);
+  for (const r of known.rows) ids.set(r.code, r.id);
+  const max = (await tx.query<{ n: number }>('SELECT coalesce(max(id), 0)::int AS n FROM tx_concept WHERE cs_key = $1', [cs.key])).rows[0].n;
+
+  // Concepts: new ones appended, known ones get the display given.
+  const added: Array<{ id: number; code: string; display?: string }> = [];
+  for (const c of items.concepts) {
+    if (ids.has(c.code)) {
+      if (c.display) await tx.query('UPDATE tx_concept SET display = $3 WHERE cs_key = $1 AND id = $2', [cs.key, ids.get(c.code), c.display]);
+      continue;
+    }
+    const id = max + added.length + 1;
+    ids.set(c.code, id);
+    added.push({ id, code: c.code, display: c.display });
+  }
+  const idOf = (code: string) => {
+    const id = ids.get(code);
+    if (id === undefined) throw badRequest(msg.codeNotInSystem(code, cs.url));
+    return id;
+  };
+  await bulkInsert(
+    tx,
+    'tx_concept',
+    { cs_key: { type: 'int', value: cs.key } },
+    [
+      { name: 'id', type: 'int', value: (r: (typeof added)[number]) => r.id },
+      { name: 'code', type: 'text', value: (r) => r.code },
+      { name: 'code_lower', type: 'text', value: (r) => r.code.toLowerCase() },
+      { name: 'display', type: 'text', value: (r) => r.display },
+    ],
+    added.length,
+    (i) => added[i],
+  );
+
+  // Properties: hierarchy edges, concept flags, stored values.
+  const kind = propertyKinds(cs.propertyDefs);
+  const declared = new Map(cs.propertyDefs.map((p) => [p.code, p.type]));
+  const edges: Array<[number, number]> = [];
+  const rows: PropertyRow[] = [];
+  for (const p of items.properties) {
+    const id = idOf(p.code);
+    const k = kind(p.property);
+    if (k === 'parent' || k === 'child') {
+      const other = idOf(String((p.value as Coding)?.code ?? p.value));
+      edges.push(k === 'parent' ? [id, other] : [other, id]);
+      continue;
+    }
+    const row = propertyRow(id, { code: p.property, ...valueOf(p.value, p.type ?? declared.get(p.property)) });
+    if (!row) throw badRequest(`Property ${p.property} of '${p.code}' has no usable value`);
+    rows.push(row);
+    if (k === 'inactive' && row.value === 'true') await tx.query('UPDATE tx_concept SET inactive = true WHERE cs_key = $1 AND id = $2', [cs.key, id]);
+    if (k === 'notSelectable' && row.value === 'true') await tx.query('UPDATE tx_concept SET abstract = true WHERE cs_key = $1 AND id = $2', [cs.key, id]);
+    if (k === 'status') {
+      await tx.query("UPDATE tx_concept SET status = $3, inactive = inactive OR $3 IN ('retired', 'inactive') WHERE cs_key = $1 AND id = $2", [cs.key, id, row.value]);
+    }
+  }
+  await bulkInsert(
+    tx,
+    'tx_concept_property',
+    { cs_key: { type: 'int', value: cs.key } },
+    [
+      { name: 'concept', type: 'int', value: (r: PropertyRow) => r.concept },
+      { name: 'code', type: 'text', value: (r) => r.code },
+      { name: 'type', type: 'text', value: (r) => r.type },
+      { name: 'value', type: 'text', value: (r) => r.value },
+      { name: 'system', type: 'text', value: (r) => r.system },
+      { name: 'display', type: 'text', value: (r) => r.display },
+    ],
+    rows.length,
+    (i) => rows[i],
+  );
+  const designations = items.designations.map((d) => ({ ...d, concept: idOf(d.code) }));
+  await bulkInsert(
+    tx,
+    'tx_designation',
+    { cs_key: { type: 'int', value: cs.key } },
+    [
+      { name: 'concept', type: 'int', value: (r: (typeof designations)[number]) => r.concept },
+      { name: 'language', type: 'text', value: (r) => r.language },
+      { name: 'use_system', type: 'text', value: (r) => r.use?.system },
+      { name: 'use_code', type: 'text', value: (r) => r.use?.code },
+      { name: 'use_display', type: 'text', value: (r) => r.use?.display },
+      { name: 'value', type: 'text', value: (r) => r.value },
+    ],
+    designations.length,
+    (i) => designations[i],
+  );
+
+  if (edges.length > INCREMENTAL_EDGES) await recomputeClosure(tx, cs.key, max + added.length, edges);
+  else for (const [child, parent] of edges) await addEdge(tx, cs.key, child, parent);
+  await tx.query('UPDATE tx_code_system SET concept_count = concept_count + $2 WHERE cs_key = $1', [cs.key, added.length]);
+  return added.length;
+}
+
+/** A property value as `CodeSystem.concept.property` would carry it, typed by declaration or shape. */
+function valueOf(value: unknown, type: string | undefined): Partial<CodeSystemConceptProperty> {
+  if (typeof value === 'boolean') return { valueBoolean: value };
+  if (typeof value === 'number') return Number.isInteger(value) && type !== 'decimal' ? { valueInteger: value } : { valueDecimal: value };
+  if (value && typeof value === 'object') return { valueCoding: value as Coding };
+  const text = String(value);
+  switch (type) {
+    case 'string':
+      return { valueString: text };
+    case 'dateTime':
+      return { valueDateTime: text };
+    case 'boolean':
+      return { valueBoolean: text === 'true' };
+    default:
+      return { valueCode: text };
+  }
+}
+
+/** Adds one edge: every descendant of the child (itself included) gets every ancestor of the parent. */
+async function addEdge(tx: Queryable, key: number, child: number, parent: number): Promise<void> {
+  if (child === parent) return;
+  await tx.query(
+    `INSERT INTO tx_closure (cs_key, descendant, ancestor, depth)
+     SELECT $1, d.id, a.id, least(min(d.depth + a.depth + 1), 32767)::smallint
+     FROM (SELECT $2::int AS id, 0 AS depth UNION ALL SELECT descendant, depth FROM tx_closure WHERE cs_key = $1 AND ancestor = $2) d,
+          (SELECT $3::int AS id, 0 AS depth UNION ALL SELECT ancestor, depth FROM tx_closure WHERE cs_key = $1 AND descendant = $3) a
+     WHERE d.id <> a.id
+     GROUP BY d.id, a.id
+     ON CONFLICT (cs_key, descendant, ancestor) DO UPDATE SET depth = least(tx_closure.depth, EXCLUDED.depth)`,
+    [key, child, parent],
+  );
+}
+
+/** Rebuilds the closure from the direct edges already indexed plus `added`. */
+async function recomputeClosure(tx: Queryable, key: number, n: number, added: Array<[number, number]>): Promise<void> {
+  const direct = await tx.query<{ descendant: number; ancestor: number }>('SELECT descendant, ancestor FROM tx_closure WHERE cs_key = $1 AND depth = 1', [key]);
+  const edges: Array<[number, number]> = [...direct.rows.map((r) => [r.descendant, r.ancestor] as [number, number]), ...added];
+  const closure = computeClosure(n, edges);
+  await tx.query('DELETE FROM tx_closure WHERE cs_key = $1', [key]);
+  await bulkInsert<number>(
+    tx,
+    'tx_closure',
+    { cs_key: { type: 'int', value: key } },
+    [
+      { name: 'descendant', type: 'int', value: (i) => closure.descendant[i] },
+      { name: 'ancestor', type: 'int', value: (i) => closure.ancestor[i] },
+      { name: 'depth', type: 'smallint', value: (i) => closure.depth[i] },
+    ],
+    closure.size,
+    (i) => i,
+  );
+}
