@@ -217,6 +217,35 @@ for (const driver of drivers) {
       assert.equal(read.status, 200, read.text);
     });
 
+    test('useSupplement adds the designations and properties of a supplement', async () => {
+      await put({
+        resourceType: 'CodeSystem',
+        id: 'animals-es',
+        url: 'http://example.org/fhir/CodeSystem/animals-es',
+        status: 'active',
+        content: 'supplement',
+        supplements: URL_,
+        concept: [{ code: 'dog', designation: [{ language: 'es', value: 'Perro' }], property: [{ code: 'sound', valueString: 'guau' }] }],
+      } as CodeSystem);
+      const plain = await lookup(`system=${URL_}&code=dog&displayLanguage=es`);
+      assert.equal(outs(plain.body).get('display')?.[0].valueString, 'Dog');
+      const res = await lookup(`system=${URL_}&code=dog&displayLanguage=es&useSupplement=http://example.org/fhir/CodeSystem/animals-es`);
+      assert.equal(res.status, 200, res.text);
+      assert.equal(outs(res.body).get('display')?.[0].valueString, 'Perro');
+      assert.ok(properties(res.body).includes('sound=guau'));
+      const valid = await server.fhir(
+        'GET',
+        `/CodeSystem/$validate-code?url=${URL_}&code=dog&display=Perro&useSupplement=http://example.org/fhir/CodeSystem/animals-es`,
+      );
+      assert.equal(outs(valid.body).get('result')?.[0].valueBoolean, true, valid.text);
+      expectOO(
+        await lookup(`system=${URL_}&code=dog&useSupplement=http://example.org/nope`),
+        404,
+        'not-found',
+        'CodeSystem supplement http://example.org/nope not found',
+      );
+    });
+
     test('versions: newest by semver unless a version is asked for (url|version or version)', async () => {
       const url = 'http://example.org/fhir/CodeSystem/versioned';
       for (const v of ['9.0.0', '10.0.0', '2.1.0']) {

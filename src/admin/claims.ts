@@ -1,4 +1,5 @@
 import type { ProjectMembership, Resource, User } from '@medplum/fhirtypes';
+import { normalizeEmail as normalizeLoginEmail, splitReference } from '../auth/accounts.js';
 import { FhirError, issue } from '../fhir/outcome.js';
 import type { Queryable } from '../storage/database.js';
 import type { ResourceHook } from '../storage/resource-hooks.js';
@@ -18,10 +19,10 @@ export class ClaimConflict extends FhirError {
   }
 }
 
-/** The id of a `Type/<id>` reference, or undefined. */
+/** The id of a `Type/<id>` reference, or undefined (also when it is of another type). */
 export function referenceId(reference: string | undefined, type: string): string | undefined {
-  const match = /^([A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/.exec(reference ?? '');
-  return match && match[1] === type ? match[2] : undefined;
+  const parts = splitReference(reference);
+  return parts && parts[0] === type ? parts[1] : undefined;
 }
 
 /**
@@ -89,11 +90,9 @@ async function userEmail(tx: Queryable, userId: string): Promise<string | undefi
   return res.rows[0]?.email ?? undefined;
 }
 
-/** Trimmed, lower-cased e-mail; undefined when empty. */
+/** Trimmed, lower-cased e-mail (as login looks it up); undefined when empty or not a string. */
 export function normalizeEmail(email: unknown): string | undefined {
-  if (typeof email !== 'string') return undefined;
-  const trimmed = email.trim().toLowerCase();
-  return trimmed === '' ? undefined : trimmed;
+  return typeof email === 'string' ? normalizeLoginEmail(email) || undefined : undefined;
 }
 
 /**

@@ -4,6 +4,7 @@ import { FhirError, issue } from '../fhir/outcome.js';
 import { validateResource } from '../fhir/validation/validate-resource.js';
 import { normalizeEmail } from './claims.js';
 
+/** Resource types a user's profile may have (seed §4.2). */
 export const PROFILE_TYPES = ['Patient', 'Practitioner', 'RelatedPerson'] as const;
 export type ProfileType = (typeof PROFILE_TYPES)[number];
 

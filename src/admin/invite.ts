@@ -1,4 +1,5 @@
 import type { Project, ProjectMembership, Reference, Resource, User } from '@medplum/fhirtypes';
+import { splitReference } from '../auth/accounts.js';
 import { hashPassword } from '../auth/password.js';
 import { SYSTEM_AUTH, type AuthInfo, type RequestContext } from '../context.js';
 import { enqueueEmail } from '../email/outbox.js';
@@ -20,6 +21,7 @@ import { displayName, newMembership, newProfile, newUser, upsertedMembership } f
 import { createSetPasswordLink } from './set-password-store.js';
 import type { TxWriter } from './tx-writer.js';
 
+/** Contract text (behavior.md §6): `upsert` naming a profile other than the membership's. */
 export const DIFFERENT_PROFILE = 'User is already a member of this project with a different profile';
 /** Attempts of the invite transaction when a uniqueness claim was lost to a concurrent invite. */
 const MAX_ATTEMPTS = 5;
@@ -170,11 +172,11 @@ class InviteRun {
 
   /** `membership.profile`: must name a profile of the requested type in this project. */
   private async chosenProfile(reference: string): Promise<Resource> {
-    const match = /^([A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/.exec(reference);
-    if (match && match[1] !== this.req.resourceType) {
+    const parts = splitReference(reference);
+    if (parts && parts[0] !== this.req.resourceType) {
       throw badRequest('Profile resourceType does not match request', 'membership.profile');
     }
-    const profile = match ? await readInProject(this.tx, match[1], match[2], this.projectId) : undefined;
+    const profile = parts ? await readInProject(this.tx, parts[0], parts[1], this.projectId) : undefined;
     if (!profile) throw badRequest('Profile does not belong to project', 'membership.profile');
     return profile;
   }

@@ -56,7 +56,9 @@ export async function claimDue(q: Queryable, limit: number, leaseMs: number): Pr
      WHERE id IN (
        SELECT id FROM email_outbox
        WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now()
-       ORDER BY next_attempt_at, id LIMIT $1)
+         AND (locked_until IS NULL OR locked_until <= now())
+       ORDER BY next_attempt_at, id LIMIT $1
+       FOR UPDATE SKIP LOCKED)
      RETURNING id, recipient, subject, text_body, html_body, attempts`,
     [limit, leaseMs],
   );
