@@ -13,7 +13,7 @@ import { TxWriter } from './tx-writer.js';
 export const installAdmin: Feature = async (services, routes) => {
   services.hooks.add(claimsHook());
   await backfillClaims(services.db);
-  const writer = new TxWriter(services.repository(SYSTEM_AUTH), services.hooks);
+  const writer = new TxWriter(services.repository(SYSTEM_AUTH));
 
   routes.push({
     method: 'POST',

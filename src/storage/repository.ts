@@ -54,6 +54,23 @@ export class Repository {
     return new Repository(this.db, auth, this.hooks, this.searchIndex);
   }
 
+  /**
+   * The same repository, joined to an open transaction: its reads, writes and hooks run on
+   * `tx`, so several changes (e.g. the User, profile and membership of one invite) commit or
+   * roll back together.
+   */
+  inTransaction(tx: Queryable): Repository {
+    const db = this.db;
+    const bound: Database = {
+      driver: db.driver,
+      query: (sql, params) => tx.query(sql, params),
+      transaction: (fn) => fn(tx),
+      listen: (channel, handler) => db.listen(channel, handler),
+      close: async () => undefined,
+    };
+    return new Repository(bound, this.auth, this.hooks, this.searchIndex);
+  }
+
   /** Creates a resource with a new server-assigned id (a client-supplied id is replaced). */
   async create<T extends Resource>(resource: T, options: { id?: string } = {}): Promise<T> {
     const id = options.id ?? randomUUID();
@@ -101,7 +118,7 @@ export class Repository {
     const { resourceType, id } = resource;
     if (!id || !UUID_ID.test(id)) throw badRequest('Invalid resource id', `${resourceType}.id`);
     const before = await this.visibleRow(this.db, resourceType, id);
-    await this.runBeforeWrite(resource, before && !before.deleted ? this.toResource(before) : undefined);
+    await this.runBeforeWrite(resource, before && !before.deleted ? (JSON.parse(before.content) as Resource) : undefined);
     return this.db.transaction(async (tx) => {
       let row = await this.lockRow(tx, resourceType, id);
       if (!row) {
@@ -114,8 +131,9 @@ export class Repository {
       if (!this.canSee(row)) throw notFound();
       this.assertWritable(row);
       if (options.ifMatch !== undefined && options.ifMatch !== String(row.version_id)) throw preconditionFailed();
-      const previous = this.toResource(row);
-      if (!row.deleted && sameContent(previous, resource)) return { resource: previous, created: false };
+      // Compared with the stored content, not the redacted one: hooks restore hidden fields.
+      const previous = JSON.parse(row.content) as Resource;
+      if (!row.deleted && sameContent(previous, resource)) return { resource: this.redact(previous), created: false };
       const stored = await this.writeVersion(tx, resource, row.version_id + 1, row.deleted ? undefined : previous);
       return { resource: stored, created: false };
     });
@@ -128,7 +146,7 @@ export class Repository {
       if (!row || !this.canSee(row)) throw notFound();
       if (row.deleted) return;
       this.assertWritable(row);
-      const previous = this.toResource(row);
+      const previous = JSON.parse(row.content) as Resource;
       for (const hook of this.hooks.for(resourceType)) await hook.beforeDelete?.(previous, this.auth, tx);
       const version = row.version_id + 1;
       const now = new Date().toISOString();
