@@ -19,6 +19,18 @@ export interface Config {
   bodyLimit: number;
   /** Access-token lifetime in seconds. */
   accessTokenLifetime: number;
+  /** Outbox e-mail sender. */
+  email: {
+    /** `From:` of every message (default `Lattice <no-reply@<public host>>`). */
+    from: string | undefined;
+    /** How often a sender looks for due messages when nothing wakes it (ms). */
+    pollMs: number;
+    /** First retry delay after a failed delivery (ms), doubled per attempt up to `retryMaxMs`. */
+    retryBaseMs: number;
+    retryMaxMs: number;
+    /** Attempts before a message is given up. */
+    maxAttempts: number;
+  };
 }
 
 /** Builds the configuration from an environment (defaults to `process.env`). */
@@ -36,6 +48,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: env.LOG_LEVEL || 'info',
     bodyLimit: intOf(env.LATTICE_BODY_LIMIT, 16 * 1024 * 1024, 'LATTICE_BODY_LIMIT'),
     accessTokenLifetime: intOf(env.LATTICE_TOKEN_LIFETIME, 3600, 'LATTICE_TOKEN_LIFETIME'),
+    email: {
+      from: env.LATTICE_EMAIL_FROM || undefined,
+      pollMs: intOf(env.LATTICE_EMAIL_POLL_MS, 5_000, 'LATTICE_EMAIL_POLL_MS'),
+      retryBaseMs: intOf(env.LATTICE_EMAIL_RETRY_MS, 10_000, 'LATTICE_EMAIL_RETRY_MS'),
+      retryMaxMs: intOf(env.LATTICE_EMAIL_RETRY_MAX_MS, 15 * 60_000, 'LATTICE_EMAIL_RETRY_MAX_MS'),
+      maxAttempts: intOf(env.LATTICE_EMAIL_MAX_ATTEMPTS, 12, 'LATTICE_EMAIL_MAX_ATTEMPTS'),
+    },
   };
 }
 

@@ -10,10 +10,8 @@ import { emailSettings } from '../src/email/settings.js';
 import { createEmailTransport } from '../src/email/transport.js';
 import { createProject, drivers, loginAs, ooText, startServer, type ApiResponse, type TestProject, type TestServer } from './harness.js';
 
-// Short sender intervals for this process (each test file runs in its own process).
-process.env.LATTICE_EMAIL_POLL_MS = '100';
-process.env.LATTICE_EMAIL_RETRY_MS = '100';
-process.env.LATTICE_EMAIL_RETRY_MAX_MS = '300';
+/** Short sender intervals, so retries happen within a test. */
+const FAST_EMAIL = { LATTICE_EMAIL_POLL_MS: '100', LATTICE_EMAIL_RETRY_MS: '100', LATTICE_EMAIL_RETRY_MAX_MS: '300' };
 
 /** A message as received by the loopback SMTP server. */
 interface Received {
@@ -103,7 +101,7 @@ for (const driver of drivers) {
     let project: TestProject;
     before(async () => {
       smtp = await SmtpCapture.start();
-      server = await startServer(driver, { env: { SMTP_URL: `smtp://127.0.0.1:${smtp.port}` } });
+      server = await startServer(driver, { env: { ...FAST_EMAIL, SMTP_URL: `smtp://127.0.0.1:${smtp.port}` } });
       project = await createProject(server, 'Email Clinic');
     });
     after(async () => {
@@ -176,7 +174,7 @@ for (const driver of drivers) {
       const nodes = [server];
       if (driver === 'pg') {
         // A second API node on the same PostgreSQL database, with its own sender.
-        nodes.push(await startServer('pg', { databaseUrl: server.config.databaseUrl, env: { SMTP_URL: smtpUrl } }));
+        nodes.push(await startServer('pg', { databaseUrl: server.config.databaseUrl, env: { ...FAST_EMAIL, SMTP_URL: smtpUrl } }));
       }
       // Two more senders on the first node's database (on PostgreSQL: separate pool connections).
       const log = pino({ level: 'silent' });
@@ -202,7 +200,7 @@ for (const driver of drivers) {
   describe(`invite e-mail with SMTP down at first (${driver})`, () => {
     test('the invite succeeds; the message is delivered once SMTP is back', async () => {
       const port = await freePort();
-      const server = await startServer(driver, { env: { SMTP_URL: `smtp://127.0.0.1:${port}` } });
+      const server = await startServer(driver, { env: { ...FAST_EMAIL, SMTP_URL: `smtp://127.0.0.1:${port}` } });
       let smtp: SmtpCapture | undefined;
       try {
         const project = await createProject(server, 'Retry Clinic');
