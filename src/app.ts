@@ -7,7 +7,8 @@ import { buildHttpServer } from './http/server.js';
 import type { Authenticator, Services } from './services.js';
 import type { Database } from './storage/database.js';
 import { openDatabase } from './storage/open-database.js';
-import { Repository } from './storage/repository.js';
+import { Repository, type ResourceRow } from './storage/repository.js';
+import { RowCache } from './storage/row-cache.js';
 import { ResourceHooks } from './storage/resource-hooks.js';
 import { createSearchIndex } from './storage/search/sql-search-index.js';
 import { installAuth } from './auth/install.js';
@@ -37,6 +38,8 @@ export async function createApp(config: Config, options: { log?: Logger; db?: Da
   const db = options.db ?? (await openDatabase(config));
   const hooks = new ResourceHooks();
   const searchIndex = createSearchIndex();
+  // Only an embedded PGlite is guaranteed to see every write in this process (see row-cache.ts).
+  const rowCache = db.driver === 'pglite' ? new RowCache<ResourceRow>() : undefined;
   const closers: Array<() => Promise<void> | void> = [];
   const routes: AppRoute[] = [];
 
@@ -45,7 +48,7 @@ export async function createApp(config: Config, options: { log?: Logger; db?: Da
     log,
     db,
     hooks,
-    repository: (auth: AuthInfo) => new Repository(db, auth, hooks, searchIndex),
+    repository: (auth: AuthInfo) => new Repository(db, auth, hooks, searchIndex, rowCache),
     authenticator: openAuthenticator,
     onClose: (fn) => closers.push(fn),
   };

