@@ -85,6 +85,22 @@ for (const driver of drivers) {
       assert.equal(ooText(unknown.body), 'Not found');
     });
 
+    test('a read after each change sees that change (read, update, read, delete, read)', async () => {
+      const created = (await server.fhir('POST', '/Patient', { body: patient('Fresh') })).body;
+      assert.equal((await server.fhir('GET', `/Patient/${created.id}`)).body.meta.versionId, '1');
+      await server.fhir('PUT', `/Patient/${created.id}`, { body: { ...created, gender: 'unknown' } });
+      const afterUpdate = await server.fhir('GET', `/Patient/${created.id}`);
+      assert.equal(afterUpdate.body.meta.versionId, '2');
+      assert.equal(afterUpdate.body.gender, 'unknown');
+      await server.fhir('DELETE', `/Patient/${created.id}`);
+      assert.equal((await server.fhir('GET', `/Patient/${created.id}`)).status, 410);
+      const revived = await server.fhir('PUT', `/Patient/${created.id}`, { body: { ...created, gender: 'male' } });
+      assert.equal(revived.status, 200, revived.text);
+      const afterRevive = await server.fhir('GET', `/Patient/${created.id}`);
+      assert.equal(afterRevive.body.gender, 'male');
+      assert.equal(afterRevive.body.meta.versionId, '4');
+    });
+
     test('read of an unknown id answers 404 Not found', async () => {
       const res = await server.fhir('GET', '/Patient/does-not-exist');
       assert.equal(res.status, 404);
