@@ -53,28 +53,31 @@ export function baseFingerprint(): string {
   return `r4-${hash.digest('hex').slice(0, 16)}`;
 }
 
-const inFlight = new Map<string, Promise<boolean>>();
+/** Writes in progress per application (several apps share a process in tests). */
+const inFlightByApp = new WeakMap<Services, Map<string, Promise<boolean>>>();
 
 /**
- * Writes the base resource with this canonical into the shared content when there is one.
+ * Writes the base resources with this canonical (every version) into the shared content.
  * Returns true when the canonical is a base canonical (written now or already present).
  */
 export async function materializeBase(tc: TermContext, type: 'CodeSystem' | 'ValueSet', url: string): Promise<boolean> {
   const resources = baseCatalog().get(`${type} ${url}`);
   if (!resources) return false;
+  const pending = inFlightByApp.get(tc.services) ?? new Map<string, Promise<boolean>>();
+  inFlightByApp.set(tc.services, pending);
   // Every version of the canonical (the v2 tables publish several), one write per resource id.
-  const written = await Promise.all(
+  await Promise.all(
     resources.map((resource) => {
       const key = `${type}/${resource.id}`;
-      let p = inFlight.get(key);
+      let p = pending.get(key);
       if (!p) {
-        p = writeBase(tc.services, resource).finally(() => inFlight.delete(key));
-        inFlight.set(key, p);
+        p = writeBase(tc.services, resource).finally(() => pending.delete(key));
+        pending.set(key, p);
       }
       return p;
     }),
   );
-  return written.some(Boolean) || resources.length > 0;
+  return true;
 }
 
 /**
