@@ -19,6 +19,12 @@ export interface Config {
   bodyLimit: number;
   /** Access-token lifetime in seconds. */
   accessTokenLifetime: number;
+  /**
+   * How the base R4 terminologies reach the database: `background` (all written once per
+   * database by a background job) or `lazy` (each written when a request first resolves it).
+   * Default: `lazy` for an in-memory database, else `background`.
+   */
+  baseTerminology: 'background' | 'lazy';
   /** Outbox e-mail sender. */
   email: {
     /** `From:` of every message (default `Lattice <no-reply@<public host>>`). */
@@ -36,11 +42,18 @@ export interface Config {
 /** Builds the configuration from an environment (defaults to `process.env`). */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const port = intOf(env.PORT, 8080, 'PORT');
+  const dataDir = env.LATTICE_DATA_DIR || './data';
+  const databaseUrl = env.DATABASE_URL || undefined;
+  const baseTerminology = env.LATTICE_BASE_TERMINOLOGY || (!databaseUrl && dataDir.startsWith('memory://') ? 'lazy' : 'background');
+  if (baseTerminology !== 'lazy' && baseTerminology !== 'background') {
+    throw new Error(`LATTICE_BASE_TERMINOLOGY must be 'background' or 'lazy', got '${baseTerminology}'`);
+  }
   return {
     port,
     host: env.HOST || '127.0.0.1',
-    dataDir: env.LATTICE_DATA_DIR || './data',
-    databaseUrl: env.DATABASE_URL || undefined,
+    dataDir,
+    databaseUrl,
+    baseTerminology,
     publicUrl: (env.LATTICE_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
     adminEmail: (env.LATTICE_ADMIN_EMAIL || 'admin@example.com').trim().toLowerCase(),
     adminPassword: env.LATTICE_ADMIN_PASSWORD || undefined,

@@ -29,6 +29,8 @@ export interface RequestContext {
   repo: Repository;
   log: Logger;
   services: Services;
+  /** The request's `Accept-Language` header (terminology displays), when given. */
+  acceptLanguage?: string;
 }
 
 /** The system itself (start-up jobs, loaders): no project, sees and writes everything. */

@@ -1,16 +1,46 @@
 #!/usr/bin/env node
 import { createApp } from './app.js';
 import { loadConfig } from './config.js';
+import { importFile } from './terminology/import-file.js';
+
+const USAGE = `Usage:
+  lattice serve                            start the server (default)
+  lattice import <file> [--project <id>]   load a CodeSystem/ValueSet JSON, a Bundle or NDJSON
+                                           (shared content unless --project is given)`;
 
 /** CLI entry: `lattice serve` (default) starts the server. The one place that reads argv. */
 async function main(argv: string[]): Promise<void> {
-  const [command = 'serve'] = argv;
+  const [command = 'serve', ...rest] = argv;
   switch (command) {
     case 'serve':
       return serve();
+    case 'import':
+      return importCommand(rest);
     default:
-      console.error(`Unknown command '${command}'. Usage: lattice serve`);
+      console.error(`Unknown command '${command}'.\n${USAGE}`);
       process.exitCode = 2;
+  }
+}
+
+/** `lattice import <file>`: writes through the same index as the API, with a progress bar. */
+async function importCommand(args: string[]): Promise<void> {
+  const projectAt = args.indexOf('--project');
+  const projectId = projectAt >= 0 ? args[projectAt + 1] : undefined;
+  const file = args.find((a, i) => !a.startsWith('--') && (projectAt < 0 || i !== projectAt + 1));
+  if (!file || (projectAt >= 0 && !projectId)) {
+    console.error(USAGE);
+    process.exitCode = 2;
+    return;
+  }
+  const app = await createApp(loadConfig());
+  try {
+    const summary = await importFile(file, app.services, { projectId });
+    console.log(
+      `imported ${summary.resources} resources (${summary.codeSystems} CodeSystems, ${summary.valueSets} ValueSets, ` +
+        `${summary.concepts} concepts; ${summary.skipped} skipped) in ${(summary.ms / 1000).toFixed(1)} s`,
+    );
+  } finally {
+    await app.close();
   }
 }
 

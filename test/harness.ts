@@ -109,6 +109,8 @@ export async function startServer(driver: Driver, options: StartOptions = {}): P
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     LATTICE_ADMIN_EMAIL: 'admin@example.com',
     LATTICE_ADMIN_PASSWORD: 'admin-password-123',
+    // Base terminologies are written when first used, so no test server pays for loading all.
+    LATTICE_BASE_TERMINOLOGY: 'lazy',
     ...options.env,
   };
   if (driver === 'pg') env.DATABASE_URL = options.databaseUrl ?? (await createTestDatabase());

@@ -113,6 +113,7 @@ async function contextFor(services: Services, request: FastifyRequest, requireAu
     repo: services.repository(auth),
     log: request.log as RequestContext['log'],
     services,
+    acceptLanguage: typeof request.headers['accept-language'] === 'string' ? request.headers['accept-language'] : undefined,
   };
 }
 

@@ -8,21 +8,6 @@ import { subsumesOperation } from './operations/subsumes.js';
 import { codeSystemValidateCodeOperation, valueSetValidateCodeOperation } from './operations/validate-code.js';
 import { pruneInlineCodeSystems } from './request-context.js';
 
-/**
- * How the base R4 terminologies reach the database (`LATTICE_BASE_TERMINOLOGY`):
- * - `background`: every base resource is written once per database by a background job (~40 s
- *   on PGlite, recorded so restarts skip it); the default for persistent storage;
- * - `lazy`: only the ones a request resolves are written (on the spot); the default for an
- *   in-memory database, which lives only as long as the process (tests, demos).
- * Either way a base canonical works from the first request.
- */
-function baseLoadMode(services: Services): 'background' | 'lazy' {
-  const configured = process.env.LATTICE_BASE_TERMINOLOGY;
-  if (configured === 'background' || configured === 'lazy') return configured;
-  const inMemory = !services.config.databaseUrl && services.config.dataDir.startsWith('memory://');
-  return inMemory ? 'lazy' : 'background';
-}
-
 /** How often request-scoped (tx-resource) indexes are pruned. */
 const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
 
@@ -56,7 +41,9 @@ export const installTerminology: Feature = async (services) => {
   background('prune', () => pruneInlineCodeSystems(services.db));
   const timer = setInterval(() => background('prune', () => pruneInlineCodeSystems(services.db)), PRUNE_INTERVAL_MS);
   timer.unref();
-  if (baseLoadMode(services) === 'background') {
+  // `config.baseTerminology`: all base resources once per database (background), or each one
+  // when a request first resolves it (lazy); either way a base canonical works from the first request.
+  if (services.config.baseTerminology === 'background') {
     background('base terminology load', () => preloadBaseTerminology(services, () => stopped));
   }
   services.onClose(async () => {

@@ -100,6 +100,5 @@ export async function pruneInlineCodeSystems(db: RequestContext['services']['db'
  * framework passes none today; `displayLanguage` is the supported way to ask for a language).
  */
 export function acceptLanguage(ctx: RequestContext): string | undefined {
-  const withHeaders = ctx as RequestContext & { headers?: Record<string, string | undefined>; acceptLanguage?: string };
-  return withHeaders.acceptLanguage ?? withHeaders.headers?.['accept-language'];
+  return ctx.acceptLanguage;
 }
