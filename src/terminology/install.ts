@@ -1,4 +1,4 @@
-import type { Feature, Services } from '../services.js';
+import type { Feature } from '../services.js';
 import { preloadBaseTerminology } from './base-terminology.js';
 import { terminologyHooks } from './hooks.js';
 import { expandOperation } from './operations/expand.js';
