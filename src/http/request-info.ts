@@ -9,7 +9,8 @@ export interface ParsedBody {
 
 /**
  * Splits a raw URL into the path below `prefix` (segments percent-decoded, so `%24` is `$`)
- * and the query pairs in order.
+ * and the query pairs in order. An encoded slash stays `%2F`: it is part of its segment (and
+ * so makes e.g. an invalid id), it never splits the path.
  */
 export function requestInfo(url: string, prefix: string): { path: string; query: Array<[string, string]> } {
   const q = url.indexOf('?');
@@ -19,7 +20,7 @@ export function requestInfo(url: string, prefix: string): { path: string; query:
   try {
     path = rawPath
       .split('/')
-      .map((s) => decodeURIComponent(s))
+      .map((s) => decodeURIComponent(s).replace(/\//g, '%2F'))
       .join('/');
   } catch {
     throw badRequest('Invalid URL encoding');

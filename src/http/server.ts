@@ -1,11 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { OperationOutcome } from '@medplum/fhirtypes';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { AuthInfo, RequestContext } from '../context.js';
 import { FhirError, badRequest, notFound, unsupportedMediaType } from '../fhir/outcome.js';
-import { routeFhirRequest } from '../rest/router.js';
+import { allowedMethods, methodNotAllowed, routeFhirRequest } from '../rest/router.js';
 import type { Services } from '../services.js';
 import type { AppRoute } from './app-route.js';
 import { errorResponse } from './errors.js';
+import { NUL_IN_CONTENT, parseJsonBody } from './json-body.js';
 import { requestInfo, type ParsedBody } from './request-info.js';
 
 const FHIR_PREFIX = '/fhir/R4';
@@ -26,6 +30,13 @@ export function buildHttpServer(services: Services, routes: AppRoute[]): Fastify
       return typeof given === 'string' && /^[\w\-.:]{1,128}$/.test(given) ? given : randomUUID();
     },
     return503OnClosing: true,
+    // Errors Fastify answers before any route or hook runs (a URL that is not valid
+    // percent-encoding, an over-long path parameter): OperationOutcomes like every other error.
+    frameworkErrors: (err, request, reply) => {
+      const { status, body, headers } = errorResponse(err, request);
+      void (reply as FastifyReply).status(status).headers(headers).header('X-Request-Id', request.id).type(FHIR_CONTENT_TYPE).send(JSON.stringify(body));
+    },
+    clientErrorHandler: answerMalformedHttp,
   });
 
   registerBodyParsers(app);
@@ -34,11 +45,11 @@ export function buildHttpServer(services: Services, routes: AppRoute[]): Fastify
     return payload;
   });
   app.setErrorHandler((err, request, reply) => {
-    const { status, body, headers } = errorResponse(err, request.log);
+    const { status, body, headers } = errorResponse(err, request);
     void reply.status(status).headers(headers).type(FHIR_CONTENT_TYPE).send(JSON.stringify(body));
   });
   app.setNotFoundHandler((request, reply) => {
-    const { status, body } = errorResponse(notFound(), request.log);
+    const { status, body } = errorResponse(notFound(), request);
     void reply.status(status).type(FHIR_CONTENT_TYPE).send(JSON.stringify(body));
   });
 
@@ -47,8 +58,11 @@ export function buildHttpServer(services: Services, routes: AppRoute[]): Fastify
     return { status: 'ok' };
   });
 
-  app.all(`${FHIR_PREFIX}/*`, (request, reply) => handleFhir(services, request, reply));
-  app.all(FHIR_PREFIX, (request, reply) => handleFhir(services, request, reply));
+  // A method the URL does not support is refused before the body is parsed, so e.g. a PATCH
+  // with a JSON Patch body is told 405, not 415 about its content type.
+  const fhirRoute = { onRequest: async (request: FastifyRequest) => checkFhirMethod(request) };
+  app.all(`${FHIR_PREFIX}/*`, fhirRoute, (request, reply) => handleFhir(services, request, reply));
+  app.all(FHIR_PREFIX, fhirRoute, (request, reply) => handleFhir(services, request, reply));
 
   for (const route of routes) {
     app.route({
@@ -78,12 +92,12 @@ export function buildHttpServer(services: Services, routes: AppRoute[]): Fastify
 async function handleFhir(services: Services, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const info = requestInfo(request.url, FHIR_PREFIX);
   const format = info.query.find(([k]) => k === '_format')?.[1];
-  if (format !== undefined && !/^(json|application\/(fhir\+)?json|application\/json\+fhir)$/i.test(format.split(';')[0].trim())) {
+  if (format && !/^(json|application\/(fhir\+)?json|application\/json\+fhir)$/i.test(format.split(';')[0].trim())) {
     throw unsupportedMediaType(format);
   }
   const isSearch = request.method === 'POST' && info.path.endsWith('/_search');
   checkBodyKind(request, isSearch ? 'json-or-form' : 'json');
-  const isPublic = request.method === 'GET' && info.path === '/metadata';
+  const isPublic = (request.method === 'GET' || request.method === 'HEAD') && info.path.replace(/\/+$/, '') === '/metadata';
   const ctx = await contextFor(services, request, !isPublic);
   const result = await routeFhirRequest({
     method: request.method,
@@ -97,6 +111,35 @@ async function handleFhir(services: Services, request: FastifyRequest, reply: Fa
   void reply.status(result.status).headers(result.headers ?? {});
   if (result.body === undefined) return void reply.send();
   void reply.type(FHIR_CONTENT_TYPE).send(pretty ? JSON.stringify(result.body, null, 2) : JSON.stringify(result.body));
+}
+
+/** 405 for a FHIR URL that exists but does not answer this method (see `allowedMethods`). */
+function checkFhirMethod(request: FastifyRequest): void {
+  const allowed = allowedMethods(requestInfo(request.url, FHIR_PREFIX).path);
+  if (allowed && !allowed.includes(request.method)) throw methodNotAllowed(request.method, allowed);
+}
+
+/**
+ * Requests Node's HTTP parser refuses (headers over the size limit, bytes that are not HTTP):
+ * no route runs, so the answer is written to the socket here — an OperationOutcome too.
+ */
+function answerMalformedHttp(err: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const raw = err.rawPacket;
+  const head = Buffer.isBuffer(raw) && raw.subarray(0, 5).toString('latin1') === 'HEAD '; // its answer has no body
+  const [status, code, text] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'too-costly', 'Request header fields too large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'timeout', 'Request timeout']
+        : [400, 'invalid', 'Malformed HTTP request'];
+  const body = JSON.stringify({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code, details: { text } }] } as OperationOutcome);
+  if (!socket.writable) return void socket.destroy();
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${FHIR_CONTENT_TYPE}\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${head ? '' : body}`,
+    () => socket.destroy(),
+  );
 }
 
 /** Authenticates (when required) and builds the handler context. */
@@ -131,16 +174,18 @@ function registerBodyParsers(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, (request, text, done) => {
     const contentType = String(request.headers['content-type'] ?? '');
-    if ((text as string).trim() === '') return done(null, undefined);
+    let value: unknown;
     try {
-      done(null, { kind: 'json', contentType, value: JSON.parse(text as string) } satisfies ParsedBody);
-    } catch {
-      done(badRequest('Content could not be parsed'), undefined);
+      value = parseJsonBody(text as string);
+    } catch (err) {
+      return done(err as FhirError, undefined);
     }
+    done(null, value === undefined ? undefined : ({ kind: 'json', contentType, value } satisfies ParsedBody));
   });
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, text, done) => {
     const value: Record<string, string | string[]> = {};
     for (const [k, v] of new URLSearchParams(text as string)) {
+      if (k.includes('\u0000') || v.includes('\u0000')) return done(badRequest(NUL_IN_CONTENT), undefined);
       const prev = value[k];
       value[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
     }

@@ -24,9 +24,20 @@ export function parseParametersBody(input: unknown): InputEntry[] {
   const issues: OperationOutcomeIssue[] = [];
   checkEntries(body.parameter, 'Parameters.parameter', 0, issues);
   if (issues.length > 0) throw new FhirError(400, issues);
-  const problems = validateResource(body);
+  const problems = validateResource(body).filter((p) => !isMissingInsideResource(p));
   if (problems.length > 0) throw new FhirError(400, problems);
   return toEntries(body.parameter, 'Parameters.parameter');
+}
+
+/**
+ * A missing required element inside a resource carried by a parameter (`tx-resource`,
+ * `valueSet`, …) is not a malformed request: terminology clients send incomplete or broken
+ * resources on purpose, and the operation reports what is wrong with them in its own terms
+ * (e.g. a ValueSet filter without a value is an `invalid` issue of $validate-code). Wrong JSON
+ * types, unknown elements and bad primitives are still refused, so handlers see typed values.
+ */
+function isMissingInsideResource(problem: OperationOutcomeIssue): boolean {
+  return problem.code === 'required' && (problem.expression ?? []).some((e) => /\.resource\./.test(e));
 }
 
 /**

@@ -40,9 +40,8 @@ export async function deleteResource(req: FhirRequest, type: string, id: string)
 /** The body of a create/update: a JSON object of the URL's type that passes validation. */
 function checkedBody(req: FhirRequest, type: string): Resource {
   const body = req.body as Record<string, unknown> | undefined;
-  if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw badRequest('Expected a JSON object resource');
-  }
+  if (body === undefined) throw badRequest(`Request body is empty: expected a ${type} resource`);
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('Expected a JSON object resource');
   if (body.resourceType !== type) {
     throw badRequest(`Resource type '${String(body.resourceType)}' does not match URL type '${type}'`, 'resourceType');
   }

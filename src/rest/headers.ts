@@ -10,9 +10,14 @@ export function versionHeaders(resource: Resource, fhirBaseUrl?: string): Record
   return headers;
 }
 
-/** Parses `If-Match: W/"3"` (or `"3"`, `3`) into a version id. */
+/**
+ * Parses `If-Match: W/"3"` (or `"3"`, `3`, `*`) into the version id it names. A value of any
+ * other shape (unbalanced quotes, a list) is returned as is: it names no version, so the
+ * update fails with 412 like any other mismatch (FHIR R4 http.html#concurrency).
+ */
 export function parseIfMatch(value: string | undefined): string | undefined {
   if (value === undefined || value.trim() === '') return undefined;
-  const m = /^\s*(?:W\/)?"?([^"]*)"?\s*$/.exec(value);
-  return m ? m[1] : value.trim();
+  const trimmed = value.trim();
+  const m = /^(?:W\/)?"([^"]*)"$|^([^"\s,]+)$/.exec(trimmed);
+  return m ? (m[1] ?? m[2]) : trimmed;
 }

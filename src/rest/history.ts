@@ -1,4 +1,5 @@
 import { badRequest } from '../fhir/outcome.js';
+import { parseDateRange } from '../storage/search/date-range.js';
 import { bundle, intParam, pageLinks } from './bundle.js';
 import type { FhirRequest, FhirResult } from './types.js';
 
@@ -6,8 +7,7 @@ import type { FhirRequest, FhirResult } from './types.js';
 export async function historyInteraction(req: FhirRequest, type: string, id?: string): Promise<FhirResult> {
   const count = intParam(req.query, '_count', 20, 1000);
   const offset = intParam(req.query, '_offset', 0, Number.MAX_SAFE_INTEGER);
-  const since = req.query.find(([k]) => k === '_since')?.[1];
-  if (since !== undefined && Number.isNaN(Date.parse(since))) throw badRequest(`Invalid value '${since}' for _since`);
+  const since = sinceParam(req.query);
   const { entries, total } = await req.ctx.repo.history(type, id, { count, offset, since });
   const base = req.ctx.fhirBaseUrl;
   const url = id ? `${base}/${type}/${id}/_history` : `${base}/${type}/_history`;
@@ -25,4 +25,16 @@ export async function historyInteraction(req: FhirRequest, type: string, id?: st
       pageLinks(url, req.query, { offset, count, total }),
     ),
   };
+}
+
+/**
+ * `_since` as an ISO instant (the start of the given period for a partial date such as `2020`).
+ * `Date.parse` accepts text PostgreSQL refuses (`1`, `-1`), so the value is read as a FHIR date here.
+ */
+function sinceParam(query: Array<[string, string]>): string | undefined {
+  const raw = [...query].reverse().find(([k]) => k === '_since')?.[1];
+  if (raw === undefined || raw === '') return undefined;
+  const low = parseDateRange(raw)?.low;
+  if (!low) throw badRequest(`Invalid value '${raw}' for _since`);
+  return low;
 }

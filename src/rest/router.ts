@@ -1,5 +1,6 @@
 import { isResourceType } from '../fhir/definitions.js';
-import { FhirError, issue, notFound } from '../fhir/outcome.js';
+import { FhirError, badRequest, issue, notFound } from '../fhir/outcome.js';
+import { primitiveCheck } from '../fhir/validation/primitives.js';
 import { createResource, deleteResource, readResource, readVersion, updateResource } from './crud.js';
 import { historyInteraction } from './history.js';
 import { capabilityStatement } from './metadata.js';
@@ -9,47 +10,104 @@ import type { FhirRequest, FhirResult } from './types.js';
 /**
  * Routes a FHIR REST request to its interaction. Paths are relative to the FHIR base.
  * `$` may arrive percent-encoded (`%24`); the HTTP adapter decodes path segments first.
+ *
+ * Before any interaction runs, the URL itself is checked: an unknown type is 404, a method the
+ * URL does not support is 405 (with `Allow`), an id that is not a FHIR id is 400 — so the
+ * storage layer never sees a key that cannot exist.
  */
 export async function routeFhirRequest(req: FhirRequest): Promise<FhirResult> {
-  const segments = req.path.split('/').filter((s) => s.length > 0);
+  const segments = pathSegments(req.path);
   const method = req.method === 'HEAD' ? 'GET' : req.method;
   const [first, second, third, fourth] = segments;
+  checkMethod(req.method, segments);
 
-  if (segments.length === 1 && first === 'metadata' && method === 'GET') {
-    return { status: 200, body: capabilityStatement(req.ctx) };
-  }
-  if (first?.startsWith('$')) {
-    if (segments.length === 1) return operation(req, { code: first.slice(1) });
-    throw notFound();
-  }
-  if (!first) throw notFound();
-  if (!isResourceType(first)) {
-    throw new FhirError(404, [{ ...issue('not-found', 'Not found'), diagnostics: `Unknown resource type: ${first}` }]);
-  }
+  if (segments.length === 1 && first === 'metadata') return { status: 200, body: capabilityStatement(req.ctx) };
+  if (first?.startsWith('$')) return operation(req, { code: first.slice(1) });
   const type = first;
+  if (segments.length === 1) return method === 'GET' ? searchInteraction(req, type) : createResource(req, type);
+  if (segments.length === 2 && second.startsWith('$')) return operation(req, { code: second.slice(1), resourceType: type });
+  if (segments.length === 2 && second === '_search') return searchInteraction(req, type);
+  if (segments.length === 2 && second === '_history') return historyInteraction(req, type);
 
+  // Instance level: [type]/[id], [type]/[id]/$op, [type]/[id]/_history[/vid]
+  checkId(type, second);
+  if (segments.length === 3 && third.startsWith('$')) return operation(req, { code: third.slice(1), resourceType: type, id: second });
+  if (segments.length === 3) return historyInteraction(req, type, second);
+  if (segments.length === 4) return readVersion(req, type, second, fourth);
+  if (method === 'GET') return readResource(req, type, second);
+  if (method === 'PUT') return updateResource(req, type, second);
+  return deleteResource(req, type, second);
+}
+
+/** What a FHIR path names, before the method is considered. */
+type PathKind =
+  | { kind: 'interaction'; allowed: string[] }
+  | { kind: 'operation' }
+  | { kind: 'unknown-type'; type: string }
+  | { kind: 'nothing' };
+
+function classify(segments: string[]): PathKind {
+  const [first, second, third] = segments;
+  const interaction = (...allowed: string[]): PathKind => ({ kind: 'interaction', allowed });
+  if (first === undefined) return { kind: 'nothing' };
+  if (first === 'metadata') return segments.length === 1 ? interaction('GET', 'HEAD') : { kind: 'nothing' };
+  if (first.startsWith('$')) return segments.length === 1 ? { kind: 'operation' } : { kind: 'nothing' };
+  if (!isResourceType(first)) return { kind: 'unknown-type', type: first };
   switch (segments.length) {
     case 1:
-      if (method === 'GET') return searchInteraction(req, type);
-      if (method === 'POST') return createResource(req, type);
-      break;
+      return interaction('GET', 'HEAD', 'POST');
     case 2:
-      if (second.startsWith('$')) return operation(req, { code: second.slice(1), resourceType: type });
-      if (second === '_search' && method === 'POST') return searchInteraction(req, type);
-      if (second === '_history' && method === 'GET') return historyInteraction(req, type);
-      if (method === 'GET') return readResource(req, type, second);
-      if (method === 'PUT') return updateResource(req, type, second);
-      if (method === 'DELETE') return deleteResource(req, type, second);
-      break;
+      if (second.startsWith('$')) return { kind: 'operation' };
+      if (second === '_search') return interaction('GET', 'HEAD', 'POST');
+      if (second === '_history') return interaction('GET', 'HEAD');
+      return interaction('GET', 'HEAD', 'PUT', 'DELETE');
     case 3:
-      if (third.startsWith('$')) return operation(req, { code: third.slice(1), resourceType: type, id: second });
-      if (third === '_history' && method === 'GET') return historyInteraction(req, type, second);
-      break;
+      if (third.startsWith('$')) return { kind: 'operation' };
+      return third === '_history' ? interaction('GET', 'HEAD') : { kind: 'nothing' };
     case 4:
-      if (third === '_history' && method === 'GET') return readVersion(req, type, second, fourth);
-      break;
+      return third === '_history' ? interaction('GET', 'HEAD') : { kind: 'nothing' };
+    default:
+      return { kind: 'nothing' };
   }
-  throw notFound();
+}
+
+/**
+ * Methods the FHIR URL `path` answers (HEAD wherever GET is), or undefined when the path names
+ * nothing (404) or an operation (the operation decides which methods it accepts).
+ */
+export function allowedMethods(path: string): string[] | undefined {
+  const route = classify(pathSegments(path));
+  return route.kind === 'interaction' ? route.allowed : undefined;
+}
+
+/** Throws 404 for a path that names nothing, 405 for a method the path does not support. */
+function checkMethod(method: string, segments: string[]): void {
+  const route = classify(segments);
+  switch (route.kind) {
+    case 'nothing':
+      throw notFound();
+    case 'unknown-type':
+      throw new FhirError(404, [{ ...issue('not-found', 'Not found'), diagnostics: `Unknown resource type: ${route.type}` }]);
+    case 'interaction':
+      if (!route.allowed.includes(method)) throw methodNotAllowed(method, route.allowed);
+  }
+}
+
+/** 405 with the `Allow` header (RFC 9110 §15.5.6). */
+export function methodNotAllowed(method: string, allowed: string[]): FhirError {
+  return new FhirError(405, [issue('not-supported', `Method ${method} not allowed (allowed: ${allowed.join(', ')})`)], {
+    Allow: allowed.join(', '),
+  });
+}
+
+/** A logical id in the URL must be a FHIR id; anything else cannot name a resource. */
+function checkId(type: string, id: string): void {
+  const problem = primitiveCheck('id')?.check(id);
+  if (problem) throw badRequest(problem.text, `${type}.id`);
+}
+
+function pathSegments(path: string): string[] {
+  return path.split('/').filter((s) => s.length > 0);
 }
 
 function operation(req: FhirRequest, target: { code: string; resourceType?: string; id?: string }): Promise<FhirResult> {

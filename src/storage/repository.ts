@@ -35,7 +35,10 @@ export interface UpdateResult {
   created: boolean;
 }
 
-const UUID_ID = /^[A-Za-z0-9\-.]{1,64}$/;
+/** A FHIR id (R4 `id` datatype); no stored resource has any other. */
+const FHIR_ID = /^[A-Za-z0-9\-.]{1,64}$/;
+/** A version id as stored (a positive integer); the current version bounds it further. */
+const VERSION_ID = /^[1-9]\d{0,9}$/;
 
 /**
  * Project-scoped access to stored resources: the only way handlers read or write data.
@@ -105,7 +108,7 @@ export class Repository {
   /** Reads one version (vread). A deleted version answers 410. */
   async readVersion(resourceType: string, id: string, versionId: string): Promise<Resource> {
     const current = await this.visibleRow(this.db, resourceType, id);
-    if (!current || !/^\d+$/.test(versionId)) throw notFound();
+    if (!current || !VERSION_ID.test(versionId) || Number(versionId) > current.version_id) throw notFound();
     const res = await this.db.query<ResourceRow>(
       'SELECT * FROM resource_history WHERE resource_type = $1 AND id = $2 AND version_id = $3',
       [resourceType, id, Number(versionId)],
@@ -122,7 +125,7 @@ export class Repository {
    */
   async update(resource: Resource, options: { ifMatch?: string } = {}): Promise<UpdateResult> {
     const { resourceType, id } = resource;
-    if (!id || !UUID_ID.test(id)) throw badRequest('Invalid resource id', `${resourceType}.id`);
+    if (!id || !FHIR_ID.test(id)) throw badRequest('Invalid resource id', `${resourceType}.id`);
     const before = await this.visibleRow(this.db, resourceType, id);
     await this.runBeforeWrite(resource, before && !before.deleted ? (JSON.parse(before.content) as Resource) : undefined);
     return this.db.transaction(async (tx) => {
@@ -136,7 +139,7 @@ export class Repository {
       }
       if (!this.canSee(row)) throw notFound();
       this.assertWritable(row);
-      if (options.ifMatch !== undefined && options.ifMatch !== String(row.version_id)) throw preconditionFailed();
+      if (options.ifMatch !== undefined && !matchesVersion(options.ifMatch, row)) throw preconditionFailed();
       // Compared with the stored content, not the redacted one: hooks restore hidden fields.
       const previous = JSON.parse(row.content) as Resource;
       if (!row.deleted && sameContent(previous, resource)) return { resource: this.redact(previous), created: false };
@@ -300,6 +303,7 @@ export class Repository {
   }
 
   private async visibleRow(q: Queryable, resourceType: string, id: string): Promise<ResourceRow | undefined> {
+    if (!FHIR_ID.test(id)) return undefined; // e.g. a NUL byte, which PostgreSQL text cannot even hold
     const cache = this.joined ? undefined : this.cache;
     const key = `${resourceType}/${id}`;
     const cached = cache?.get(key);
@@ -312,6 +316,7 @@ export class Repository {
   }
 
   private async lockRow(tx: Queryable, resourceType: string, id: string): Promise<ResourceRow | undefined> {
+    if (!FHIR_ID.test(id)) return undefined;
     const res = await tx.query<ResourceRow>('SELECT * FROM resource WHERE resource_type = $1 AND id = $2 FOR UPDATE', [
       resourceType,
       id,
@@ -332,6 +337,11 @@ export class Repository {
 
 function isoOf(value: string | Date): string {
   return (value instanceof Date ? value : new Date(value)).toISOString();
+}
+
+/** `If-Match`: the current version id, or `*` = any current (not deleted) version (RFC 9110 §13.1.1). */
+function matchesVersion(ifMatch: string, row: ResourceRow): boolean {
+  return ifMatch === '*' ? row.version_id > 0 && !row.deleted : ifMatch === String(row.version_id);
 }
 
 /** Equal up to server-managed meta fields (versionId, lastUpdated, project). */

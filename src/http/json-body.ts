@@ -1,0 +1,52 @@
+import { badRequest } from '../fhir/outcome.js';
+
+/**
+ * Deepest nesting of arrays and objects a JSON request body may have. Everything behind the
+ * parser (validation, FHIRPath, canonical JSON, operation input) walks values recursively, so
+ * an unbounded depth would end in a stack overflow. FHIR content stays far below this: the
+ * resource validator stops at 64 element levels, which is at most 128 JSON levels.
+ */
+export const MAX_JSON_DEPTH = 256;
+
+/** The answer to a request body (JSON or form) with a NUL character. */
+export const NUL_IN_CONTENT = 'Content contains a NUL character (U+0000)';
+
+/**
+ * Parses a JSON request body. Whitespace only = no body (undefined). Throws a 400 FhirError
+ * for text that is not JSON, is nested deeper than MAX_JSON_DEPTH, or holds a NUL character
+ * in a string: PostgreSQL text cannot store one (and FHIR strings may not contain it), so
+ * it is refused here rather than failing in whichever feature stores the value.
+ */
+export function parseJsonBody(text: string): unknown {
+  if (text.trim() === '') return undefined;
+  const problem = scan(text);
+  if (problem === 'too-deep') throw badRequest(`Content is nested too deeply (more than ${MAX_JSON_DEPTH} levels)`);
+  if (problem === 'nul') throw badRequest(NUL_IN_CONTENT);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw badRequest('Content could not be parsed');
+  }
+}
+
+/**
+ * One linear pass over the text, no recursion: brackets outside strings count nesting; inside
+ * strings a `\u0000` escape is a NUL (a raw NUL is a JSON syntax error anyway).
+ */
+function scan(text: string): 'too-deep' | 'nul' | undefined {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) {
+        if (text.startsWith('u0000', i + 1)) return 'nul';
+        i++; // skip the escaped character
+      } else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > MAX_JSON_DEPTH) return 'too-deep';
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return undefined;
+}
