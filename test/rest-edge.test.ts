@@ -21,7 +21,7 @@ interface RawResponse {
 }
 
 /** A request sent byte for byte as written (fetch would normalize or re-encode the path). */
-function rawRequest(server: TestServer, method: string, path: string, headers: Record<string, string> = {}): Promise<RawResponse> {
+function rawRequest(server: TestServer, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<RawResponse> {
   const url = new URL(server.baseUrl);
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -33,7 +33,7 @@ function rawRequest(server: TestServer, method: string, path: string, headers: R
       },
     );
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
 }
 
@@ -238,10 +238,21 @@ for (const driver of drivers) {
         assert.equal(res.body.name[0].family, '\\u0000');
       });
 
-      test('a body with a content type that is no media type answers 415 naming it', async () => {
+      test('a body without a content type, or with one that is no media type, answers 415 naming it', async () => {
         const body = JSON.stringify(patient('Ct'));
         assertOutcome(await server.fhir('POST', '/Patient', { raw: body, contentType: 'garbage' }), 415, 'not-supported', 'Unsupported content type: garbage');
         assertOutcome(await server.fhir('POST', '/Patient', { raw: body, contentType: 'text/plain' }), 415, 'not-supported', 'Unsupported content type: text/plain');
+        const untyped = await rawRequest(server, 'POST', '/fhir/R4/Patient', { 'content-length': String(Buffer.byteLength(body)) }, body);
+        assertOutcome(untyped, 415, 'not-supported', 'Unsupported content type: none');
+      });
+
+      test('POST ignores a client id even when it is not a valid id', async () => {
+        for (const id of ['a b', 'x'.repeat(65), 5, null, '']) {
+          const res = await server.fhir('POST', '/Patient', { body: patient('ClientId', { id }) });
+          assert.equal(res.status, 201, `${JSON.stringify(id)}: ${res.text}`);
+          assert.notEqual(res.body.id, id);
+          assert.equal((await server.fhir('GET', `/Patient/${res.body.id}`)).status, 200);
+        }
       });
 
       test('prototype keys are unknown elements and pollute nothing', async () => {
@@ -249,6 +260,11 @@ for (const driver of drivers) {
         assert.equal(res.status, 400);
         assert.deepEqual(res.body.issue.map((i: any) => i.details.text).sort(), ["Unknown element '__proto__' in Patient", "Unknown element 'constructor' in Patient"]);
         assert.equal(({} as Record<string, unknown>).polluted, undefined);
+      });
+
+      test('form fields named __proto__ are fields, not the prototype (were silently dropped)', async () => {
+        const res = await server.fhir('POST', '/Patient/_search', { raw: '__proto__=1&__proto__=2', contentType: 'application/x-www-form-urlencoded' });
+        assertOutcome(res, 400, 'invalid', 'Unknown search parameter: __proto__');
       });
 
       test('meta.versionId and meta.lastUpdated from the client never override the server', async () => {

@@ -183,7 +183,8 @@ function registerBodyParsers(app: FastifyInstance): void {
     done(null, value === undefined ? undefined : ({ kind: 'json', contentType, value } satisfies ParsedBody));
   });
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, text, done) => {
-    const value: Record<string, string | string[]> = {};
+    // No prototype: a field named `__proto__` or `constructor` is a field like any other.
+    const value: Record<string, string | string[]> = Object.create(null);
     for (const [k, v] of new URLSearchParams(text as string)) {
       if (k.includes('\u0000') || v.includes('\u0000')) return done(badRequest(NUL_IN_CONTENT), undefined);
       const prev = value[k];

@@ -4,9 +4,12 @@ import { validateResource } from '../fhir/validation/validate-resource.js';
 import { parseIfMatch, versionHeaders } from './headers.js';
 import type { FhirRequest, FhirResult } from './types.js';
 
-/** POST [base]/Type → 201 with Location/ETag; a client-supplied id is replaced. */
+/**
+ * POST [base]/Type → 201 with Location/ETag. A client-supplied id is ignored, even one that is
+ * not a valid id (FHIR R4 http.html#create: "If an id is provided, the server SHALL ignore it").
+ */
 export async function createResource(req: FhirRequest, type: string): Promise<FhirResult> {
-  const resource = checkedBody(req, type);
+  const resource = checkedBody(req, type, { ignoreId: true });
   const stored = await req.ctx.repo.create(resource);
   return written(req, stored, 201, true);
 }
@@ -38,16 +41,21 @@ export async function deleteResource(req: FhirRequest, type: string, id: string)
 }
 
 /** The body of a create/update: a JSON object of the URL's type that passes validation. */
-function checkedBody(req: FhirRequest, type: string): Resource {
+function checkedBody(req: FhirRequest, type: string, options: { ignoreId?: boolean } = {}): Resource {
   const body = req.body as Record<string, unknown> | undefined;
   if (body === undefined) throw badRequest(`Request body is empty: expected a ${type} resource`);
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('Expected a JSON object resource');
   if (body.resourceType !== type) {
     throw badRequest(`Resource type '${String(body.resourceType)}' does not match URL type '${type}'`, 'resourceType');
   }
-  const problems = validateResource(body);
+  let resource = body;
+  if (options.ignoreId) {
+    const { id: _ignored, ...rest } = body;
+    resource = rest;
+  }
+  const problems = validateResource(resource);
   if (problems.length > 0) throw new FhirError(400, problems);
-  return body as unknown as Resource;
+  return resource as unknown as Resource;
 }
 
 /** Answer of a create/update, honouring `Prefer: return=…`. */

@@ -19,7 +19,7 @@ export async function routeFhirRequest(req: FhirRequest): Promise<FhirResult> {
   const segments = pathSegments(req.path);
   const method = req.method === 'HEAD' ? 'GET' : req.method;
   const [first, second, third, fourth] = segments;
-  checkMethod(req.method, segments);
+  checkMethod(req.method, segments); // from here on the path has one of the shapes `classify` accepts
 
   if (segments.length === 1 && first === 'metadata') return { status: 200, body: capabilityStatement(req.ctx) };
   if (first?.startsWith('$')) return operation(req, { code: first.slice(1) });

@@ -1,4 +1,5 @@
 import type { CodeSystem, CodeSystemConcept, CodeSystemConceptProperty, CodeSystemProperty } from '@medplum/fhirtypes';
+import type { Concept } from './types.js';
 
 /**
  * Turns a CodeSystem resource into the rows of the terminology index (pure, no database):
@@ -9,14 +10,8 @@ import type { CodeSystem, CodeSystemConcept, CodeSystemConceptProperty, CodeSyst
 
 export const CONCEPT_PROPERTIES = 'http://hl7.org/fhir/concept-properties';
 
-export interface ConceptRow {
-  code: string;
-  display: string | undefined;
-  definition: string | undefined;
-  inactive: boolean;
-  abstract: boolean;
-  status: string | undefined;
-}
+/** A concept as indexed: the stored `Concept` before it has its row id. */
+export type ConceptRow = Omit<Concept, 'id'>;
 
 export interface PropertyRow {
   concept: number;
