@@ -447,3 +447,31 @@ for (const driver of drivers) {
     });
   });
 }
+
+for (const driver of drivers) {
+  describe(`CORS (${driver})`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startServer(driver);
+    });
+    after(() => server.stop());
+
+    test('a preflight from any origin is answered 204 with the allowed methods and headers', async () => {
+      const res = await server.request('OPTIONS', '/fhir/R4/Patient', {
+        token: null,
+        headers: { origin: 'https://app.example.org', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+      });
+      assert.equal(res.status, 204);
+      assert.equal(res.headers.get('access-control-allow-origin'), '*');
+      assert.match(res.headers.get('access-control-allow-methods') ?? '', /POST/);
+      assert.match(res.headers.get('access-control-allow-headers') ?? '', /Authorization/);
+    });
+
+    test('a cross-origin request gets Access-Control-Allow-Origin and the exposed headers', async () => {
+      const res = await server.fhir('POST', '/Patient', { body: { resourceType: 'Patient' }, headers: { origin: 'https://app.example.org' } });
+      assert.equal(res.status, 201);
+      assert.equal(res.headers.get('access-control-allow-origin'), '*');
+      assert.match(res.headers.get('access-control-expose-headers') ?? '', /Location/);
+    });
+  });
+}

@@ -8,6 +8,7 @@ import { FhirError, badRequest, notFound, unsupportedMediaType } from '../fhir/o
 import { allowedMethods, methodNotAllowed, routeFhirRequest } from '../rest/router.js';
 import type { Services } from '../services.js';
 import type { AppRoute } from './app-route.js';
+import { registerCors } from './cors.js';
 import { errorResponse } from './errors.js';
 import { NUL_IN_CONTENT, parseJsonBody } from './json-body.js';
 import { requestInfo, type ParsedBody } from './request-info.js';
@@ -40,6 +41,7 @@ export function buildHttpServer(services: Services, routes: AppRoute[]): Fastify
   });
 
   registerBodyParsers(app);
+  registerCors(app);
   app.addHook('onSend', async (request, reply, payload) => {
     reply.header('X-Request-Id', request.id);
     return payload;

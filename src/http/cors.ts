@@ -1,0 +1,24 @@
+import type { FastifyInstance } from 'fastify';
+
+const EXPOSED = 'ETag, Location, Content-Location, Last-Modified, X-Request-Id, WWW-Authenticate, Retry-After';
+const ALLOWED_HEADERS = 'Authorization, Content-Type, Accept, Accept-Language, If-Match, If-None-Exist, Prefer, X-Request-Id';
+
+/**
+ * CORS for browser apps (SMART apps, admin UIs on another origin). Any origin may call: access
+ * is decided by the bearer token, never by cookies, so there are no credentials to protect.
+ * A preflight (`OPTIONS` with `Access-Control-Request-Method`) is answered here, 204.
+ */
+export function registerCors(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.headers.origin) return;
+    void reply.header('Access-Control-Allow-Origin', '*').header('Access-Control-Expose-Headers', EXPOSED);
+    if (request.method === 'OPTIONS' && request.headers['access-control-request-method']) {
+      return reply
+        .status(204)
+        .header('Access-Control-Allow-Methods', 'GET, HEAD, POST, PUT, DELETE')
+        .header('Access-Control-Allow-Headers', ALLOWED_HEADERS)
+        .header('Access-Control-Max-Age', '600')
+        .send();
+    }
+  });
+}
