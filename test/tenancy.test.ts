@@ -147,16 +147,23 @@ for (const driver of drivers) {
           assert.equal(res.status, 403, `${body.resourceType}: ${res.text}`);
           assert.equal(ooText(res.body), 'Forbidden');
         }
-        // Promoting one's own membership to admin is refused too.
+        // Promoting a membership to admin is refused too (the client does not even see the member's).
         const own = await server.fhir('GET', `/ProjectMembership/${aMember.membershipId}`, { token: token() });
+        if (actor === 'A client') return assertNotFound(own, 'a member membership, read by a client');
         assert.equal(own.status, 200, own.text);
         const promote = await server.fhir('PUT', `/ProjectMembership/${aMember.membershipId}`, { token: token(), body: { ...own.body, admin: true } });
         assert.equal(promote.status, 403, promote.text);
       });
 
-      test(`${actor}: cannot delete account resources of A (403) nor see B's (404)`, async () => {
+      test(`${actor}: cannot delete account resources of A (403, or 404 where it cannot see them) nor see B's (404)`, async () => {
+        // Only the admin sees the project's other accounts; to others they do not exist.
+        const seesAccounts = actor === 'A admin';
         for (const path of [`/ProjectMembership/${a.admin.membershipId}`, `/User/${a.admin.userId}`, `/Project/${a.projectId}`]) {
           const res = await server.fhir('DELETE', path, { token: token() });
+          if (!seesAccounts && !path.startsWith('/Project/')) {
+            assertNotFound(res, `${actor} DELETE ${path}`);
+            continue;
+          }
           assert.equal(res.status, 403, `${path}: ${res.text}`);
           assert.equal(ooText(res.body), 'Forbidden');
         }
@@ -208,6 +215,27 @@ for (const driver of drivers) {
       const after = await server.fhir('GET', `/CodeSystem/${shared.id}`);
       assert.equal(after.body.status, 'active');
       assert.equal(after.body.meta.versionId, '1');
+    });
+
+    test("a plain member sees only its own User and membership; the project's admin sees all of them", async () => {
+      const other = await createMember(server, a.projectId);
+      const asMember = (path: string) => server.fhir('GET', path, { token: aMember.token });
+      assert.equal((await asMember(`/User/${aMember.userId}`)).status, 200);
+      assert.equal((await asMember(`/ProjectMembership/${aMember.membershipId}`)).status, 200);
+      for (const path of [`/User/${other.userId}`, `/ProjectMembership/${other.membershipId}`, `/User/${a.admin.userId}`, `/User/${other.userId}/_history`]) {
+        assertNotFound(await asMember(path), `member GET ${path}`);
+      }
+      const users = await asMember('/User');
+      assert.deepEqual(users.body.entry.map((e: any) => e.resource.id), [aMember.userId]);
+      const memberships = await asMember('/ProjectMembership');
+      assert.deepEqual(memberships.body.entry.map((e: any) => e.resource.id), [aMember.membershipId]);
+      const history = await asMember('/User/_history');
+      assert.ok(history.body.entry.every((e: any) => e.resource.id === aMember.userId), history.text);
+      assert.equal((await asMember(`/Project/${a.projectId}`)).status, 200, 'the project itself stays readable');
+
+      const asAdmin = await server.fhir('GET', '/User', { token: a.adminToken });
+      const ids = asAdmin.body.entry.map((e: any) => e.resource.id);
+      assert.ok(ids.includes(other.userId) && ids.includes(aMember.userId), asAdmin.text);
     });
 
     test('User resources never contain passwordHash (read, search, history, as admin and super admin)', async () => {

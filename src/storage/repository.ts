@@ -35,6 +35,12 @@ export interface UpdateResult {
   created: boolean;
 }
 
+/**
+ * Account resources a plain member sees only for itself (its own User/ClientApplication and
+ * membership); project admins see their project's (behavior.md §3, last bullet).
+ */
+const ADMIN_ONLY_TYPES = ['User', 'ProjectMembership', 'ClientApplication'];
+
 /** A FHIR id (R4 `id` datatype); no stored resource has any other. */
 const FHIR_ID = /^[A-Za-z0-9\-.]{1,64}$/;
 /** A version id as stored (a positive integer); the current version bounds it further. */
@@ -221,7 +227,19 @@ export class Repository {
   /** The SQL condition selecting rows this caller may see (alias `r`), numbering params from `first`. */
   visibility(first: number): Visibility {
     if (this.auth.superAdmin) return { sql: 'true', params: [] };
-    return { sql: `(r.project_id = $${first} OR r.project_id IS NULL)`, params: [this.auth.projectId ?? null] };
+    const project = `(r.project_id = $${first} OR r.project_id IS NULL)`;
+    if (this.auth.projectAdmin) return { sql: project, params: [this.auth.projectId ?? null] };
+    const [own1, own2] = this.ownAccountIds();
+    const types = ADMIN_ONLY_TYPES.map((t) => `'${t}'`).join(', ');
+    return {
+      sql: `${project} AND (r.resource_type NOT IN (${types}) OR r.id IN ($${first + 1}, $${first + 2}))`,
+      params: [this.auth.projectId ?? null, own1 ?? null, own2 ?? null],
+    };
+  }
+
+  /** Ids of the caller's own account resources (its User or ClientApplication, its membership). */
+  private ownAccountIds(): string[] {
+    return [this.auth.userId ?? this.auth.clientId, this.auth.membershipId].filter((id): id is string => id !== undefined);
   }
 
   private async runBeforeWrite(resource: Resource, previous: Resource | undefined): Promise<void> {
@@ -293,7 +311,9 @@ export class Repository {
   }
 
   private canSee(row: ResourceRow): boolean {
-    return this.auth.superAdmin || row.project_id === null || row.project_id === this.auth.projectId;
+    if (this.auth.superAdmin) return true;
+    if (row.project_id !== null && row.project_id !== this.auth.projectId) return false;
+    return this.auth.projectAdmin || !ADMIN_ONLY_TYPES.includes(row.resource_type) || this.ownAccountIds().includes(row.id);
   }
 
   private assertWritable(row: ResourceRow): void {
