@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { createProject, drivers, ooText, startServer, type ApiResponse, type TestProject, type TestServer } from './harness.js';
+import { invite as inviteAs, practitionerInvite, randomEmail } from './support/invite.js';
 
 /** Invite and profiles: `membership.profile`, profile reuse by e-mail, RelatedPerson (behavior.md §6). */
 for (const driver of drivers) {
@@ -16,16 +16,10 @@ for (const driver of drivers) {
     });
     after(() => server.stop());
 
-    const invite = (projectId: string, body: unknown, token?: string | null): Promise<ApiResponse> =>
-      server.request('POST', `/admin/projects/${projectId}/invite`, { body, contentType: 'application/json', token });
-    const email = (): string => `user-${randomBytes(5).toString('hex')}@example.org`;
-    const practitioner = (extra: Record<string, unknown> = {}) => ({
-      resourceType: 'Practitioner',
-      firstName: 'Ada',
-      lastName: 'Lovelace',
-      email: email(),
-      ...extra,
-    });
+    /** Invites as `token` (default: the super admin; `null`: no token). */
+    const invite = (projectId: string, body: unknown, token?: string | null): Promise<ApiResponse> => inviteAs(server, projectId, body, token);
+    const email = (): string => randomEmail();
+    const practitioner = practitionerInvite;
     const asSuperAdmin = (path: string) => server.fhir('GET', path);
 
     test('membership.profile names an existing profile of the project', async () => {

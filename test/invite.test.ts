@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import {
   createMember,
@@ -12,6 +12,7 @@ import {
   type TestProject,
   type TestServer,
 } from './harness.js';
+import { invite as inviteAs, practitionerInvite, randomEmail } from './support/invite.js';
 
 /** `POST /admin/projects/<id>/invite` over HTTP: access, validation and results (behavior.md §6). */
 for (const driver of drivers) {
@@ -27,16 +28,9 @@ for (const driver of drivers) {
     after(() => server.stop());
 
     /** Invites as `token` (default: the super admin; `null`: no token). */
-    const invite = (projectId: string, body: unknown, token?: string | null): Promise<ApiResponse> =>
-      server.request('POST', `/admin/projects/${projectId}/invite`, { body, contentType: 'application/json', token });
-    const email = (): string => `user-${randomBytes(5).toString('hex')}@example.org`;
-    const practitioner = (extra: Record<string, unknown> = {}) => ({
-      resourceType: 'Practitioner',
-      firstName: 'Ada',
-      lastName: 'Lovelace',
-      email: email(),
-      ...extra,
-    });
+    const invite = (projectId: string, body: unknown, token?: string | null): Promise<ApiResponse> => inviteAs(server, projectId, body, token);
+    const email = (): string => randomEmail();
+    const practitioner = practitionerInvite;
     const asSuperAdmin = (path: string) => server.fhir('GET', path);
 
     describe('access (checked before the body)', () => {

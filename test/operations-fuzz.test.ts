@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import type { OperationDefinitionParameter } from '@medplum/fhirtypes';
 import type { OperationsRegistry } from '../src/operations/registry.js';
 import { drivers, startServer, type TestServer } from './harness.js';
+import { prng } from './support/prng.js';
 
 // Fuzz: thousands of generated bodies, mostly malformed, POSTed to an operation whose handler
 // trusts its typed input. Every answer must be a 4xx OperationOutcome or a 200 Parameters —
@@ -38,18 +39,6 @@ async function trustingHandler(_ctx: unknown, input: Record<string, any>): Promi
   if (input.valueSet) size += input.valueSet.resourceType.length + (input.valueSet.compose?.include ?? []).length;
   for (const item of input.item ?? []) size += item.key.length;
   return { size, echo: input.code.toUpperCase() };
-}
-
-/** mulberry32: a tiny seeded PRNG, so a failure can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 class Gen {

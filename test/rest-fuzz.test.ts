@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { drivers, startServer, type TestServer } from './harness.js';
+import { prng } from './support/prng.js';
 
 // Fuzz of the FHIR REST surface over raw HTTP (node:http, so paths reach the server exactly as
 // written: `..`, `//`, broken percent-encoding, latin-1 bytes). Methods, paths, query strings,
@@ -14,18 +15,6 @@ const REQUESTS = Number(process.env.LATTICE_FUZZ_REQUESTS ?? 6000);
 const CONCURRENCY = 20;
 const REQUEST_TIMEOUT_MS = 15_000;
 const SEED = Number(process.env.LATTICE_FUZZ_SEED ?? 20250214);
-
-/** mulberry32: a tiny seeded PRNG, so a failure can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface FuzzRequest {
   method: string;
