@@ -3,7 +3,7 @@ import { badRequest } from '../fhir/outcome.js';
 import type { Queryable } from '../storage/database.js';
 import { bulkInsert } from './bulk-insert.js';
 import { ClosureTooLarge, computeClosure } from './closure.js';
-import { codeSystemRows, type ConceptRow, type DesignationRow, type PropertyRow } from './code-system-rows.js';
+import { codeSystemRows, DESIGNATION_COLUMNS, PROPERTY_COLUMNS, type ConceptRow, type DesignationRow, type PropertyRow } from './code-system-rows.js';
 
 /**
  * Write side of the terminology index: (re-)indexes one CodeSystem in the caller's transaction
@@ -115,14 +115,7 @@ export async function indexCodeSystem(
     q,
     'tx_concept_property',
     k,
-    [
-      { name: 'concept', type: 'int', value: (r) => r.concept },
-      { name: 'code', type: 'text', value: (r) => r.code },
-      { name: 'type', type: 'text', value: (r) => r.type },
-      { name: 'value', type: 'text', value: (r) => r.value },
-      { name: 'system', type: 'text', value: (r) => r.system },
-      { name: 'display', type: 'text', value: (r) => r.display },
-    ],
+    PROPERTY_COLUMNS,
     properties.length,
     (i) => properties[i],
     progress,
@@ -131,14 +124,7 @@ export async function indexCodeSystem(
     q,
     'tx_designation',
     k,
-    [
-      { name: 'concept', type: 'int', value: (r) => r.concept },
-      { name: 'language', type: 'text', value: (r) => r.language },
-      { name: 'use_system', type: 'text', value: (r) => r.useSystem },
-      { name: 'use_code', type: 'text', value: (r) => r.useCode },
-      { name: 'use_display', type: 'text', value: (r) => r.useDisplay },
-      { name: 'value', type: 'text', value: (r) => r.value },
-    ],
+    DESIGNATION_COLUMNS,
     designations.length,
     (i) => designations[i],
     progress,

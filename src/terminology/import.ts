@@ -3,7 +3,7 @@ import { badRequest } from '../fhir/outcome.js';
 import type { Queryable } from '../storage/database.js';
 import { bulkInsert } from './bulk-insert.js';
 import { computeClosure } from './closure.js';
-import { propertyKinds, propertyRow, type PropertyRow } from './code-system-rows.js';
+import { DESIGNATION_COLUMNS, PROPERTY_COLUMNS, propertyKinds, propertyRow, type DesignationRow, type PropertyRow } from './code-system-rows.js';
 import { msg } from './messages.js';
 import type { CodeSystemInfo } from './types.js';
 
@@ -91,30 +91,23 @@ export async function importIntoCodeSystem(tx: Queryable, cs: CodeSystemInfo, it
     tx,
     'tx_concept_property',
     { cs_key: { type: 'int', value: cs.key } },
-    [
-      { name: 'concept', type: 'int', value: (r: PropertyRow) => r.concept },
-      { name: 'code', type: 'text', value: (r) => r.code },
-      { name: 'type', type: 'text', value: (r) => r.type },
-      { name: 'value', type: 'text', value: (r) => r.value },
-      { name: 'system', type: 'text', value: (r) => r.system },
-      { name: 'display', type: 'text', value: (r) => r.display },
-    ],
+    PROPERTY_COLUMNS,
     rows.length,
     (i) => rows[i],
   );
-  const designations = items.designations.map((d) => ({ ...d, concept: idOf(d.code) }));
+  const designations: DesignationRow[] = items.designations.map((d) => ({
+    concept: idOf(d.code),
+    language: d.language,
+    useSystem: d.use?.system,
+    useCode: d.use?.code,
+    useDisplay: d.use?.display,
+    value: d.value,
+  }));
   await bulkInsert(
     tx,
     'tx_designation',
     { cs_key: { type: 'int', value: cs.key } },
-    [
-      { name: 'concept', type: 'int', value: (r: (typeof designations)[number]) => r.concept },
-      { name: 'language', type: 'text', value: (r) => r.language },
-      { name: 'use_system', type: 'text', value: (r) => r.use?.system },
-      { name: 'use_code', type: 'text', value: (r) => r.use?.code },
-      { name: 'use_display', type: 'text', value: (r) => r.use?.display },
-      { name: 'value', type: 'text', value: (r) => r.value },
-    ],
+    DESIGNATION_COLUMNS,
     designations.length,
     (i) => designations[i],
   );
