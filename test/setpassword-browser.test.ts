@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser } from 'playwright-core';
-import { createSetPasswordLink } from '../src/admin/set-password-store.js';
 import { PASSWORD_SET_TEXT } from '../src/admin/set-password-page.js';
 import { createProject, drivers, loginAs, startServer, type TestProject, type TestServer } from './harness.js';
+import { invitedUserWithLink } from './support/invite.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -25,17 +24,7 @@ for (const driver of drivers) {
       await server?.stop();
     });
 
-    async function invitedUserLink(): Promise<{ email: string; url: string }> {
-      const email = `browser-${randomBytes(5).toString('hex')}@example.org`;
-      const res = await server.request('POST', `/admin/projects/${project.projectId}/invite`, {
-        body: { resourceType: 'Practitioner', firstName: 'Brow', lastName: 'Ser', email },
-        contentType: 'application/json',
-        token: project.adminToken,
-      });
-      assert.equal(res.status, 200, res.text);
-      const userId = res.body.user.reference.split('/')[1];
-      return { email, url: await server.app.services.db.transaction((tx) => createSetPasswordLink(tx, userId, server.baseUrl)) };
-    }
+    const invitedUserLink = () => invitedUserWithLink(server, project);
 
     test('fill the form, submit, see the success text, then log in with the new password', async () => {
       const { email, url } = await invitedUserLink();

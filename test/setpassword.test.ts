@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { createSetPasswordLink } from '../src/admin/set-password-store.js';
 import { createProject, drivers, loginAs, ooText, startServer, type TestProject, type TestServer } from './harness.js';
+import { invitedUserWithLink } from './support/invite.js';
 
 /** `GET /setpassword/:id/:secret` and `POST /auth/setpassword` (behavior.md §6). */
 for (const driver of drivers) {
@@ -15,20 +14,7 @@ for (const driver of drivers) {
     });
     after(() => server.stop());
 
-    /** Invites a new user and makes a set-password link for them (as the invite does). */
-    async function newLink(): Promise<{ email: string; id: string; secret: string; url: string }> {
-      const email = `pw-${randomBytes(5).toString('hex')}@example.org`;
-      const res = await server.request('POST', `/admin/projects/${project.projectId}/invite`, {
-        body: { resourceType: 'Practitioner', firstName: 'Set', lastName: 'Password', email },
-        contentType: 'application/json',
-        token: project.adminToken,
-      });
-      assert.equal(res.status, 200, res.text);
-      const userId = res.body.user.reference.split('/')[1];
-      const url = await server.app.services.db.transaction((tx) => createSetPasswordLink(tx, userId, server.baseUrl));
-      const [id, secret] = url.split('/').slice(-2);
-      return { email, id, secret, url };
-    }
+    const newLink = () => invitedUserWithLink(server, project);
     const submit = (body: unknown) => server.request('POST', '/auth/setpassword', { body, contentType: 'application/json', token: null });
 
     test('sets the password once; the user then logs in; a second use → 400 Already used', async () => {

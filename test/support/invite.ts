@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { ApiResponse, TestServer } from '../harness.js';
+import assert from 'node:assert/strict';
+import { createSetPasswordLink } from '../../src/admin/set-password-store.js';
+import type { ApiResponse, TestProject, TestServer } from '../harness.js';
 
 /** POST /admin/projects/<projectId>/invite as `token` (default: the super admin; `null`: none). */
 export function invite(server: TestServer, projectId: string, body: unknown, token?: string | null): Promise<ApiResponse> {
@@ -16,4 +18,21 @@ export function practitionerInvite(
   extra: Record<string, unknown> = {},
 ): { resourceType: string; firstName: string; lastName: string; email: string } & Record<string, unknown> {
   return { resourceType: 'Practitioner', firstName: 'Ada', lastName: 'Lovelace', email: randomEmail(), ...extra };
+}
+
+/**
+ * Invites a new Practitioner into `project` (as its admin) and makes a set-password link for
+ * the new user, as the invite does; returns the address and the link's parts.
+ */
+export async function invitedUserWithLink(
+  server: TestServer,
+  project: TestProject,
+): Promise<{ email: string; id: string; secret: string; url: string }> {
+  const email = randomEmail('pw');
+  const res = await invite(server, project.projectId, { resourceType: 'Practitioner', firstName: 'Set', lastName: 'Password', email }, project.adminToken);
+  assert.equal(res.status, 200, res.text);
+  const userId = res.body.user.reference.split('/')[1];
+  const url = await server.app.services.db.transaction((tx) => createSetPasswordLink(tx, userId, server.baseUrl));
+  const [id, secret] = url.split('/').slice(-2);
+  return { email, id, secret, url };
 }
