@@ -1,27 +1,39 @@
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
-import type { AuthInfo } from './context.js';
-import type { AppRoute } from './http/app-route.js';
+import { SYSTEM_AUTH, type AuthInfo } from './core/auth.js';
+import type { AppRoute } from './core/app-route.js';
+import type { Database } from './core/database.js';
+import type { FeatureEnv } from './core/feature.js';
+import type { OperationRegistry } from './core/operation.js';
+import type { ResourceHook, ResourceRepository, SystemRepository } from './core/repository.js';
 import { buildHttpServer } from './http/server.js';
-import type { Authenticator, Services } from './services.js';
-import type { Database } from './storage/database.js';
+import { createFhirRouter } from './rest/router.js';
 import { openDatabase } from './storage/open-database.js';
 import { Repository, type ResourceRow } from './storage/repository.js';
 import { RowCache } from './storage/row-cache.js';
 import { ResourceHooks } from './storage/resource-hooks.js';
 import { createSearchIndex } from './storage/search/sql-search-index.js';
+import { authHooks } from './auth/resource-hooks.js';
 import { installAuth } from './auth/install.js';
 import { installOperations } from './operations/install.js';
+import { terminologyHooks } from './terminology/hooks.js';
 import { installTerminology } from './terminology/install.js';
 import { installAdmin } from './admin/install.js';
 import { installEmail } from './email/install.js';
 
-/** Features in installation order (operations before the terminology that registers some). */
-const FEATURES = [installAuth, installOperations, installTerminology, installEmail, installAdmin];
-
 export interface App {
-  services: Services;
+  config: Config;
+  log: Logger;
+  db: Database;
+  /** The system's repository (no project; tests and the CLI use it). */
+  system: SystemRepository;
+  /** A repository scoped to a caller. */
+  repository(auth: AuthInfo): ResourceRepository;
+  /** Every registered operation (the role-matrix test walks them). */
+  operations: OperationRegistry;
+  /** Every non-FHIR route, as declared by the features. */
+  routes: readonly AppRoute[];
   http: FastifyInstance;
   /** Starts listening; resolves with the bound address. */
   listen(): Promise<string>;
@@ -30,41 +42,70 @@ export interface App {
 }
 
 /**
- * Wires the application: database → repository → features (terminology, operations, auth,
- * admin) → HTTP. Features plug in through `ResourceHooks`, `Services` and `AppRoute`s.
+ * Wires the application, in an order the types enforce: every write hook exists before the
+ * repository does (so no write can miss one); the operations registry exists before the
+ * features that register operations; the HTTP server needs the bearer authenticator that only
+ * the auth feature returns — there is no moment with a placeholder.
  */
-export async function createApp(config: Config, options: { log?: Logger; db?: Database } = {}): Promise<App> {
+export interface AppOptions {
+  log?: Logger;
+  db?: Database;
+  /** Write hooks beyond the features' own (tests use one that fails on purpose). */
+  extraHooks?: ResourceHook[];
+}
+
+export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
   const log = options.log ?? pino({ level: config.logLevel });
   const db = options.db ?? (await openDatabase(config));
-  const hooks = new ResourceHooks();
+  const closers: Array<() => Promise<void> | void> = [];
+  const closeAll = async () => {
+    for (const fn of closers.reverse()) await fn();
+    closers.length = 0;
+  };
+
+  const hooks = new ResourceHooks([...authHooks(), ...terminologyHooks(), ...(options.extraHooks ?? [])]);
   const searchIndex = createSearchIndex();
   // Only an embedded PGlite is guaranteed to see every write in this process (see row-cache.ts).
   const rowCache = db.driver === 'pglite' ? new RowCache<ResourceRow>() : undefined;
-  const closers: Array<() => Promise<void> | void> = [];
-  const routes: AppRoute[] = [];
+  const repository = (auth: AuthInfo) => new Repository(db, auth, hooks, searchIndex, rowCache);
+  const system = repository(SYSTEM_AUTH);
+  const env: FeatureEnv = { config, log, db, system, onClose: (fn) => closers.push(fn) };
 
-  const services: Services = {
-    config,
-    log,
-    db,
-    hooks,
-    repository: (auth: AuthInfo) => new Repository(db, auth, hooks, searchIndex, rowCache),
-    authenticator: openAuthenticator,
-    onClose: (fn) => closers.push(fn),
-  };
-
+  let http: FastifyInstance;
+  let operations: OperationRegistry;
+  let routes: AppRoute[];
   try {
-    for (const install of FEATURES) await install(services, routes);
-    await services.operations?.published();
+    const auth = await installAuth(env);
+    const registry = installOperations(env);
+    installTerminology(env, registry);
+    await installEmail(env);
+    const adminRoutes = installAdmin(env);
+    await registry.published();
+    operations = registry;
+    routes = [...auth.routes, ...adminRoutes];
+    http = buildHttpServer({
+      config,
+      log,
+      db,
+      authenticator: auth.authenticator,
+      repository,
+      fhir: createFhirRouter(registry),
+      routes,
+    });
   } catch (err) {
-    for (const fn of closers.reverse()) await fn();
+    await closeAll();
     if (!options.db) await db.close();
     throw err;
   }
-  const http = buildHttpServer(services, routes);
   let closed = false;
   return {
-    services,
+    config,
+    log,
+    db,
+    system,
+    repository,
+    operations,
+    routes,
     http,
     async listen() {
       return http.listen({ port: config.port, host: config.host });
@@ -73,15 +114,8 @@ export async function createApp(config: Config, options: { log?: Logger; db?: Da
       if (closed) return;
       closed = true;
       await http.close();
-      for (const fn of closers.reverse()) await fn();
+      await closeAll();
       await db.close();
     },
   };
 }
-
-/** Until `installAuth` replaces it: every caller is the system (no authentication). */
-const openAuthenticator: Authenticator = {
-  async authenticate() {
-    return { superAdmin: true, projectAdmin: true };
-  },
-};

@@ -11,6 +11,7 @@ export interface Config {
   databaseUrl: string | undefined;
   /** Public base URL (no trailing slash) used in links, Location headers and e-mails. */
   publicUrl: string;
+  /** As given; stored normalised (auth/email-address.ts). */
   adminEmail: string;
   adminPassword: string | undefined;
   smtpUrl: string | undefined;
@@ -55,7 +56,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl,
     baseTerminology,
     publicUrl: (env.LATTICE_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
-    adminEmail: (env.LATTICE_ADMIN_EMAIL || 'admin@example.com').trim().toLowerCase(),
+    adminEmail: env.LATTICE_ADMIN_EMAIL?.trim() || 'admin@example.com',
     adminPassword: env.LATTICE_ADMIN_PASSWORD || undefined,
     smtpUrl: env.SMTP_URL || undefined,
     logLevel: env.LOG_LEVEL || 'info',

@@ -34,7 +34,7 @@ async function importCommand(args: string[]): Promise<void> {
   }
   const app = await createApp(loadConfig());
   try {
-    const summary = await importFile(file, app.services, { projectId });
+    const summary = await importFile(file, app, { projectId });
     console.log(
       `imported ${summary.resources} resources (${summary.codeSystems} CodeSystems, ${summary.valueSets} ValueSets, ` +
         `${summary.concepts} concepts; ${summary.skipped} skipped) in ${(summary.ms / 1000).toFixed(1)} s`,
@@ -48,16 +48,16 @@ async function serve(): Promise<void> {
   const config = loadConfig();
   const app = await createApp(config);
   const address = await app.listen();
-  app.services.log.info({ address, driver: app.services.db.driver }, 'Lattice listening');
+  app.log.info({ address, driver: app.db.driver }, 'Lattice listening');
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    app.services.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
     app.close().then(
       () => process.exit(0),
       (err) => {
-        app.services.log.error({ err }, 'shutdown failed');
+        app.log.error({ err }, 'shutdown failed');
         process.exit(1);
       },
     );

@@ -18,7 +18,7 @@ for (const driver of drivers) {
       const header = decodeProtectedHeader(server.adminToken!);
       let signingKey = key;
       if (!signingKey) {
-        const row = (await server.app.services.db.query<{ private_jwk: string }>('SELECT private_jwk FROM auth_signing_key WHERE active')).rows[0];
+        const row = (await server.app.db.query<{ private_jwk: string }>('SELECT private_jwk FROM auth_signing_key WHERE active')).rows[0];
         signingKey = await importJWK(JSON.parse(row.private_jwk) as JWK, 'ES256');
       }
       return new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: header.kid, typ: header.typ }).sign(signingKey);
@@ -77,7 +77,7 @@ for (const driver of drivers) {
       assertUnauthorized(await server.fhir('GET', '/Patient', { token: await forge({ iss: 'https://elsewhere.example' }) }));
       const claims = decodeJwt(server.adminToken!);
       const header = decodeProtectedHeader(server.adminToken!);
-      const row = (await server.app.services.db.query<{ private_jwk: string }>('SELECT private_jwk FROM auth_signing_key WHERE active')).rows[0];
+      const row = (await server.app.db.query<{ private_jwk: string }>('SELECT private_jwk FROM auth_signing_key WHERE active')).rows[0];
       const key = await importJWK(JSON.parse(row.private_jwk) as JWK, 'ES256');
       const idToken = await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: header.kid, typ: 'JWT' }).sign(key);
       assertUnauthorized(await server.fhir('GET', '/Patient', { token: idToken }));

@@ -45,7 +45,7 @@ for (const driver of drivers) {
         try {
           assert.equal((await second.fhir('GET', '/Patient', { token })).status, 200);
           assert.equal((await tokenRequest(second, { grant_type: 'refresh_token', refresh_token: refresh })).status, 200);
-          const db = second.app.services.db;
+          const db = second.app.db;
           assert.equal((await db.query<{ n: number }>('SELECT count(*)::int AS n FROM auth_signing_key')).rows[0].n, 1);
           const supers = await db.query("SELECT id FROM resource WHERE resource_type = 'Project' AND content LIKE '%\"superAdmin\":true%'");
           assert.equal(supers.rows.length, 1);
@@ -67,7 +67,7 @@ if (drivers.includes('pg')) {
       const env = { LATTICE_PUBLIC_URL: 'http://lattice.test' };
       const [a, b] = await Promise.all([startServer('pg', { databaseUrl, env }), startServer('pg', { databaseUrl, env })]);
       try {
-        const db = a.app.services.db;
+        const db = a.app.db;
         assert.equal((await db.query<{ n: number }>('SELECT count(*)::int AS n FROM auth_signing_key')).rows[0].n, 1);
         const count = async (type: string) =>
           (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM resource WHERE resource_type = $1', [type])).rows[0].n;

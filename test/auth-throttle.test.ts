@@ -51,7 +51,7 @@ for (const driver of drivers) {
     test('100 failures from one address (over many accounts) → 429 for every account from it', async () => {
       // Counters of earlier tests on this server count too; fill up to the address limit.
       const failures = (
-        await server.app.services.db.query<{ n: number }>("SELECT count(*)::int AS n FROM auth_login_failure WHERE key LIKE 'ip:%'")
+        await server.app.db.query<{ n: number }>("SELECT count(*)::int AS n FROM auth_login_failure WHERE key LIKE 'ip:%'")
       ).rows[0].n;
       for (let i = failures; i < 100; i++) assert.equal((await login(`spray-${i}@example.com`, 'Winter2024!')).status, 400);
       assertThrottled(await login('admin@example.com', 'admin-password-123'));

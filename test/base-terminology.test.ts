@@ -10,7 +10,7 @@ for (const driver of drivers) {
     test('every base CodeSystem/ValueSet becomes searchable by a project member, once', async () => {
       const server = await startServer(driver, { env: { LATTICE_BASE_TERMINOLOGY: 'background' } });
       try {
-        const db = server.app.services.db;
+        const db = server.app.db;
         const deadline = Date.now() + 300_000;
         while ((await db.query('SELECT 1 FROM tx_base_load')).rows.length === 0) {
           assert.ok(Date.now() < deadline, 'base terminologies were not loaded within 5 minutes');

@@ -92,7 +92,7 @@ const email = (): string => `mail-${randomBytes(5).toString('hex')}@example.org`
 const inviteAs = (server: TestServer, projectId: string, body: unknown, token?: string): Promise<ApiResponse> =>
   server.request('POST', `/admin/projects/${projectId}/invite`, { body, contentType: 'application/json', token });
 const outboxRow = async (server: TestServer, to: string) =>
-  (await server.app.services.db.query<any>('SELECT * FROM email_outbox WHERE recipient = $1', [to])).rows[0];
+  (await server.app.db.query<any>('SELECT * FROM email_outbox WHERE recipient = $1', [to])).rows[0];
 
 for (const driver of drivers) {
   describe(`invite e-mail over SMTP (${driver})`, () => {
@@ -178,11 +178,11 @@ for (const driver of drivers) {
       }
       // Two more senders on the first node's database (on PostgreSQL: separate pool connections).
       const log = pino({ level: 'silent' });
-      const extra = [1, 2].map(() => new OutboxSender(server.app.services.db, createEmailTransport(smtpUrl, log), emailSettings(server.config), log));
+      const extra = [1, 2].map(() => new OutboxSender(server.app.db, createEmailTransport(smtpUrl, log), emailSettings(server.config), log));
       for (const sender of extra) sender.start();
       try {
         const recipients = Array.from({ length: 40 }, () => email());
-        await server.app.services.db.transaction(async (tx) => {
+        await server.app.db.transaction(async (tx) => {
           for (const to of recipients) await enqueueEmail(tx, { to, subject: 'Bulk', text: 'hello' });
         });
         for (const to of recipients) await smtp.waitFor(to);

@@ -5,10 +5,10 @@ import pg from 'pg';
 import pino from 'pino';
 import { createApp, type App } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
-import type { Database } from '../src/storage/database.js';
+import type { Database } from '../src/core/database.js';
+import type { ResourceHook } from '../src/core/repository.js';
 import { migrate } from '../src/storage/migrate.js';
 import { openPgliteDatabase } from '../src/storage/pglite-database.js';
-import { SYSTEM_AUTH } from '../src/context.js';
 import { createMembership, createUser, findUserIdByEmail } from '../src/auth/accounts.js';
 
 /**
@@ -64,6 +64,8 @@ export interface StartOptions {
   databaseUrl?: string;
   /** Extra environment for the configuration (e.g. SMTP_URL). */
   env?: Record<string, string>;
+  /** Extra write hooks (e.g. one that fails on purpose). */
+  hooks?: ResourceHook[];
 }
 
 /** The PostgreSQL server URL for tests (set by scripts/test.mjs). */
@@ -116,7 +118,7 @@ export async function startServer(driver: Driver, options: StartOptions = {}): P
   if (driver === 'pg') env.DATABASE_URL = options.databaseUrl ?? (await createTestDatabase());
   else env.LATTICE_DATA_DIR = options.dataDir ?? 'memory://';
   const config = loadConfig(env);
-  const app = await createApp(config, { log: pino({ level: config.logLevel }), db: await templateDatabase(driver, options) });
+  const app = await createApp(config, { log: pino({ level: config.logLevel }), db: await templateDatabase(driver, options), extraHooks: options.hooks });
   const address = await app.listen();
   const port = new URL(address).port;
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -279,21 +281,21 @@ export async function createMember(
   projectId: string,
   options: { admin?: boolean; email?: string; password?: string; firstName?: string; lastName?: string } = {},
 ): Promise<TestMember> {
-  const services = server.app.services;
+  const services = server.app;
   const email = (options.email ?? `user-${randomBytes(5).toString('hex')}@example.org`).toLowerCase();
   const password = options.password ?? `pw-${randomBytes(9).toString('base64url')}`;
   const firstName = options.firstName ?? 'Test';
   const lastName = options.lastName ?? 'Member';
   const userId =
     (await findUserIdByEmail(services.db, email)) ??
-    (await createUser(services, { email, password, firstName, lastName, ownerProjectId: projectId })).id!;
-  const practitioner = await services.repository(SYSTEM_AUTH).create<Practitioner>({
+    (await createUser(services.system, { email, password, firstName, lastName, ownerProjectId: projectId })).id!;
+  const practitioner = await services.system.create<Practitioner>({
     resourceType: 'Practitioner',
     name: [{ given: [firstName], family: lastName }],
     meta: { project: projectId },
   });
   const profile = `Practitioner/${practitioner.id}`;
-  const membership = await createMembership(services, {
+  const membership = await createMembership(services.system, {
     projectId,
     member: { reference: `User/${userId}` },
     profile: { reference: profile },

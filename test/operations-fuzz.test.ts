@@ -153,7 +153,7 @@ for (const driver of drivers) {
     let server: TestServer;
     before(async () => {
       server = await startServer(driver);
-      const registry = server.app.services.operations as OperationsRegistry;
+      const registry = server.app.operations as OperationsRegistry;
       registry.register({
         definition: {
           resourceType: 'OperationDefinition', id: 'fuzz-target', name: 'FuzzTarget', status: 'active', kind: 'operation', code: 'fuzz',

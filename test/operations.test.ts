@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { OperationDefinition, OperationDefinitionParameter } from '@medplum/fhirtypes';
 import { DEFINITION_IDS, loadDefinition } from '../src/operations/definitions/index.js';
-import type { Operation } from '../src/operations/operation.js';
+import type { Operation } from '../src/core/operation.js';
 import type { OperationsRegistry } from '../src/operations/registry.js';
 import { typed } from '../src/operations/typed-value.js';
 import { createTestDatabase, drivers, ooText, startServer, type Driver, type TestServer } from './harness.js';
@@ -176,7 +176,7 @@ const params = (...parameter: unknown[]) => ({ resourceType: 'Parameters', param
 const received = (body: any) => JSON.parse(body.parameter.find((x: any) => x.name === 'received').valueString);
 
 async function registerAll(server: TestServer): Promise<OperationsRegistry> {
-  const registry = server.app.services.operations as OperationsRegistry;
+  const registry = server.app.operations as OperationsRegistry;
   for (const op of ALL) registry.register(op);
   await registry.published();
   return registry;
@@ -522,7 +522,7 @@ for (const driver of drivers) {
       });
 
       test('the terminology definitions are served and listed in /metadata', async () => {
-        const registry = server.app.services.operations as OperationsRegistry;
+        const registry = server.app.operations as OperationsRegistry;
         const registered = new Set(registry.definitions().map((d) => d.id));
         for (const id of ['CodeSystem-lookup', 'ValueSet-validate-code', 'CodeSystem-subsumes']) assert.ok(registered.has(id), `${id} registered`);
         const metadata = await server.fhir('GET', '/metadata');
@@ -548,7 +548,7 @@ for (const driver of drivers) {
       });
 
       test('/metadata lists every registered operation, at every level and type it answers', async () => {
-        const registry = server.app.services.operations as OperationsRegistry;
+        const registry = server.app.operations as OperationsRegistry;
         const rest = (await server.fhir('GET', '/metadata')).body.rest[0];
         const has = (list: any[] | undefined, d: OperationDefinition) => (list ?? []).some((o) => o.name === d.code && o.definition === d.url);
         for (const d of registry.definitions()) {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import type { Resource } from '@medplum/fhirtypes';
+import type { ResourceHook } from '../src/core/repository.js';
 import { drivers, ooText, startServer, type TestServer } from './harness.js';
 
 // Edge cases of the FHIR REST surface (behavior.md §1, §3): every client mistake is a 4xx
@@ -46,19 +47,35 @@ function assertOutcome(res: { status: number; text: string }, status: number, co
   assert.equal(ooText(body), text);
 }
 
+const EXPLODE = 'explode';
+const UNDELETABLE = 'undeletable';
+const has = (r: Resource | undefined, value: string) =>
+  (r as { identifier?: Array<{ value?: string }> } | undefined)?.identifier?.some((i) => i.value === value) ?? false;
+const explodingHook: ResourceHook = {
+  types: ['Basic'],
+  async afterWrite(_tx, resource) {
+    if (has(resource, EXPLODE)) throw new Error('hook exploded on purpose');
+  },
+  async afterDelete(_tx, previous) {
+    if (has(previous, UNDELETABLE)) throw new Error('hook exploded on purpose');
+  },
+};
+
 for (const driver of drivers) {
   describe(`FHIR REST edge cases (${driver})`, () => {
     let server: TestServer;
     let existing: Resource;
     before(async () => {
-      server = await startServer(driver);
+      // A test-only hook on Basic that fails inside the write transaction, after the current
+      // row, the history row and the search index have been written (see 'a failing write').
+      server = await startServer(driver, { hooks: [explodingHook] });
       existing = (await server.fhir('POST', '/Patient', { body: patient('Edge') })).body;
     });
     after(() => server.stop());
 
     /** Rows of one resource (or of every resource of the type) in the current, history and index tables. */
     async function storedRows(type: string, id?: string): Promise<{ current: number; history: number; index: number }> {
-      const db = server.app.services.db;
+      const db = server.app.db;
       const where = id === undefined ? 'resource_type = $1 AND $2::text IS NULL' : 'resource_type = $1 AND id = $2';
       const count = async (table: string) =>
         (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, [type, id ?? null])).rows[0].n;
@@ -336,28 +353,11 @@ for (const driver of drivers) {
     });
 
     describe('a failing write leaves nothing behind', () => {
-      const EXPLODE = 'explode';
-      const UNDELETABLE = 'undeletable';
-      const has = (r: Resource | undefined, value: string) => (r as { identifier?: Array<{ value?: string }> } | undefined)?.identifier?.some((i) => i.value === value) ?? false;
       const basic = (value: string, extra: Record<string, unknown> = {}) => ({
         resourceType: 'Basic',
         code: { text: 'edge' },
         identifier: [{ system: 'http://example.org/edge', value }],
         ...extra,
-      });
-
-      before(() => {
-        // A test-only hook on Basic that fails inside the write transaction, after the current
-        // row, the history row and the search index have been written.
-        server.app.services.hooks.add({
-          types: ['Basic'],
-          async afterWrite(_tx, resource) {
-            if (has(resource, EXPLODE)) throw new Error('hook exploded on purpose');
-          },
-          async afterDelete(_tx, previous) {
-            if (has(previous, UNDELETABLE)) throw new Error('hook exploded on purpose');
-          },
-        });
       });
 
       function assertInternalError(res: { status: number; text: string }): void {

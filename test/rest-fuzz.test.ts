@@ -225,7 +225,7 @@ async function pool(limit: number, total: number, fn: (i: number) => Promise<voi
  * gaps, and the search index only holds current, non-deleted resources.
  */
 async function storageViolations(server: TestServer): Promise<string[]> {
-  const db = server.app.services.db;
+  const db = server.app.db;
   const count = async (sql: string): Promise<number> => (await db.query<{ n: number }>(sql)).rows[0].n;
   const checks: Record<string, string> = {
     'placeholder rows left': 'SELECT count(*)::int AS n FROM resource WHERE version_id = 0',

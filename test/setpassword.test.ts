@@ -39,12 +39,12 @@ for (const driver of drivers) {
 
     test('expired after 7 days → 400 Expired', async () => {
       const link = await newLink();
-      const stored = await server.app.services.db.query<{ days: number }>(
+      const stored = await server.app.db.query<{ days: number }>(
         "SELECT extract(epoch FROM expires_at - created_at) / 86400 AS days FROM password_set_request WHERE id = $1",
         [link.id],
       );
       assert.equal(Math.round(Number(stored.rows[0].days)), 7);
-      await server.app.services.db.query("UPDATE password_set_request SET expires_at = now() - interval '1 second' WHERE id = $1", [link.id]);
+      await server.app.db.query("UPDATE password_set_request SET expires_at = now() - interval '1 second' WHERE id = $1", [link.id]);
       const res = await submit({ id: link.id, secret: link.secret, password: 'my new password' });
       assert.equal(res.status, 400);
       assert.equal(ooText(res.body), 'Expired');
@@ -81,7 +81,7 @@ for (const driver of drivers) {
 
     test('only a hash of the secret is stored', async () => {
       const link = await newLink();
-      const rows = await server.app.services.db.query<Record<string, unknown>>('SELECT * FROM password_set_request WHERE id = $1', [link.id]);
+      const rows = await server.app.db.query<Record<string, unknown>>('SELECT * FROM password_set_request WHERE id = $1', [link.id]);
       assert.equal(rows.rows.length, 1);
       assert.ok(!JSON.stringify(rows.rows[0]).includes(link.secret));
     });

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CodeSystem } from '@medplum/fhirtypes';
-import { SYSTEM_AUTH } from '../src/context.js';
 import {
   createClient,
   createMember,
@@ -58,7 +57,7 @@ for (const driver of drivers) {
 
     /** Everything stored in project B, as the super admin sees it (current rows and history). */
     async function snapshotOfB(): Promise<string> {
-      const db = server.app.services.db;
+      const db = server.app.db;
       const current = await db.query('SELECT resource_type, id, version_id, deleted, content FROM resource WHERE project_id = $1 ORDER BY 1, 2', [b.projectId]);
       const history = await db.query('SELECT resource_type, id, version_id FROM resource_history WHERE project_id = $1 ORDER BY 1, 2, 3', [b.projectId]);
       return JSON.stringify([current.rows, history.rows]);
@@ -201,8 +200,7 @@ for (const driver of drivers) {
     });
 
     test('shared content: readable by a member, not writable (403)', async () => {
-      const shared = await server.app.services
-        .repository(SYSTEM_AUTH)
+      const shared = await server.app.system
         .create<CodeSystem>({ resourceType: 'CodeSystem', url: 'http://example.org/shared-cs', status: 'active', content: 'complete', concept: [{ code: 'x' }] });
       assert.equal(shared.meta?.project, undefined);
       const read = await server.fhir('GET', `/CodeSystem/${shared.id}`, { token: aMember.token });

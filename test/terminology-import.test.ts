@@ -104,7 +104,7 @@ for (const driver of drivers) {
       writeFileSync(join(dir, 'cs.json'), JSON.stringify(cs, null, 2));
       writeFileSync(join(dir, 'bundle.json'), JSON.stringify({ resourceType: 'Bundle', type: 'collection', entry: [{ resource: vs }, { resource: { resourceType: 'Patient' } }] }));
       writeFileSync(join(dir, 'more.ndjson'), [{ ...cs, url: 'http://example.org/nd-cs' }, { ...vs, url: 'http://example.org/nd-vs' }].map((r) => JSON.stringify(r)).join('\n') + '\n');
-      const services = server.app.services;
+      const services = server.app;
       const one = await importFile(join(dir, 'cs.json'), services, { out: quiet });
       assert.deepEqual({ ...one, ms: 0 }, { resources: 1, codeSystems: 1, valueSets: 0, concepts: 1, skipped: 0, ms: 0 });
       const bundle = await importFile(join(dir, 'bundle.json'), services, { out: quiet });
@@ -125,7 +125,7 @@ for (const driver of drivers) {
       writeFileSync(join(dir, 'big.json'), JSON.stringify({ resourceType: 'CodeSystem', id: 'big-file', url: 'http://example.org/big-file', status: 'active', content: 'complete', concept }));
       let progress = '';
       const out = new Writable({ write: (c, _e, cb) => ((progress += String(c)), cb()) });
-      const summary = await importFile(join(dir, 'big.json'), server.app.services, { out });
+      const summary = await importFile(join(dir, 'big.json'), server.app, { out });
       assert.equal(summary.concepts, size);
       assert.match(progress, /100% .* index rows/);
       const stored = await server.fhir('GET', '/CodeSystem/big-file');

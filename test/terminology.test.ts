@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CodeSystem, Resource } from '@medplum/fhirtypes';
-import { SYSTEM_AUTH } from '../src/context.js';
 import { createProject, drivers, ooText, startServer, type ApiResponse, type TestProject, type TestServer } from './harness.js';
 
 /**
@@ -281,7 +280,7 @@ for (const driver of drivers) {
     test('tenancy: a project sees its own code systems first, then shared ones, never another project’s', async () => {
       const url = 'http://example.org/fhir/CodeSystem/tenant';
       const shared = { resourceType: 'CodeSystem', id: 'tenant-shared', url, version: '1', status: 'active', content: 'complete', concept: [{ code: 'x', display: 'Shared' }] } as CodeSystem;
-      await server.app.services.repository(SYSTEM_AUTH).update(shared);
+      await server.app.system.update(shared);
       await put({ ...shared, id: 'tenant-a', concept: [{ code: 'x', display: 'Mine' }, { code: 'only-a', display: 'A only' }] } as CodeSystem, projectA.adminToken);
       const display = async (token: string, code = 'x') => {
         const res = await lookup(`system=${url}&code=${code}`, token);

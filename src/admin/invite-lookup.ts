@@ -1,9 +1,10 @@
 import type { ProjectMembership, Resource, User } from '@medplum/fhirtypes';
-import type { Queryable } from '../storage/database.js';
+import type { Queryable } from '../core/database.js';
+import { ownedBy, resourceTable } from '../storage/scope.js';
 
 /**
- * Reads the invite needs inside its transaction. They go through the claim tables (complete
- * and indexed, see claims.ts) and raw `resource` rows rather than the Repository because the
+ * Reads the invite needs inside its transaction. They go through the membership mirror
+ * (complete and indexed, see auth/memberships.ts) and raw `resource` rows rather than the Repository because the
  * Repository cannot read inside a caller's transaction, and a read on the Database while a
  * PGlite transaction is open would wait for that transaction (one connection).
  */
@@ -26,9 +27,10 @@ export async function readInProject<T extends Resource>(
   id: string,
   projectId: string,
 ): Promise<T | undefined> {
+  const inProject = ownedBy(resourceTable('r'), projectId, 3);
   const res = await tx.query<{ content: string }>(
-    `SELECT r.content FROM resource r WHERE r.resource_type = $1 AND r.id = $2 AND r.project_id = $3 AND ${LIVE}`,
-    [resourceType, id, projectId],
+    `SELECT r.content FROM resource r WHERE r.resource_type = $1 AND r.id = $2 AND ${inProject.sql} AND ${LIVE}`,
+    [resourceType, id, ...inProject.params],
   );
   return parse<T>(res.rows[0]);
 }
@@ -49,7 +51,8 @@ export async function findUserByEmail(tx: Queryable, scope: string, email: strin
 
 /** The membership of a user (`User/<id>`) in a project. */
 export async function findMembershipOfUser(tx: Queryable, projectId: string, userRef: string): Promise<ProjectMembership | undefined> {
-  return membershipWhere(tx, 'c.project_id = $1 AND c.user_ref = $2', [projectId, userRef]);
+  const [memberType, memberId] = userRef.split('/');
+  return membershipWhere(tx, 'c.project_id = $1 AND c.member_type = $2 AND c.member_id = $3', [projectId, memberType, memberId ?? '']);
 }
 
 /** The membership in a project of any user with this e-mail (either scope). */
@@ -68,8 +71,8 @@ export async function findMembershipByExternalId(
 
 async function membershipWhere(tx: Queryable, where: string, params: unknown[]): Promise<ProjectMembership | undefined> {
   const res = await tx.query<{ content: string }>(
-    `SELECT r.content FROM membership_claim c
-     JOIN resource r ON r.resource_type = 'ProjectMembership' AND r.id = c.membership_id
+    `SELECT r.content FROM auth_membership c
+     JOIN resource r ON r.resource_type = 'ProjectMembership' AND r.id = c.id
      WHERE ${where} AND ${LIVE}`,
     params,
   );
@@ -87,14 +90,15 @@ export async function findProfileByEmail(
   resourceType: string,
   email: string,
 ): Promise<Resource | undefined> {
+  const inProject = ownedBy(resourceTable('r'), projectId, 2);
   const res = await tx.query<{ content: string }>(
     `SELECT r.content FROM resource r
-     WHERE r.resource_type = $1 AND r.project_id = $2 AND ${LIVE}
+     WHERE r.resource_type = $1 AND ${inProject.sql} AND ${LIVE}
        AND EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(r.content::jsonb->'telecom') = 'array'
                                                         THEN r.content::jsonb->'telecom' ELSE '[]'::jsonb END) t
                    WHERE t->>'system' = 'email' AND lower(trim(t->>'value')) = $3)
      ORDER BY r.last_updated, r.id LIMIT 1`,
-    [resourceType, projectId, email],
+    [resourceType, ...inProject.params, email],
   );
   return parse<Resource>(res.rows[0]);
 }

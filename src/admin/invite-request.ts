@@ -2,7 +2,7 @@ import type { OperationOutcomeIssue, ProjectMembership, Reference } from '@medpl
 import { MIN_PASSWORD_LENGTH } from '../auth/password.js';
 import { FhirError, issue } from '../fhir/outcome.js';
 import { validateResource } from '../fhir/validation/validate-resource.js';
-import { normalizeEmail } from './claims.js';
+import { normalizeEmail } from '../auth/email-address.js';
 
 /** Resource types a user's profile may have (seed §4.2). */
 export const PROFILE_TYPES = ['Patient', 'Practitioner', 'RelatedPerson'] as const;

@@ -1,12 +1,16 @@
 import type { Project, ProjectMembership, Reference, Resource, User } from '@medplum/fhirtypes';
-import { splitReference } from '../auth/accounts.js';
+import { referenceId, splitReference } from '../auth/accounts.js';
+import { requireProjectAdmin } from '../auth/access.js';
 import { hashPassword } from '../auth/password.js';
-import { SYSTEM_AUTH, type AuthInfo, type RequestContext } from '../context.js';
+import type { AuthInfo } from '../core/auth.js';
+import type { RequestContext } from '../core/context.js';
+import type { Database } from '../core/database.js';
+import type { ResourceRepository } from '../core/repository.js';
 import { enqueueEmail } from '../email/outbox.js';
 import { inviteEmail } from '../email/templates.js';
-import { FhirError, badRequest, conflict, forbidden, notFound } from '../fhir/outcome.js';
-import type { Queryable } from '../storage/database.js';
-import { ALREADY_MEMBER, ClaimConflict, EXTERNAL_ID_EXISTS, referenceId } from './claims.js';
+import { FhirError, badRequest, conflict, notFound } from '../fhir/outcome.js';
+import type { Queryable } from '../core/database.js';
+import { ALREADY_MEMBER, EXTERNAL_ID_EXISTS, MembershipConflict } from '../auth/memberships.js';
 import {
   findMembershipByEmail,
   findMembershipByExternalId,
@@ -26,35 +30,41 @@ export const DIFFERENT_PROFILE = 'User is already a member of this project with 
 /** Attempts of the invite transaction when a uniqueness claim was lost to a concurrent invite. */
 const MAX_ATTEMPTS = 5;
 
+/** What the invite needs beside the request: it acts for the server once the caller is checked. */
+export interface InviteDeps {
+  db: Database;
+  system: ResourceRepository;
+  writer: TxWriter;
+}
+
 /**
- * `POST /admin/projects/<projectId>/invite` (seed §4.2, behavior.md §6). Checks in order:
+ * `POST /admin/projects/<projectId>/invite` (docs/invite.md). Checks in order:
  * 403 (not a super admin nor an admin of that project) → 404 (unknown project) → 400 (body).
- * Everything is written in one transaction. A concurrent identical invite loses a uniqueness
- * claim (claims.ts); the transaction is then retried once the winner committed, and the retry
- * sees the winner's rows and answers the contract's 409.
+ * Everything is written in one transaction. A concurrent identical invite loses a membership
+ * uniqueness index (auth/memberships.ts); the transaction is then retried once the winner
+ * committed, and the retry sees the winner's rows and answers the documented 409.
  */
-export async function inviteUser(ctx: RequestContext, writer: TxWriter, projectId: string, body: unknown): Promise<ProjectMembership> {
+export async function inviteUser(deps: InviteDeps, ctx: RequestContext, projectId: string, body: unknown): Promise<ProjectMembership> {
+  const { writer } = deps;
   assertMayInvite(ctx.auth, projectId);
-  const project = await ctx.services.repository(SYSTEM_AUTH).tryRead<Project>('Project', projectId);
+  const project = await deps.system.tryRead<Project>('Project', projectId);
   if (!project) throw notFound();
   const req = parseInviteRequest(body);
   const passwordHash = req.password ? await hashPassword(req.password) : undefined; // scrypt: not inside the transaction
   for (let attempt = 1; ; attempt++) {
     try {
-      return await ctx.services.db.transaction((tx) =>
+      return await deps.db.transaction((tx) =>
         new InviteRun(tx, writer, project, req, ctx.publicUrl).run(passwordHash),
       );
     } catch (err) {
-      if (!(err instanceof ClaimConflict) || attempt >= MAX_ATTEMPTS) throw err;
+      if (!(err instanceof MembershipConflict) || attempt >= MAX_ATTEMPTS) throw err;
       ctx.log.debug({ projectId, attempt, conflict: err.message }, 'invite lost a uniqueness race; retrying');
     }
   }
 }
 
 function assertMayInvite(auth: AuthInfo, projectId: string): void {
-  if (auth.superAdmin) return;
-  if (auth.projectAdmin && auth.projectId === projectId) return;
-  throw forbidden();
+  requireProjectAdmin(auth, projectId);
 }
 
 /** One attempt of an invite inside its transaction (seed steps 1–6). */
@@ -112,15 +122,15 @@ class InviteRun {
    * A write that may collide with a concurrent invite: a lost membership claim, the auth
    * feature's unique (email, scope) index on `auth_user` (PostgreSQL error 23505 after
    * waiting for the other transaction), or its 'Email already registered' check. Each means
-   * another transaction won; ClaimConflict makes `inviteUser` retry and answer from its rows.
+   * another transaction won; MembershipConflict makes `inviteUser` retry and answer from its rows.
    */
   private async write<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (err) {
-      if (err instanceof ClaimConflict) throw err;
-      if (err instanceof FhirError && err.status === 409) throw new ClaimConflict(err.message);
-      if ((err as { code?: string }).code === '23505') throw new ClaimConflict(ALREADY_MEMBER);
+      if (err instanceof MembershipConflict) throw err;
+      if (err instanceof FhirError && err.status === 409) throw new MembershipConflict(err.message);
+      if ((err as { code?: string }).code === '23505') throw new MembershipConflict(ALREADY_MEMBER);
       throw err;
     }
   }

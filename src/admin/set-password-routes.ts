@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { AppRequest, AppResult, AppRoute } from '../http/app-route.js';
+import type { AppRequest, AppResult, AppRoute } from '../core/app-route.js';
 import { FhirError, informational } from '../fhir/outcome.js';
-import type { Services } from '../services.js';
+import type { Database } from '../core/database.js';
 import { PASSWORD_SET_TEXT, messagePage, setPasswordPage, type Page } from './set-password-page.js';
 import { checkSetPasswordLink, setPasswordWithLink } from './set-password-store.js';
 import type { TxWriter } from './tx-writer.js';
@@ -12,7 +12,7 @@ const HTML = 'text/html; charset=utf-8';
  * `GET /setpassword/:id/:secret` (the page the e-mail links to) and
  * `POST /auth/setpassword {id, secret, password}` (JSON; or the page's plain form post).
  */
-export function setPasswordRoutes(services: Services, writer: TxWriter): AppRoute[] {
+export function setPasswordRoutes(db: Database, writer: TxWriter): AppRoute[] {
   return [
     {
       method: 'GET',
@@ -20,7 +20,7 @@ export function setPasswordRoutes(services: Services, writer: TxWriter): AppRout
       auth: false,
       async handler(req) {
         const { id, secret } = req.params;
-        const link = await checkSetPasswordLink(services.db, id, secret);
+        const link = await checkSetPasswordLink(db, id, secret);
         switch (link.state) {
           case 'valid':
             return html(setPasswordPage(id, secret, randomBytes(16).toString('base64')));
@@ -41,10 +41,10 @@ export function setPasswordRoutes(services: Services, writer: TxWriter): AppRout
       async handler(req) {
         const input = (req.body ?? {}) as { id?: unknown; secret?: unknown; password?: unknown; confirm?: unknown };
         if (!isFormPost(req)) {
-          await setPasswordWithLink(services.db, writer, input);
+          await setPasswordWithLink(db, writer, input);
           return { status: 200, body: informational('Password set'), contentType: 'application/fhir+json; charset=utf-8' };
         }
-        return html(await formPost(services, writer, input));
+        return html(await formPost(db, writer, input));
       },
     },
   ];
@@ -52,7 +52,7 @@ export function setPasswordRoutes(services: Services, writer: TxWriter): AppRout
 
 /** The no-JavaScript path: same checks, answered as a page instead of an OperationOutcome. */
 async function formPost(
-  services: Services,
+  db: Database,
   writer: TxWriter,
   input: { id?: unknown; secret?: unknown; password?: unknown; confirm?: unknown },
 ): Promise<Page> {
@@ -60,7 +60,7 @@ async function formPost(
     return messagePage(400, 'Password not set', 'Passwords do not match. Go back and try again.');
   }
   try {
-    await setPasswordWithLink(services.db, writer, input);
+    await setPasswordWithLink(db, writer, input);
     return messagePage(200, 'Password set', PASSWORD_SET_TEXT);
   } catch (err) {
     // Presentation only: the contract's error text, shown as a page for a browser form post.

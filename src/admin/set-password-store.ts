@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { User } from '@medplum/fhirtypes';
 import { MIN_PASSWORD_LENGTH, hashPassword } from '../auth/password.js';
 import { badRequest, notFound } from '../fhir/outcome.js';
-import type { Database, Queryable } from '../storage/database.js';
+import type { Database, Queryable } from '../core/database.js';
 import type { TxWriter } from './tx-writer.js';
 
 /** How long a set-password link stays valid (behavior.md §6). */

@@ -1,6 +1,6 @@
 import type { Resource } from '@medplum/fhirtypes';
-import type { Queryable } from '../storage/database.js';
-import type { Repository } from '../storage/repository.js';
+import type { Queryable } from '../core/database.js';
+import type { SystemRepository } from '../core/repository.js';
 
 /**
  * Writes of one invite (or password change) inside the caller's transaction, through the
@@ -10,8 +10,8 @@ import type { Repository } from '../storage/repository.js';
  * (e.g. `User.passwordHash`).
  */
 export class TxWriter {
-  /** `repo` should be a system repository (`withAuth(SYSTEM_AUTH)`): it honours `meta.project`. */
-  constructor(private readonly repo: Repository) {}
+  /** The system repository: it honours `meta.project`. */
+  constructor(private readonly repo: SystemRepository) {}
 
   /** Creates a resource (new id unless one is given) inside `tx`. */
   create<T extends Resource>(tx: Queryable, resource: T): Promise<T> {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { SignJWT, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
-import type { AuthInfo } from '../context.js';
+import type { AuthInfo } from '../core/auth.js';
 import { SIGNING_ALG, type KeyStore } from './keys.js';
 
 /** JWT header `typ` of access tokens (RFC 9068), so no other JWT is accepted as one. */

@@ -1,4 +1,4 @@
-import type { AuthInfo } from '../context.js';
+import type { AuthInfo } from '../core/auth.js';
 import { forbidden } from '../fhir/outcome.js';
 
 /**

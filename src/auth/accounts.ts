@@ -1,8 +1,8 @@
 import type { ProjectMembership, Reference, User } from '@medplum/fhirtypes';
-import { SYSTEM_AUTH } from '../context.js';
+import type { Queryable } from '../core/database.js';
+import type { ResourceRepository } from '../core/repository.js';
 import { badRequest } from '../fhir/outcome.js';
-import type { Services } from '../services.js';
-import type { Queryable } from '../storage/database.js';
+import { normalizeEmail } from './email-address.js';
 import { MIN_PASSWORD_LENGTH, hashPassword } from './password.js';
 
 /**
@@ -25,11 +25,6 @@ export interface MembershipRow {
   admin: boolean;
 }
 
-/** Normalizes an e-mail for lookups (users are found case-insensitively). */
-export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
-
 /**
  * Finds the user who logs in with `email`: the project-scoped user of `projectId` if any,
  * else the server-scoped user; without `projectId`, a project-scoped user only when exactly
@@ -38,7 +33,7 @@ export function normalizeEmail(email: string): string {
 export async function findUserIdByEmail(db: Queryable, email: string, projectId?: string): Promise<string | undefined> {
   const rows = (
     await db.query<{ user_id: string; scope: string }>('SELECT user_id, scope FROM auth_user WHERE email = $1', [
-      normalizeEmail(email),
+      normalizeEmail(email) ?? '',
     ])
   ).rows;
   if (projectId) {
@@ -99,8 +94,8 @@ export interface NewUser {
   id?: string;
 }
 
-/** Creates a User resource as the system; 409 when the e-mail is already taken in its scope. */
-export async function createUser(services: Services, input: NewUser): Promise<User> {
+/** Creates a User resource (`system`: the system repository); 409 when the e-mail is already taken in its scope. */
+export async function createUser(system: ResourceRepository, input: NewUser): Promise<User> {
   const user: User = {
     resourceType: 'User',
     email: normalizeEmail(input.email),
@@ -113,13 +108,13 @@ export async function createUser(services: Services, input: NewUser): Promise<Us
     checkPasswordStrength(input.password);
     user.passwordHash = await hashPassword(input.password);
   }
-  return services.repository(SYSTEM_AUTH).create(user, input.id ? { id: input.id } : {});
+  return system.create(user, input.id ? { id: input.id } : {});
 }
 
 /** Sets (replaces) a user's password. */
-export async function setPassword(services: Services, userId: string, password: string): Promise<void> {
+export async function setPassword(system: ResourceRepository, userId: string, password: string): Promise<void> {
   checkPasswordStrength(password);
-  const repo = services.repository(SYSTEM_AUTH);
+  const repo = system;
   const user = await repo.read<User>('User', userId);
   await repo.update({ ...user, passwordHash: await hashPassword(password) } as User);
 }
@@ -136,7 +131,7 @@ export interface NewMembership {
 }
 
 /** Creates a ProjectMembership (stored in its project) as the system. */
-export async function createMembership(services: Services, input: NewMembership): Promise<ProjectMembership> {
+export async function createMembership(system: ResourceRepository, input: NewMembership): Promise<ProjectMembership> {
   const membership: ProjectMembership = {
     resourceType: 'ProjectMembership',
     project: { reference: `Project/${input.projectId}` },
@@ -145,11 +140,17 @@ export async function createMembership(services: Services, input: NewMembership)
     admin: input.admin === true,
     meta: { project: input.projectId },
   };
-  return services.repository(SYSTEM_AUTH).create(membership, input.id ? { id: input.id } : {});
+  return system.create(membership, input.id ? { id: input.id } : {});
 }
 
 /** `Type/id` → `[Type, id]`, or undefined when the reference is not of that form. */
 export function splitReference(reference: string | undefined): [string, string] | undefined {
   const m = /^([A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/.exec(reference ?? '');
   return m ? [m[1], m[2]] : undefined;
+}
+
+/** The id of a `Type/<id>` reference, or undefined (also when it is of another type). */
+export function referenceId(reference: string | undefined, type: string): string | undefined {
+  const parts = splitReference(reference);
+  return parts && parts[0] === type ? parts[1] : undefined;
 }

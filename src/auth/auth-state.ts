@@ -1,11 +1,11 @@
-import type { Services } from '../services.js';
+import type { FeatureEnv } from '../core/feature.js';
 import type { AccessTokens } from './access-token.js';
 import type { KeyStore } from './keys.js';
 import type { LoginThrottle } from './login-throttle.js';
 
-/** What the auth routes share: the services plus the feature's key store, tokens and throttle. */
+/** What the auth routes share: the feature environment plus the feature's key store, tokens and throttle. */
 export interface AuthState {
-  services: Services;
+  env: FeatureEnv;
   keys: KeyStore;
   tokens: AccessTokens;
   throttle: LoginThrottle;

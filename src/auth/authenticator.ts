@@ -1,10 +1,9 @@
-import type { AuthInfo } from '../context.js';
+import type { AuthInfo, Authenticator } from '../core/auth.js';
 import { unauthorized } from '../fhir/outcome.js';
-import type { Authenticator } from '../services.js';
 import type { AccessTokens } from './access-token.js';
 
 /**
- * The bearer-token authenticator installed as `services.authenticator`: `Authorization:
+ * The bearer-token authenticator the HTTP server is built with: `Authorization:
  * Bearer <JWT>` → AuthInfo, else 401 `Unauthorized` with `WWW-Authenticate: Bearer`.
  */
 export function bearerAuthenticator(tokens: AccessTokens): Authenticator {

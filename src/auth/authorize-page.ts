@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ClientApplication } from '@medplum/fhirtypes';
-import { SYSTEM_AUTH } from '../context.js';
 import { badRequest } from '../fhir/outcome.js';
-import type { AppRoute } from '../http/app-route.js';
+import type { AppRoute } from '../core/app-route.js';
 import type { AuthState } from './auth-state.js';
 import { PKCE_METHODS } from './pkce.js';
 
@@ -25,7 +24,7 @@ export function authorizeRoute(state: AuthState): AppRoute {
       if (q.response_type !== 'code') throw badRequest('Unsupported response_type (only code)', 'response_type');
       const client =
         typeof q.client_id === 'string' && /^[A-Za-z0-9\-.]{1,64}$/.test(q.client_id)
-          ? await state.services.repository(SYSTEM_AUTH).tryRead<ClientApplication>('ClientApplication', q.client_id)
+          ? await state.env.system.tryRead<ClientApplication>('ClientApplication', q.client_id)
           : undefined;
       if (!client) throw badRequest('Unknown client_id', 'client_id');
       const registered = [client.redirectUri, ...(client.redirectUris ?? [])].filter(Boolean);

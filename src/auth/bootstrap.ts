@@ -1,8 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Practitioner, Project, Resource } from '@medplum/fhirtypes';
-import { SYSTEM_AUTH } from '../context.js';
-import type { Services } from '../services.js';
-import type { Repository } from '../storage/repository.js';
+import type { FeatureEnv } from '../core/feature.js';
+import type { ResourceRepository } from '../core/repository.js';
 import { createMembership, createUser } from './accounts.js';
 
 /**
@@ -22,9 +21,9 @@ const ADMIN_MEMBERSHIP_ID = stableId('membership');
  * super-admin project already exists. A generated password is printed once to the console —
  * by the process whose User insert won, so the printed password is the stored one.
  */
-export async function bootstrapSuperAdmin(services: Services): Promise<void> {
-  const repo = services.repository(SYSTEM_AUTH);
-  const existing = await services.db.query(
+export async function bootstrapSuperAdmin(env: FeatureEnv): Promise<void> {
+  const repo = env.system;
+  const existing = await env.db.query(
     `SELECT 1 FROM resource WHERE resource_type = 'Project' AND NOT deleted AND version_id > 0
        AND (id = $1 OR (content::jsonb ->> 'superAdmin') = 'true') LIMIT 1`,
     [SUPER_PROJECT_ID],
@@ -35,20 +34,20 @@ export async function bootstrapSuperAdmin(services: Services): Promise<void> {
   const project: Project = { resourceType: 'Project', name: 'Super Admin', superAdmin: true, owner: { reference: `User/${ADMIN_USER_ID}` } };
   await createIfAbsent(repo, 'Project', SUPER_PROJECT_ID, () => repo.create(project, { id: SUPER_PROJECT_ID }));
 
-  const generated = services.config.adminPassword ? undefined : randomBytes(12).toString('base64url');
+  const generated = env.config.adminPassword ? undefined : randomBytes(12).toString('base64url');
   const userCreated = await createIfAbsent(repo, 'User', ADMIN_USER_ID, () =>
-    createUser(services, {
+    createUser(env.system, {
       id: ADMIN_USER_ID,
-      email: services.config.adminEmail,
+      email: env.config.adminEmail,
       firstName: 'Super',
       lastName: 'Admin',
-      password: services.config.adminPassword ?? generated,
+      password: env.config.adminPassword ?? generated,
       ownerProjectId: SUPER_PROJECT_ID,
     }),
   );
   if (userCreated && generated) {
     // The contract: printed once to the console (not the JSON log), so an operator can log in.
-    console.log(`Lattice super admin created: ${services.config.adminEmail} / password: ${generated}`);
+    console.log(`Lattice super admin created: ${env.config.adminEmail} / password: ${generated}`);
   }
 
   const profile: Practitioner = {
@@ -58,7 +57,7 @@ export async function bootstrapSuperAdmin(services: Services): Promise<void> {
   };
   await createIfAbsent(repo, 'Practitioner', ADMIN_PROFILE_ID, () => repo.create(profile, { id: ADMIN_PROFILE_ID }));
   await createIfAbsent(repo, 'ProjectMembership', ADMIN_MEMBERSHIP_ID, () =>
-    createMembership(services, {
+    createMembership(env.system, {
       id: ADMIN_MEMBERSHIP_ID,
       projectId: SUPER_PROJECT_ID,
       member: { reference: `User/${ADMIN_USER_ID}` },
@@ -66,11 +65,11 @@ export async function bootstrapSuperAdmin(services: Services): Promise<void> {
       admin: true,
     }),
   );
-  services.log.info({ projectId: SUPER_PROJECT_ID, email: services.config.adminEmail }, 'super admin ready');
+  env.log.info({ projectId: SUPER_PROJECT_ID, email: env.config.adminEmail }, 'super admin ready');
 }
 
 /** Runs `create` unless the resource exists; true when this call created it. */
-async function createIfAbsent(repo: Repository, type: string, id: string, create: () => Promise<Resource>): Promise<boolean> {
+async function createIfAbsent(repo: ResourceRepository, type: string, id: string, create: () => Promise<Resource>): Promise<boolean> {
   if (await repo.tryRead(type, id)) return false;
   try {
     await create();

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ClientApplication } from '@medplum/fhirtypes';
-import { SYSTEM_AUTH } from '../context.js';
 import { badRequest, notFound } from '../fhir/outcome.js';
-import type { AppRoute } from '../http/app-route.js';
-import type { Services } from '../services.js';
+import type { AppRoute } from '../core/app-route.js';
+import type { FeatureEnv } from '../core/feature.js';
 import { requireProjectAdmin } from './access.js';
 import { createMembership } from './accounts.js';
 import { hashSecret, randomSecret } from './secrets.js';
@@ -12,7 +11,7 @@ import { hashSecret, randomSecret } from './secrets.js';
  * `POST /admin/projects/<projectId>/client {name}` → 201 ClientApplication with `id` and
  * `secret` (shown only here), plus the ProjectMembership that lets it act in the project.
  */
-export function clientRoute(services: Services): AppRoute {
+export function clientRoute(env: FeatureEnv): AppRoute {
   return {
     method: 'POST',
     url: '/admin/projects/:projectId/client',
@@ -23,19 +22,19 @@ export function clientRoute(services: Services): AppRoute {
       const body = req.body as { name?: unknown } | undefined;
       const name = body && typeof body === 'object' ? body.name : undefined;
       if (typeof name !== 'string' || name.trim() === '') throw badRequest('Missing name', 'name');
-      const system = services.repository(SYSTEM_AUTH);
+      const system = env.system;
       if (!(await system.tryRead('Project', projectId))) throw notFound();
 
       const id = randomUUID();
       const secret = randomSecret();
       // The hash goes in first: if the resource write fails, an orphan hash grants nothing
       // (client_credentials also needs the membership).
-      await services.db.query('INSERT INTO auth_client_secret (client_id, secret_hash) VALUES ($1, $2)', [id, hashSecret(secret)]);
+      await env.db.query('INSERT INTO auth_client_secret (client_id, secret_hash) VALUES ($1, $2)', [id, hashSecret(secret)]);
       const client = await system.create<ClientApplication>(
         { resourceType: 'ClientApplication', name: name.trim(), meta: { project: projectId } },
         { id },
       );
-      await createMembership(services, {
+      await createMembership(env.system, {
         projectId,
         member: { reference: `ClientApplication/${id}` },
         profile: { reference: `ClientApplication/${id}` },

@@ -1,4 +1,4 @@
-import type { AppRoute } from '../http/app-route.js';
+import type { AppRoute } from '../core/app-route.js';
 import type { AuthState } from './auth-state.js';
 import { SIGNING_ALG } from './keys.js';
 
@@ -19,7 +19,7 @@ export function discoveryRoutes(state: AuthState): AppRoute[] {
 }
 
 function endpoints(state: AuthState) {
-  const base = state.services.config.publicUrl;
+  const base = state.env.config.publicUrl;
   return {
     issuer: base,
     authorization_endpoint: `${base}/oauth2/authorize`,

@@ -1,6 +1,5 @@
 import type { Project } from '@medplum/fhirtypes';
-import { SYSTEM_AUTH } from '../context.js';
-import type { Queryable } from '../storage/database.js';
+import type { Queryable } from '../core/database.js';
 import type { MembershipRow } from './accounts.js';
 import type { TokenSubject } from './access-token.js';
 import { CODE_LIFETIME_SECONDS, REFRESH_TOKEN_LIFETIME_SECONDS, type AuthState } from './auth-state.js';
@@ -109,7 +108,7 @@ export async function subjectFor(
   membership: MembershipRow,
   extra: { loginId?: string; clientId?: string; scope?: string },
 ): Promise<TokenSubject | undefined> {
-  const project = await state.services.repository(SYSTEM_AUTH).tryRead<Project>('Project', membership.project_id);
+  const project = await state.env.system.tryRead<Project>('Project', membership.project_id);
   if (!project) return undefined;
   return {
     projectId: membership.project_id,
@@ -139,7 +138,7 @@ export async function tokenResponse(
     profile: { reference: subject.profile ?? `${subject.memberType}/${subject.memberId}` },
   };
   if (refresh) {
-    body.refresh_token = await issueRefreshToken(state.services.db, {
+    body.refresh_token = await issueRefreshToken(state.env.db, {
       family_id: refresh.familyId,
       login_id: subject.loginId ?? null,
       membership_id: subject.membershipId,

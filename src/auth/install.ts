@@ -1,4 +1,6 @@
-import type { Feature } from '../services.js';
+import type { AppRoute } from '../core/app-route.js';
+import type { Authenticator } from '../core/auth.js';
+import type { FeatureEnv } from '../core/feature.js';
 import { AccessTokens } from './access-token.js';
 import type { AuthState } from './auth-state.js';
 import { bearerAuthenticator } from './authenticator.js';
@@ -9,24 +11,32 @@ import { KeyStore } from './keys.js';
 import { loginRoutes } from './login-routes.js';
 import { LoginThrottle } from './login-throttle.js';
 import { authorizeRoute } from './authorize-page.js';
-import { registerAuthHooks } from './resource-hooks.js';
 import { tokenRoute } from './token-route.js';
 
+/** What the auth feature provides to the application. */
+export interface AuthFeature {
+  /** The bearer-token authenticator: the only one the HTTP server can be built with. */
+  authenticator: Authenticator;
+  /** Login, token, discovery, authorize and client-application routes. */
+  routes: AppRoute[];
+}
+
 /**
- * Wires authentication: repository hooks for the account resources, the signing keys (made
- * on first start), the super admin (first start), the bearer authenticator and the login,
- * token, discovery and client routes.
+ * Wires authentication: the signing keys (made on first start), the super admin (first
+ * start), the bearer authenticator and the login, token, discovery and client routes. The
+ * account write hooks are part of the repository from the start (`authHooks`, app.ts).
  */
-export const installAuth: Feature = async (services, routes) => {
-  registerAuthHooks(services.hooks);
-  const keys = await KeyStore.open(services.db);
+export async function installAuth(env: FeatureEnv): Promise<AuthFeature> {
+  const keys = await KeyStore.open(env.db);
   const tokens = new AccessTokens(
     keys,
-    () => services.config.publicUrl,
-    () => services.config.accessTokenLifetime,
+    () => env.config.publicUrl,
+    () => env.config.accessTokenLifetime,
   );
-  const state: AuthState = { services, keys, tokens, throttle: new LoginThrottle(services.db) };
-  await bootstrapSuperAdmin(services);
-  services.authenticator = bearerAuthenticator(tokens);
-  routes.push(...loginRoutes(state), tokenRoute(state), authorizeRoute(state), ...discoveryRoutes(state), clientRoute(services));
-};
+  const state: AuthState = { env, keys, tokens, throttle: new LoginThrottle(env.db) };
+  await bootstrapSuperAdmin(env);
+  return {
+    authenticator: bearerAuthenticator(tokens),
+    routes: [...loginRoutes(state), tokenRoute(state), authorizeRoute(state), ...discoveryRoutes(state), clientRoute(env)],
+  };
+}

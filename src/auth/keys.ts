@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
-import type { Queryable } from '../storage/database.js';
+import type { Queryable } from '../core/database.js';
 
 /** Signature algorithm of access tokens (ECDSA P-256: small tokens, widely supported). */
 export const SIGNING_ALG = 'ES256';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { HumanName, Project, Resource, User } from '@medplum/fhirtypes';
-import { SYSTEM_AUTH, type AuthInfo } from '../context.js';
+import type { AuthInfo } from '../core/auth.js';
 import { badRequest, unauthorized } from '../fhir/outcome.js';
-import type { AppRoute } from '../http/app-route.js';
+import type { AppRoute } from '../core/app-route.js';
 import { findUserIdByEmail, membershipById, membershipsOf, passwordHashOf, splitReference, type MembershipRow } from './accounts.js';
 import { LOGIN_LIFETIME_SECONDS, type AuthState } from './auth-state.js';
 import { issueCode } from './grants.js';
@@ -36,7 +36,7 @@ async function login(state: AuthState, body: unknown, ip: string) {
     throw badRequest(`Unsupported code challenge method: ${method}`, 'codeChallengeMethod');
   }
 
-  const db = state.services.db;
+  const db = state.env.db;
   await state.throttle.check(email, ip);
   const userId = await findUserIdByEmail(db, email, projectId);
   const hash = userId ? await passwordHashOf(db, userId) : undefined;
@@ -79,7 +79,7 @@ async function chooseProfile(state: AuthState, body: unknown) {
   const loginId = stringField(input, 'login');
   const membershipId = stringField(input, 'profile');
   if (!loginId || !membershipId) throw badRequest('Missing login or profile');
-  const db = state.services.db;
+  const db = state.env.db;
   const login = (
     await db.query<{ user_id: string }>(
       'SELECT user_id FROM auth_login WHERE id = $1 AND code_hash IS NULL AND expires_at > now()',
@@ -98,7 +98,7 @@ async function chooseProfile(state: AuthState, body: unknown) {
 
 /** Memberships as `/auth/login` lists them: ids with project and profile names. */
 async function describe(state: AuthState, memberships: MembershipRow[]) {
-  const repo = state.services.repository(SYSTEM_AUTH);
+  const repo = state.env.system;
   return Promise.all(
     memberships.map(async (m) => {
       const project = await repo.tryRead<Project>('Project', m.project_id);
@@ -116,7 +116,7 @@ async function describe(state: AuthState, memberships: MembershipRow[]) {
 /** `GET /auth/me`: the caller's session (what MedplumClient loads after a login). */
 async function me(state: AuthState, auth: AuthInfo) {
   if (!auth.membershipId) throw unauthorized();
-  const repo = state.services.repository(SYSTEM_AUTH);
+  const repo = state.env.system;
   const membership = await repo.tryRead('ProjectMembership', auth.membershipId);
   if (!membership) throw unauthorized();
   const project = auth.projectId ? await repo.tryRead('Project', auth.projectId) : undefined;

@@ -1,4 +1,5 @@
-import type { Queryable } from '../storage/database.js';
+import { normalizeEmail } from './email-address.js';
+import type { Queryable } from '../core/database.js';
 import { tooManyRequests } from '../fhir/outcome.js';
 
 /** Sliding window in which failed logins count. */
@@ -58,7 +59,7 @@ export class LoginThrottle {
 }
 
 function accountKey(email: string): string {
-  return `email:${email.trim().toLowerCase()}`;
+  return `email:${normalizeEmail(email) ?? ""}`;
 }
 
 function addressKey(address: string): string {

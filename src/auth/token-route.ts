@@ -1,4 +1,4 @@
-import type { AppResult, AppRoute } from '../http/app-route.js';
+import type { AppResult, AppRoute } from '../core/app-route.js';
 import { membershipById, membershipsOf } from './accounts.js';
 import type { AuthState } from './auth-state.js';
 import { consumeRefreshToken, redeemCode, subjectFor, tokenResponse } from './grants.js';
@@ -41,7 +41,7 @@ export function tokenRoute(state: AuthState): AppRoute {
 
 async function authorizationCode(state: AuthState, params: Record<string, string>): Promise<AppResult> {
   if (!params.code) return oauthError('invalid_request', 'Missing code');
-  const db = state.services.db;
+  const db = state.env.db;
   const login = await redeemCode(db, params.code);
   if (!login || !login.membership_id) return oauthError('invalid_grant', 'Invalid or expired code');
   if (login.code_challenge && !verifyPkce(login.code_challenge, login.code_challenge_method, params.code_verifier)) {
@@ -64,7 +64,7 @@ async function authorizationCode(state: AuthState, params: Record<string, string
 
 async function refreshToken(state: AuthState, params: Record<string, string>): Promise<AppResult> {
   if (!params.refresh_token) return oauthError('invalid_request', 'Missing refresh_token');
-  const db = state.services.db;
+  const db = state.env.db;
   const row = await consumeRefreshToken(db, params.refresh_token);
   if (!row) return oauthError('invalid_grant', 'Invalid refresh token');
   // Re-read the membership: a refresh picks up changes (admin flag) and fails once it is removed.
@@ -85,7 +85,7 @@ async function clientCredentials(state: AuthState, params: Record<string, string
   const clientId = basic?.id ?? params.client_id;
   const secret = basic?.secret ?? params.client_secret;
   if (!clientId || !secret) return oauthError('invalid_client', 'Missing client credentials');
-  const db = state.services.db;
+  const db = state.env.db;
   const stored = (
     await db.query<{ secret_hash: string }>('SELECT secret_hash FROM auth_client_secret WHERE client_id = $1', [clientId])
   ).rows[0];

@@ -1,4 +1,4 @@
-import type { Feature } from '../services.js';
+import type { FeatureEnv } from '../core/feature.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 import { OutboxSender } from './sender.js';
 import { emailSettings } from './settings.js';
@@ -9,18 +9,18 @@ import { createEmailTransport } from './transport.js';
  * woken by the NOTIFY that `enqueueEmail` sends at commit and by its poll timer, stopped on
  * shutdown before the database closes. Features enqueue with `enqueueEmail(tx, message)`.
  */
-export const installEmail: Feature = async (services) => {
-  const settings = emailSettings(services.config);
-  const log = services.log.child({ component: 'email' });
-  const transport = createEmailTransport(services.config.smtpUrl, log);
-  const sender = new OutboxSender(services.db, transport, settings, log);
+export async function installEmail(env: FeatureEnv): Promise<void> {
+  const settings = emailSettings(env.config);
+  const log = env.log.child({ component: 'email' });
+  const transport = createEmailTransport(env.config.smtpUrl, log);
+  const sender = new OutboxSender(env.db, transport, settings, log);
   try {
-    await services.db.listen(OUTBOX_CHANNEL, () => sender.wake());
+    await env.db.listen(OUTBOX_CHANNEL, () => sender.wake());
   } catch (err) {
     // Not fatal: the poll timer still delivers, only a little later.
     log.warn({ err }, 'e-mail outbox: LISTEN failed; relying on polling');
   }
   sender.start();
-  services.onClose(() => sender.stop());
+  env.onClose(() => sender.stop());
   log.info({ transport: transport.kind }, 'e-mail outbox sender started');
-};
+}

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Queryable } from '../storage/database.js';
+import type { Queryable } from '../core/database.js';
 
 /** NOTIFY channel that wakes every node's sender once an enqueuing transaction commits. */
 export const OUTBOX_CHANNEL = 'lattice_email_outbox';

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Queryable } from '../storage/database.js';
+import type { Queryable } from '../core/database.js';
 import { claimDue, markFailed, markSent, nextDueInMs, type OutboxMessage } from './outbox.js';
 import { retryDelay, type EmailSettings } from './settings.js';
 import type { EmailTransport } from './transport.js';

@@ -75,3 +75,12 @@ export const unsupportedMediaType = (type: string): FhirError =>
 export const tooManyRequests = (retryAfterSeconds: number, text = 'Too many requests'): FhirError =>
   new FhirError(429, [issue('throttled', text)], { 'Retry-After': String(retryAfterSeconds) });
 export const internalError = (): FhirError => new FhirError(500, [issue('exception', 'Internal server error')]);
+
+/**
+ * Every 405 of Lattice: `not-supported` with the `Allow` header (RFC 9110 §15.5.6). The text
+ * defaults to `Method <m> not allowed (allowed: …)`; operations pass their own (docs/errors.md#405).
+ */
+export const methodNotAllowed = (method: string, allowed: readonly string[], text?: string): FhirError =>
+  new FhirError(405, [issue('not-supported', text ?? `Method ${method} not allowed (allowed: ${allowed.join(', ')})`)], {
+    Allow: allowed.join(', '),
+  });

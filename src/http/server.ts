@@ -3,11 +3,15 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { OperationOutcome } from '@medplum/fhirtypes';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { AuthInfo, RequestContext } from '../context.js';
-import { FhirError, badRequest, notFound, unsupportedMediaType } from '../fhir/outcome.js';
-import { allowedMethods, methodNotAllowed, routeFhirRequest } from '../rest/router.js';
-import type { Services } from '../services.js';
-import type { AppRoute } from './app-route.js';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { AppRoute } from '../core/app-route.js';
+import { ANONYMOUS, type AuthInfo, type Authenticator } from '../core/auth.js';
+import type { RequestContext } from '../core/context.js';
+import type { Database } from '../core/database.js';
+import type { ResourceRepository } from '../core/repository.js';
+import { FhirError, badRequest, methodNotAllowed, notFound, unsupportedMediaType } from '../fhir/outcome.js';
+import { allowedMethods, type FhirRouter } from '../rest/router.js';
 import { registerCors } from './cors.js';
 import { errorResponse } from './errors.js';
 import { NUL_IN_CONTENT, parseJsonBody } from './json-body.js';
@@ -15,14 +19,26 @@ import { requestInfo, type ParsedBody } from './request-info.js';
 
 const FHIR_PREFIX = '/fhir/R4';
 const FHIR_CONTENT_TYPE = 'application/fhir+json; charset=utf-8';
-/** Requests that carry no caller identity (public routes). */
-const ANONYMOUS: AuthInfo = Object.freeze({ superAdmin: false, projectAdmin: false });
+
+/** What the HTTP adapter serves; every part is required (app.ts builds it). */
+export interface HttpDeps {
+  config: Config;
+  log: Logger;
+  /** Only for `/healthz`. */
+  db: Database;
+  authenticator: Authenticator;
+  /** A repository scoped to a caller: the one handlers get in their context. */
+  repository(auth: AuthInfo): ResourceRepository;
+  fhir: FhirRouter;
+  routes: readonly AppRoute[];
+}
 
 /**
  * Builds the Fastify application: body parsing, the FHIR catch-all route, feature routes,
  * request ids and the error mapping. Fastify stays inside `src/http/`.
  */
-export function buildHttpServer(services: Services, routes: AppRoute[]): FastifyInstance {
+export function buildHttpServer(services: HttpDeps): FastifyInstance {
+  const { routes } = services;
   const app = Fastify({
     loggerInstance: services.log as FastifyBaseLogger,
     bodyLimit: services.config.bodyLimit,
@@ -91,7 +107,7 @@ export function buildHttpServer(services: Services, routes: AppRoute[]): Fastify
   return app;
 }
 
-async function handleFhir(services: Services, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+async function handleFhir(services: HttpDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const info = requestInfo(request.url, FHIR_PREFIX);
   const format = info.query.find(([k]) => k === '_format')?.[1];
   if (format && !/^(json|application\/(fhir\+)?json|application\/json\+fhir)$/i.test(format.split(';')[0].trim())) {
@@ -101,7 +117,7 @@ async function handleFhir(services: Services, request: FastifyRequest, reply: Fa
   checkBodyKind(request, isSearch ? 'json-or-form' : 'json');
   const isPublic = (request.method === 'GET' || request.method === 'HEAD') && info.path.replace(/\/+$/, '') === '/metadata';
   const ctx = await contextFor(services, request, !isPublic);
-  const result = await routeFhirRequest({
+  const result = await services.fhir({
     method: request.method,
     path: info.path,
     query: info.query,
@@ -145,7 +161,7 @@ function answerMalformedHttp(err: Error & { code?: string; rawPacket?: unknown }
 }
 
 /** Authenticates (when required) and builds the handler context. */
-async function contextFor(services: Services, request: FastifyRequest, requireAuth: boolean): Promise<RequestContext> {
+async function contextFor(services: HttpDeps, request: FastifyRequest, requireAuth: boolean): Promise<RequestContext> {
   const auth = requireAuth
     ? await services.authenticator.authenticate(request.headers as Record<string, string | undefined>)
     : ANONYMOUS;
@@ -157,7 +173,6 @@ async function contextFor(services: Services, request: FastifyRequest, requireAu
     auth,
     repo: services.repository(auth),
     log: request.log as RequestContext['log'],
-    services,
     acceptLanguage: typeof request.headers['accept-language'] === 'string' ? request.headers['accept-language'] : undefined,
   };
 }

@@ -1,7 +1,7 @@
-import { FhirError, internalError, issue } from '../fhir/outcome.js';
-import type { FhirRequest, FhirResult } from '../rest/types.js';
+import { internalError, methodNotAllowed } from '../fhir/outcome.js';
+import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import { OutputViolation, formatOutput } from './format-output.js';
-import type { Operation, OperationTarget } from './operation.js';
+import type { Operation, OperationTarget } from '../core/operation.js';
 import { paramsOf } from './params.js';
 import { parseParametersBody } from './parse-body.js';
 import { buildInput } from './parse-input.js';
@@ -20,9 +20,8 @@ export async function invokeOperation(req: FhirRequest, operation: Operation, ta
   if (method === 'GET') entries = parseQueryInput(definition, req.query);
   else if (method === 'POST') entries = parseParametersBody(req.body);
   else {
-    throw new FhirError(405, [issue('not-supported', `Operation $${definition.code} cannot be invoked with ${req.method}`)], {
-      Allow: definition.affectsState === true ? 'POST' : 'GET, POST',
-    });
+    const allowed = definition.affectsState === true ? ['POST'] : ['GET', 'HEAD', 'POST'];
+    throw methodNotAllowed(req.method, allowed, `Operation $${definition.code} cannot be invoked with ${req.method}`);
   }
   const input = buildInput(paramsOf(definition.parameter, 'in'), entries);
   const output: unknown = await operation.handler(req.ctx, input, target);

@@ -1,7 +1,7 @@
 import type { OperationOutcomeIssue } from '@medplum/fhirtypes';
 import { FhirError, issue } from '../fhir/outcome.js';
 import type { InputEntry } from './input-entry.js';
-import type { OperationValues } from './operation.js';
+import type { OperationValues } from '../core/operation.js';
 import {
   cardinalityText,
   carrierOf,

@@ -1,7 +1,6 @@
 import type { OperationDefinition } from '@medplum/fhirtypes';
 import type { Logger } from 'pino';
-import { SYSTEM_AUTH } from '../context.js';
-import type { Services } from '../services.js';
+import type { ResourceRepository } from '../core/repository.js';
 
 /**
  * Makes registered OperationDefinitions readable through the normal REST API
@@ -22,7 +21,7 @@ export class DefinitionPublisher {
   private failure: unknown;
 
   constructor(
-    private readonly services: Pick<Services, 'repository'>,
+    private readonly system: ResourceRepository,
     private readonly log: Pick<Logger, 'error'>,
   ) {}
 
@@ -39,7 +38,7 @@ export class DefinitionPublisher {
 
   private async write(definition: OperationDefinition): Promise<void> {
     try {
-      await this.services.repository(SYSTEM_AUTH).update(definition);
+      await this.system.update(definition);
     } catch (err) {
       // Never an unhandled rejection: the operation still works, only its definition is not
       // readable; the error is logged now and reported by settled().

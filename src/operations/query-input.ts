@@ -1,5 +1,5 @@
 import type { OperationDefinition } from '@medplum/fhirtypes';
-import { FhirError, badRequest, issue } from '../fhir/outcome.js';
+import { badRequest, methodNotAllowed } from '../fhir/outcome.js';
 import type { InputEntry } from './input-entry.js';
 import { carrierOf, paramsOf, type ParamDef } from './params.js';
 
@@ -15,9 +15,7 @@ const RESPONSE_PARAMS = new Set(['_format', '_pretty']);
  */
 export function parseQueryInput(definition: OperationDefinition, query: Array<[string, string]>): InputEntry[] {
   if (definition.affectsState === true) {
-    throw new FhirError(405, [
-      issue('not-supported', `Operation $${definition.code} affects state and cannot be invoked with GET`),
-    ]);
+    throw methodNotAllowed('GET', ['POST'], `Operation $${definition.code} affects state and cannot be invoked with GET`);
   }
   const declared = new Map(paramsOf(definition.parameter, 'in').map((p) => [p.name, p]));
   const entries: InputEntry[] = [];

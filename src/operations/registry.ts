@@ -1,10 +1,9 @@
 import type { OperationDefinition } from '@medplum/fhirtypes';
 import { resourceTypes } from '../fhir/definitions.js';
 import { notFound } from '../fhir/outcome.js';
-import type { FhirRequest, FhirResult } from '../rest/types.js';
-import type { OperationRegistry } from '../services.js';
+import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import { invokeOperation } from './invoke.js';
-import type { Operation, OperationTarget } from './operation.js';
+import type { Operation, OperationCall, OperationCapability, OperationRegistry, OperationTarget } from '../core/operation.js';
 import type { DefinitionPublisher } from './publish.js';
 
 /** `Resource` in `OperationDefinition.resource` means every resource type. */
@@ -60,7 +59,7 @@ export class OperationsRegistry implements OperationRegistry {
   }
 
   /** Resolves `[base]/$code`, `[base]/Type/$code`, `[base]/Type/id/$code` and invokes the operation. */
-  async dispatch(req: FhirRequest, target: { code: string; resourceType?: string; id?: string }): Promise<FhirResult> {
+  async dispatch(req: FhirRequest, target: OperationCall): Promise<FhirResult> {
     const level: OperationTarget['level'] = target.id !== undefined ? 'instance' : target.resourceType ? 'type' : 'system';
     const op =
       this.routes.get(routeKey(level, target.resourceType, target.code)) ??
@@ -74,7 +73,7 @@ export class OperationsRegistry implements OperationRegistry {
   }
 
   /** One CapabilityStatement entry per registered operation. */
-  capabilities(): Array<{ name: string; definition: string; resourceTypes: string[]; system: boolean }> {
+  capabilities(): OperationCapability[] {
     return this.registered.map(({ operation: { definition }, types }) => ({
       name: definition.code,
       definition: definition.url as string,

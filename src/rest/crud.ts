@@ -2,7 +2,7 @@ import type { Resource } from '@medplum/fhirtypes';
 import { badRequest, informational, FhirError, issue } from '../fhir/outcome.js';
 import { validateResource } from '../fhir/validation/validate-resource.js';
 import { parseIfMatch, versionHeaders } from './headers.js';
-import type { FhirRequest, FhirResult } from './types.js';
+import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 
 /**
  * POST [base]/Type → 201 with Location/ETag. A client-supplied id is ignored, even one that is

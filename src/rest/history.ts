@@ -1,7 +1,7 @@
 import { badRequest } from '../fhir/outcome.js';
 import { parseDateRange } from '../storage/search/date-range.js';
 import { bundle, intParam, pageLinks } from './bundle.js';
-import type { FhirRequest, FhirResult } from './types.js';
+import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 
 /** GET [base]/Type/_history and [base]/Type/id/_history: Bundle `history`, newest first. */
 export async function historyInteraction(req: FhirRequest, type: string, id?: string): Promise<FhirResult> {

@@ -1,5 +1,6 @@
 import type { CapabilityStatement, CapabilityStatementRestResource } from '@medplum/fhirtypes';
-import type { RequestContext } from '../context.js';
+import type { OperationDispatcher } from '../core/operation.js';
+import type { RequestContext } from '../core/context.js';
 import { resourceTypes, searchParametersFor } from '../fhir/definitions.js';
 
 const INTERACTIONS = ['read', 'vread', 'update', 'delete', 'history-instance', 'history-type', 'create', 'search-type'] as const;
@@ -8,8 +9,8 @@ const INTERACTIONS = ['read', 'vread', 'update', 'delete', 'history-instance', '
  * The CapabilityStatement, built from what is really registered: resource types and their
  * search parameters from the definitions, operations from the operations registry.
  */
-export function capabilityStatement(ctx: RequestContext): CapabilityStatement {
-  const operations = ctx.services.operations?.capabilities() ?? [];
+export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDispatcher): CapabilityStatement {
+  const operations = dispatcher.capabilities();
   const resources: CapabilityStatementRestResource[] = [...resourceTypes()].sort().map((type) => ({
     type: type as CapabilityStatementRestResource['type'],
     interaction: INTERACTIONS.map((code) => ({ code })),

@@ -1,11 +1,20 @@
 import { isResourceType } from '../fhir/definitions.js';
-import { FhirError, badRequest, issue, notFound } from '../fhir/outcome.js';
+import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
+import type { OperationCall, OperationDispatcher } from '../core/operation.js';
+import { FhirError, badRequest, issue, methodNotAllowed, notFound } from '../fhir/outcome.js';
 import { primitiveCheck } from '../fhir/validation/primitives.js';
 import { createResource, deleteResource, readResource, readVersion, updateResource } from './crud.js';
 import { historyInteraction } from './history.js';
 import { capabilityStatement } from './metadata.js';
 import { searchInteraction } from './search.js';
-import type { FhirRequest, FhirResult } from './types.js';
+
+/** A FHIR REST endpoint: request in, result out. */
+export type FhirRouter = (req: FhirRequest) => Promise<FhirResult>;
+
+/** The FHIR router over the interactions below and the given operations. */
+export function createFhirRouter(operations: OperationDispatcher): FhirRouter {
+  return (req) => routeFhirRequest(req, operations);
+}
 
 /**
  * Routes a FHIR REST request to its interaction. Paths are relative to the FHIR base.
@@ -15,23 +24,23 @@ import type { FhirRequest, FhirResult } from './types.js';
  * URL does not support is 405 (with `Allow`), an id that is not a FHIR id is 400 — so the
  * storage layer never sees a key that cannot exist.
  */
-export async function routeFhirRequest(req: FhirRequest): Promise<FhirResult> {
+async function routeFhirRequest(req: FhirRequest, operations: OperationDispatcher): Promise<FhirResult> {
   const segments = pathSegments(req.path);
   const method = req.method === 'HEAD' ? 'GET' : req.method;
   const [first, second, third, fourth] = segments;
   checkMethod(req.method, segments); // from here on the path has one of the shapes `classify` accepts
 
-  if (segments.length === 1 && first === 'metadata') return { status: 200, body: capabilityStatement(req.ctx) };
-  if (first?.startsWith('$')) return operation(req, { code: first.slice(1) });
+  if (segments.length === 1 && first === 'metadata') return { status: 200, body: capabilityStatement(req.ctx, operations) };
+  if (first?.startsWith('$')) return operations.dispatch(req, { code: first.slice(1) });
   const type = first;
   if (segments.length === 1) return method === 'GET' ? searchInteraction(req, type) : createResource(req, type);
-  if (segments.length === 2 && second.startsWith('$')) return operation(req, { code: second.slice(1), resourceType: type });
+  if (segments.length === 2 && second.startsWith('$')) return operations.dispatch(req, { code: second.slice(1), resourceType: type });
   if (segments.length === 2 && second === '_search') return searchInteraction(req, type);
   if (segments.length === 2 && second === '_history') return historyInteraction(req, type);
 
   // Instance level: [type]/[id], [type]/[id]/$op, [type]/[id]/_history[/vid]
   checkId(type, second);
-  if (segments.length === 3 && third.startsWith('$')) return operation(req, { code: third.slice(1), resourceType: type, id: second });
+  if (segments.length === 3 && third.startsWith('$')) return operations.dispatch(req, { code: third.slice(1), resourceType: type, id: second } satisfies OperationCall);
   if (segments.length === 3) return historyInteraction(req, type, second);
   if (segments.length === 4) return readVersion(req, type, second, fourth);
   if (method === 'GET') return readResource(req, type, second);
@@ -93,13 +102,6 @@ function checkMethod(method: string, segments: string[]): void {
   }
 }
 
-/** 405 with the `Allow` header (RFC 9110 §15.5.6). */
-export function methodNotAllowed(method: string, allowed: string[]): FhirError {
-  return new FhirError(405, [issue('not-supported', `Method ${method} not allowed (allowed: ${allowed.join(', ')})`)], {
-    Allow: allowed.join(', '),
-  });
-}
-
 /** A logical id in the URL must be a FHIR id; anything else cannot name a resource. */
 function checkId(type: string, id: string): void {
   const problem = primitiveCheck('id')?.check(id);
@@ -108,10 +110,4 @@ function checkId(type: string, id: string): void {
 
 function pathSegments(path: string): string[] {
   return path.split('/').filter((s) => s.length > 0);
-}
-
-function operation(req: FhirRequest, target: { code: string; resourceType?: string; id?: string }): Promise<FhirResult> {
-  const dispatcher = req.ctx.services.operations;
-  if (!dispatcher) throw notFound(`Operation $${target.code} not found`);
-  return dispatcher.dispatch(req, target);
 }

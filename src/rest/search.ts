@@ -1,7 +1,7 @@
 import type { Coding, Resource } from '@medplum/fhirtypes';
 import { structureDefinitionMap } from '../fhir/definitions.js';
 import { bundle, fullUrl, pageLinks } from './bundle.js';
-import type { FhirRequest, FhirResult } from './types.js';
+import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 
 /** Parameters of the response format, not of the search. */
 const FORMAT_PARAMS = new Set(['_format', '_pretty']);

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { srcPath } from '../paths.js';
-import type { Database } from './database.js';
+import type { Database } from '../core/database.js';
 
 /** Arbitrary constant: the advisory lock that serializes migrations across processes. */
 const MIGRATION_LOCK = 7_231_001;

@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import type { Database } from './database.js';
+import type { Database } from '../core/database.js';
 import { migrate } from './migrate.js';
 import { openPgDatabase } from './pg-database.js';
 import { openPgliteDatabase } from './pglite-database.js';

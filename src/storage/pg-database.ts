@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Database, Queryable, QueryResult } from './database.js';
+import type { Database, Queryable, QueryResult } from '../core/database.js';
 
 /** Errors worth retrying a whole transaction for: serialization failure, deadlock. */
 const RETRYABLE = new Set(['40001', '40P01']);

@@ -1,6 +1,6 @@
 import { PGlite } from '@electric-sql/pglite';
 import { mkdirSync } from 'node:fs';
-import type { Database, Queryable, QueryResult } from './database.js';
+import type { Database, Queryable, QueryResult } from '../core/database.js';
 
 /**
  * Embedded PostgreSQL (WASM) — the zero-setup default. PGlite has one connection, so

@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Resource } from '@medplum/fhirtypes';
-import type { AuthInfo } from '../context.js';
-import { badRequest, gone, notFound, preconditionFailed, forbidden } from '../fhir/outcome.js';
-import type { Database, Queryable } from './database.js';
+import type { AuthInfo } from '../core/auth.js';
+import type { Database, Queryable } from '../core/database.js';
+import type { HistoryEntry, ResourceRepository, SearchQuery, SearchResult, SystemRepository, UpdateResult } from '../core/repository.js';
+import type { Scope } from '../core/scope.js';
+import { badRequest, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
 import type { ResourceHooks } from './resource-hooks.js';
-import type { SearchIndex, SearchQuery, SearchResult, Visibility } from './search/search-index.js';
+import type { SearchIndex } from './search/search-index.js';
 import { RowCache } from './row-cache.js';
+import { resourceTable, scopeFor } from './scope.js';
 import { stableStringify } from './stable-stringify.js';
 
 /** A row of the `resource` table. */
@@ -19,40 +22,19 @@ export interface ResourceRow {
   content: string;
 }
 
-/** One entry of a history Bundle. */
-export interface HistoryEntry {
-  resource: Resource;
-  deleted: boolean;
-  versionId: string;
-  lastUpdated: string;
-  /** The method that produced this version (POST for the first, PUT, DELETE). */
-  method: 'POST' | 'PUT' | 'DELETE';
-}
-
-export interface UpdateResult {
-  resource: Resource;
-  /** True when the PUT created the resource. */
-  created: boolean;
-}
-
-/**
- * Account resources a plain member sees only for itself (its own User/ClientApplication and
- * membership); project admins see their project's (behavior.md §3, last bullet).
- */
-const ADMIN_ONLY_TYPES = ['User', 'ProjectMembership', 'ClientApplication'];
-
 /** A FHIR id (R4 `id` datatype); no stored resource has any other. */
 const FHIR_ID = /^[A-Za-z0-9\-.]{1,64}$/;
 /** A version id as stored (a positive integer); the current version bounds it further. */
 const VERSION_ID = /^[1-9]\d{0,9}$/;
 
 /**
- * Project-scoped access to stored resources: the only way handlers read or write data.
- * Every method applies the caller's visibility (own project + shared content, or everything
- * for super admins); resources of another project behave as if they did not exist.
- * Each change (current row, history row, search index, hooks) is one transaction.
+ * Project-scoped access to stored resources (the `ResourceRepository` contract): every method
+ * applies the caller's scope (`scope.ts`); resources of another project behave as if they did
+ * not exist. Each change (current row, history row, search index, hooks) is one transaction.
  */
-export class Repository {
+export class Repository implements SystemRepository {
+  readonly scope: Scope;
+
   constructor(
     private readonly db: Database,
     readonly auth: AuthInfo,
@@ -62,11 +44,8 @@ export class Repository {
     private readonly cache?: RowCache<ResourceRow>,
     /** True for a repository joined to a caller's transaction (`inTransaction`). */
     private readonly joined = false,
-  ) {}
-
-  /** A repository for another caller on the same database (e.g. the system). */
-  withAuth(auth: AuthInfo): Repository {
-    return new Repository(this.db, auth, this.hooks, this.searchIndex, this.cache, this.joined);
+  ) {
+    this.scope = scopeFor(auth);
   }
 
   /**
@@ -74,7 +53,7 @@ export class Repository {
    * `tx`, so several changes (e.g. the User, profile and membership of one invite) commit or
    * roll back together.
    */
-  inTransaction(tx: Queryable): Repository {
+  inTransaction(tx: Queryable): ResourceRepository {
     const db = this.db;
     const bound: Database = {
       driver: db.driver,
@@ -90,6 +69,7 @@ export class Repository {
   async create<T extends Resource>(resource: T, options: { id?: string } = {}): Promise<T> {
     const id = options.id ?? randomUUID();
     const candidate = { ...resource, id } as T;
+    this.scope.checkCreate(candidate.resourceType);
     await this.runBeforeWrite(candidate, undefined);
     return this.db.transaction(async (tx) => {
       const stored = await this.writeVersion(tx, candidate, 1, undefined);
@@ -132,6 +112,7 @@ export class Repository {
   async update(resource: Resource, options: { ifMatch?: string } = {}): Promise<UpdateResult> {
     const { resourceType, id } = resource;
     if (!id || !FHIR_ID.test(id)) throw badRequest('Invalid resource id', `${resourceType}.id`);
+    this.scope.checkCreate(resourceType);
     const before = await this.visibleRow(this.db, resourceType, id);
     await this.runBeforeWrite(resource, before && !before.deleted ? (JSON.parse(before.content) as Resource) : undefined);
     return this.db.transaction(async (tx) => {
@@ -143,8 +124,7 @@ export class Repository {
         row = await this.lockRow(tx, resourceType, id); // another request created it meanwhile
         if (!row) throw notFound();
       }
-      if (!this.canSee(row)) throw notFound();
-      this.assertWritable(row);
+      this.scope.checkWrite(scopedRow(row));
       if (options.ifMatch !== undefined && !matchesVersion(options.ifMatch, row)) throw preconditionFailed();
       // Compared with the stored content, not the redacted one: hooks restore hidden fields.
       const previous = JSON.parse(row.content) as Resource;
@@ -158,9 +138,10 @@ export class Repository {
   async delete(resourceType: string, id: string): Promise<void> {
     await this.db.transaction(async (tx) => {
       const row = await this.lockRow(tx, resourceType, id);
-      if (!row || !this.canSee(row)) throw notFound();
+      if (!row || !this.scope.canSee(scopedRow(row))) throw notFound();
       if (row.deleted) return;
-      this.assertWritable(row);
+      this.scope.checkCreate(resourceType);
+      this.scope.checkWrite(scopedRow(row));
       const previous = JSON.parse(row.content) as Resource;
       for (const hook of this.hooks.for(resourceType)) await hook.beforeDelete?.(previous, this.auth, tx);
       const version = row.version_id + 1;
@@ -190,12 +171,12 @@ export class Repository {
       const row = await this.visibleRow(this.db, resourceType, id);
       if (!row) throw notFound();
     }
-    const vis = this.visibility(4);
+    const vis = this.scope.predicate(resourceTable('h'), 4);
     const where = [
       'h.resource_type = $1',
       id !== undefined ? 'h.id = $2' : '$2::text IS NULL',
       page.since ? 'h.last_updated >= $3::timestamptz' : '$3::text IS NULL',
-      vis.sql.replace(/\br\./g, 'h.'),
+      vis.sql,
     ].join(' AND ');
     const params = [resourceType, id ?? null, page.since ?? null, ...vis.params];
     const total = (await this.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource_history h WHERE ${where}`, params)).rows[0]?.n ?? 0;
@@ -218,28 +199,10 @@ export class Repository {
     };
   }
 
-  /** Searches resources of one type within the caller's visibility. */
+  /** Searches resources of one type within the caller's scope. */
   async search(query: SearchQuery): Promise<SearchResult> {
-    const result = await this.searchIndex.search(this.db, (first) => this.visibility(first), query);
+    const result = await this.searchIndex.search(this.db, this.scope, query);
     return { ...result, resources: result.resources.map((r) => this.redact(r)) };
-  }
-
-  /** The SQL condition selecting rows this caller may see (alias `r`), numbering params from `first`. */
-  visibility(first: number): Visibility {
-    if (this.auth.superAdmin) return { sql: 'true', params: [] };
-    const project = `(r.project_id = $${first} OR r.project_id IS NULL)`;
-    if (this.auth.projectAdmin) return { sql: project, params: [this.auth.projectId ?? null] };
-    const [own1, own2] = this.ownAccountIds();
-    const types = ADMIN_ONLY_TYPES.map((t) => `'${t}'`).join(', ');
-    return {
-      sql: `${project} AND (r.resource_type NOT IN (${types}) OR r.id IN ($${first + 1}, $${first + 2}))`,
-      params: [this.auth.projectId ?? null, own1 ?? null, own2 ?? null],
-    };
-  }
-
-  /** Ids of the caller's own account resources (its User or ClientApplication, its membership). */
-  private ownAccountIds(): string[] {
-    return [this.auth.userId ?? this.auth.clientId, this.auth.membershipId].filter((id): id is string => id !== undefined);
   }
 
   private async runBeforeWrite(resource: Resource, previous: Resource | undefined): Promise<void> {
@@ -255,7 +218,7 @@ export class Repository {
     placeholderInserted = false,
   ): Promise<Resource> {
     const now = new Date().toISOString();
-    const projectId = this.projectFor(input, previous);
+    const projectId = previous ? previous.meta?.project : this.scope.ownerOfNew(input.resourceType, input.id, input.meta?.project);
     const meta = { ...(input.meta ?? {}), versionId: String(version), lastUpdated: now } as Record<string, unknown>;
     if (projectId) meta.project = projectId;
     else delete meta.project;
@@ -295,31 +258,9 @@ export class Repository {
     const res = await tx.query(
       `INSERT INTO resource (resource_type, id, version_id, project_id, last_updated, deleted, content)
        VALUES ($1, $2, 0, $3, now(), true, '{}') ON CONFLICT (resource_type, id) DO NOTHING RETURNING id`,
-      [resource.resourceType, resource.id, this.projectFor(resource, undefined) ?? null],
+      [resource.resourceType, resource.id, this.scope.ownerOfNew(resource.resourceType, resource.id, resource.meta?.project) ?? null],
     );
     return res.rows.length === 1;
-  }
-
-  /** Project of a new version: kept from the previous one; for a new resource the caller's. */
-  private projectFor(resource: Resource, previous: Resource | undefined): string | undefined {
-    const previousProject = previous?.meta?.project;
-    if (previous) return previousProject;
-    const requested = resource.meta?.project;
-    if (this.auth.superAdmin && requested !== undefined) return requested;
-    if (resource.resourceType === 'Project' && this.auth.superAdmin) return resource.id; // a project owns itself
-    return this.auth.projectId;
-  }
-
-  private canSee(row: ResourceRow): boolean {
-    if (this.auth.superAdmin) return true;
-    if (row.project_id !== null && row.project_id !== this.auth.projectId) return false;
-    return this.auth.projectAdmin || !ADMIN_ONLY_TYPES.includes(row.resource_type) || this.ownAccountIds().includes(row.id);
-  }
-
-  private assertWritable(row: ResourceRow): void {
-    if (this.auth.superAdmin) return;
-    if (row.project_id === null) throw forbidden();
-    if (row.project_id !== this.auth.projectId) throw notFound();
   }
 
   private async visibleRow(q: Queryable, resourceType: string, id: string): Promise<ResourceRow | undefined> {
@@ -327,12 +268,12 @@ export class Repository {
     const cache = this.joined ? undefined : this.cache;
     const key = `${resourceType}/${id}`;
     const cached = cache?.get(key);
-    if (cached) return cached.version_id > 0 && this.canSee(cached) ? cached : undefined;
+    if (cached) return cached.version_id > 0 && this.scope.canSee(scopedRow(cached)) ? cached : undefined;
     const readAt = cache?.generation() ?? 0;
     const res = await q.query<ResourceRow>('SELECT * FROM resource r WHERE r.resource_type = $1 AND r.id = $2', [resourceType, id]);
     const row = res.rows[0];
     if (row) cache?.set(key, row, readAt);
-    return row && row.version_id > 0 && this.canSee(row) ? row : undefined;
+    return row && row.version_id > 0 && this.scope.canSee(scopedRow(row)) ? row : undefined;
   }
 
   private async lockRow(tx: Queryable, resourceType: string, id: string): Promise<ResourceRow | undefined> {
@@ -353,6 +294,10 @@ export class Repository {
     for (const hook of this.hooks.for(resource.resourceType)) if (hook.redact) out = hook.redact(out);
     return out;
   }
+}
+
+function scopedRow(row: ResourceRow): { projectId: string | null; resourceType: string; id: string } {
+  return { projectId: row.project_id, resourceType: row.resource_type, id: row.id };
 }
 
 function isoOf(value: string | Date): string {

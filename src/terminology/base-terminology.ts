@@ -3,11 +3,9 @@ import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Resource } from '@medplum/fhirtypes';
-import { SYSTEM_AUTH } from '../context.js';
 import { FhirError } from '../fhir/outcome.js';
 import { readDefinitionBundle } from '../fhir/definitions.js';
-import type { Services } from '../services.js';
-import type { TermContext } from './types.js';
+import type { TermContext, TerminologyEnv } from './types.js';
 
 /**
  * The base R4 terminologies (~1060 CodeSystems, ~1320 ValueSets from the definitions package)
@@ -54,7 +52,7 @@ export function baseFingerprint(): string {
 }
 
 /** Writes in progress per application (several apps share a process in tests). */
-const inFlightByApp = new WeakMap<Services, Map<string, Promise<boolean>>>();
+const inFlightByApp = new WeakMap<TerminologyEnv, Map<string, Promise<boolean>>>();
 
 /**
  * Writes the base resources with this canonical (every version) into the shared content.
@@ -63,15 +61,15 @@ const inFlightByApp = new WeakMap<Services, Map<string, Promise<boolean>>>();
 export async function materializeBase(tc: TermContext, type: 'CodeSystem' | 'ValueSet', url: string): Promise<boolean> {
   const resources = baseCatalog().get(`${type} ${url}`);
   if (!resources) return false;
-  const pending = inFlightByApp.get(tc.services) ?? new Map<string, Promise<boolean>>();
-  inFlightByApp.set(tc.services, pending);
+  const pending = inFlightByApp.get(tc.env) ?? new Map<string, Promise<boolean>>();
+  inFlightByApp.set(tc.env, pending);
   // Every version of the canonical (the v2 tables publish several), one write per resource id.
   await Promise.all(
     resources.map((resource) => {
       const key = `${type}/${resource.id}`;
       let p = pending.get(key);
       if (!p) {
-        p = writeBase(tc.services, resource).finally(() => pending.delete(key));
+        p = writeBase(tc.env, resource).finally(() => pending.delete(key));
         pending.set(key, p);
       }
       return p;
@@ -85,8 +83,8 @@ export async function materializeBase(tc: TermContext, type: 'CodeSystem' | 'Val
  * repository makes identical updates no-ops), a deleted one stays deleted (a super admin removed
  * it), and an id held by a project is never overwritten.
  */
-async function writeBase(services: Services, resource: Resource): Promise<boolean> {
-  const repo = services.repository(SYSTEM_AUTH);
+async function writeBase(services: TerminologyEnv, resource: Resource): Promise<boolean> {
+  const repo = services.system;
   try {
     const existing = await repo.read(resource.resourceType, resource.id as string);
     if (existing.meta?.project) return false;
@@ -103,7 +101,7 @@ async function writeBase(services: Services, resource: Resource): Promise<boolea
  * then records the package fingerprint. `stopped()` is polled between resources so shutdown is
  * prompt; an interrupted load resumes on the next start.
  */
-export async function preloadBaseTerminology(services: Services, stopped: () => boolean): Promise<void> {
+export async function preloadBaseTerminology(services: TerminologyEnv, stopped: () => boolean): Promise<void> {
   const fingerprint = baseFingerprint();
   const done = await services.db.query('SELECT 1 FROM tx_base_load WHERE package_version = $1', [fingerprint]);
   if (done.rows.length > 0) return;

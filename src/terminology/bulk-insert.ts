@@ -1,4 +1,4 @@
-import type { Queryable } from '../storage/database.js';
+import type { Queryable } from '../core/database.js';
 
 /**
  * Multi-row inserts: each batch is one `INSERT … SELECT FROM unnest($1::t[], $2::t[], …)`

@@ -1,6 +1,6 @@
 import type { CodeSystem } from '@medplum/fhirtypes';
 import { badRequest } from '../fhir/outcome.js';
-import type { Queryable } from '../storage/database.js';
+import type { Queryable } from '../core/database.js';
 import { bulkInsert } from './bulk-insert.js';
 import { ClosureTooLarge, computeClosure } from './closure.js';
 import { codeSystemRows, DESIGNATION_COLUMNS, PROPERTY_COLUMNS, type ConceptRow, type DesignationRow, type PropertyRow } from './code-system-rows.js';

@@ -1,5 +1,5 @@
 import type { CodeSystem, Resource, ValueSet } from '@medplum/fhirtypes';
-import type { ResourceHook } from '../storage/resource-hooks.js';
+import type { ResourceHook } from '../core/repository.js';
 import { indexCodeSystem, removeCodeSystemIndex } from './code-system-store.js';
 
 /**

@@ -1,8 +1,7 @@
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Bundle, CodeSystem, CodeSystemConcept, Resource } from '@medplum/fhirtypes';
-import { SYSTEM_AUTH } from '../context.js';
-import type { Services } from '../services.js';
+import type { TerminologyEnv } from './types.js';
 import { indexCodeSystem } from './code-system-store.js';
 
 /**
@@ -40,7 +39,7 @@ const TYPES = new Set(['CodeSystem', 'ValueSet', 'ConceptMap', 'NamingSystem']);
 export const LARGE_CODE_SYSTEM = 20_000;
 
 /** Imports `path`; returns what was written. */
-export async function importFile(path: string, services: Services, options: ImportOptions = {}): Promise<ImportSummary> {
+export async function importFile(path: string, services: TerminologyEnv, options: ImportOptions = {}): Promise<ImportSummary> {
   const started = Date.now();
   const size = statSync(path).size;
   const summary: ImportSummary = { resources: 0, codeSystems: 0, valueSets: 0, concepts: 0, skipped: 0, ms: 0 };
@@ -104,11 +103,11 @@ async function isNdjson(path: string): Promise<boolean> {
 }
 
 /** Writes one resource; returns the number of concepts it indexed. */
-async function writeResource(services: Services, input: Resource, options: ImportOptions, bar: ProgressBar): Promise<number> {
-  const repo = services.repository(SYSTEM_AUTH);
+async function writeResource(services: TerminologyEnv, input: Resource, options: ImportOptions, bar: ProgressBar): Promise<number> {
+  const repo = services.system;
   const resource = { ...input, meta: { ...(input.meta ?? {}), project: options.projectId } } as Resource;
   if (!options.projectId) delete (resource.meta as { project?: string }).project;
-  resource.id ??= await existingId(services, resource);
+  resource.id ??= await existingId(services, resource, options.projectId);
   const cs = resource.resourceType === 'CodeSystem' ? (resource as CodeSystem) : undefined;
   const concepts = cs ? countConcepts(cs.concept) : 0;
   if (!cs || concepts <= LARGE_CODE_SYSTEM) {
@@ -132,15 +131,15 @@ async function writeResource(services: Services, input: Resource, options: Impor
   return concepts;
 }
 
-/** The id of a stored resource with the same url|version, so a re-import updates it. */
-async function existingId(services: Services, r: Resource): Promise<string | undefined> {
+/** The id of a stored resource with the same url|version in the same project (or shared), so a re-import updates it. */
+async function existingId(services: TerminologyEnv, r: Resource, projectId: string | undefined): Promise<string | undefined> {
   const { url, version } = r as { url?: string; version?: string };
   if (!url || (r.resourceType !== 'CodeSystem' && r.resourceType !== 'ValueSet')) return undefined;
   const table = r.resourceType === 'CodeSystem' ? 'tx_code_system' : 'tx_value_set';
   const scope = r.resourceType === 'CodeSystem' ? ' AND scope IS NULL' : '';
   const res = await services.db.query<{ resource_id: string }>(
-    `SELECT resource_id FROM ${table} WHERE url = $1 AND version IS NOT DISTINCT FROM $2${scope} LIMIT 1`,
-    [url, version ?? null],
+    `SELECT resource_id FROM ${table} WHERE url = $1 AND version IS NOT DISTINCT FROM $2${scope} AND project_id IS NOT DISTINCT FROM $3 LIMIT 1`,
+    [url, version ?? null, projectId ?? null],
   );
   return res.rows[0]?.resource_id;
 }

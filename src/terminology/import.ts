@@ -1,6 +1,6 @@
 import type { CodeSystemConceptProperty, Coding } from '@medplum/fhirtypes';
 import { badRequest } from '../fhir/outcome.js';
-import type { Queryable } from '../storage/database.js';
+import type { Queryable } from '../core/database.js';
 import { bulkInsert } from './bulk-insert.js';
 import { computeClosure } from './closure.js';
 import { DESIGNATION_COLUMNS, PROPERTY_COLUMNS, propertyKinds, propertyRow, type DesignationRow, type PropertyRow } from './code-system-rows.js';

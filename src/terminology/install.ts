@@ -1,6 +1,6 @@
-import type { Feature } from '../services.js';
+import type { FeatureEnv } from '../core/feature.js';
+import type { OperationRegistry } from '../core/operation.js';
 import { preloadBaseTerminology } from './base-terminology.js';
-import { terminologyHooks } from './hooks.js';
 import { expandOperation } from './operations/expand.js';
 import { importOperation } from './operations/import.js';
 import { lookupOperation } from './operations/lookup.js';
@@ -12,43 +12,37 @@ import { pruneInlineCodeSystems } from './request-context.js';
 const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
 
 /**
- * Wires the terminology feature: the index hooks on CodeSystem/ValueSet writes, the terminology
- * operations, and the base R4 terminologies (see baseLoadMode).
+ * Wires the terminology feature: the terminology operations, the pruning of request-scoped
+ * indexes and the base R4 terminologies (`config.baseTerminology`). The index hooks on
+ * CodeSystem/ValueSet writes are part of the repository from the start (`terminologyHooks`, app.ts).
  */
-export const installTerminology: Feature = async (services) => {
-  for (const hook of terminologyHooks()) services.hooks.add(hook);
-
-  const registry = services.operations;
-  if (registry) {
-    registry.register(lookupOperation());
-    registry.register(valueSetValidateCodeOperation());
-    registry.register(codeSystemValidateCodeOperation());
-    registry.register(subsumesOperation());
-    registry.register(expandOperation());
-    registry.register(importOperation());
-  } else {
-    services.log.warn('no operations registry: terminology operations are not available');
-  }
+export function installTerminology(env: FeatureEnv, registry: OperationRegistry): void {
+  registry.register(lookupOperation(env));
+  registry.register(valueSetValidateCodeOperation(env));
+  registry.register(codeSystemValidateCodeOperation(env));
+  registry.register(subsumesOperation(env));
+  registry.register(expandOperation(env));
+  registry.register(importOperation(env));
 
   let stopped = false;
   const jobs: Array<Promise<unknown>> = [];
   const background = (name: string, job: () => Promise<unknown>) => {
     const run = job().catch((err) => {
-      if (!stopped) services.log.error({ err }, `terminology: ${name} failed`);
+      if (!stopped) env.log.error({ err }, `terminology: ${name} failed`);
     });
     jobs.push(run);
   };
-  background('prune', () => pruneInlineCodeSystems(services.db));
-  const timer = setInterval(() => background('prune', () => pruneInlineCodeSystems(services.db)), PRUNE_INTERVAL_MS);
+  background('prune', () => pruneInlineCodeSystems(env.db));
+  const timer = setInterval(() => background('prune', () => pruneInlineCodeSystems(env.db)), PRUNE_INTERVAL_MS);
   timer.unref();
   // `config.baseTerminology`: all base resources once per database (background), or each one
   // when a request first resolves it (lazy); either way a base canonical works from the first request.
-  if (services.config.baseTerminology === 'background') {
-    background('base terminology load', () => preloadBaseTerminology(services, () => stopped));
+  if (env.config.baseTerminology === 'background') {
+    background('base terminology load', () => preloadBaseTerminology(env, () => stopped));
   }
-  services.onClose(async () => {
+  env.onClose(async () => {
     stopped = true;
     clearInterval(timer);
     await Promise.allSettled(jobs);
   });
-};
+}

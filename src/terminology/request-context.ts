@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { CodeSystem, Resource, ValueSet } from '@medplum/fhirtypes';
-import type { RequestContext } from '../context.js';
+import type { RequestContext } from '../core/context.js';
 import { badRequest, notFound } from '../fhir/outcome.js';
-import type { Queryable } from '../storage/database.js';
+import type { Database, Queryable } from '../core/database.js';
 import { stableStringify } from '../storage/stable-stringify.js';
 import { indexCodeSystem, removeCodeSystemIndex } from './code-system-store.js';
 import { msg } from './messages.js';
 import { codeSystemInfoOf, resolveCodeSystem } from './resolve.js';
-import type { CodeSystemInfo, TermContext } from './types.js';
+import type { CodeSystemInfo, TermContext, TerminologyEnv } from './types.js';
 
 /**
  * The engine's view of one request, including resources supplied inline (`tx-resource`).
@@ -19,13 +19,13 @@ import type { CodeSystemInfo, TermContext } from './types.js';
  * with every request (the HL7 test runner does) pays for indexing once. Scoped rows are never
  * visible to canonical resolution of other requests and are pruned when unused for an hour.
  */
-export async function termContext(ctx: RequestContext, input: object): Promise<TermContext> {
+export async function termContext(env: TerminologyEnv, ctx: RequestContext, input: object): Promise<TermContext> {
   rejectNul(input);
   const txResources = (input as { 'tx-resource'?: unknown })['tx-resource'];
   const tc: TermContext = {
-    db: ctx.services.db,
+    db: env.db,
     repo: ctx.repo,
-    services: ctx.services,
+    env,
     log: ctx.log,
     inlineCodeSystems: [],
     inlineValueSets: [],
@@ -34,7 +34,7 @@ export async function termContext(ctx: RequestContext, input: object): Promise<T
   };
   for (const r of Array.isArray(txResources) ? (txResources as Resource[]) : []) {
     if (r?.resourceType === 'ValueSet') tc.inlineValueSets.push(r as ValueSet);
-    else if (r?.resourceType === 'CodeSystem' && (r as CodeSystem).url) tc.inlineCodeSystems.push(await inlineCodeSystem(ctx.services.db, r as CodeSystem));
+    else if (r?.resourceType === 'CodeSystem' && (r as CodeSystem).url) tc.inlineCodeSystems.push(await inlineCodeSystem(env.db, r as CodeSystem));
   }
   const wanted = (input as { useSupplement?: unknown }).useSupplement;
   for (const url of Array.isArray(wanted) ? (wanted as string[]) : []) {
@@ -58,7 +58,7 @@ function rejectNul(value: unknown, depth = 0): void {
 }
 
 /** Indexes (or reuses the index of) a request-supplied CodeSystem. */
-async function inlineCodeSystem(db: RequestContext['services']['db'], cs: CodeSystem): Promise<CodeSystemInfo> {
+async function inlineCodeSystem(db: Database, cs: CodeSystem): Promise<CodeSystemInfo> {
   const resourceId = `tx:${createHash('sha256').update(stableStringify(cs)).digest('hex').slice(0, 40)}`;
   const existing = await byResourceId(db, resourceId);
   if (existing) {
@@ -87,7 +87,7 @@ async function byResourceId(db: Queryable, resourceId: string): Promise<CodeSyst
 }
 
 /** Removes request-scoped indexes unused for an hour (run periodically). */
-export async function pruneInlineCodeSystems(db: RequestContext['services']['db']): Promise<number> {
+export async function pruneInlineCodeSystems(db: Database): Promise<number> {
   const old = await db.query<{ resource_id: string }>(
     "SELECT resource_id FROM tx_code_system WHERE scope IS NOT NULL AND last_updated < now() - interval '1 hour'",
   );

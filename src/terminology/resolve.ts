@@ -1,15 +1,20 @@
 import type { CodeSystemProperty, ValueSet } from '@medplum/fhirtypes';
+import type { ScopedTable } from '../core/scope.js';
 import { materializeBase } from './base-terminology.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
 import { newestFirst, splitCanonical, versionMatches } from './versions.js';
 
 /**
- * Canonical resolution (behavior.md §5): `url|version`, or a separate version, else the newest
+ * Canonical resolution (docs/terminology.md#versions): `url|version`, or a separate version, else the newest
  * version; among equals the caller's project wins over shared content. Only what the caller's
- * repository can see is a candidate (its visibility predicate is applied to the index), then the
+ * repository can see is a candidate (its scope's predicate is applied to the index), then the
  * resources supplied with the request, and last the base R4 terminologies, which are loaded into
  * the shared content on first use.
  */
+
+/** The index tables as tenancy sees them (storage/scope.ts): a project column, no account rows. */
+const CODE_SYSTEM_TABLE: ScopedTable = { alias: 'r', project: 'project_id' };
+const VALUE_SET_TABLE: ScopedTable = { alias: 'r', project: 'project_id' };
 
 interface CodeSystemRow {
   cs_key: number;
@@ -57,7 +62,7 @@ function codeSystemCandidates(tc: TermContext, url: string): Promise<CodeSystemI
 }
 
 async function storedCodeSystems(tc: TermContext, url: string): Promise<CodeSystemInfo[]> {
-  const vis = tc.repo.visibility(2);
+  const vis = tc.repo.scope.predicate(CODE_SYSTEM_TABLE, 2);
   const res = await tc.db.query<CodeSystemRow>(
     `SELECT * FROM tx_code_system r WHERE r.url = $1 AND r.scope IS NULL AND ${vis.sql}`,
     [url, ...vis.params],
@@ -73,7 +78,7 @@ export async function codeSystemByKey(tc: TermContext, key: number): Promise<Cod
 
 /** The indexed code system of a stored CodeSystem resource visible to the caller (instance-level calls). */
 export async function codeSystemByResourceId(tc: TermContext, id: string): Promise<CodeSystemInfo | undefined> {
-  const vis = tc.repo.visibility(2);
+  const vis = tc.repo.scope.predicate(CODE_SYSTEM_TABLE, 2);
   const res = await tc.db.query<CodeSystemRow>(
     `SELECT * FROM tx_code_system r WHERE r.resource_id = $1 AND r.scope IS NULL AND ${vis.sql}`,
     [id, ...vis.params],
@@ -104,7 +109,7 @@ async function storedValueSets(
   tc: TermContext,
   url: string,
 ): Promise<Array<{ resourceId: string; projectId: string | undefined; version: string | undefined; lastUpdated: string }>> {
-  const vis = tc.repo.visibility(2);
+  const vis = tc.repo.scope.predicate(VALUE_SET_TABLE, 2);
   const res = await tc.db.query<{ resource_id: string; project_id: string | null; version: string | null; last_updated: string | Date }>(
     `SELECT r.resource_id, r.project_id, r.version, r.last_updated FROM tx_value_set r WHERE r.url = $1 AND ${vis.sql}`,
     [url, ...vis.params],

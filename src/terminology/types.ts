@@ -1,8 +1,14 @@
 import type { CodeSystemProperty, ValueSet } from '@medplum/fhirtypes';
 import type { Logger } from 'pino';
-import type { Services } from '../services.js';
-import type { Queryable } from '../storage/database.js';
-import type { Repository } from '../storage/repository.js';
+import type { Database } from '../core/database.js';
+import type { ResourceRepository, SystemRepository } from '../core/repository.js';
+
+/** What the terminology feature is wired with (src/app.ts): its tables and the system repository. */
+export interface TerminologyEnv {
+  db: Database;
+  system: SystemRepository;
+  log: Logger;
+}
 
 /** An indexed code system (one row of `tx_code_system`). */
 export interface CodeSystemInfo {
@@ -48,9 +54,12 @@ export interface Designation {
  * resources supplied inline with the request (`tx-resource`).
  */
 export interface TermContext {
-  db: Queryable;
-  repo: Repository;
-  services: Services;
+  /** The terminology index tables (queried with `repo.scope`'s predicate). */
+  db: Database;
+  /** The caller's repository: its scope decides which code systems and value sets exist. */
+  repo: ResourceRepository;
+  /** What the feature was wired with (writing base terminologies on first use). */
+  env: TerminologyEnv;
   log: Logger;
   /** Request-scoped code systems (tx-resource), already indexed under a request scope. */
   inlineCodeSystems: CodeSystemInfo[];

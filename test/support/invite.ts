@@ -32,7 +32,7 @@ export async function invitedUserWithLink(
   const res = await invite(server, project.projectId, { resourceType: 'Practitioner', firstName: 'Set', lastName: 'Password', email }, project.adminToken);
   assert.equal(res.status, 200, res.text);
   const userId = res.body.user.reference.split('/')[1];
-  const url = await server.app.services.db.transaction((tx) => createSetPasswordLink(tx, userId, server.baseUrl));
+  const url = await server.app.db.transaction((tx) => createSetPasswordLink(tx, userId, server.baseUrl));
   const [id, secret] = url.split('/').slice(-2);
   return { email, id, secret, url };
 }

@@ -1,4 +1,4 @@
-import type { Queryable } from '../database.js';
+import type { Queryable } from '../../core/database.js';
 import { INDEX_TABLES, TABLE_COLUMNS, type IndexRows } from './index-rows.js';
 
 /**

@@ -1,9 +1,11 @@
 import type { Resource } from '@medplum/fhirtypes';
-import type { Queryable } from '../database.js';
+import type { Queryable } from '../../core/database.js';
+import type { SearchQuery, SearchResult } from '../../core/repository.js';
+import type { Scope } from '../../core/scope.js';
 import { extractRows } from './extract.js';
 import { removeRows, replaceRows } from './index-writer.js';
 import { runSearch } from './query/run-search.js';
-import type { SearchIndex, SearchQuery, SearchResult, Visibility } from './search-index.js';
+import type { SearchIndex } from './search-index.js';
 import { StatisticsSchedule } from './statistics.js';
 
 /**
@@ -22,9 +24,9 @@ export function createSearchIndex(): SearchIndex {
       await removeRows(tx, resourceType, id);
       statistics.wrote();
     },
-    async search(q: Queryable, visibilityFrom: (first: number) => Visibility, query: SearchQuery): Promise<SearchResult> {
+    async search(q: Queryable, scope: Scope, query: SearchQuery): Promise<SearchResult> {
       await statistics.refreshIfDue(q);
-      return runSearch(q, visibilityFrom, query);
+      return runSearch(q, scope, query);
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { Queryable } from '../database.js';
+import type { Queryable } from '../../core/database.js';
 import { INDEX_TABLES } from './index-rows.js';
 
 /**

@@ -1,6 +1,7 @@
 import type { ValueSet, ValueSetExpansionParameter } from '@medplum/fhirtypes';
 import { badRequest } from '../../fhir/outcome.js';
-import type { Operation } from '../../operations/operation.js';
+import type { Operation } from '../../core/operation.js';
+import type { TerminologyEnv } from '../types.js';
 import { parseLanguages } from '../display.js';
 import { expandValueSet } from '../expand.js';
 import { acceptLanguage, termContext } from '../request-context.js';
@@ -35,12 +36,12 @@ const ECHOED: Array<[keyof ExpandInput, string]> = [
 ];
 
 /** `ValueSet/$expand` (behavior.md §5.5), type and instance level; answers the ValueSet itself. */
-export function expandOperation(): Operation {
+export function expandOperation(env: TerminologyEnv): Operation {
   return {
     definition: terminologyDefinition('ValueSet-expand'),
     alsoInstance: true,
     async handler(ctx, input: ExpandInput, target) {
-      const tc = await termContext(ctx, input);
+      const tc = await termContext(env, ctx, input);
       if ((input.offset ?? 0) < 0 || (input.count ?? 0) < 0) throw badRequest('offset and count must not be negative');
       const vs = await requireValueSet(tc, target, input);
       const echo = ECHOED.filter(([name]) => input[name] !== undefined).map(

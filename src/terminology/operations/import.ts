@@ -1,6 +1,7 @@
 import type { Coding } from '@medplum/fhirtypes';
 import { badRequest, forbidden } from '../../fhir/outcome.js';
-import type { Operation } from '../../operations/operation.js';
+import type { Operation } from '../../core/operation.js';
+import type { TerminologyEnv } from '../types.js';
 import { importIntoCodeSystem } from '../import.js';
 import { msg } from '../messages.js';
 import { termContext } from '../request-context.js';
@@ -19,21 +20,21 @@ interface ImportInput {
  * designations to a code system of their project (super admins: to any, shared ones included).
  * Answers the CodeSystem.
  */
-export function importOperation(): Operation {
+export function importOperation(env: TerminologyEnv): Operation {
   return {
     definition: terminologyDefinition('CodeSystem-import'),
     async handler(ctx, input: ImportInput) {
       if (!ctx.auth.superAdmin && !ctx.auth.projectAdmin) throw forbidden();
-      const tc = await termContext(ctx, input);
+      const tc = await termContext(env, ctx, input);
       const cs = await resolveCodeSystem(tc, input.system);
       if (!cs) throw badRequest(msg.codeSystemNotFound(input.system));
-      // Shared content (project NULL) is writable only by super admins (behavior.md §2).
-      if (!ctx.auth.superAdmin && cs.projectId !== ctx.auth.projectId) throw forbidden();
+      // Shared content is writable only by super admins (the tenancy rule, docs/auth.md#roles).
+      ctx.repo.scope.checkWrite({ projectId: cs.projectId, resourceType: 'CodeSystem', id: cs.resourceId });
       const concepts = (input.concept ?? []).map((c, i) => {
         if (!c.code) throw badRequest('Concept has no code', `Parameters.parameter.concept[${i}]`);
         return { code: c.code, display: c.display };
       });
-      await ctx.services.db.transaction((tx) =>
+      await env.db.transaction((tx) =>
         importIntoCodeSystem(tx, cs, { concepts, properties: input.property ?? [], designations: input.designation ?? [] }),
       );
       return { return: await ctx.repo.read('CodeSystem', cs.resourceId) };

@@ -1,6 +1,7 @@
 import type { Coding } from '@medplum/fhirtypes';
 import { badRequest, notFound } from '../../fhir/outcome.js';
-import type { Operation } from '../../operations/operation.js';
+import type { Operation } from '../../core/operation.js';
+import type { TerminologyEnv } from '../types.js';
 import { typed } from '../../operations/typed-value.js';
 import { parseLanguages } from '../display.js';
 import { lookupCode } from '../lookup.js';
@@ -19,12 +20,12 @@ interface LookupInput {
 }
 
 /** `CodeSystem/$lookup` (behavior.md §5.1), type and instance level. */
-export function lookupOperation(): Operation {
+export function lookupOperation(env: TerminologyEnv): Operation {
   return {
     definition: terminologyDefinition('CodeSystem-lookup'),
     alsoInstance: true,
     async handler(ctx, input: LookupInput, target) {
-      const tc = await termContext(ctx, input);
+      const tc = await termContext(env, ctx, input);
       const code = input.code ?? input.coding?.code;
       let cs;
       if (target.level === 'instance') {

@@ -1,6 +1,7 @@
 import type { Coding } from '@medplum/fhirtypes';
 import { badRequest } from '../../fhir/outcome.js';
-import type { Operation } from '../../operations/operation.js';
+import type { Operation } from '../../core/operation.js';
+import type { TerminologyEnv } from '../types.js';
 import { termContext } from '../request-context.js';
 import { subsumes } from '../subsumes.js';
 import { terminologyDefinition } from './definitions.js';
@@ -17,12 +18,12 @@ interface SubsumesInput {
 }
 
 /** `CodeSystem/$subsumes` (behavior.md §5.4), type and instance level. */
-export function subsumesOperation(): Operation {
+export function subsumesOperation(env: TerminologyEnv): Operation {
   return {
     definition: terminologyDefinition('CodeSystem-subsumes'),
     alsoInstance: true,
     async handler(ctx, input: SubsumesInput, target) {
-      const tc = await termContext(ctx, input);
+      const tc = await termContext(env, ctx, input);
       const codeA = input.codeA ?? input.codingA?.code;
       const codeB = input.codeB ?? input.codingB?.code;
       if (!codeA || !codeB) throw badRequest('Must specify codeA and codeB parameters');

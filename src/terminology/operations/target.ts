@@ -1,6 +1,6 @@
 import type { ValueSet } from '@medplum/fhirtypes';
 import { badRequest, notFound } from '../../fhir/outcome.js';
-import type { OperationTarget } from '../../operations/operation.js';
+import type { OperationTarget } from '../../core/operation.js';
 import { msg } from '../messages.js';
 import { codeSystemByResourceId, resolveCodeSystem, resolveValueSet } from '../resolve.js';
 import type { CodeSystemInfo, TermContext } from '../types.js';

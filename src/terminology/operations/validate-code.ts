@@ -1,6 +1,7 @@
 import type { CodeableConcept, Coding, ValueSet } from '@medplum/fhirtypes';
 import { badRequest, notFound } from '../../fhir/outcome.js';
-import type { Operation } from '../../operations/operation.js';
+import type { Operation } from '../../core/operation.js';
+import type { TerminologyEnv } from '../types.js';
 import { parseLanguages } from '../display.js';
 import { resolveCodeSystem } from '../resolve.js';
 import { acceptLanguage, termContext } from '../request-context.js';
@@ -31,12 +32,12 @@ interface ValidateInput {
 const EXPANSION_PARAMETER = 'http://hl7.org/fhir/StructureDefinition/valueset-expansion-parameter';
 
 /** `ValueSet/$validate-code` (behavior.md §5.2), type and instance level. */
-export function valueSetValidateCodeOperation(): Operation {
+export function valueSetValidateCodeOperation(env: TerminologyEnv): Operation {
   return {
     definition: terminologyDefinition('ValueSet-validate-code'),
     alsoInstance: true,
     async handler(ctx, input: ValidateInput, target) {
-      const tc = await termContext(ctx, input);
+      const tc = await termContext(env, ctx, input);
       if (!input.url && !input.valueSet && target.level !== 'instance') throw badRequest('No ValueSet specified');
       requireCode(input);
       const vs = await requireValueSet(tc, target, input);
@@ -46,12 +47,12 @@ export function valueSetValidateCodeOperation(): Operation {
 }
 
 /** `CodeSystem/$validate-code` (behavior.md §5.3), type and instance level. */
-export function codeSystemValidateCodeOperation(): Operation {
+export function codeSystemValidateCodeOperation(env: TerminologyEnv): Operation {
   return {
     definition: terminologyDefinition('CodeSystem-validate-code'),
     alsoInstance: true,
     async handler(ctx, input: ValidateInput, target) {
-      const tc = await termContext(ctx, input);
+      const tc = await termContext(env, ctx, input);
       requireCode(input);
       const version = input.version ?? input.systemVersion ?? input.coding?.version;
       if (target.level === 'instance') {

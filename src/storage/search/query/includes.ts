@@ -1,9 +1,9 @@
 import type { Resource } from '@medplum/fhirtypes';
 import { badRequest } from '../../../fhir/outcome.js';
 import { isResourceType } from '../../../fhir/definitions.js';
-import type { Queryable } from '../../database.js';
+import type { Queryable } from '../../../core/database.js';
+import type { Scope } from '../../../core/scope.js';
 import { searchParameter } from '../parameters.js';
-import type { Visibility } from '../search-index.js';
 import { SqlParams } from './sql-params.js';
 
 /** Most resources one `_include`/`_revinclude` adds to a page. */
@@ -49,7 +49,7 @@ export function parseDirectives(type: string, params: Array<[string, string]>): 
  */
 export async function loadIncluded(
   q: Queryable,
-  visibilityFrom: (first: number) => Visibility,
+  scope: Scope,
   directives: Directive[],
   matches: Resource[],
 ): Promise<Resource[]> {
@@ -60,7 +60,7 @@ export async function loadIncluded(
     const found: Resource[] = [];
     for (const d of directives) {
       if (round > 0 && !d.iterate) continue;
-      for (const resource of await runDirective(q, visibilityFrom, d, base)) {
+      for (const resource of await runDirective(q, scope, d, base)) {
         if (seen.has(key(resource))) continue;
         seen.add(key(resource));
         found.push(resource);
@@ -74,11 +74,11 @@ export async function loadIncluded(
 
 async function runDirective(
   q: Queryable,
-  visibilityFrom: (first: number) => Visibility,
+  scope: Scope,
   d: Directive,
   base: Resource[],
 ): Promise<Resource[]> {
-  const p = new SqlParams(visibilityFrom);
+  const p = new SqlParams(scope);
   let sql: string;
   if (!d.reverse) {
     const ids = base.filter((r) => r.resourceType === d.source).map((r) => r.id as string);

@@ -1,6 +1,7 @@
 import type { Resource } from '@medplum/fhirtypes';
-import type { Queryable } from '../../database.js';
-import type { SearchQuery, SearchResult, Visibility } from '../search-index.js';
+import type { Queryable } from '../../../core/database.js';
+import type { SearchQuery, SearchResult } from '../../../core/repository.js';
+import type { Scope } from '../../../core/scope.js';
 import { CONTROL_PARAMETERS, orderBySql, parseControls } from './controls.js';
 import { filterSql, splitModifier } from './filters.js';
 import { loadIncluded, parseDirectives } from './includes.js';
@@ -12,13 +13,13 @@ import { SqlParams } from './sql-params.js';
  * The total comes from the page itself when the page is the last one, else from a COUNT
  * with the same WHERE.
  */
-export async function runSearch(q: Queryable, visibilityFrom: (first: number) => Visibility, query: SearchQuery): Promise<SearchResult> {
+export async function runSearch(q: Queryable, scope: Scope, query: SearchQuery): Promise<SearchResult> {
   const type = query.resourceType;
   const controlPairs = query.params.filter(([name]) => CONTROL_PARAMETERS.has(splitModifier(name)[0]));
   const controls = parseControls(type, controlPairs);
   const directives = parseDirectives(type, controlPairs);
 
-  const p = new SqlParams(visibilityFrom);
+  const p = new SqlParams(scope);
   const where = [`r.resource_type = ${p.add(type)}`, 'NOT r.deleted', 'r.version_id > 0', p.visibility('r')];
   for (const [name, value] of query.params) {
     if (CONTROL_PARAMETERS.has(splitModifier(name)[0])) continue;
@@ -41,7 +42,7 @@ export async function runSearch(q: Queryable, visibilityFrom: (first: number) =>
   const matches = rows.rows.map((row) => JSON.parse(row.content) as Resource);
   const lastPage = matches.length < controls.count && (matches.length > 0 || controls.offset === 0);
   const total = lastPage ? controls.offset + matches.length : await countTotal();
-  const included = directives.length > 0 ? await loadIncluded(q, visibilityFrom, directives, matches) : [];
+  const included = directives.length > 0 ? await loadIncluded(q, scope, directives, matches) : [];
   return {
     resources: [...matches, ...included],
     total,

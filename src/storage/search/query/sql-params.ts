@@ -1,5 +1,6 @@
 import { withoutNul } from '../normalize.js';
-import type { Visibility } from '../search-index.js';
+import type { Scope } from '../../../core/scope.js';
+import { resourceTable } from '../../scope.js';
 
 /**
  * Collects bind values while a query is assembled and hands out `$n` placeholders and
@@ -9,7 +10,7 @@ export class SqlParams {
   readonly values: unknown[] = [];
   private aliases = 0;
 
-  constructor(private readonly visibilityFrom: (first: number) => Visibility) {}
+  constructor(private readonly scope: Scope) {}
 
   /** Adds a bind value (NUL characters dropped: PostgreSQL text refuses them); returns its placeholder. */
   add(value: unknown): string {
@@ -23,11 +24,11 @@ export class SqlParams {
     return `${prefix}${this.aliases}`;
   }
 
-  /** The caller's visibility condition for the `resource` row under `alias`. */
+  /** The caller's scope condition for the `resource` row under `alias` (storage/scope.ts). */
   visibility(alias: string): string {
-    const vis = this.visibilityFrom(this.values.length + 1);
+    const vis = this.scope.predicate(resourceTable(alias), this.values.length + 1);
     this.values.push(...vis.params);
-    return vis.sql.replace(/\br\./g, `${alias}.`);
+    return vis.sql;
   }
 }
 

@@ -1,5 +1,6 @@
 import type { OperationDefinition } from '@medplum/fhirtypes';
-import type { RequestContext } from '../context.js';
+import type { RequestContext } from './context.js';
+import type { FhirRequest, FhirResult } from './fhir-request.js';
 
 /**
  * An operation = an OperationDefinition (data) + a typed handler. The framework
@@ -39,4 +40,34 @@ export interface Operation {
    * (behavior.md §4: the terminology operations are answered on `[base]/Type/<id>/$op`).
    */
   alsoInstance?: boolean;
+}
+
+/** Where a `$code` request points: `[base]/$code`, `[base]/Type/$code` or `[base]/Type/id/$code`. */
+export interface OperationCall {
+  code: string;
+  resourceType?: string;
+  id?: string;
+}
+
+/** A CapabilityStatement entry of one registered operation. */
+export interface OperationCapability {
+  name: string;
+  definition: string;
+  /** Resource types it answers at type or instance level. */
+  resourceTypes: string[];
+  system: boolean;
+}
+
+/** Answers operation invocations; implemented by `src/operations/`. */
+export interface OperationDispatcher {
+  dispatch(req: FhirRequest, call: OperationCall): Promise<FhirResult>;
+  /** One entry per registered operation, for the CapabilityStatement. */
+  capabilities(): OperationCapability[];
+}
+
+/** The registry features add operations to: registering adds routes, definition and metadata entry. */
+export interface OperationRegistry extends OperationDispatcher {
+  register(operation: Operation): void;
+  /** The served definitions of every registered operation, in registration order. */
+  definitions(): OperationDefinition[];
 }

@@ -1,4 +1,4 @@
-import type { RequestContext } from '../context.js';
+import type { RequestContext } from './context.js';
 
 /**
  * A non-FHIR endpoint (`/auth/*`, `/oauth2/*`, `/admin/*`, `/.well-known/*`, pages), declared

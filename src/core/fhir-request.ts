@@ -1,4 +1,4 @@
-import type { RequestContext } from '../context.js';
+import type { RequestContext } from './context.js';
 
 /** A FHIR REST request, independent of the HTTP framework. */
 export interface FhirRequest {

@@ -1,0 +1,30 @@
+/**
+ * Who is calling. The authenticator (src/auth) fills it in for every authenticated request;
+ * what each role may see and write is decided in one place, `src/storage/scope.ts`
+ * (docs/auth.md#roles).
+ */
+export interface AuthInfo {
+  /** Project the caller acts in (from the token's membership); undefined only for the system. */
+  projectId?: string;
+  /** Super admins see and may change every project's data and the shared content. */
+  superAdmin: boolean;
+  /** Admin of `projectId`. */
+  projectAdmin: boolean;
+  membershipId?: string;
+  userId?: string;
+  /** Set when the caller is a ClientApplication (client credentials). */
+  clientId?: string;
+  /** Reference of the caller's profile, e.g. `Practitioner/123`. */
+  profile?: string;
+}
+
+/** The system itself (start-up jobs, loaders): no project, sees and writes everything. */
+export const SYSTEM_AUTH: AuthInfo = Object.freeze({ superAdmin: true, projectAdmin: true });
+
+/** A request that carries no caller identity (public routes): sees nothing but shared content. */
+export const ANONYMOUS: AuthInfo = Object.freeze({ superAdmin: false, projectAdmin: false });
+
+/** Turns request headers into the caller's identity; throws FhirError 401 when it cannot. */
+export interface Authenticator {
+  authenticate(headers: Record<string, string | undefined>): Promise<AuthInfo>;
+}

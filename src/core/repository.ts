@@ -1,0 +1,101 @@
+import type { Resource } from '@medplum/fhirtypes';
+import type { AuthInfo } from './auth.js';
+import type { Queryable } from './database.js';
+import type { Scope } from './scope.js';
+
+/** One entry of a history Bundle. */
+export interface HistoryEntry {
+  resource: Resource;
+  deleted: boolean;
+  versionId: string;
+  lastUpdated: string;
+  /** The method that produced this version (POST for the first, PUT, DELETE). */
+  method: 'POST' | 'PUT' | 'DELETE';
+}
+
+export interface UpdateResult {
+  resource: Resource;
+  /** True when the PUT created the resource. */
+  created: boolean;
+}
+
+/** One search, as the REST layer received it (repeated names allowed, modifiers in the name). */
+export interface SearchQuery {
+  resourceType: string;
+  /** Query pairs as given, e.g. [['name:exact','Eve'], ['_count','10']]; `_format`/`_pretty` removed. */
+  params: Array<[string, string]>;
+}
+
+export interface SearchResult {
+  resources: Resource[];
+  /** Total number of matches (all pages). */
+  total: number;
+  /** Page size and offset used (count is 0 for `_summary=count`). */
+  count: number;
+  offset: number;
+  /**
+   * Search mode of each entry of `resources`, in order: `match`, or `include` for resources
+   * added by `_include`/`_revinclude` (they follow the matches). Absent = all matches.
+   */
+  modes?: Array<'match' | 'include'>;
+}
+
+/**
+ * Stored resources as one caller sees them: the only way handlers read or write data. Every
+ * method applies the caller's scope; resources of another project behave as if they did not
+ * exist. Each change (current row, history row, search index, hooks) is one transaction.
+ */
+export interface ResourceRepository {
+  readonly auth: AuthInfo;
+  /** The tenancy rule for this caller (for modules that query their own tables). */
+  readonly scope: Scope;
+  /** Creates a resource with a new server-assigned id (or `options.id`). */
+  create<T extends Resource>(resource: T, options?: { id?: string }): Promise<T>;
+  /** The current version; 404 when absent or invisible, 410 when deleted. */
+  read<T extends Resource = Resource>(resourceType: string, id: string): Promise<T>;
+  /** The current version, or undefined (absent, invisible or deleted). */
+  tryRead<T extends Resource = Resource>(resourceType: string, id: string): Promise<T | undefined>;
+  /** One version (vread); a deleted version answers 410. */
+  readVersion(resourceType: string, id: string, versionId: string): Promise<Resource>;
+  /** Updates (or creates with the client's id); `ifMatch` is the expected current version id. */
+  update(resource: Resource, options?: { ifMatch?: string }): Promise<UpdateResult>;
+  /** Deletes; deleting a deleted resource is a no-op, an unknown id is 404. */
+  delete(resourceType: string, id: string): Promise<void>;
+  /** History of one resource (`id` given) or of a type, newest first. */
+  history(
+    resourceType: string,
+    id: string | undefined,
+    page: { count: number; offset: number; since?: string },
+  ): Promise<{ entries: HistoryEntry[]; total: number }>;
+  /** Searches resources of one type within the caller's scope. */
+  search(query: SearchQuery): Promise<SearchResult>;
+}
+
+/**
+ * The system's repository (no project, sees everything), for features that act on behalf of
+ * the server (start-up, invite, loaders). It can also join a caller's open transaction, so
+ * several changes commit or roll back together.
+ */
+export interface SystemRepository extends ResourceRepository {
+  inTransaction(tx: Queryable): ResourceRepository;
+}
+
+/**
+ * Extension points of every write, so features (search index, terminology index, account
+ * mirrors) join a change without the repository knowing them. `afterWrite`/`afterDelete` run
+ * inside the change's transaction: if they throw, nothing of the change is kept.
+ */
+export interface ResourceHook {
+  /** Resource types this hook cares about; undefined = all. */
+  types?: readonly string[];
+  /** Checks or adjusts a resource before it is stored (throw a FhirError to refuse). */
+  beforeWrite?(resource: Resource, previous: Resource | undefined, auth: AuthInfo, db: Queryable): Promise<void> | void;
+  /** Checks a delete before it happens (throw a FhirError to refuse). */
+  beforeDelete?(previous: Resource, auth: AuthInfo, tx: Queryable): Promise<void> | void;
+  /** Runs in the write transaction after the new version is stored. */
+  afterWrite?(tx: Queryable, resource: Resource, previous: Resource | undefined): Promise<void>;
+  /** Runs in the delete transaction after the resource is marked deleted. */
+  afterDelete?(tx: Queryable, previous: Resource): Promise<void>;
+  /** Removes secrets before a resource leaves the server (e.g. password hashes). */
+  redact?(resource: Resource): Resource;
+}

@@ -1,0 +1,88 @@
+import type { AuthInfo } from '../core/auth.js';
+import type { Scope, ScopedRow, ScopedTable, SqlPredicate } from '../core/scope.js';
+import { forbidden, notFound } from '../fhir/outcome.js';
+
+/**
+ * THE tenancy rule (docs/auth.md#roles), written once: every query that filters by project —
+ * resources, history, search, the terminology index, invite look-ups — asks this module,
+ * either per row (`canSee`) or as an SQL condition for its own table (`predicate`).
+ *
+ * - The system and super admins see and write everything.
+ * - Everyone else sees their own project's rows plus shared content (no project).
+ * - Account resources are written only by super admins; plain members (people and client
+ *   applications) see only their own account resources, project admins their project's.
+ * - Shared content is read-only for non-super-admins (403); another project's rows do not
+ *   exist for the caller (404).
+ */
+
+/** Account resources: only super admins (and the system) write them through the repository. */
+export const ACCOUNT_TYPES: readonly string[] = ['Project', 'User', 'ProjectMembership', 'ClientApplication'];
+
+/** Account resources a plain member sees only for itself; project admins see their project's. */
+export const PERSONAL_ACCOUNT_TYPES: readonly string[] = ['User', 'ProjectMembership', 'ClientApplication'];
+
+/** The `resource` and `resource_history` tables (and search queries) under an alias. */
+export function resourceTable(alias: string): ScopedTable {
+  return { alias, project: 'project_id', type: 'resource_type', id: 'id' };
+}
+
+/** The tenancy rule for one caller. */
+export function scopeFor(auth: AuthInfo): Scope {
+  return new CallerScope(auth);
+}
+
+class CallerScope implements Scope {
+  constructor(readonly auth: AuthInfo) {}
+
+  canSee(row: ScopedRow): boolean {
+    const { auth } = this;
+    if (auth.superAdmin) return true;
+    if (row.projectId !== null && row.projectId !== undefined && row.projectId !== auth.projectId) return false;
+    if (auth.projectAdmin || row.resourceType === undefined || !PERSONAL_ACCOUNT_TYPES.includes(row.resourceType)) return true;
+    return row.id !== undefined && this.ownAccountIds().includes(row.id);
+  }
+
+  checkWrite(row: ScopedRow): void {
+    if (this.auth.superAdmin) return;
+    if (!this.canSee(row)) throw notFound();
+    if (row.projectId === null || row.projectId === undefined) throw forbidden();
+    if (row.resourceType !== undefined && ACCOUNT_TYPES.includes(row.resourceType)) throw forbidden();
+  }
+
+  checkCreate(resourceType: string): void {
+    if (!this.auth.superAdmin && ACCOUNT_TYPES.includes(resourceType)) throw forbidden();
+  }
+
+  ownerOfNew(resourceType: string, id: string | undefined, requestedProject: string | undefined): string | undefined {
+    if (this.auth.superAdmin && requestedProject !== undefined) return requestedProject;
+    if (this.auth.superAdmin && resourceType === 'Project') return id; // a project owns itself
+    return this.auth.projectId;
+  }
+
+  predicate(table: ScopedTable, first: number): SqlPredicate {
+    const { auth } = this;
+    if (auth.superAdmin) return { sql: 'true', params: [] };
+    const project = `${table.alias}.${table.project}`;
+    const own = `(${project} = $${first} OR ${project} IS NULL)`;
+    if (auth.projectAdmin || table.type === undefined || table.id === undefined) return { sql: own, params: [auth.projectId ?? null] };
+    const [own1, own2] = this.ownAccountIds();
+    const types = PERSONAL_ACCOUNT_TYPES.map((t) => `'${t}'`).join(', ');
+    const type = `${table.alias}.${table.type}`;
+    const id = `${table.alias}.${table.id}`;
+    return {
+      sql: `${own} AND (${type} NOT IN (${types}) OR ${id} IN ($${first + 1}, $${first + 2}))`,
+      params: [auth.projectId ?? null, own1 ?? null, own2 ?? null],
+    };
+  }
+
+  /** Ids of the caller's own account resources (its User or ClientApplication, its membership). */
+  private ownAccountIds(): string[] {
+    const { auth } = this;
+    return [auth.userId ?? auth.clientId, auth.membershipId].filter((id): id is string => id !== undefined);
+  }
+}
+
+/** The condition "this row belongs to `projectId`" (exactly; no shared content), from `$first`. */
+export function ownedBy(table: ScopedTable, projectId: string, first: number): SqlPredicate {
+  return { sql: `${table.alias}.${table.project} = $${first}`, params: [projectId] };
+}
