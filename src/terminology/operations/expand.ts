@@ -5,7 +5,7 @@ import type { TerminologyEnv } from '../types.js';
 import { parseLanguages } from '../display.js';
 import { expandValueSet } from '../expand.js';
 import { acceptLanguage, termContext } from '../request-context.js';
-import { terminologyDefinition } from './definitions.js';
+import { loadDefinition } from '../../operations/definitions/index.js';
 import { requireValueSet } from './target.js';
 
 interface ExpandInput {
@@ -38,7 +38,7 @@ const ECHOED: Array<[keyof ExpandInput, string]> = [
 /** `ValueSet/$expand` (behavior.md §5.5), type and instance level; answers the ValueSet itself. */
 export function expandOperation(env: TerminologyEnv): Operation {
   return {
-    definition: terminologyDefinition('ValueSet-expand'),
+    definition: loadDefinition('ValueSet-expand'),
     alsoInstance: true,
     async handler(ctx, input: ExpandInput, target) {
       const tc = await termContext(env, ctx, input);

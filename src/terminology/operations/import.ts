@@ -6,7 +6,7 @@ import { importIntoCodeSystem } from '../import.js';
 import { msg } from '../messages.js';
 import { termContext } from '../request-context.js';
 import { resolveCodeSystem } from '../resolve.js';
-import { terminologyDefinition } from './definitions.js';
+import { loadDefinition } from '../../operations/definitions/index.js';
 
 interface ImportInput {
   system: string;
@@ -22,7 +22,7 @@ interface ImportInput {
  */
 export function importOperation(env: TerminologyEnv): Operation {
   return {
-    definition: terminologyDefinition('CodeSystem-import'),
+    definition: loadDefinition('CodeSystem-import'),
     async handler(ctx, input: ImportInput) {
       if (!ctx.auth.superAdmin && !ctx.auth.projectAdmin) throw forbidden();
       const tc = await termContext(env, ctx, input);

@@ -6,7 +6,7 @@ import { typed } from '../../operations/typed-value.js';
 import { parseLanguages } from '../display.js';
 import { lookupCode } from '../lookup.js';
 import { acceptLanguage, termContext } from '../request-context.js';
-import { terminologyDefinition } from './definitions.js';
+import { loadDefinition } from '../../operations/definitions/index.js';
 import { instanceCodeSystem, requireCodeSystem } from './target.js';
 
 interface LookupInput {
@@ -22,7 +22,7 @@ interface LookupInput {
 /** `CodeSystem/$lookup` (behavior.md §5.1), type and instance level. */
 export function lookupOperation(env: TerminologyEnv): Operation {
   return {
-    definition: terminologyDefinition('CodeSystem-lookup'),
+    definition: loadDefinition('CodeSystem-lookup'),
     alsoInstance: true,
     async handler(ctx, input: LookupInput, target) {
       const tc = await termContext(env, ctx, input);

@@ -4,7 +4,7 @@ import type { Operation } from '../../core/operation.js';
 import type { TerminologyEnv } from '../types.js';
 import { termContext } from '../request-context.js';
 import { subsumes } from '../subsumes.js';
-import { terminologyDefinition } from './definitions.js';
+import { loadDefinition } from '../../operations/definitions/index.js';
 import { instanceCodeSystem, requireCodeSystem } from './target.js';
 
 interface SubsumesInput {
@@ -20,7 +20,7 @@ interface SubsumesInput {
 /** `CodeSystem/$subsumes` (behavior.md §5.4), type and instance level. */
 export function subsumesOperation(env: TerminologyEnv): Operation {
   return {
-    definition: terminologyDefinition('CodeSystem-subsumes'),
+    definition: loadDefinition('CodeSystem-subsumes'),
     alsoInstance: true,
     async handler(ctx, input: SubsumesInput, target) {
       const tc = await termContext(env, ctx, input);

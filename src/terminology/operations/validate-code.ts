@@ -6,7 +6,7 @@ import { parseLanguages } from '../display.js';
 import { resolveCodeSystem } from '../resolve.js';
 import { acceptLanguage, termContext } from '../request-context.js';
 import { validateInCodeSystem, validateInValueSet, type ValidateRequest, type ValidateResult } from '../validate.js';
-import { terminologyDefinition } from './definitions.js';
+import { loadDefinition } from '../../operations/definitions/index.js';
 import { instanceCodeSystem, requireValueSet } from './target.js';
 
 interface ValidateInput {
@@ -34,7 +34,7 @@ const EXPANSION_PARAMETER = 'http://hl7.org/fhir/StructureDefinition/valueset-ex
 /** `ValueSet/$validate-code` (behavior.md §5.2), type and instance level. */
 export function valueSetValidateCodeOperation(env: TerminologyEnv): Operation {
   return {
-    definition: terminologyDefinition('ValueSet-validate-code'),
+    definition: loadDefinition('ValueSet-validate-code'),
     alsoInstance: true,
     async handler(ctx, input: ValidateInput, target) {
       const tc = await termContext(env, ctx, input);
@@ -49,7 +49,7 @@ export function valueSetValidateCodeOperation(env: TerminologyEnv): Operation {
 /** `CodeSystem/$validate-code` (behavior.md §5.3), type and instance level. */
 export function codeSystemValidateCodeOperation(env: TerminologyEnv): Operation {
   return {
-    definition: terminologyDefinition('CodeSystem-validate-code'),
+    definition: loadDefinition('CodeSystem-validate-code'),
     alsoInstance: true,
     async handler(ctx, input: ValidateInput, target) {
       const tc = await termContext(env, ctx, input);
