@@ -1,4 +1,3 @@
-import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
 import { SYSTEM_AUTH, type AuthInfo } from './core/auth.js';
@@ -7,7 +6,7 @@ import type { Database } from './core/database.js';
 import type { FeatureEnv } from './core/feature.js';
 import type { OperationRegistry } from './core/operation.js';
 import type { ResourceHook, ResourceRepository, SystemRepository } from './core/repository.js';
-import { buildHttpServer } from './http/server.js';
+import { buildHttpServer, type HttpServer } from './http/server.js';
 import { createFhirRouter } from './rest/router.js';
 import { openDatabase } from './storage/open-database.js';
 import { Repository, type ResourceRow } from './storage/repository.js';
@@ -34,7 +33,8 @@ export interface App {
   operations: OperationRegistry;
   /** Every non-FHIR route, as declared by the features. */
   routes: readonly AppRoute[];
-  http: FastifyInstance;
+  /** The HTTP server (Fastify, known only to src/http; tests use its `inject`). */
+  http: HttpServer;
   /** Starts listening; resolves with the bound address. */
   listen(): Promise<string>;
   /** Stops accepting requests, lets in-flight ones finish, stops jobs, closes the database. */
@@ -71,7 +71,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const system = repository(SYSTEM_AUTH);
   const env: FeatureEnv = { config, log, db, system, onClose: (fn) => closers.push(fn) };
 
-  let http: FastifyInstance;
+  let http: HttpServer;
   let operations: OperationRegistry;
   let routes: AppRoute[];
   try {

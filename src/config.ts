@@ -1,6 +1,6 @@
 /**
  * Typed configuration, read once from the environment. Every variable is documented in the
- * README (behavior.md §0); defaults are for a developer's machine.
+ * README (README.md#configuration); defaults are for a developer's machine.
  */
 export interface Config {
   port: number;

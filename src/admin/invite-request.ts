@@ -4,14 +4,14 @@ import { FhirError, issue } from '../fhir/outcome.js';
 import { validateResource } from '../fhir/validation/validate-resource.js';
 import { normalizeEmail } from '../auth/email-address.js';
 
-/** Resource types a user's profile may have (seed §4.2). */
+/** Resource types a user's profile may have (docs/invite.md#request). */
 export const PROFILE_TYPES = ['Patient', 'Practitioner', 'RelatedPerson'] as const;
 export type ProfileType = (typeof PROFILE_TYPES)[number];
 
-/** Membership fields the invite decides itself (behavior.md §6: not overridable). */
+/** Membership fields the invite decides itself (docs/invite.md#body-validation: not overridable). */
 const PROTECTED_MEMBERSHIP_FIELDS = ['resourceType', 'id', 'meta', 'project', 'user', 'profile'] as const;
 
-/** A validated invite body (seed §4.2 + behavior.md §6). */
+/** A validated invite body (docs/invite.md#body-validation). */
 export interface InviteRequest {
   resourceType: ProfileType;
   firstName: string;
@@ -81,7 +81,7 @@ export function parseInviteRequest(body: unknown): InviteRequest {
     projectScoped: resourceType === 'Patient' || externalId !== undefined || b.scope === 'project',
     overrides,
     profileReference,
-    patient: isObject(b.patient) ? (b.patient as Reference) : undefined,
+    patient: isObject(b.patient) ? (b.patient) : undefined,
   };
 }
 
@@ -101,7 +101,7 @@ function overridesOf(membership: Record<string, unknown>, issues: OperationOutco
     const expression = problem.expression?.map((e) => e.replace(/^ProjectMembership\b/, 'membership'));
     issues.push(expression ? { ...problem, expression } : problem);
   }
-  return overrides as Partial<ProjectMembership>;
+  return overrides;
 }
 
 function profileReferenceOf(membership: Record<string, unknown>, issues: OperationOutcomeIssue[]): string | undefined {

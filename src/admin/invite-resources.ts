@@ -51,7 +51,7 @@ export function newMembership(req: InviteRequest, links: MembershipLinks): Proje
     ...references(links),
     resourceType: 'ProjectMembership',
     meta: { project: links.project.id },
-  } as ProjectMembership;
+  };
 }
 
 /** An existing membership updated by an `upsert` invite: overrides applied, links kept. */
@@ -64,7 +64,7 @@ export function upsertedMembership(existing: ProjectMembership, req: InviteReque
     resourceType: 'ProjectMembership',
     id: existing.id,
     meta: existing.meta,
-  } as ProjectMembership;
+  };
 }
 
 function references(links: MembershipLinks): Pick<ProjectMembership, 'project' | 'user' | 'profile'> {

@@ -25,7 +25,7 @@ import { displayName, newMembership, newProfile, newUser, upsertedMembership } f
 import { createSetPasswordLink } from './set-password-store.js';
 import type { TxWriter } from './tx-writer.js';
 
-/** Contract text (behavior.md §6): `upsert` naming a profile other than the membership's. */
+/** Contract text (docs/invite.md): `upsert` naming a profile other than the membership's. */
 export const DIFFERENT_PROFILE = 'User is already a member of this project with a different profile';
 /** Attempts of the invite transaction when a uniqueness claim was lost to a concurrent invite. */
 const MAX_ATTEMPTS = 5;
@@ -67,7 +67,7 @@ function assertMayInvite(auth: AuthInfo, projectId: string): void {
   requireProjectAdmin(auth, projectId);
 }
 
-/** One attempt of an invite inside its transaction (seed steps 1–6). */
+/** One attempt of an invite inside its transaction (docs/invite.md#steps). */
 class InviteRun {
   private readonly projectId: string;
 

@@ -5,7 +5,7 @@ import { badRequest, notFound } from '../fhir/outcome.js';
 import type { Database, Queryable } from '../core/database.js';
 import type { TxWriter } from './tx-writer.js';
 
-/** How long a set-password link stays valid (behavior.md §6). */
+/** How long a set-password link stays valid (docs/invite.md#set-password-api). */
 export const SET_PASSWORD_LIFETIME_DAYS = 7;
 
 /**

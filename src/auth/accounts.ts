@@ -116,7 +116,7 @@ export async function setPassword(system: ResourceRepository, userId: string, pa
   checkPasswordStrength(password);
   const repo = system;
   const user = await repo.read<User>('User', userId);
-  await repo.update({ ...user, passwordHash: await hashPassword(password) } as User);
+  await repo.update({ ...user, passwordHash: await hashPassword(password) });
 }
 
 /** Input of `createMembership`. */

@@ -40,7 +40,7 @@ export function membershipHooks(): ResourceHook[] {
           throw badRequest('ProjectMembership.user must reference a User or ClientApplication', 'ProjectMembership.user');
         }
         // A membership is stored in the project it grants access to.
-        membership.meta = { ...(membership.meta ?? {}), project: project[1] } as ProjectMembership['meta'];
+        membership.meta = { ...(membership.meta ?? {}), project: project[1] };
       },
       afterWrite: (tx, resource) => mirrorMembership(tx, resource as ProjectMembership),
       async afterDelete(tx, previous) {

@@ -1,4 +1,4 @@
-import type { ClientApplication, Resource, User } from '@medplum/fhirtypes';
+import type { ClientApplication, User } from '@medplum/fhirtypes';
 import type { ResourceHook } from '../core/repository.js';
 import { conflict } from '../fhir/outcome.js';
 import { passwordHashOf, splitReference } from './accounts.js';
@@ -51,7 +51,7 @@ const userHook: ResourceHook = {
   },
   redact(resource) {
     const { passwordHash: _hash, mfaSecret: _mfa, ...rest } = resource as User;
-    return rest as Resource;
+    return rest;
   },
 };
 
@@ -73,6 +73,6 @@ const clientHook: ResourceHook = {
   },
   redact(resource) {
     const { secret: _s, retiringSecret: _r, ...rest } = resource as ClientApplication;
-    return rest as Resource;
+    return rest;
   },
 };

@@ -119,7 +119,7 @@ function flatten(body: unknown): Record<string, string> {
   const out: Record<string, string> = {};
   if (!body || typeof body !== 'object') return out;
   for (const [k, v] of Object.entries(body as Record<string, unknown>)) {
-    const value = Array.isArray(v) ? v[0] : v;
+    const value: unknown = Array.isArray(v) ? (v as unknown[])[0] : v;
     if (typeof value === 'string') out[k] = value;
   }
   return out;

@@ -26,7 +26,8 @@ export interface OperationTarget {
   id?: string;
 }
 
-export type OperationHandler<I extends OperationValues = any, O extends OperationValues = any> = (
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a handler's input type is its own; the framework checks it against the definition
+export type OperationHandler<I extends OperationValues = any, O extends OperationValues = OperationValues> = (
   ctx: RequestContext,
   input: I,
   target: OperationTarget,
@@ -37,7 +38,7 @@ export interface Operation {
   handler: OperationHandler;
   /**
    * Also answer at instance level even when the definition says `instance: false`
-   * (behavior.md §4: the terminology operations are answered on `[base]/Type/<id>/$op`).
+   * (docs/operations.md#routes: the terminology operations are answered on `[base]/Type/<id>/$op`).
    */
   alsoInstance?: boolean;
 }

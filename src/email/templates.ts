@@ -14,7 +14,7 @@ export interface InviteEmailInput {
 }
 
 /**
- * The invite e-mail, plain text plus simple HTML (behavior.md §6): a new user gets
+ * The invite e-mail, plain text plus simple HTML (docs/invite.md#e-mail): a new user gets
  * `Welcome to <project>` with the set-password link, an existing user
  * `You were invited to <project>`.
  */

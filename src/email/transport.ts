@@ -11,7 +11,7 @@ export interface EmailTransport {
 
 /**
  * SMTP through nodemailer when `smtpUrl` is set (`smtp://user:pass@host:port`, `smtps://…`),
- * else the log (development default, behavior.md §0). Timeouts are bounded so a hung server
+ * else the log (development default, docs/invite.md#e-mail). Timeouts are bounded so a hung server
  * cannot hold a message longer than the sender's lease.
  */
 export function createEmailTransport(smtpUrl: string | undefined, log: Logger): EmailTransport {

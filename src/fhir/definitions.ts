@@ -48,7 +48,7 @@ export function structureDefinitionMap(): Map<string, StructureDefinition> {
     for (const r of readDefinitionBundle('profiles-medplum.json')) {
       const sd = r as StructureDefinition;
       if (sd.resourceType === 'StructureDefinition' && (ADMIN_RESOURCE_TYPES as readonly string[]).includes(sd.name ?? '')) {
-        structureDefinitions.set(sd.name as string, sd);
+        structureDefinitions.set(sd.name, sd);
       }
     }
   }
@@ -63,7 +63,7 @@ export function resourceTypes(): Set<string> {
     resourceTypeSet = new Set(
       [...structureDefinitionMap().values()]
         .filter((sd) => sd.kind === 'resource' && !sd.abstract)
-        .map((sd) => sd.type as string),
+        .map((sd) => sd.type),
     );
   }
   return resourceTypeSet;
@@ -96,7 +96,7 @@ export function searchParameterMap(): Map<string, Map<string, SearchParameter>> 
       for (const base of bases) {
         if (!resourceTypes().has(base)) continue;
         let byCode = searchParams.get(base);
-        if (!byCode) searchParams.set(base, (byCode = new Map()));
+        if (!byCode) searchParams.set(base, (byCode = new Map<string, SearchParameter>()));
         if (!byCode.has(sp.code)) byCode.set(sp.code, sp);
       }
     }
@@ -106,5 +106,5 @@ export function searchParameterMap(): Map<string, Map<string, SearchParameter>> 
 
 /** The search parameters of one resource type, by code. */
 export function searchParametersFor(resourceType: string): Map<string, SearchParameter> {
-  return searchParameterMap().get(resourceType) ?? new Map();
+  return searchParameterMap().get(resourceType) ?? new Map<string, SearchParameter>();
 }

@@ -78,7 +78,7 @@ export const internalError = (): FhirError => new FhirError(500, [issue('excepti
 
 /**
  * Every 405 of Lattice: `not-supported` with the `Allow` header (RFC 9110 §15.5.6). The text
- * defaults to `Method <m> not allowed (allowed: …)`; operations pass their own (docs/errors.md#405).
+ * defaults to `Method <m> not allowed (allowed: …)`; operations pass their own (docs/errors.md#method-not-allowed).
  */
 export const methodNotAllowed = (method: string, allowed: readonly string[], text?: string): FhirError =>
   new FhirError(405, [issue('not-supported', text ?? `Method ${method} not allowed (allowed: ${allowed.join(', ')})`)], {

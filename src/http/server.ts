@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { OperationOutcome } from '@medplum/fhirtypes';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
@@ -19,6 +18,9 @@ import { requestInfo, type ParsedBody } from './request-info.js';
 
 const FHIR_PREFIX = '/fhir/R4';
 const FHIR_CONTENT_TYPE = 'application/fhir+json; charset=utf-8';
+
+/** The HTTP server as the rest of the application sees it. */
+export type HttpServer = FastifyInstance;
 
 /** What the HTTP adapter serves; every part is required (app.ts builds it). */
 export interface HttpDeps {
@@ -40,6 +42,7 @@ export interface HttpDeps {
 export function buildHttpServer(services: HttpDeps): FastifyInstance {
   const { routes } = services;
   const app = Fastify({
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- without it Fastify infers pino's Logger as its logger type, which its own route types then refuse
     loggerInstance: services.log as FastifyBaseLogger,
     bodyLimit: services.config.bodyLimit,
     genReqId: (req) => {
@@ -151,7 +154,7 @@ function answerMalformedHttp(err: Error & { code?: string; rawPacket?: unknown }
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'timeout', 'Request timeout']
         : [400, 'invalid', 'Malformed HTTP request'];
-  const body = JSON.stringify({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code, details: { text } }] } as OperationOutcome);
+  const body = JSON.stringify({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code, details: { text } }] });
   if (!socket.writable) return void socket.destroy();
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${FHIR_CONTENT_TYPE}\r\n` +
@@ -201,7 +204,7 @@ function registerBodyParsers(app: FastifyInstance): void {
   });
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, text, done) => {
     // No prototype: a field named `__proto__` or `constructor` is a field like any other.
-    const value: Record<string, string | string[]> = Object.create(null);
+    const value = Object.create(null) as Record<string, string | string[]>;
     for (const [k, v] of new URLSearchParams(text as string)) {
       if (k.includes('\u0000') || v.includes('\u0000')) return done(badRequest(NUL_IN_CONTENT), undefined);
       const prev = value[k];
@@ -212,6 +215,6 @@ function registerBodyParsers(app: FastifyInstance): void {
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body, done) => {
     if ((body as Buffer).length === 0) return done(null, undefined);
     const type = String(request.headers['content-type'] ?? 'none').split(';')[0].trim();
-    done(unsupportedMediaType(type) as FhirError, undefined);
+    done(unsupportedMediaType(type), undefined);
   });
 }

@@ -107,7 +107,7 @@ function unwrap(item: TypedValue, allowed: string[] | undefined, name: string): 
 
 function typedEntry(paramName: string, type: string, value: unknown, name: string): ParametersParameter {
   if (!fitsType(type, value)) throw new OutputViolation(`out-parameter ${name}: ${kindOf(value)} is not a valid ${type}`);
-  return { name: paramName, [valueKey(type)]: value } as ParametersParameter;
+  return { name: paramName, [valueKey(type)]: value };
 }
 
 /** Whether a JavaScript value can be written as a value of FHIR type `type` (JSON shape only). */

@@ -12,7 +12,7 @@ const PRIMITIVES = new Set([
   'dateTime', 'time', 'code', 'oid', 'id', 'markdown', 'unsignedInt', 'positiveInt', 'uuid',
 ]);
 
-/** behavior.md §4: any of these value[x] is accepted for a parameter of one of these types. */
+/** docs/operations.md#input-validation: any of these value[x] is accepted for a parameter of one of these types. */
 const STRING_LIKE = new Set(['string', 'code', 'uri', 'url', 'canonical', 'id', 'oid', 'uuid', 'markdown']);
 
 /** Types that carry a resource (`Parameters.parameter.resource`) rather than a value[x]. */
@@ -73,7 +73,7 @@ export function isMultiValued(param: ParamDef): boolean {
   return maxOf(param) > 1;
 }
 
-/** `1`, `0..1`, `1..*` — the cardinality as behavior.md §4 writes it in messages. */
+/** `1`, `0..1`, `1..*` — the cardinality as docs/operations.md#input-validation writes it in messages. */
 export function cardinalityText(param: ParamDef): string {
   const min = minOf(param);
   const max = maxOf(param);

@@ -11,7 +11,7 @@ const MAX_ISSUES = 20;
 
 /**
  * Turns a POSTed body into input entries. The body must be a structurally valid Parameters
- * resource: first the rules behavior.md §4 names (every entry has a `name` and at most one of
+ * resource: first the rules docs/operations.md#post names (every entry has a `name` and at most one of
  * value[x] / `resource` / `part`), reported with the entry's path; then the R4
  * StructureDefinition check (JSON types, primitive formats, nested datatypes and resources), so
  * handlers only ever see well-formed values. Every problem is a 400, never a throw of another kind.
@@ -52,7 +52,7 @@ function checkEntries(list: unknown, path: string, depth: number, issues: Operat
     return;
   }
   for (let i = 0; i < list.length && issues.length < MAX_ISSUES; i++) {
-    const entry = list[i];
+    const entry: unknown = list[i];
     if (!isObject(entry)) continue;
     const at = `${path}[${i}]`;
     if (typeof entry.name !== 'string' || entry.name.length === 0) {
@@ -79,7 +79,7 @@ function toEntries(list: unknown, path: string): InputEntry[] {
   return list.flatMap((entry, i) => {
     if (!isObject(entry) || typeof entry.name !== 'string') return [];
     const at = `${path}[${i}]`;
-    const result: InputEntry = { name: entry.name as string, path: at };
+    const result: InputEntry = { name: entry.name, path: at };
     const [key] = valueKeysOf(entry);
     if (key !== undefined) {
       result.valueType = typeOfValueKey(key);

@@ -33,7 +33,7 @@ export class DefinitionPublisher {
   /** Resolves when every queued write is done; rejects with the first failure, if any. */
   async settled(): Promise<void> {
     await this.tail;
-    if (this.failure !== undefined) throw this.failure;
+    if (this.failure !== undefined) throw this.failure instanceof Error ? this.failure : new Error('Could not store an OperationDefinition', { cause: this.failure });
   }
 
   private async write(definition: OperationDefinition): Promise<void> {

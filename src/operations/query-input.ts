@@ -7,7 +7,7 @@ import { carrierOf, paramsOf, type ParamDef } from './params.js';
 const RESPONSE_PARAMS = new Set(['_format', '_pretty']);
 
 /**
- * GET invocation (seed rule 4, behavior.md §4). Refused for operations that affect state. The
+ * GET invocation (docs/operations.md#get). Refused for operations that affect state. The
  * "simple types only" rule applies to the parameters the request actually supplies: a query
  * pair naming a complex-typed input is a 400, other complex inputs of the definition do not
  * matter. Empty values count as absent, undeclared names are ignored, and values are converted

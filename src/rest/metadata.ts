@@ -21,7 +21,7 @@ export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDi
       ...['_id', '_lastUpdated'].map((name) => ({ name, type: name === '_id' ? ('token' as const) : ('date' as const) })),
       ...[...searchParametersFor(type).values()]
         .filter((sp) => sp.code !== '_id' && sp.code !== '_lastUpdated')
-        .map((sp) => ({ name: sp.code as string, definition: sp.url, type: sp.type })),
+        .map((sp) => ({ name: sp.code, definition: sp.url, type: sp.type })),
     ],
     operation: operations
       .filter((op) => op.resourceTypes.includes(type))

@@ -17,7 +17,7 @@ export async function openPgDatabase(connectionString: string, poolSize = 10): P
   const handlers = new Map<string, Array<(payload: string) => void>>();
 
   const run = async <T>(q: pg.Pool | pg.PoolClient, sql: string, params: unknown[] = []): Promise<QueryResult<T>> => {
-    const res = await q.query(sql, params as any[]);
+    const res = await q.query(sql, params);
     return { rows: res.rows as T[], rowCount: res.rowCount ?? res.rows.length };
   };
 

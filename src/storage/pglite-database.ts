@@ -15,7 +15,7 @@ export async function openPgliteDatabase(dataDir: string, options: { loadDataDir
   const pg = await PGlite.create(inMemory ? undefined : dataDir, options.loadDataDir ? { loadDataDir: options.loadDataDir } : {});
   const wrap = (q: { query: PGlite['query'] }): Queryable => ({
     async query<T>(sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
-      const res = await q.query<T>(sql, params as any[]);
+      const res = await q.query<T>(sql, params);
       return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
     },
   });
@@ -23,7 +23,7 @@ export async function openPgliteDatabase(dataDir: string, options: { loadDataDir
   return {
     driver: 'pglite',
     dumpDataDir: () => pg.dumpDataDir('none'),
-    query: root.query,
+    query: (sql, params) => root.query(sql, params),
     transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
     async listen(channel, handler) {
       await pg.listen(channel, handler);

@@ -92,7 +92,7 @@ async function writeBase(services: TerminologyEnv, resource: Resource): Promise<
     if (!(err instanceof FhirError) || err.status !== 404) return false;
   }
   const { meta: _meta, ...content } = resource;
-  await repo.update(content as Resource);
+  await repo.update(content);
   return true;
 }
 

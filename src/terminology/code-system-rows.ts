@@ -176,7 +176,12 @@ export function propertyRow(concept: number, p: CodeSystemConceptProperty): Prop
       if (!coding.code) return undefined;
       return { concept, code: p.code, type, value: coding.code, system: coding.system, display: coding.display };
     }
-    return { concept, code: p.code, type, value: String(value), system: undefined, display: undefined };
+    return { concept, code: p.code, type, value: scalarText(value), system: undefined, display: undefined };
   }
   return undefined;
+}
+
+/** A primitive property value as stored text (anything else is not a property value R4 allows). */
+function scalarText(value: unknown): string {
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value);
 }

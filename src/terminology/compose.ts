@@ -8,7 +8,7 @@ import type { CodeSystemInfo, TermContext } from './types.js';
 import { splitCanonical, versionMatches } from './versions.js';
 
 /**
- * Value-set membership (behavior.md §5.2), decided for the given codes — never by expanding
+ * Value-set membership (docs/terminology.md#value-set-membership), decided for the given codes — never by expanding
  * first. Each include becomes one SQL query over the candidate concepts (explicit concepts,
  * filters ANDed, the whole system); nested value sets (`include.valueSet`) are intersected
  * recursively for the same candidates; excludes are subtracted; `compose.inactive = false`

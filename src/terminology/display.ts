@@ -3,7 +3,7 @@ import type { CodeSystemInfo, Concept, Designation, TxIssue } from './types.js';
 
 /**
  * Displays and languages: which display to return for a requested language, and whether a
- * display given by the client is valid for the concept (behavior.md §5.2) — any designation in
+ * display given by the client is valid for the concept (docs/terminology.md#displays-and-languages) — any designation in
  * the requested language(s) (all of them when none is requested) matches, case-insensitively;
  * a difference in whitespace alone is reported as such.
  */

@@ -10,7 +10,7 @@ import { resolveCodeSystem } from './resolve.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
 
 /**
- * `$expand` (behavior.md §5.5) — the one operation that builds an expansion. Each include is one
+ * `$expand` (docs/terminology.md#expand) — the one operation that builds an expansion. Each include is one
  * SQL query returning concept ids (whole systems, concept lists, filters, the text filter, active
  * only); ids of one code system are merged and excludes subtracted as id sets, so only the
  * requested page is ever turned into `contains` entries and `total` is the true total.
@@ -79,7 +79,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, req: ExpandR
   // The definition (compose) is not repeated: the expansion is the answer, and the compose may
   // name contained or request-supplied value sets the client cannot resolve anyway.
   const { meta: _meta, text: _text, expansion: _old, compose: _compose, ...rest } = vs;
-  return { ...rest, expansion } as ValueSet;
+  return { ...rest, expansion };
 }
 
 async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandRequest, used: { codeSystems: Set<string>; valueSets: Set<string> }): Promise<Group[]> {

@@ -42,5 +42,5 @@ export function terminologyHooks(): ResourceHook[] {
 }
 
 function projectOf(resource: Resource): string | undefined {
-  return (resource.meta as { project?: string } | undefined)?.project;
+  return (resource.meta)?.project;
 }

@@ -1,11 +1,11 @@
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import type { Bundle, CodeSystem, CodeSystemConcept, Resource } from '@medplum/fhirtypes';
+import type { CodeSystemConcept, Resource } from '@medplum/fhirtypes';
 import type { TerminologyEnv } from './types.js';
 import { indexCodeSystem } from './code-system-store.js';
 
 /**
- * `lattice import <file>` (behavior.md §5.6): loads terminology resources from a CodeSystem or
+ * `lattice import <file>` (docs/terminology.md#cli-import): loads terminology resources from a CodeSystem or
  * ValueSet JSON file, a Bundle, or NDJSON (one resource per line), as shared content (or into
  * `projectId`), with progress on stderr.
  *
@@ -74,7 +74,7 @@ export async function importFile(path: string, services: TerminologyEnv, options
     }
   } else {
     const parsed = JSON.parse(readFileSync(path, 'utf8').replace(/^\uFEFF/, '')) as Resource;
-    const resources = parsed.resourceType === 'Bundle' ? ((parsed as Bundle).entry ?? []).map((e) => e.resource as Resource) : [parsed];
+    const resources = parsed.resourceType === 'Bundle' ? ((parsed).entry ?? []).map((e) => e.resource as Resource) : [parsed];
     for (const [i, r] of resources.entries()) {
       await write(r);
       bar(path, i + 1, resources.length, 'resources');
@@ -108,7 +108,7 @@ async function writeResource(services: TerminologyEnv, input: Resource, options:
   const resource = { ...input, meta: { ...(input.meta ?? {}), project: options.projectId } } as Resource;
   if (!options.projectId) delete (resource.meta as { project?: string }).project;
   resource.id ??= await existingId(services, resource, options.projectId);
-  const cs = resource.resourceType === 'CodeSystem' ? (resource as CodeSystem) : undefined;
+  const cs = resource.resourceType === 'CodeSystem' ? (resource) : undefined;
   const concepts = cs ? countConcepts(cs.concept) : 0;
   if (!cs || concepts <= LARGE_CODE_SYSTEM) {
     if (resource.id) await repo.update(resource);
@@ -117,8 +117,8 @@ async function writeResource(services: TerminologyEnv, input: Resource, options:
   }
   // Large: the resource without its concepts, then the concepts straight into the index.
   const stored = resource.id
-    ? (await repo.update({ ...cs, concept: undefined, content: 'not-present' } as CodeSystem)).resource
-    : await repo.create({ ...cs, concept: undefined, content: 'not-present' } as CodeSystem);
+    ? (await repo.update({ ...cs, concept: undefined, content: 'not-present' })).resource
+    : await repo.create({ ...cs, concept: undefined, content: 'not-present' });
   const label = `${cs.url ?? cs.id} (${concepts.toLocaleString('en')} concepts)`;
   await services.db.transaction((tx) =>
     indexCodeSystem(

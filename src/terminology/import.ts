@@ -8,7 +8,7 @@ import { msg } from './messages.js';
 import type { CodeSystemInfo } from './types.js';
 
 /**
- * `CodeSystem/$import` (behavior.md §5.6): adds concepts, properties and designations to the
+ * `CodeSystem/$import` (docs/terminology.md#import): adds concepts, properties and designations to the
  * index of an existing code system — typically one stored with `content: not-present`, whose
  * concepts live only in the index (its updates keep them, see code-system-store.ts). One
  * transaction; the code-system row is locked so concurrent imports get distinct concept ids.
@@ -122,7 +122,7 @@ export async function importIntoCodeSystem(tx: Queryable, cs: CodeSystemInfo, it
 function valueOf(value: unknown, type: string | undefined): Partial<CodeSystemConceptProperty> {
   if (typeof value === 'boolean') return { valueBoolean: value };
   if (typeof value === 'number') return Number.isInteger(value) && type !== 'decimal' ? { valueInteger: value } : { valueDecimal: value };
-  if (value && typeof value === 'object') return { valueCoding: value as Coding };
+  if (value && typeof value === 'object') return { valueCoding: value };
   const text = String(value);
   switch (type) {
     case 'string':

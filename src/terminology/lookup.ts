@@ -4,7 +4,7 @@ import { preferredDisplay, type LanguagePrefs } from './display.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
 
 /**
- * `$lookup` (behavior.md §5.1): everything the index holds about one code — name and version of
+ * `$lookup` (docs/terminology.md#lookup): everything the index holds about one code — name and version of
  * the code system, display (in the requested language when there is one), definition,
  * designations, and properties: parent/child relationships (one entry per related code, with
  * the related display as description), `inactive`, and every stored property typed as declared.

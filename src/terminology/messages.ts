@@ -59,7 +59,7 @@ export const msg = {
     `The filter with property = ${property}, op = ${op} is not supported for the system ${system}`,
   badRegex: (pattern: string) => `The regular expression '${pattern}' is not valid or too complex`,
   valueSetCycle: (url: string) => `Value set ${url} includes itself (circular reference)`,
-  // Contract texts (behavior.md §5) for errors answered with a 4xx status.
+  // Contract texts (docs/terminology.md#errors) for errors answered with a 4xx status.
   codeSystemNotFound: (url: string) => `CodeSystem ${url} not found`,
   supplementNotFound: (url: string) => `CodeSystem supplement ${url} not found`,
   valueSetNotFound: (url: string) => `ValueSet ${url} not found`,

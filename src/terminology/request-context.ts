@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { CodeSystem, Resource, ValueSet } from '@medplum/fhirtypes';
+import type { CodeSystem, Resource } from '@medplum/fhirtypes';
 import type { RequestContext } from '../core/context.js';
 import { badRequest, notFound } from '../fhir/outcome.js';
 import type { Database, Queryable } from '../core/database.js';
@@ -33,8 +33,8 @@ export async function termContext(env: TerminologyEnv, ctx: RequestContext, inpu
     memo: new Map(),
   };
   for (const r of Array.isArray(txResources) ? (txResources as Resource[]) : []) {
-    if (r?.resourceType === 'ValueSet') tc.inlineValueSets.push(r as ValueSet);
-    else if (r?.resourceType === 'CodeSystem' && (r as CodeSystem).url) tc.inlineCodeSystems.push(await inlineCodeSystem(env.db, r as CodeSystem));
+    if (r?.resourceType === 'ValueSet') tc.inlineValueSets.push(r);
+    else if (r?.resourceType === 'CodeSystem' && (r).url) tc.inlineCodeSystems.push(await inlineCodeSystem(env.db, r));
   }
   const wanted = (input as { useSupplement?: unknown }).useSupplement;
   for (const url of Array.isArray(wanted) ? (wanted as string[]) : []) {

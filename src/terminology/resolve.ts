@@ -5,7 +5,7 @@ import type { CodeSystemInfo, TermContext } from './types.js';
 import { newestFirst, splitCanonical, versionMatches } from './versions.js';
 
 /**
- * Canonical resolution (docs/terminology.md#versions): `url|version`, or a separate version, else the newest
+ * Canonical resolution (docs/terminology.md#canonicals-and-versions): `url|version`, or a separate version, else the newest
  * version; among equals the caller's project wins over shared content. Only what the caller's
  * repository can see is a candidate (its scope's predicate is applied to the index), then the
  * resources supplied with the request, and last the base R4 terminologies, which are loaded into

@@ -6,7 +6,7 @@ import type { CodeSystemInfo, TermContext } from './types.js';
 export type SubsumptionOutcome = 'equivalent' | 'subsumes' | 'subsumed-by' | 'not-subsumed';
 
 /**
- * `$subsumes` (behavior.md §5.4): the relation between two codes of one code system, answered
+ * `$subsumes` (docs/terminology.md#subsumes): the relation between two codes of one code system, answered
  * from the precomputed closure (two primary-key probes at most, whatever the depth or number of
  * paths). Codes that are the same concept (up to case in a case-insensitive system) are
  * `equivalent`, even in a code system without an is-a hierarchy.

@@ -7,7 +7,7 @@ import type { CodeSystemInfo, TermContext, TxIssue } from './types.js';
 import { validateCodings, type CodingCheck, type CodingOutcome, type ValidationOptions, type ValidationTarget } from './validate-coding.js';
 
 /**
- * `$validate-code` (behavior.md §5.2, §5.3): normalises the three input forms (code+system,
+ * `$validate-code` (docs/terminology.md#valueset-validate-code, docs/terminology.md#codesystem-validate-code): normalises the three input forms (code+system,
  * coding, codeableConcept) into coding checks, runs them in one batch and assembles the
  * tx-ecosystem answer. A code outside the value set is `result: false`, never an error status.
  */
@@ -179,8 +179,7 @@ function noSystem(code: string, vsText: string, prefix: string): ValidateResult 
 
 /**
  * The system of a bare code: the one system of the value set that has it. Without
- * `inferSystem` only a value set drawing on exactly one code system implies it (behavior.md
- * §5.2); otherwise the code is not specified well enough (400).
+ * `inferSystem` only a value set drawing on exactly one code system implies it (docs/terminology.md#valueset-validate-code); otherwise the code is not specified well enough (400).
  */
 async function inferSystem(evaluator: ValueSetEvaluator, code: string, asked: boolean, vsText: string): Promise<string | ValidateResult> {
   const systems = await evaluator.includedSystems();

@@ -1,5 +1,5 @@
 /**
- * Version order for canonical resolution (behavior.md §5): without a requested version the
+ * Version order for canonical resolution (docs/terminology.md#canonicals-and-versions): without a requested version the
  * newest wins — semantic-version order when both versions look like semver, else the most
  * recently updated.
  */

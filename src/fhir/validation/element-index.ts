@@ -73,7 +73,7 @@ export function typeNode(type: string): ObjectNode | undefined {
 
 function compileDefinition(sd: StructureDefinition): ObjectNode {
   const elements = sd.snapshot?.element ?? [];
-  const rootPath = elements[0]?.path ?? (sd.type as string);
+  const rootPath = elements[0]?.path ?? (sd.type);
   const nodes = new Map<string, MutableNode>();
   const newNode = (path: string): MutableNode => {
     const node: MutableNode = { path, children: new Map(), required: [], choices: new Map() };

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MAX_DEPTH, MAX_ISSUES, validateResource } from './validate-resource.js';
 
-type Json = Record<string, any>;
+type Json = Record<string, unknown>;
 
 /** The issues as sorted `code expression` strings, so each case states exactly what it expects. */
 function found(resource: unknown): string[] {
@@ -71,7 +71,7 @@ describe('validateResource: valid resources', () => {
     ] };
     expectIssues(bundle, []);
     bundle.entry[1].resource.status = undefined;
-    (bundle.entry[0].resource as Json).foo = 1;
+    (bundle.entry[0].resource).foo = 1;
     expectIssues(JSON.parse(JSON.stringify(bundle)), ['structure Bundle.entry[0].resource.foo', 'required Bundle.entry[1].resource.status']);
   });
 
@@ -238,7 +238,7 @@ describe('validateResource: robustness and speed', () => {
   });
 
   it('treats prototype-pollution keys as unknown elements', () => {
-    const polluted = JSON.parse('{"resourceType":"Patient","__proto__":{"admin":true},"name":[{"constructor":{"prototype":{}}}]}');
+    const polluted = JSON.parse('{"resourceType":"Patient","__proto__":{"admin":true},"name":[{"constructor":{"prototype":{}}}]}') as Json;
     expectIssues(polluted, ['structure Patient.__proto__', 'structure Patient.name[0].constructor']);
     assert.equal(({} as Json).admin, undefined);
   });

@@ -15,7 +15,7 @@ CREATE TABLE tx_code_system (
   last_updated timestamptz NOT NULL,
   content text NOT NULL,              -- complete | fragment | supplement | example | not-present
   case_sensitive boolean NOT NULL,
-  hierarchy_meaning text,             -- NULL = is-a (behavior.md §5)
+  hierarchy_meaning text,             -- NULL = is-a (docs/terminology.md#hierarchy)
   supplements text,                   -- canonical of the supplemented system (content = supplement)
   language text,
   name text,

@@ -52,7 +52,7 @@ export function bounded<T>(value: T): T {
     let out: unknown[] | undefined = value.length > MAX_VALUES_PER_PARAMETER ? value.slice(0, MAX_VALUES_PER_PARAMETER) : undefined;
     const source = out ?? value;
     for (let i = 0; i < source.length; i++) {
-      const item = bounded(source[i]);
+      const item: unknown = bounded(source[i]);
       if (item !== source[i]) (out ??= [...source])[i] = item;
     }
     return (out ?? value) as T;

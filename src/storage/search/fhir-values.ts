@@ -26,6 +26,7 @@ export function typedValue(item: unknown): TypedValue | undefined {
     return { type: typeof item === 'number' ? 'decimal' : typeof item, data: item };
   }
   // Computed date/time/quantity values of the engine render as FHIR text.
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- FHIRPath date/time/quantity values render themselves
   const text = String(item);
   return text.startsWith('[object') ? undefined : { type: 'string', data: text };
 }

@@ -1,4 +1,4 @@
-import type { ValueSet, ValueSetExpansionParameter } from '@medplum/fhirtypes';
+import type { ValueSet } from '@medplum/fhirtypes';
 import { badRequest } from '../../fhir/outcome.js';
 import type { Operation } from '../../core/operation.js';
 import type { TerminologyEnv } from '../types.js';
@@ -35,7 +35,7 @@ const ECHOED: Array<[keyof ExpandInput, string]> = [
   ['displayLanguage', 'valueCode'],
 ];
 
-/** `ValueSet/$expand` (behavior.md §5.5), type and instance level; answers the ValueSet itself. */
+/** `ValueSet/$expand` (docs/terminology.md#expand), type and instance level; answers the ValueSet itself. */
 export function expandOperation(env: TerminologyEnv): Operation {
   return {
     definition: loadDefinition('ValueSet-expand'),
@@ -45,7 +45,7 @@ export function expandOperation(env: TerminologyEnv): Operation {
       if ((input.offset ?? 0) < 0 || (input.count ?? 0) < 0) throw badRequest('offset and count must not be negative');
       const vs = await requireValueSet(tc, target, input);
       const echo = ECHOED.filter(([name]) => input[name] !== undefined).map(
-        ([name, key]) => ({ name, [key]: input[name] }) as ValueSetExpansionParameter,
+        ([name, key]) => ({ name, [key]: input[name] }),
       );
       const expanded = await expandValueSet(tc, vs, {
         offset: input.offset ?? 0,

@@ -16,7 +16,7 @@ interface ImportInput {
 }
 
 /**
- * `CodeSystem/$import` (behavior.md §5.6): project admins add concepts, properties and
+ * `CodeSystem/$import` (docs/terminology.md#import): project admins add concepts, properties and
  * designations to a code system of their project (super admins: to any, shared ones included).
  * Answers the CodeSystem.
  */

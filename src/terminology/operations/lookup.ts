@@ -19,7 +19,7 @@ interface LookupInput {
   'tx-resource'?: unknown[];
 }
 
-/** `CodeSystem/$lookup` (behavior.md §5.1), type and instance level. */
+/** `CodeSystem/$lookup` (docs/terminology.md#lookup), type and instance level. */
 export function lookupOperation(env: TerminologyEnv): Operation {
   return {
     definition: loadDefinition('CodeSystem-lookup'),

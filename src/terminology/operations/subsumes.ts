@@ -17,7 +17,7 @@ interface SubsumesInput {
   'tx-resource'?: unknown[];
 }
 
-/** `CodeSystem/$subsumes` (behavior.md §5.4), type and instance level. */
+/** `CodeSystem/$subsumes` (docs/terminology.md#subsumes), type and instance level. */
 export function subsumesOperation(env: TerminologyEnv): Operation {
   return {
     definition: loadDefinition('CodeSystem-subsumes'),

@@ -7,7 +7,7 @@ import type { CodeSystemInfo, TermContext } from '../types.js';
 
 /**
  * The code system or value set an operation works on: the instance of an instance-level call,
- * else the canonical given in the input (errors use the texts of behavior.md §5).
+ * else the canonical given in the input (errors use the texts of docs/terminology.md#errors).
  */
 
 /** The code system of an instance-level call; 404 `Not found` when the caller cannot see it. */

@@ -31,7 +31,7 @@ interface ValidateInput {
 
 const EXPANSION_PARAMETER = 'http://hl7.org/fhir/StructureDefinition/valueset-expansion-parameter';
 
-/** `ValueSet/$validate-code` (behavior.md §5.2), type and instance level. */
+/** `ValueSet/$validate-code` (docs/terminology.md#valueset-validate-code), type and instance level. */
 export function valueSetValidateCodeOperation(env: TerminologyEnv): Operation {
   return {
     definition: loadDefinition('ValueSet-validate-code'),
@@ -46,7 +46,7 @@ export function valueSetValidateCodeOperation(env: TerminologyEnv): Operation {
   };
 }
 
-/** `CodeSystem/$validate-code` (behavior.md §5.3), type and instance level. */
+/** `CodeSystem/$validate-code` (docs/terminology.md#codesystem-validate-code), type and instance level. */
 export function codeSystemValidateCodeOperation(env: TerminologyEnv): Operation {
   return {
     definition: loadDefinition('CodeSystem-validate-code'),
