@@ -10,6 +10,8 @@ import { ownedBy, resourceTable } from '../storage/scope.js';
  */
 
 const LIVE = 'NOT r.deleted AND r.version_id > 0';
+/** The membership mirror (auth/memberships.ts) as tenancy sees it. */
+const MEMBERSHIP_TABLE = { alias: 'c', project: 'project_id' };
 
 /** The current content of a live resource, unredacted. */
 export async function readRaw<T extends Resource>(tx: Queryable, resourceType: string, id: string): Promise<T | undefined> {
@@ -52,12 +54,12 @@ export async function findUserByEmail(tx: Queryable, scope: string, email: strin
 /** The membership of a user (`User/<id>`) in a project. */
 export async function findMembershipOfUser(tx: Queryable, projectId: string, userRef: string): Promise<ProjectMembership | undefined> {
   const [memberType, memberId] = userRef.split('/');
-  return membershipWhere(tx, 'c.project_id = $1 AND c.member_type = $2 AND c.member_id = $3', [projectId, memberType, memberId ?? '']);
+  return membershipWhere(tx, projectId, 'c.member_type = $2 AND c.member_id = $3', [memberType, memberId ?? '']);
 }
 
 /** The membership in a project of any user with this e-mail (either scope). */
 export async function findMembershipByEmail(tx: Queryable, projectId: string, email: string): Promise<ProjectMembership | undefined> {
-  return membershipWhere(tx, 'c.project_id = $1 AND c.email = $2', [projectId, email]);
+  return membershipWhere(tx, projectId, 'c.email = $2', [email]);
 }
 
 /** The membership in a project with this external id. */
@@ -66,15 +68,17 @@ export async function findMembershipByExternalId(
   projectId: string,
   externalId: string,
 ): Promise<ProjectMembership | undefined> {
-  return membershipWhere(tx, 'c.project_id = $1 AND c.external_id = $2', [projectId, externalId]);
+  return membershipWhere(tx, projectId, 'c.external_id = $2', [externalId]);
 }
 
-async function membershipWhere(tx: Queryable, where: string, params: unknown[]): Promise<ProjectMembership | undefined> {
+/** The membership in `projectId` (placeholder `$1`) matching `where` (placeholders from `$2`). */
+async function membershipWhere(tx: Queryable, projectId: string, where: string, params: unknown[]): Promise<ProjectMembership | undefined> {
+  const inProject = ownedBy(MEMBERSHIP_TABLE, projectId, 1);
   const res = await tx.query<{ content: string }>(
     `SELECT r.content FROM auth_membership c
      JOIN resource r ON r.resource_type = 'ProjectMembership' AND r.id = c.id
-     WHERE ${where} AND ${LIVE}`,
-    params,
+     WHERE ${inProject.sql} AND ${where} AND ${LIVE}`,
+    [...inProject.params, ...params],
   );
   return parse<ProjectMembership>(res.rows[0]);
 }

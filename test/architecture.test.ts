@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, test } from 'node:test';
+import ts from 'typescript';
+import { projectRoot } from '../src/paths.js';
+
+/**
+ * The layering of src/ (README "Architecture"), checked over the real import graph:
+ * arrows point down only, no cycles, Fastify only in the HTTP adapter, contracts in src/core
+ * import nothing but contracts, and every `docs/…#anchor` a comment cites exists.
+ */
+
+const SRC = join(projectRoot, 'src');
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return sourceFiles(path);
+    return name.endsWith('.ts') && !name.endsWith('.test.ts') ? [path] : [];
+  });
+}
+
+/** Module (path relative to the project, e.g. `src/core/auth.ts`) → what it imports (modules, or package names). */
+function importGraph(): Map<string, { modules: string[]; packages: string[] }> {
+  const graph = new Map<string, { modules: string[]; packages: string[] }>();
+  for (const file of sourceFiles(SRC)) {
+    const info = ts.preProcessFile(readFileSync(file, 'utf8'), true, true);
+    const modules: string[] = [];
+    const packages: string[] = [];
+    for (const { fileName } of info.importedFiles) {
+      if (fileName.startsWith('.')) {
+        const target = resolve(dirname(file), fileName).replace(/\.js$/, '.ts');
+        if (target.endsWith('.ts')) modules.push(relative(projectRoot, target));
+      } else {
+        packages.push(fileName);
+      }
+    }
+    graph.set(relative(projectRoot, file), { modules, packages });
+  }
+  return graph;
+}
+
+const graph = importGraph();
+const folderOf = (module: string) => module.split('/').slice(0, 2).join('/');
+
+describe('architecture', () => {
+  test('the graph is complete (every relative import resolves to a file)', () => {
+    const missing = [...graph].flatMap(([from, { modules }]) => modules.filter((m) => !existsSync(join(projectRoot, m))).map((m) => `${from} → ${m}`));
+    assert.deepEqual(missing, []);
+    assert.ok(graph.size > 100, `only ${graph.size} modules found`);
+  });
+
+  test('Fastify is imported only by src/http', () => {
+    const offenders = [...graph].filter(([from, { packages }]) => packages.some((p) => p === 'fastify' || p.startsWith('@fastify/')) && !from.startsWith('src/http/'));
+    assert.deepEqual(offenders.map(([from]) => from), []);
+  });
+
+  test('src/core holds contracts: it imports only src/core (and the configuration type)', () => {
+    const offenders = [...graph]
+      .filter(([from]) => from.startsWith('src/core/'))
+      .flatMap(([from, { modules }]) => modules.filter((m) => !m.startsWith('src/core/') && m !== 'src/config.ts').map((m) => `${from} → ${m}`));
+    assert.deepEqual(offenders, []);
+  });
+
+  test('nothing but main.ts imports the app wiring; nothing imports main.ts', () => {
+    const offenders = [...graph].flatMap(([from, { modules }]) =>
+      modules.filter((m) => m === 'src/main.ts' || (m === 'src/app.ts' && from !== 'src/main.ts')).map((m) => `${from} → ${m}`),
+    );
+    assert.deepEqual(offenders, []);
+  });
+
+  test('features import contracts, not the HTTP adapter or each other\'s wiring', () => {
+    const offenders = [...graph]
+      .filter(([from]) => !from.startsWith('src/http/') && from !== 'src/app.ts')
+      .flatMap(([from, { modules }]) =>
+        modules.filter((m) => m.startsWith('src/http/') || (m.endsWith('/install.ts') && folderOf(m) !== folderOf(from))).map((m) => `${from} → ${m}`),
+      );
+    assert.deepEqual(offenders, []);
+  });
+
+  test('no import cycles', () => {
+    const cycles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const stack: string[] = [];
+    const visit = (m: string) => {
+      state.set(m, 'open');
+      stack.push(m);
+      for (const next of graph.get(m)?.modules ?? []) {
+        if (state.get(next) === 'open') cycles.push([...stack.slice(stack.indexOf(next)), next].join(' → '));
+        else if (!state.has(next)) visit(next);
+      }
+      stack.pop();
+      state.set(m, 'done');
+    };
+    for (const m of graph.keys()) if (!state.has(m)) visit(m);
+    assert.deepEqual(cycles, []);
+  });
+
+  test('every docs/… reference in src/ names an existing file and heading', () => {
+    const anchorsOf = (file: string) =>
+      new Set(
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .filter((l) => /^#{1,6} /.test(l))
+          .map((l) => l.replace(/^#+ /, '').trim().toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-')),
+      );
+    const broken: string[] = [];
+    for (const file of sourceFiles(SRC)) {
+      for (const [, doc, anchor] of readFileSync(file, 'utf8').matchAll(/\b(docs\/[\w-]+\.md|README\.md)(?:#([\w-]+))?/g)) {
+        const path = join(projectRoot, doc);
+        if (!existsSync(path)) broken.push(`${relative(projectRoot, file)}: ${doc}`);
+        else if (anchor && !anchorsOf(path).has(anchor)) broken.push(`${relative(projectRoot, file)}: ${doc}#${anchor}`);
+      }
+    }
+    assert.deepEqual(broken, []);
+  });
+});
