@@ -292,3 +292,18 @@ describe('regexError', () => {
     assert.equal(regexError('2201B'), undefined);
   });
 });
+
+describe('regex anchoring', () => {
+  for (const pattern of ['a)|(b', '(a', 'a)', '[(]a)']) {
+    test(`an unbalanced pattern ${pattern} is refused (it could escape the whole-value anchor)`, async () => {
+      await assert.rejects(filterPredicate(noDatabase, info(true), { property: 'concept', op: 'regex', value: pattern }, new SqlParams(), PATH), (err: unknown) => (err as { status?: number }).status === 400);
+    });
+  }
+  for (const pattern of ['(a|b)c', '[()]x', 'a\\)b', '[]a]', '[^]a]']) {
+    test(`a balanced pattern ${pattern} stays anchored`, async () => {
+      const p = new SqlParams();
+      await filterPredicate(noDatabase, info(true), { property: 'concept', op: 'regex', value: pattern }, p, PATH);
+      assert.equal(p.values[0], `^(?:${pattern})$`);
+    });
+  }
+});
