@@ -155,7 +155,7 @@ for (const driver of drivers) {
       const p = await createProject(server, 'Removed member');
       const member = await createMember(server, p.projectId);
       const tokens = await loginTokens(server, member.email, member.password);
-      assert.equal((await server.fhir('DELETE', `/ProjectMembership/${member.membershipId}`)).status, 200);
+      assert.equal((await server.fhir('DELETE', `/ProjectMembership/${member.membershipId}`, { token: server.adminToken })).status, 200);
       const res = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! });
       assert.equal(res.status, 400);
       assert.equal(res.body.error, 'invalid_grant');
@@ -199,7 +199,7 @@ for (const driver of drivers) {
     test('the client secret is shown only on creation', async () => {
       const p = await createProject(server, 'Secret once');
       const client = await createClient(server, p.projectId);
-      const read = await server.fhir('GET', `/ClientApplication/${client.clientId}`);
+      const read = await server.fhir('GET', `/ClientApplication/${client.clientId}`, { token: server.adminToken });
       assert.equal(read.status, 200, read.text);
       assert.equal(read.body.secret, undefined);
       assert.ok(!read.text.includes(client.secret));
@@ -215,7 +215,7 @@ for (const driver of drivers) {
     });
 
     test('GET /auth/me describes the session', async () => {
-      const res = await server.request('GET', '/auth/me');
+      const res = await server.request('GET', '/auth/me', { token: server.adminToken });
       assert.equal(res.status, 200, res.text);
       assert.equal(res.body.user.email, admin.email);
       assert.equal(res.body.user.passwordHash, undefined);
@@ -249,6 +249,7 @@ for (const driver of drivers) {
       const p = await createProject(server, 'Browser app');
       const client = await createClient(server, p.projectId);
       const update = await server.fhir('PUT', `/ClientApplication/${client.clientId}`, {
+        token: server.adminToken,
         body: { resourceType: 'ClientApplication', id: client.clientId, name: 'Browser app', redirectUri: 'https://app.example/cb' },
       });
       assert.equal(update.status, 200, update.text);

@@ -35,7 +35,10 @@ export interface RequestOptions {
   /** Raw body (sent as is). */
   raw?: string | Buffer;
   headers?: Record<string, string>;
-  /** Bearer token; defaults to the server's admin token; `null` sends none. */
+  /**
+   * Bearer token; defaults to the server's plain member (`server.memberToken`); `null` sends
+   * none. Pass `server.adminToken` where a test needs super-admin rights.
+   */
   token?: string | null;
   contentType?: string;
 }
@@ -48,8 +51,22 @@ export interface TestServer {
   baseUrl: string;
   /** e.g. http://127.0.0.1:41234/fhir/R4 */
   fhirUrl: string;
-  /** Access token of the super admin (undefined until authentication exists). */
+  /**
+   * Access token of the super admin: pass it explicitly (`{ token: server.adminToken }`) where a
+   * test needs super-admin rights (creating projects, users, client applications, writing
+   * shared content, reading other projects). Undefined when the server was started without an
+   * admin password (first-start tests).
+   */
   adminToken?: string;
+  /**
+   * The default caller of `request`/`fhir`: a plain member (Practitioner profile, not admin) of
+   * an ordinary project, `server.projectId`. Undefined when `adminToken` is.
+   */
+  memberToken?: string;
+  /** That member (user, membership, profile, credentials). */
+  member?: TestMember;
+  /** The ordinary project the default member belongs to (not the super-admin project). */
+  projectId?: string;
   /** Any HTTP request to the server; `path` is relative to baseUrl (e.g. `/fhir/R4/Patient`). */
   request<T = any>(method: string, path: string, options?: RequestOptions): Promise<ApiResponse<T>>;
   /** `request` with the path relative to the FHIR base (e.g. `/Patient`). */
@@ -132,7 +149,7 @@ export async function startServer(driver: Driver, options: StartOptions = {}): P
     fhirUrl: `${baseUrl}/fhir/R4`,
     async request(method, path, opts = {}) {
       const headers: Record<string, string> = { ...(opts.headers ?? {}) };
-      const token = opts.token === undefined ? server.adminToken : opts.token;
+      const token = opts.token === undefined ? server.memberToken : opts.token;
       if (token) headers.authorization ??= `Bearer ${token}`;
       let body: string | Buffer | undefined = opts.raw;
       if (opts.body !== undefined) body = JSON.stringify(opts.body);
@@ -155,7 +172,27 @@ export async function startServer(driver: Driver, options: StartOptions = {}): P
     stop: () => app.close(),
   };
   await loginAsAdmin(server);
+  await addDefaultMember(server);
   return server;
+}
+
+/**
+ * Makes the default caller: an ordinary project (created by the super admin over HTTP) with a
+ * plain member whose Practitioner profile lives in it, so that every request a test does not
+ * give a token to runs with a plain member's rights — as most real clients do.
+ */
+async function addDefaultMember(server: TestServer): Promise<void> {
+  if (!server.adminToken) return;
+  try {
+    const res = await server.fhir('POST', '/Project', { token: server.adminToken, body: { resourceType: 'Project', name: 'Default project' } });
+    if (res.status !== 201) throw new Error(`creating the default project failed: ${res.status} ${res.text}`);
+    server.projectId = res.body.id as string;
+    server.member = await createMember(server, server.projectId, { firstName: 'Default', lastName: 'Member' });
+    server.memberToken = server.member.token;
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
 }
 
 /**
@@ -322,7 +359,7 @@ export interface TestProject {
  * (see `createMember`), logged in. Use `createMember(server, projectId)` for plain members.
  */
 export async function createProject(server: TestServer, name: string): Promise<TestProject> {
-  const res = await server.fhir('POST', '/Project', { body: { resourceType: 'Project', name } });
+  const res = await server.fhir('POST', '/Project', { token: server.adminToken, body: { resourceType: 'Project', name } });
   if (res.status !== 201) throw new Error(`creating project ${name} failed: ${res.status} ${res.text}`);
   const admin = await createMember(server, res.body.id, { admin: true, firstName: name, lastName: 'Admin' });
   return {
@@ -357,7 +394,7 @@ export async function createClient(
   const res = await server.request('POST', `/admin/projects/${projectId}/client`, {
     body: { name: options.name ?? 'Test client' },
     contentType: 'application/json',
-    token: options.token,
+    token: options.token ?? server.adminToken,
   });
   if (res.status !== 201) throw new Error(`creating client failed: ${res.status} ${res.text}`);
   const tokens = await clientCredentialsToken(server, res.body.id, res.body.secret);

@@ -23,13 +23,13 @@ for (const driver of drivers) {
     after(() => server.stop());
 
     const invite = (projectId: string, body: unknown): Promise<ApiResponse> =>
-      server.request('POST', `/admin/projects/${projectId}/invite`, { body, contentType: 'application/json' });
+      server.request('POST', `/admin/projects/${projectId}/invite`, { body, contentType: 'application/json', token: server.adminToken });
     const email = (): string => `race-${randomBytes(5).toString('hex')}@example.org`;
     /** Fires N copies at once (all requests are in flight before any answer is awaited). */
     const burst = (projectId: string, body: unknown): Promise<ApiResponse[]> =>
       Promise.all(Array.from({ length: N }, () => invite(projectId, body)));
     const all = async (type: string): Promise<any[]> => {
-      const res = await server.fhir('GET', `/${type}?_count=1000`);
+      const res = await server.fhir('GET', `/${type}?_count=1000`, { token: server.adminToken });
       assert.equal(res.status, 200, res.text);
       return (res.body.entry ?? []).map((e: any) => e.resource);
     };

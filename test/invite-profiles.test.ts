@@ -20,7 +20,7 @@ for (const driver of drivers) {
     const invite = (projectId: string, body: unknown, token?: string | null): Promise<ApiResponse> => inviteAs(server, projectId, body, token);
     const email = (): string => randomEmail();
     const practitioner = practitionerInvite;
-    const asSuperAdmin = (path: string) => server.fhir('GET', path);
+    const asSuperAdmin = (path: string) => server.fhir('GET', path, { token: server.adminToken });
 
     test('membership.profile names an existing profile of the project', async () => {
       const created = await server.fhir('POST', '/Practitioner', { body: { resourceType: 'Practitioner', name: [{ given: ['Known'], family: 'Doc' }] }, token: a.adminToken });

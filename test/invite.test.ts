@@ -31,7 +31,7 @@ for (const driver of drivers) {
     const invite = (projectId: string, body: unknown, token?: string | null): Promise<ApiResponse> => inviteAs(server, projectId, body, token);
     const email = (): string => randomEmail();
     const practitioner = practitionerInvite;
-    const asSuperAdmin = (path: string) => server.fhir('GET', path);
+    const asSuperAdmin = (path: string) => server.fhir('GET', path, { token: server.adminToken });
 
     describe('access (checked before the body)', () => {
       test('no token → 401 Unauthorized with WWW-Authenticate', async () => {

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { createTestDatabase, drivers, startServer } from './harness.js';
+import { createTestDatabase, drivers, loginAs, startServer } from './harness.js';
 
 for (const driver of drivers) {
   describe(`restart (${driver})`, () => {
@@ -20,11 +20,15 @@ for (const driver of drivers) {
 
         const second = await startServer(driver, storage);
         try {
-          const read = await second.fhir('GET', `/Patient/${created.body.id}`);
+          // Read as the member who wrote it, logged in again (the second start makes a default
+          // member of its own, in another project, and listens on another port: another issuer).
+          const writer = first.member!;
+          const token = await loginAs(second, writer.email, writer.password, first.projectId);
+          const read = await second.fhir('GET', `/Patient/${created.body.id}`, { token });
           assert.equal(read.status, 200);
           assert.equal(read.body.gender, 'male');
           assert.equal(read.body.meta.versionId, '2');
-          const v1 = await second.fhir('GET', `/Patient/${created.body.id}/_history/1`);
+          const v1 = await second.fhir('GET', `/Patient/${created.body.id}/_history/1`, { token });
           assert.equal(v1.status, 200);
           assert.equal(v1.body.gender, undefined);
         } finally {

@@ -168,7 +168,7 @@ for (const driver of drivers) {
         }
         assertNotFound(await server.fhir('DELETE', `/ProjectMembership/${b.admin.membershipId}`, { token: token() }), 'B membership');
         assertNotFound(await server.fhir('DELETE', `/Project/${b.projectId}`, { token: token() }), 'B project');
-        assert.equal((await server.fhir('GET', `/ProjectMembership/${a.admin.membershipId}`)).status, 200);
+        assert.equal((await server.fhir('GET', `/ProjectMembership/${a.admin.membershipId}`, { token: server.adminToken })).status, 200);
         assert.equal(await snapshotOfB(), bSnapshot);
       });
     }
@@ -192,11 +192,12 @@ for (const driver of drivers) {
     });
 
     test('super admin: unknown project → 404; B visible', async () => {
-      const res = await server.request('POST', '/admin/projects/does-not-exist/client', { body: { name: 'x' }, contentType: 'application/json' });
+      const token = server.adminToken;
+      const res = await server.request('POST', '/admin/projects/does-not-exist/client', { token, body: { name: 'x' }, contentType: 'application/json' });
       assert.equal(res.status, 404, res.text);
       assert.equal(ooText(res.body), 'Not found');
-      assert.equal((await server.fhir('GET', `/Patient/${bPatientId}`)).status, 200);
-      assert.equal((await server.fhir('GET', `/Patient?_id=${bPatientId}`)).body.total, 1);
+      assert.equal((await server.fhir('GET', `/Patient/${bPatientId}`, { token })).status, 200);
+      assert.equal((await server.fhir('GET', `/Patient?_id=${bPatientId}`, { token })).body.total, 1);
     });
 
     test('shared content: readable by a member, not writable (403)', async () => {
@@ -236,15 +237,18 @@ for (const driver of drivers) {
       assert.ok(ids.includes(other.userId) && ids.includes(aMember.userId), asAdmin.text);
     });
 
-    test('User resources never contain passwordHash (read, search, history, as admin and super admin)', async () => {
+    test('User resources never contain passwordHash (read, search, history, as the user, admin and super admin)', async () => {
+      const superAdmin = server.adminToken;
       const requests: Array<[string, string | undefined]> = [
+        [`/User/${aMember.userId}`, aMember.token],
         [`/User/${aMember.userId}`, a.adminToken],
-        [`/User/${aMember.userId}`, undefined],
+        [`/User/${aMember.userId}`, superAdmin],
         [`/User/${aMember.userId}/_history`, a.adminToken],
-        [`/User/${aMember.userId}/_history/1`, undefined],
+        [`/User/${aMember.userId}/_history/1`, superAdmin],
+        ['/User', aMember.token],
         ['/User', a.adminToken],
-        ['/User', undefined],
-        ['/User/_history', undefined],
+        ['/User', superAdmin],
+        ['/User/_history', superAdmin],
       ];
       for (const [path, token] of requests) {
         const res = await server.fhir('GET', path, { token });
@@ -255,8 +259,9 @@ for (const driver of drivers) {
     });
 
     test('a super admin read-modify-write of a User keeps the password working', async () => {
-      const read = await server.fhir('GET', `/User/${aMember.userId}`);
-      const put = await server.fhir('PUT', `/User/${aMember.userId}`, { body: { ...read.body, firstName: 'Renamed' } });
+      const token = server.adminToken;
+      const read = await server.fhir('GET', `/User/${aMember.userId}`, { token });
+      const put = await server.fhir('PUT', `/User/${aMember.userId}`, { token, body: { ...read.body, firstName: 'Renamed' } });
       assert.equal(put.status, 200, put.text);
       assert.equal(put.body.passwordHash, undefined);
       const login = await server.request('POST', '/auth/login', {

@@ -5,7 +5,11 @@ import type { ApiResponse, TestProject, TestServer } from '../harness.js';
 
 /** POST /admin/projects/<projectId>/invite as `token` (default: the super admin; `null`: none). */
 export function invite(server: TestServer, projectId: string, body: unknown, token?: string | null): Promise<ApiResponse> {
-  return server.request('POST', `/admin/projects/${projectId}/invite`, { body, contentType: 'application/json', token });
+  return server.request('POST', `/admin/projects/${projectId}/invite`, {
+    body,
+    contentType: 'application/json',
+    token: token === undefined ? server.adminToken : token,
+  });
 }
 
 /** A fresh e-mail address, e.g. `user-1a2b3c4d5e@example.org`. */
