@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { SignJWT, decodeJwt, decodeProtectedHeader, generateKeyPair, importJWK, type JWK } from 'jose';
 import { drivers, ooText, startServer, type ApiResponse, type TestServer } from './harness.js';
 
-/** Which tokens `/fhir/R4` and `/admin` accept (behavior.md §2, first bullet). */
+/** Which tokens `/fhir/R4` and `/admin` accept (docs/auth.md, first bullet). */
 for (const driver of drivers) {
   describe(`auth: bearer tokens (${driver})`, () => {
     let server: TestServer;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, mock, test } from 'node:test';
 import { createProject, createTestDatabase, drivers, loginAs, loginTokens, startServer, tokenRequest } from './harness.js';
 
-/** First start (super admin, signing key) and several API nodes on one database (behavior.md §2). */
+/** First start (super admin, signing key) and several API nodes on one database (docs/auth.md). */
 for (const driver of drivers) {
   describe(`auth: first start (${driver})`, () => {
     test('without LATTICE_ADMIN_PASSWORD a password is generated, printed once, and works', async () => {
@@ -69,11 +69,15 @@ if (drivers.includes('pg')) {
       try {
         const db = a.app.db;
         assert.equal((await db.query<{ n: number }>('SELECT count(*)::int AS n FROM auth_signing_key')).rows[0].n, 1);
-        const count = async (type: string) =>
-          (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM resource WHERE resource_type = $1', [type])).rows[0].n;
-        assert.equal(await count('Project'), 1);
-        assert.equal(await count('User'), 1);
-        assert.equal(await count('ProjectMembership'), 1);
+        // (Each test server also makes its own default project and member: not counted here.)
+        const count = async (sql: string) => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource r WHERE ${sql}`)).rows[0].n;
+        assert.equal(await count(`r.resource_type = 'Project' AND r.content::jsonb->>'superAdmin' = 'true'`), 1);
+        assert.equal(await count(`r.resource_type = 'User' AND r.content::jsonb->>'email' = 'admin@example.com'`), 1);
+        assert.equal(
+          await count(`r.resource_type = 'ProjectMembership' AND r.content::jsonb->'project'->>'reference' IN
+                       (SELECT 'Project/' || p.id FROM resource p WHERE p.resource_type = 'Project' AND p.content::jsonb->>'superAdmin' = 'true')`),
+          1,
+        );
 
         // A token issued by one node works on the other, in both directions.
         assert.equal((await b.fhir('GET', '/Patient', { token: a.adminToken })).status, 200);

@@ -4,7 +4,7 @@ import { createMember, createProject, drivers, ooText, startServer, type ApiResp
 
 const WINDOW_SECONDS = 15 * 60;
 
-/** Repeated login failures are throttled per account and per client address (behavior.md §2). */
+/** Repeated login failures are throttled per account and per client address (docs/auth.md). */
 for (const driver of drivers) {
   describe(`auth: login throttling (${driver})`, () => {
     let server: TestServer;

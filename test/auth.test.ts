@@ -15,7 +15,7 @@ import {
   type TestServer,
 } from './harness.js';
 
-/** End-to-end login and token flows over HTTP (behavior.md §2). */
+/** End-to-end login and token flows over HTTP (docs/auth.md). */
 for (const driver of drivers) {
   describe(`auth: tokens (${driver})`, () => {
     let server: TestServer;

@@ -21,7 +21,7 @@ const CASES = join(SHARED, 'conformance', 'tx-cases');
 /**
  * Cases that cannot pass, each for a documented reason:
  * - the seed (§4.4, §7) fixes the unknown-ValueSet error as issue code `invalid`; the HL7 case
- *   expects `not-found` (the seed wins where it is explicit: behavior.md preamble);
+ *   expects `not-found` (the seed wins where it is explicit: docs/terminology.md#deviation-from-the-hl7-test-cases);
  * - with setup by PUT only: the R4 validator refuses to store a ValueSet whose filter has no
  *   `value` (1..1 in R4), so the cases that check the engine's answer to such a filter never
  *   reach it. Sent inline as `tx-resource` (how the HL7 runner works), they pass.

@@ -6,7 +6,7 @@ import { createProject, drivers, ooText, startServer, type ApiResponse, type Tes
 const N = 20;
 
 /**
- * Simultaneous identical invites over real HTTP (behavior.md §6 "Concurrency"): exactly one
+ * Simultaneous identical invites over real HTTP (docs/invite.md "Concurrency"): exactly one
  * 200, the others the contract's 409, and exactly one User, profile and membership afterwards
  * (counted as the super admin through the FHIR API).
  */

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { createProject, drivers, ooText, startServer, type ApiResponse, type TestProject, type TestServer } from './harness.js';
 import { invite as inviteAs, practitionerInvite, randomEmail } from './support/invite.js';
 
-/** Invite and profiles: `membership.profile`, profile reuse by e-mail, RelatedPerson (behavior.md §6). */
+/** Invite and profiles: `membership.profile`, profile reuse by e-mail, RelatedPerson (docs/invite.md). */
 for (const driver of drivers) {
   describe(`invite profiles (${driver})`, () => {
     let server: TestServer;

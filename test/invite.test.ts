@@ -14,7 +14,7 @@ import {
 } from './harness.js';
 import { invite as inviteAs, practitionerInvite, randomEmail } from './support/invite.js';
 
-/** `POST /admin/projects/<id>/invite` over HTTP: access, validation and results (behavior.md §6). */
+/** `POST /admin/projects/<id>/invite` over HTTP: access, validation and results (docs/invite.md). */
 for (const driver of drivers) {
   describe(`invite (${driver})`, () => {
     let server: TestServer;

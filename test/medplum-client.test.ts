@@ -5,7 +5,7 @@ import type { Patient } from '@medplum/fhirtypes';
 import { createClient, createProject, drivers, pkcePair, startServer, type TestServer } from './harness.js';
 
 /**
- * A real client: @medplum/core's MedplumClient against the running server (behavior.md §2:
+ * A real client: @medplum/core's MedplumClient against the running server (docs/auth.md:
  * "compatible with the login flow of MedplumClient").
  */
 for (const driver of drivers) {

@@ -11,7 +11,7 @@ import { typed } from '../src/operations/typed-value.js';
 import { createTestDatabase, drivers, ooText, startServer, type Driver, type TestServer } from './harness.js';
 
 // Test-only operations, registered on a running server: they exercise every rule of the
-// framework (behavior.md §4) without depending on any real operation.
+// framework (docs/operations.md) without depending on any real operation.
 
 type Param = OperationDefinitionParameter;
 const p = (use: 'in' | 'out', name: string, min: number, max: string, type?: string, part?: Param[]): Param => ({

@@ -5,7 +5,7 @@ import type { Resource } from '@medplum/fhirtypes';
 import type { ResourceHook } from '../src/core/repository.js';
 import { drivers, ooText, startServer, type TestServer } from './harness.js';
 
-// Edge cases of the FHIR REST surface (behavior.md §1, §3): every client mistake is a 4xx
+// Edge cases of the FHIR REST surface (docs/errors.md, docs/rest.md): every client mistake is a 4xx
 // OperationOutcome that says what is wrong; a server fault is the generic 500 and leaves
 // nothing half-written; concurrent writes lose nothing. Tests marked "was 500" (or "was not an
 // OperationOutcome") are regressions found by test/rest-fuzz.test.ts.

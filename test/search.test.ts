@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { createProject, drivers, ooText, startServer, type ApiResponse, type TestServer } from './harness.js';
 
 /**
- * FHIR search end to end (behavior.md §3): every parameter type, modifiers, prefixes, paging,
+ * FHIR search end to end (docs/rest.md): every parameter type, modifiers, prefixes, paging,
  * sorting, output shaping and errors, over real HTTP. Each seeded resource carries the tag
  * `urn:lattice:test|<set>` so a test can restrict its search to its own resources.
  */

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { createProject, drivers, loginAs, ooText, startServer, type TestProject, type TestServer } from './harness.js';
 import { invitedUserWithLink } from './support/invite.js';
 
-/** `GET /setpassword/:id/:secret` and `POST /auth/setpassword` (behavior.md §6). */
+/** `GET /setpassword/:id/:secret` and `POST /auth/setpassword` (docs/invite.md). */
 for (const driver of drivers) {
   describe(`set password (${driver})`, () => {
     let server: TestServer;

@@ -4,7 +4,7 @@ import type { CodeSystem, CodeSystemConcept } from '@medplum/fhirtypes';
 import { drivers, ooText, startServer, type ApiResponse, type TestServer } from './harness.js';
 
 /**
- * CodeSystem/$subsumes (behavior.md §5.4): answered from the closure of the hierarchy, whatever
+ * CodeSystem/$subsumes (docs/terminology.md#subsumes): answered from the closure of the hierarchy, whatever
  * its shape — diamonds, deep chains, several paths, hierarchies declared by nesting or by
  * parent/child properties in either direction, even cycles — with the contract's error texts.
  */

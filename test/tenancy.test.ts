@@ -15,7 +15,7 @@ import {
 } from './harness.js';
 
 /**
- * Tenancy matrix (behavior.md §2 "Tenancy"): callers of project A against project B's
+ * Tenancy matrix (docs/auth.md "Tenancy"): callers of project A against project B's
  * resources. Another project's resource behaves exactly as if it did not exist; afterwards
  * nothing of B has changed (checked as super admin).
  */

@@ -9,7 +9,7 @@ import { importFile, LARGE_CODE_SYSTEM } from '../src/terminology/import-file.js
 import { createMember, createProject, drivers, ooText, startServer, type TestProject, type TestServer } from './harness.js';
 
 /**
- * Loading terminology (behavior.md §5.6): `CodeSystem/$import` into a not-present code system,
+ * Loading terminology (docs/terminology.md#import): `CodeSystem/$import` into a not-present code system,
  * its permissions and errors, and `lattice import <file>` (importFile) for JSON, Bundle and
  * NDJSON files, including a code system large enough to take the bulk path.
  */

@@ -4,7 +4,7 @@ import type { CodeSystem, Resource, ValueSet } from '@medplum/fhirtypes';
 import { drivers, ooText, startServer, type ApiResponse, type TestServer } from './harness.js';
 
 /**
- * ValueSet/$validate-code, CodeSystem/$validate-code and ValueSet/$expand (behavior.md §5.2,
+ * ValueSet/$validate-code, CodeSystem/$validate-code and ValueSet/$expand (docs/terminology.md#valueset-validate-code,
  * §5.3, §5.5): every filter operator, nested value sets, excludes, inactive and abstract rules,
  * displays, paging, and bad input (unknown value sets and systems, cycles, hostile regexes,
  * huge codeable concepts) — never a 5xx.

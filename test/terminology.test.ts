@@ -4,7 +4,7 @@ import type { CodeSystem, Resource } from '@medplum/fhirtypes';
 import { createProject, drivers, ooText, startServer, type ApiResponse, type TestProject, type TestServer } from './harness.js';
 
 /**
- * CodeSystem/$lookup and the terminology index behind it (behavior.md §5.1, §5.6): outputs and
+ * CodeSystem/$lookup and the terminology index behind it (docs/terminology.md#lookup, docs/terminology.md#import): outputs and
  * their order, errors with their exact texts, base terminologies out of the box, versions,
  * case sensitivity, re-indexing on update, removal on delete, tenancy.
  */

@@ -148,5 +148,6 @@ function toAuthInfo(claims: LatticeClaims): AuthInfo | undefined {
   if (claims.mtype === 'ClientApplication') auth.clientId = claims.sub;
   else auth.userId = claims.sub;
   if (typeof claims.profile === 'string') auth.profile = claims.profile;
+  if (typeof claims.login_id === 'string') auth.loginId = claims.login_id;
   return Object.freeze(auth);
 }

@@ -3,6 +3,7 @@ import type { Practitioner, Project, Resource } from '@medplum/fhirtypes';
 import type { FeatureEnv } from '../core/feature.js';
 import type { ResourceRepository } from '../core/repository.js';
 import { createMembership, createUser } from './accounts.js';
+import { normalizeEmail } from './email-address.js';
 
 /**
  * Fixed ids for the first-start resources. Two processes starting together on one empty
@@ -47,7 +48,7 @@ export async function bootstrapSuperAdmin(env: FeatureEnv): Promise<void> {
   );
   if (userCreated && generated) {
     // The contract: printed once to the console (not the JSON log), so an operator can log in.
-    console.log(`Lattice super admin created: ${env.config.adminEmail} / password: ${generated}`);
+    console.log(`Lattice super admin created: ${normalizeEmail(env.config.adminEmail) ?? env.config.adminEmail} / password: ${generated}`);
   }
 
   const profile: Practitioner = {
@@ -65,7 +66,7 @@ export async function bootstrapSuperAdmin(env: FeatureEnv): Promise<void> {
       admin: true,
     }),
   );
-  env.log.info({ projectId: SUPER_PROJECT_ID, email: env.config.adminEmail }, 'super admin ready');
+  env.log.info({ projectId: SUPER_PROJECT_ID, email: normalizeEmail(env.config.adminEmail) }, 'super admin ready');
 }
 
 /** Runs `create` unless the resource exists; true when this call created it. */

@@ -1,6 +1,7 @@
 import type { AppRoute } from '../core/app-route.js';
 import type { Authenticator } from '../core/auth.js';
 import type { FeatureEnv } from '../core/feature.js';
+import { AccessState } from './access-state.js';
 import { AccessTokens } from './access-token.js';
 import type { AuthState } from './auth-state.js';
 import { bearerAuthenticator } from './authenticator.js';
@@ -35,8 +36,11 @@ export async function installAuth(env: FeatureEnv): Promise<AuthFeature> {
   );
   const state: AuthState = { env, keys, tokens, throttle: new LoginThrottle(env.db) };
   await bootstrapSuperAdmin(env);
+  const access = new AccessState(env.db);
+  await access.start();
+  env.onClose(() => access.stop());
   return {
-    authenticator: bearerAuthenticator(tokens),
+    authenticator: bearerAuthenticator(tokens, access),
     routes: [...loginRoutes(state), tokenRoute(state), authorizeRoute(state), ...discoveryRoutes(state), clientRoute(env)],
   };
 }

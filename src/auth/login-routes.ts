@@ -5,6 +5,7 @@ import { badRequest, unauthorized } from '../fhir/outcome.js';
 import type { AppRoute } from '../core/app-route.js';
 import { findUserIdByEmail, membershipById, membershipsOf, passwordHashOf, splitReference, type MembershipRow } from './accounts.js';
 import { LOGIN_LIFETIME_SECONDS, type AuthState } from './auth-state.js';
+import { revokeLogins } from './access-state.js';
 import { issueCode } from './grants.js';
 import { hashPassword, verifyPassword } from './password.js';
 import { PKCE_METHODS } from './pkce.js';
@@ -18,6 +19,19 @@ export function loginRoutes(state: AuthState): AppRoute[] {
     { method: 'POST', url: '/auth/login', auth: false, handler: (req) => login(state, req.body, req.ip) },
     { method: 'POST', url: '/auth/profile', auth: false, handler: (req) => chooseProfile(state, req.body) },
     { method: 'GET', url: '/auth/me', auth: true, handler: async (req) => ({ status: 200, body: await me(state, req.ctx.auth) }) },
+    {
+      // Signs the caller out everywhere its login reaches: its access tokens stop working on
+      // every node and its refresh chain is revoked (docs/auth.md#revocation).
+      method: 'POST',
+      url: '/oauth2/logout',
+      auth: true,
+      body: 'json-or-form',
+      async handler(req) {
+        const loginId = req.ctx.auth.loginId;
+        if (loginId) await state.env.db.transaction((tx) => revokeLogins(tx, { loginId }));
+        return { status: 200, body: {} };
+      },
+    },
   ];
 }
 

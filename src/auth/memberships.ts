@@ -2,6 +2,7 @@ import type { ProjectMembership, User } from '@medplum/fhirtypes';
 import type { Queryable } from '../core/database.js';
 import type { ResourceHook } from '../core/repository.js';
 import { FhirError, badRequest, issue } from '../fhir/outcome.js';
+import { notifyMembershipChanged } from './access-state.js';
 import { splitReference } from './accounts.js';
 
 /**
@@ -42,9 +43,13 @@ export function membershipHooks(): ResourceHook[] {
         // A membership is stored in the project it grants access to.
         membership.meta = { ...(membership.meta ?? {}), project: project[1] };
       },
-      afterWrite: (tx, resource) => mirrorMembership(tx, resource as ProjectMembership),
+      async afterWrite(tx, resource) {
+        await mirrorMembership(tx, resource as ProjectMembership);
+        await notifyMembershipChanged(tx, resource.id as string);
+      },
       async afterDelete(tx, previous) {
         await tx.query('DELETE FROM auth_membership WHERE id = $1', [previous.id]);
+        await notifyMembershipChanged(tx, previous.id as string);
       },
     },
     {

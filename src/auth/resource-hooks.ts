@@ -1,6 +1,7 @@
 import type { ClientApplication, User } from '@medplum/fhirtypes';
 import type { ResourceHook } from '../core/repository.js';
 import { conflict } from '../fhir/outcome.js';
+import { revokeLogins } from './access-state.js';
 import { passwordHashOf, splitReference } from './accounts.js';
 import { normalizeEmail } from './email-address.js';
 import { membershipHooks } from './memberships.js';
@@ -34,8 +35,10 @@ const userHook: ResourceHook = {
       if (stored) user.passwordHash = stored;
     }
   },
-  async afterWrite(tx, resource) {
+  async afterWrite(tx, resource, previous) {
     const user = resource as User;
+    // A new password ends every session of the old one (docs/auth.md#revocation).
+    if (previous && (previous as User).passwordHash !== user.passwordHash) await revokeLogins(tx, { userId: user.id as string });
     if (!user.email) {
       await tx.query('DELETE FROM auth_user WHERE user_id = $1', [user.id]);
       return;

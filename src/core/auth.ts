@@ -16,6 +16,8 @@ export interface AuthInfo {
   clientId?: string;
   /** Reference of the caller's profile, e.g. `Practitioner/123`. */
   profile?: string;
+  /** The password login the caller's token descends from (absent for client credentials). */
+  loginId?: string;
 }
 
 /** The system itself (start-up jobs, loaders): no project, sees and writes everything. */

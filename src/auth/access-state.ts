@@ -1,0 +1,111 @@
+import { EventEmitter } from 'node:events';
+import type { AuthInfo } from '../core/auth.js';
+import type { Database, Queryable } from '../core/database.js';
+
+/** NOTIFY channel on which every node hears that memberships or logins changed. */
+export const ACCESS_CHANNEL = 'lattice_access';
+
+/**
+ * This process's own changes, heard at once: the NOTIFY reaches the writing node too, but
+ * asynchronously, and the writer's next request must already see its change.
+ */
+const localChanges = new EventEmitter().setMaxListeners(0);
+
+interface MembershipState {
+  exists: boolean;
+  projectId?: string;
+  admin?: boolean;
+}
+
+/**
+ * What an access token's claims are checked against on every request (docs/auth.md#revocation):
+ * the membership it names still exists with (at least) the rights the token claims, and the
+ * login it descends from is not revoked. Both answers are cached in memory — no database read
+ * per request once seen — and dropped when any node writes a change: the change's transaction
+ * sends a NOTIFY on `lattice_access` (delivered at commit), which every node listens to.
+ * A read racing an invalidation is not cached (generation check), so a stale answer never sticks.
+ * The node that writes a change drops its own entries in the change's transaction as well, so
+ * its next request sees the change; other nodes see it when the NOTIFY arrives (milliseconds).
+ */
+export class AccessState {
+  private readonly memberships = new Map<string, MembershipState>();
+  private readonly revokedLogins = new Map<string, boolean>();
+  private generation = 0;
+  private readonly onLocalChange = (payload: string) => this.invalidate(payload);
+
+  constructor(private readonly db: Database) {}
+
+  /** Starts listening for changes (call once). */
+  async start(): Promise<void> {
+    localChanges.on('change', this.onLocalChange);
+    await this.db.listen(ACCESS_CHANNEL, (payload) => this.invalidate(payload));
+  }
+
+  /** Stops hearing this process's changes (shutdown). */
+  stop(): void {
+    localChanges.off('change', this.onLocalChange);
+  }
+
+  /** True when the token's membership and login still grant what it claims. */
+  async allows(auth: AuthInfo): Promise<boolean> {
+    if (!auth.membershipId) return false;
+    const m = await this.membership(auth.membershipId);
+    if (!m.exists || m.projectId !== auth.projectId) return false;
+    if (auth.projectAdmin && !m.admin) return false; // demoted: the token claims more than it has
+    if (auth.loginId && (await this.loginRevoked(auth.loginId))) return false;
+    return true;
+  }
+
+  private invalidate(payload: string): void {
+    this.generation++;
+    if (payload.startsWith('m:')) this.memberships.delete(payload.slice(2));
+    else this.revokedLogins.clear(); // `l:…`: logins of a user were revoked (rare): forget all
+  }
+
+  private async membership(id: string): Promise<MembershipState> {
+    const cached = this.memberships.get(id);
+    if (cached) return cached;
+    const seen = this.generation;
+    const row = (await this.db.query<{ project_id: string; admin: boolean }>('SELECT project_id, admin FROM auth_membership WHERE id = $1', [id])).rows[0];
+    const state: MembershipState = row ? { exists: true, projectId: row.project_id, admin: row.admin } : { exists: false };
+    if (seen === this.generation) this.remember(this.memberships, id, state);
+    return state;
+  }
+
+  private async loginRevoked(id: string): Promise<boolean> {
+    const cached = this.revokedLogins.get(id);
+    if (cached !== undefined) return cached;
+    const seen = this.generation;
+    const row = (await this.db.query<{ revoked: boolean }>('SELECT revoked_at IS NOT NULL AS revoked FROM auth_login WHERE id = $1', [id])).rows[0];
+    const revoked = row?.revoked ?? true; // a login that does not exist (any more) grants nothing
+    if (seen === this.generation) this.remember(this.revokedLogins, id, revoked);
+    return revoked;
+  }
+
+  private remember<V>(map: Map<string, V>, key: string, value: V): void {
+    if (map.size >= 50_000) map.clear();
+    map.set(key, value);
+  }
+}
+
+/** Inside a write transaction: tell every node (at commit) that a membership changed. */
+export async function notifyMembershipChanged(tx: Queryable, membershipId: string): Promise<void> {
+  await announce(tx, `m:${membershipId}`);
+}
+
+/**
+ * Inside a transaction: revokes logins (all of a user's, or one) with their refresh tokens,
+ * and tells every node at commit.
+ */
+export async function revokeLogins(tx: Queryable, which: { userId: string } | { loginId: string }): Promise<void> {
+  const [where, value] = 'userId' in which ? ['user_id = $1', which.userId] : ['id = $1', which.loginId];
+  await tx.query(`UPDATE auth_login SET revoked_at = now() WHERE ${where} AND revoked_at IS NULL`, [value]);
+  await tx.query(`UPDATE auth_refresh_token SET revoked = true WHERE login_id IN (SELECT id FROM auth_login WHERE ${where})`, [value]);
+  await announce(tx, `l:${value}`);
+}
+
+/** NOTIFY (every node, at commit) plus this process's caches at once. */
+async function announce(tx: Queryable, payload: string): Promise<void> {
+  await tx.query('SELECT pg_notify($1, $2)', [ACCESS_CHANNEL, payload]);
+  localChanges.emit('change', payload);
+}
