@@ -160,9 +160,9 @@ for (const driver of drivers) {
 
       test('OPTIONS and methods a URL does not support answer 405 with Allow', async () => {
         const options = await server.fhir('OPTIONS', '/Patient');
-        assertOutcome(options, 405, 'not-supported', 'Method OPTIONS not allowed (allowed: GET, HEAD, POST)');
-        assert.equal(options.headers.get('allow'), 'GET, HEAD, POST');
-        assertOutcome(await server.fhir('DELETE', '/Patient'), 405, 'not-supported', 'Method DELETE not allowed (allowed: GET, HEAD, POST)');
+        assertOutcome(options, 405, 'not-supported', 'Method OPTIONS not allowed (allowed: GET, HEAD, POST, PUT, DELETE)');
+        assert.equal(options.headers.get('allow'), 'GET, HEAD, POST, PUT, DELETE');
+        assertOutcome(await server.fhir('DELETE', '/Patient/_search'), 405, 'not-supported', 'Method DELETE not allowed (allowed: GET, HEAD, POST)');
         assertOutcome(await server.fhir('POST', `/Patient/${existing.id}/_history`), 405, 'not-supported', 'Method POST not allowed (allowed: GET, HEAD)');
         assertOutcome(await server.fhir('PUT', '/metadata'), 405, 'not-supported', 'Method PUT not allowed (allowed: GET, HEAD)');
       });

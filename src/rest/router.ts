@@ -3,7 +3,7 @@ import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import type { OperationCall, OperationDispatcher } from '../core/operation.js';
 import { FhirError, badRequest, issue, methodNotAllowed, notFound } from '../fhir/outcome.js';
 import { primitiveCheck } from '../fhir/validation/primitives.js';
-import { createResource, deleteResource, readResource, readVersion, updateResource } from './crud.js';
+import { conditionalDelete, conditionalUpdate, createResource, deleteResource, readResource, readVersion, updateResource } from './crud.js';
 import { historyInteraction } from './history.js';
 import { capabilityStatement } from './metadata.js';
 import { searchInteraction } from './search.js';
@@ -33,7 +33,12 @@ async function routeFhirRequest(req: FhirRequest, operations: OperationDispatche
   if (segments.length === 1 && first === 'metadata') return { status: 200, body: capabilityStatement(req.ctx, operations) };
   if (first?.startsWith('$')) return operations.dispatch(req, { code: first.slice(1) });
   const type = first;
-  if (segments.length === 1) return method === 'GET' ? searchInteraction(req, type) : createResource(req, type);
+  if (segments.length === 1) {
+    if (method === 'GET') return searchInteraction(req, type);
+    if (method === 'PUT') return conditionalUpdate(req, type);
+    if (method === 'DELETE') return conditionalDelete(req, type);
+    return createResource(req, type);
+  }
   if (segments.length === 2 && second.startsWith('$')) return operations.dispatch(req, { code: second.slice(1), resourceType: type });
   if (segments.length === 2 && second === '_search') return searchInteraction(req, type);
   if (segments.length === 2 && second === '_history') return historyInteraction(req, type);
@@ -64,7 +69,7 @@ function classify(segments: string[]): PathKind {
   if (!isResourceType(first)) return { kind: 'unknown-type', type: first };
   switch (segments.length) {
     case 1:
-      return interaction('GET', 'HEAD', 'POST');
+      return interaction('GET', 'HEAD', 'POST', 'PUT', 'DELETE');
     case 2:
       if (second.startsWith('$')) return { kind: 'operation' };
       if (second === '_search') return interaction('GET', 'HEAD', 'POST');

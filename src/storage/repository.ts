@@ -205,6 +205,23 @@ export class Repository implements SystemRepository {
     return { ...result, resources: result.resources.map((r) => this.redact(r)) };
   }
 
+  /** One transaction for several changes: `fn` gets this repository joined to it (or joins the open one). */
+  async transaction<T>(fn: (repo: ResourceRepository) => Promise<T>): Promise<T> {
+    if (this.joined) return fn(this);
+    return this.db.transaction((tx) => fn(this.inTransaction(tx)));
+  }
+
+  /**
+   * Search under `pg_advisory_xact_lock` of the normalised search. The lock is taken before
+   * the search statement, so under READ COMMITTED the search sees every change committed by
+   * an earlier holder of the same lock (PGlite serializes transactions anyway).
+   */
+  async lockedSearch(query: SearchQuery): Promise<SearchResult> {
+    if (!this.joined) throw new Error('lockedSearch needs a transaction (ResourceRepository.transaction)');
+    await this.db.query('SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtext($1))', [searchLockKey(query)]);
+    return this.search(query);
+  }
+
   private async runBeforeWrite(resource: Resource, previous: Resource | undefined): Promise<void> {
     for (const hook of this.hooks.for(resource.resourceType)) await hook.beforeWrite?.(resource, previous, this.auth, this.db);
   }
@@ -298,6 +315,12 @@ export class Repository implements SystemRepository {
 
 function scopedRow(row: ResourceRow): { projectId: string | null; resourceType: string; id: string } {
   return { projectId: row.project_id, resourceType: row.resource_type, id: row.id };
+}
+
+/** `Type?a=1&b=2`: the search with its parameters sorted, so the same search is the same key in any order. */
+function searchLockKey(query: SearchQuery): string {
+  const params = [...query.params].sort(([a, x], [b, y]) => (a === b ? (x < y ? -1 : x > y ? 1 : 0) : a < b ? -1 : 1));
+  return `${query.resourceType}?${new URLSearchParams(params).toString()}`;
 }
 
 function isoOf(value: string | Date): string {
