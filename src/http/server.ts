@@ -117,7 +117,7 @@ async function handleFhir(services: HttpDeps, request: FastifyRequest, reply: Fa
     throw unsupportedMediaType(format);
   }
   const isSearch = request.method === 'POST' && info.path.endsWith('/_search');
-  checkBodyKind(request, isSearch ? 'json-or-form' : 'json');
+  checkBodyKind(request, isSearch ? 'json-or-form' : request.method === 'PATCH' ? 'json-or-patch' : 'json');
   const isPublic = (request.method === 'GET' || request.method === 'HEAD') && info.path.replace(/\/+$/, '') === '/metadata';
   const ctx = await contextFor(services, request, !isPublic);
   const result = await services.fhir({
@@ -181,10 +181,11 @@ async function contextFor(services: HttpDeps, request: FastifyRequest, requireAu
 }
 
 /** JSON bodies everywhere; form bodies only where the route accepts them. */
-function checkBodyKind(request: FastifyRequest, accepted: 'json' | 'form' | 'json-or-form'): void {
+function checkBodyKind(request: FastifyRequest, accepted: 'json' | 'form' | 'json-or-form' | 'json-or-patch'): void {
   const body = request.body as ParsedBody | undefined;
   if (!body) return;
-  if (body.kind === 'form' && accepted === 'json') throw unsupportedMediaType(body.contentType);
+  if (body.kind === 'json-patch' && accepted !== 'json-or-patch') throw unsupportedMediaType(body.contentType.split(';')[0].trim());
+  if (body.kind === 'form' && accepted !== 'form' && accepted !== 'json-or-form') throw unsupportedMediaType(body.contentType);
   if (body.kind === 'json' && accepted === 'form') throw unsupportedMediaType(body.contentType);
 }
 
@@ -201,6 +202,16 @@ function registerBodyParsers(app: FastifyInstance): void {
       return done(err as FhirError, undefined);
     }
     done(null, value === undefined ? undefined : ({ kind: 'json', contentType, value } satisfies ParsedBody));
+  });
+  app.addContentTypeParser('application/json-patch+json', { parseAs: 'string' }, (request, text, done) => {
+    const contentType = String(request.headers['content-type'] ?? '');
+    let value: unknown;
+    try {
+      value = parseJsonBody(text as string);
+    } catch (err) {
+      return done(err as FhirError, undefined);
+    }
+    done(null, value === undefined ? undefined : ({ kind: 'json-patch', contentType, value } satisfies ParsedBody));
   });
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, text, done) => {
     // No prototype: a field named `__proto__` or `constructor` is a field like any other.

@@ -102,8 +102,8 @@ function checkedBody(req: FhirRequest, type: string, options: { ignoreId?: boole
   return resource as unknown as Resource;
 }
 
-/** Answer of a create/update, honouring `Prefer: return=…`. */
-function written(req: FhirRequest, stored: Resource, status: number, withLocation: boolean): FhirResult {
+/** Answer of a create/update/patch, honouring `Prefer: return=…`. */
+export function written(req: FhirRequest, stored: Resource, status: number, withLocation: boolean): FhirResult {
   const headers = versionHeaders(stored, withLocation ? req.ctx.fhirBaseUrl : undefined);
   if (!withLocation) headers['Content-Location'] = `${req.ctx.fhirBaseUrl}/${stored.resourceType}/${stored.id}/_history/${stored.meta?.versionId}`;
   const prefer = /return=([a-zA-Z]+)/.exec(req.headers['prefer'] ?? '')?.[1];

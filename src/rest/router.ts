@@ -5,6 +5,7 @@ import { FhirError, badRequest, issue, methodNotAllowed, notFound } from '../fhi
 import { primitiveCheck } from '../fhir/validation/primitives.js';
 import { conditionalDelete, conditionalUpdate, createResource, deleteResource, readResource, readVersion, updateResource } from './crud.js';
 import { historyInteraction } from './history.js';
+import { patchInteraction } from './patch.js';
 import { capabilityStatement } from './metadata.js';
 import { searchInteraction } from './search.js';
 
@@ -37,6 +38,7 @@ async function routeFhirRequest(req: FhirRequest, operations: OperationDispatche
     if (method === 'GET') return searchInteraction(req, type);
     if (method === 'PUT') return conditionalUpdate(req, type);
     if (method === 'DELETE') return conditionalDelete(req, type);
+    if (method === 'PATCH') return patchInteraction(req, type, undefined);
     return createResource(req, type);
   }
   if (segments.length === 2 && second.startsWith('$')) return operations.dispatch(req, { code: second.slice(1), resourceType: type });
@@ -50,6 +52,7 @@ async function routeFhirRequest(req: FhirRequest, operations: OperationDispatche
   if (segments.length === 4) return readVersion(req, type, second, fourth);
   if (method === 'GET') return readResource(req, type, second);
   if (method === 'PUT') return updateResource(req, type, second);
+  if (method === 'PATCH') return patchInteraction(req, type, second);
   return deleteResource(req, type, second);
 }
 
@@ -69,12 +72,12 @@ function classify(segments: string[]): PathKind {
   if (!isResourceType(first)) return { kind: 'unknown-type', type: first };
   switch (segments.length) {
     case 1:
-      return interaction('GET', 'HEAD', 'POST', 'PUT', 'DELETE');
+      return interaction('GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH');
     case 2:
       if (second.startsWith('$')) return { kind: 'operation' };
       if (second === '_search') return interaction('GET', 'HEAD', 'POST');
       if (second === '_history') return interaction('GET', 'HEAD');
-      return interaction('GET', 'HEAD', 'PUT', 'DELETE');
+      return interaction('GET', 'HEAD', 'PUT', 'DELETE', 'PATCH');
     case 3:
       if (third.startsWith('$')) return { kind: 'operation' };
       return third === '_history' ? interaction('GET', 'HEAD') : { kind: 'nothing' };
