@@ -20,6 +20,8 @@ export interface Config {
   bodyLimit: number;
   /** Access-token lifetime in seconds. */
   accessTokenLifetime: number;
+  /** Most entries a batch/transaction Bundle may have (default 1000). */
+  bundleMaxEntries: number;
   /**
    * How the base R4 terminologies reach the database: `background` (all written once per
    * database by a background job) or `lazy` (each written when a request first resolves it).
@@ -62,6 +64,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: env.LOG_LEVEL || 'info',
     bodyLimit: intOf(env.LATTICE_BODY_LIMIT, 16 * 1024 * 1024, 'LATTICE_BODY_LIMIT'),
     accessTokenLifetime: intOf(env.LATTICE_TOKEN_LIFETIME, 3600, 'LATTICE_TOKEN_LIFETIME'),
+    bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 1000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
     email: {
       from: env.LATTICE_EMAIL_FROM || undefined,
       pollMs: intOf(env.LATTICE_EMAIL_POLL_MS, 5_000, 'LATTICE_EMAIL_POLL_MS'),

@@ -141,7 +141,7 @@ for (const driver of drivers) {
       });
 
       test('unknown routes below the FHIR base answer 404 Not found', async () => {
-        for (const path of ['/Patient/x/extra', `/Patient/${existing.id}/_history/1/more`, '/metadata/x', '/$lookup/x', '']) {
+        for (const path of ['/Patient/x/extra', `/Patient/${existing.id}/_history/1/more`, '/metadata/x', '/$lookup/x']) {
           assertOutcome(await server.fhir('GET', path), 404, 'not-found', 'Not found');
         }
       });
