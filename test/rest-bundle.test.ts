@@ -186,9 +186,11 @@ for (const driver of drivers) {
       assert.equal(result.type, 'transaction-response');
       assert.equal(result.entry?.[0]?.response?.status, '201 Created');
       const kit = new Client({ baseUrl: server.fhirUrl, bearerToken: project.adminToken });
-      const kitTx = (await kit.transaction({ body: bundle })) as Bundle;
+      type KitBody = Parameters<Client['transaction']>[0]['body'];
+      const kitTx = (await kit.transaction({ body: bundle as unknown as KitBody })) as unknown as Bundle;
       assert.equal(kitTx.type, 'transaction-response');
-      const kitBatch = (await kit.batch({ body: { ...bundle, type: 'batch', entry: [{ request: { method: 'GET', url: 'Patient?_count=1' } }] } })) as Bundle;
+      const batchBody: Bundle = { resourceType: 'Bundle', type: 'batch', entry: [{ request: { method: 'GET', url: 'Patient?_count=1' } }] };
+      const kitBatch = (await kit.batch({ body: batchBody as unknown as KitBody })) as unknown as Bundle;
       assert.equal(kitBatch.type, 'batch-response');
       assert.equal(kitBatch.entry?.[0]?.response?.status, '200 OK');
     });
