@@ -346,9 +346,9 @@ for (const driver of drivers) {
         assertOutcome(await server.fhir('GET', '/Patient/star-absent'), 404, 'not-found', 'Not found');
       });
 
-      test('an empty _format is ignored; _format=xml answers 415', async () => {
+      test('an empty _format is ignored; _format=xml answers 406', async () => {
         assert.equal((await server.fhir('GET', `/Patient/${existing.id}?_format=`)).status, 200);
-        assertOutcome(await server.fhir('GET', `/Patient/${existing.id}?_format=xml`), 415, 'not-supported', 'Unsupported content type: xml');
+        assertOutcome(await server.fhir('GET', `/Patient/${existing.id}?_format=xml`), 406, 'not-supported', 'XML is not supported: this server answers application/fhir+json only');
       });
     });
 

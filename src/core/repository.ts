@@ -61,9 +61,9 @@ export interface ResourceRepository {
   update(resource: Resource, options?: { ifMatch?: string }): Promise<UpdateResult>;
   /** Deletes; deleting a deleted resource is a no-op, an unknown id is 404. */
   delete(resourceType: string, id: string): Promise<void>;
-  /** History of one resource (`id` given) or of a type, newest first. */
+  /** History of one resource (`id` given), of a type, or of everything visible (`resourceType` undefined), newest first. */
   history(
-    resourceType: string,
+    resourceType: string | undefined,
     id: string | undefined,
     page: { count: number; offset: number; since?: string },
   ): Promise<{ entries: HistoryEntry[]; total: number }>;

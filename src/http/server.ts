@@ -9,7 +9,7 @@ import { ANONYMOUS, type AuthInfo, type Authenticator } from '../core/auth.js';
 import type { RequestContext } from '../core/context.js';
 import type { Database } from '../core/database.js';
 import type { ResourceRepository } from '../core/repository.js';
-import { FhirError, badRequest, methodNotAllowed, notFound, unsupportedMediaType } from '../fhir/outcome.js';
+import { FhirError, badRequest, issue, methodNotAllowed, notFound, unsupportedMediaType } from '../fhir/outcome.js';
 import { allowedMethods, type FhirRouter } from '../rest/router.js';
 import { registerCors } from './cors.js';
 import { errorResponse } from './errors.js';
@@ -113,6 +113,7 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
 async function handleFhir(services: HttpDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const info = requestInfo(request.url, FHIR_PREFIX);
   const format = info.query.find(([k]) => k === '_format')?.[1];
+  if ((format && /xml/i.test(format)) || acceptsOnlyXml(request.headers.accept)) throw notAcceptable();
   if (format && !/^(json|application\/(fhir\+)?json|application\/json\+fhir)$/i.test(format.split(';')[0].trim())) {
     throw unsupportedMediaType(format);
   }
@@ -132,6 +133,17 @@ async function handleFhir(services: HttpDeps, request: FastifyRequest, reply: Fa
   void reply.status(result.status).headers(result.headers ?? {});
   if (result.body === undefined) return void reply.send();
   void reply.type(FHIR_CONTENT_TYPE).send(pretty ? JSON.stringify(result.body, null, 2) : JSON.stringify(result.body));
+}
+
+/** True when an `Accept` header names XML and no JSON (nor a wildcard that covers it). */
+function acceptsOnlyXml(accept: string | string[] | undefined): boolean {
+  const types = (Array.isArray(accept) ? accept.join(',') : (accept ?? '')).split(',').map((t) => t.split(';')[0].trim().toLowerCase()).filter(Boolean);
+  return types.some((t) => t.includes('xml')) && !types.some((t) => t.includes('json') || t === '*/*' || t === 'application/*');
+}
+
+/** 406: Lattice answers JSON only (docs/errors.md#content-types). */
+function notAcceptable(): FhirError {
+  return new FhirError(406, [issue('not-supported', 'XML is not supported: this server answers application/fhir+json only')]);
 }
 
 /** 405 for a FHIR URL that exists but does not answer this method (see `allowedMethods`). */

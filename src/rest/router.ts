@@ -40,6 +40,7 @@ async function routeFhirRequest(req: FhirRequest, operations: OperationDispatche
   checkMethod(req.method, segments); // from here on the path has one of the shapes `classify` accepts
 
   if (segments.length === 0) return bundleInteraction(req, self, options.bundleMaxEntries);
+  if (segments.length === 1 && first === '_history') return historyInteraction(req, undefined);
   if (segments.length === 1 && first === 'metadata') return { status: 200, body: capabilityStatement(req.ctx, operations) };
   if (first?.startsWith('$')) return operations.dispatch(req, { code: first.slice(1) });
   const type = first;
@@ -76,7 +77,7 @@ function classify(segments: string[]): PathKind {
   const [first, second, third] = segments;
   const interaction = (...allowed: string[]): PathKind => ({ kind: 'interaction', allowed });
   if (first === undefined) return interaction('POST'); // batch / transaction
-  if (first === 'metadata') return segments.length === 1 ? interaction('GET', 'HEAD') : { kind: 'nothing' };
+  if (first === 'metadata' || first === '_history') return segments.length === 1 ? interaction('GET', 'HEAD') : { kind: 'nothing' };
   if (first.startsWith('$')) return segments.length === 1 ? { kind: 'operation' } : { kind: 'nothing' };
   if (!isResourceType(first)) return { kind: 'unknown-type', type: first };
   switch (segments.length) {

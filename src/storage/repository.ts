@@ -161,24 +161,25 @@ export class Repository implements SystemRepository {
     });
   }
 
-  /** History of one resource (`id` given) or of a type, newest first. */
+  /** History of one resource (`id` given), of a type, or of the whole server (no type), newest first. */
   async history(
-    resourceType: string,
+    resourceType: string | undefined,
     id: string | undefined,
     page: { count: number; offset: number; since?: string },
   ): Promise<{ entries: HistoryEntry[]; total: number }> {
     if (id !== undefined) {
+      if (resourceType === undefined) throw notFound();
       const row = await this.visibleRow(this.db, resourceType, id);
       if (!row) throw notFound();
     }
     const vis = this.scope.predicate(resourceTable('h'), 4);
     const where = [
-      'h.resource_type = $1',
+      resourceType !== undefined ? 'h.resource_type = $1' : '$1::text IS NULL',
       id !== undefined ? 'h.id = $2' : '$2::text IS NULL',
       page.since ? 'h.last_updated >= $3::timestamptz' : '$3::text IS NULL',
       vis.sql,
     ].join(' AND ');
-    const params = [resourceType, id ?? null, page.since ?? null, ...vis.params];
+    const params = [resourceType ?? null, id ?? null, page.since ?? null, ...vis.params];
     const total = (await this.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource_history h WHERE ${where}`, params)).rows[0]?.n ?? 0;
     const rows = (
       await this.db.query<ResourceRow>(
