@@ -64,7 +64,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   };
 
   const hooks = new ResourceHooks([...authHooks(), ...terminologyHooks(), ...(options.extraHooks ?? [])]);
-  const searchIndex = createSearchIndex();
+  const searchIndex = createSearchIndex(config.searchLimits);
   // Only an embedded PGlite is guaranteed to see every write in this process (see row-cache.ts).
   const rowCache = db.driver === 'pglite' ? new RowCache<ResourceRow>() : undefined;
   const repository = (auth: AuthInfo) => new Repository(db, auth, hooks, searchIndex, rowCache);

@@ -18,6 +18,8 @@ export interface Config {
   logLevel: string;
   /** Maximum request body in bytes (default 16 MiB). */
   bodyLimit: number;
+  /** Bounds on one search (docs/rest.md#limits). */
+  searchLimits: { maxParameters: number; maxValues: number; maxChain: number };
   /** Access-token lifetime in seconds. */
   accessTokenLifetime: number;
   /** Most entries a batch/transaction Bundle may have (default 1000). */
@@ -63,6 +65,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     smtpUrl: env.SMTP_URL || undefined,
     logLevel: env.LOG_LEVEL || 'info',
     bodyLimit: intOf(env.LATTICE_BODY_LIMIT, 16 * 1024 * 1024, 'LATTICE_BODY_LIMIT'),
+    searchLimits: {
+      maxParameters: intOf(env.LATTICE_SEARCH_MAX_PARAMETERS, 30, 'LATTICE_SEARCH_MAX_PARAMETERS'),
+      maxValues: intOf(env.LATTICE_SEARCH_MAX_VALUES, 100, 'LATTICE_SEARCH_MAX_VALUES'),
+      maxChain: intOf(env.LATTICE_SEARCH_MAX_CHAIN, 3, 'LATTICE_SEARCH_MAX_CHAIN'),
+    },
     accessTokenLifetime: intOf(env.LATTICE_TOKEN_LIFETIME, 3600, 'LATTICE_TOKEN_LIFETIME'),
     bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 1000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
     email: {

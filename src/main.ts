@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { createApp } from './app.js';
 import { loadConfig } from './config.js';
+import { DataFolderInUse } from './storage/data-folder-lock.js';
 import { importFile } from './terminology/import-file.js';
 
 const USAGE = `Usage:
@@ -67,6 +68,6 @@ async function serve(): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err) => {
-  console.error(err);
+  console.error(err instanceof DataFolderInUse ? err.message : err);
   process.exit(1);
 });

@@ -37,7 +37,7 @@ async function login(state: AuthState, body: unknown, ip: string) {
   }
 
   const db = state.env.db;
-  await state.throttle.check(email, ip);
+  const attempt = await state.throttle.claim(email, ip);
   const userId = await findUserIdByEmail(db, email, projectId);
   const hash = userId ? await passwordHashOf(db, userId) : undefined;
   const valid = await verifyPassword(password, hash ?? (await (dummyHash ??= hashPassword(randomSecret()))));
@@ -45,7 +45,7 @@ async function login(state: AuthState, body: unknown, ip: string) {
     await state.throttle.recordFailure(email, ip);
     throw badRequest(INVALID_CREDENTIALS);
   }
-  await state.throttle.recordSuccess(email);
+  await state.throttle.recordSuccess(email, attempt);
 
   let memberships = await membershipsOf(db, 'User', userId);
   if (projectId) memberships = memberships.filter((m) => m.project_id === projectId);

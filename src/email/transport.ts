@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs';
 import nodemailer from 'nodemailer';
 import type { Logger } from 'pino';
 import type { OutboxMessage } from './outbox.js';
@@ -39,11 +40,18 @@ export function createEmailTransport(smtpUrl: string | undefined, log: Logger): 
   };
 }
 
+/**
+ * Development only: "delivers" by writing the message to standard error, synchronously, before
+ * the outbox marks it sent — so a crash right after cannot lose a message the outbox counts as
+ * delivered. The text holds the set-password link: never use this transport in production.
+ */
 function logTransport(log: Logger): EmailTransport {
+  log.warn('SMTP_URL is not set: e-mails are written to standard error (development only)');
   return {
     kind: 'log',
     async send(message, from) {
-      log.info({ email: { id: message.id, from, to: message.to, subject: message.subject, text: message.text } }, 'e-mail (SMTP_URL not set)');
+      const line = { time: new Date().toISOString(), msg: 'e-mail (SMTP_URL not set)', email: { id: message.id, from, to: message.to, subject: message.subject, text: message.text } };
+      writeSync(2, `${JSON.stringify(line)}\n`);
     },
     close() {},
   };

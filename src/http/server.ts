@@ -50,6 +50,8 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
       return typeof given === 'string' && /^[\w\-.:]{1,128}$/.test(given) ? given : randomUUID();
     },
     return503OnClosing: true,
+    // Requests are logged by the onResponse hook below, with secrets in URLs redacted.
+    disableRequestLogging: true,
     // Errors Fastify answers before any route or hook runs (a URL that is not valid
     // percent-encoding, an over-long path parameter): OperationOutcomes like every other error.
     frameworkErrors: (err, request, reply) => {
@@ -61,6 +63,12 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
 
   registerBodyParsers(app);
   registerCors(app);
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      { req: { method: request.method, url: redactUrl(request.url), remoteAddress: request.ip }, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime },
+      'request completed',
+    );
+  });
   app.addHook('onSend', async (request, reply, payload) => {
     reply.header('X-Request-Id', request.id);
     return payload;
@@ -240,4 +248,15 @@ function registerBodyParsers(app: FastifyInstance): void {
     const type = String(request.headers['content-type'] ?? 'none').split(';')[0].trim();
     done(unsupportedMediaType(type), undefined);
   });
+}
+
+/** Query parameters whose values are secrets (OAuth codes and tokens, passwords). */
+const SECRET_QUERY = /([?&](?:code|code_verifier|access_token|refresh_token|client_secret|password|secret|token)=)[^&#]*/gi;
+
+/**
+ * A request URL fit for the log: the secret of a set-password link and secret query values
+ * are replaced by `[redacted]` (docs/errors.md#logs).
+ */
+export function redactUrl(url: string): string {
+  return url.replace(/^(\/setpassword\/[^/?#]*\/)[^/?#]+/i, '$1[redacted]').replace(SECRET_QUERY, '$1[redacted]');
 }

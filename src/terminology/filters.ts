@@ -146,10 +146,29 @@ export async function filterPredicate(
   throw invalidValueSet(msg.filterNotSupported(cs.url, property, op), path);
 }
 
-/** FHIR regex filters match the whole value. */
+/**
+ * FHIR regex filters match the whole value. A pattern whose groups do not balance could close
+ * the anchoring group (`a)|(b` → `^(?:a)|(b)$`, which matches far more): it is refused.
+ */
 function anchored(pattern: string, path: string): string {
   if (pattern.length > MAX_REGEX_LENGTH) throw invalidValueSet(msg.badRegex(pattern.slice(0, 40) + '…'), path);
+  if (!groupsBalance(pattern)) throw invalidValueSet(msg.badRegex(pattern.slice(0, 40)), path);
   return `^(?:${pattern})$`;
+}
+
+/** True when every `(` outside a bracket expression is closed by a `)` after it (escapes skipped). */
+function groupsBalance(pattern: string): boolean {
+  let depth = 0;
+  let inBracket = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    if (c === '\\') i++;
+    else if (inBracket) inBracket = !(c === ']' && pattern[i - 1] !== '[' && pattern.slice(i - 2, i) !== '[^');
+    else if (c === '[') inBracket = true;
+    else if (c === '(') depth++;
+    else if (c === ')' && --depth < 0) return false;
+  }
+  return depth === 0 && !inBracket;
 }
 
 /** A value set that cannot be evaluated: 400 with a tx `vs-invalid` issue at the filter. */

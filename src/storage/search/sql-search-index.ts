@@ -4,6 +4,7 @@ import type { SearchQuery, SearchResult } from '../../core/repository.js';
 import type { Scope } from '../../core/scope.js';
 import { extractRows } from './extract.js';
 import { removeRows, replaceRows } from './index-writer.js';
+import { DEFAULT_SEARCH_LIMITS, type SearchLimits } from './query/limits.js';
 import { runSearch } from './query/run-search.js';
 import type { SearchIndex } from './search-index.js';
 import { StatisticsSchedule } from './statistics.js';
@@ -13,7 +14,7 @@ import { StatisticsSchedule } from './statistics.js';
  * SearchParameters on every write (extract.ts), stored in one statement (index-writer.ts),
  * and searched with one SQL query per search (query/).
  */
-export function createSearchIndex(): SearchIndex {
+export function createSearchIndex(limits: SearchLimits = DEFAULT_SEARCH_LIMITS): SearchIndex {
   const statistics = new StatisticsSchedule();
   return {
     async index(tx: Queryable, resource: Resource): Promise<void> {
@@ -26,7 +27,7 @@ export function createSearchIndex(): SearchIndex {
     },
     async search(q: Queryable, scope: Scope, query: SearchQuery): Promise<SearchResult> {
       await statistics.refreshIfDue(q);
-      return runSearch(q, scope, query);
+      return runSearch(q, scope, query, limits);
     },
   };
 }

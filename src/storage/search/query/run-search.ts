@@ -5,6 +5,7 @@ import type { Scope } from '../../../core/scope.js';
 import { CONTROL_PARAMETERS, orderBySql, parseControls } from './controls.js';
 import { filterSql, splitModifier } from './filters.js';
 import { loadIncluded, parseDirectives } from './includes.js';
+import { DEFAULT_SEARCH_LIMITS, checkSearchLimits, type SearchLimits } from './limits.js';
 import { SqlParams } from './sql-params.js';
 
 /**
@@ -13,7 +14,8 @@ import { SqlParams } from './sql-params.js';
  * The total comes from the page itself when the page is the last one, else from a COUNT
  * with the same WHERE.
  */
-export async function runSearch(q: Queryable, scope: Scope, query: SearchQuery): Promise<SearchResult> {
+export async function runSearch(q: Queryable, scope: Scope, query: SearchQuery, limits: SearchLimits = DEFAULT_SEARCH_LIMITS): Promise<SearchResult> {
+  checkSearchLimits(query.params, limits);
   const type = query.resourceType;
   const controlPairs = query.params.filter(([name]) => CONTROL_PARAMETERS.has(splitModifier(name)[0]));
   const controls = parseControls(type, controlPairs);

@@ -1,0 +1,40 @@
+import { FhirError, issue } from '../../../fhir/outcome.js';
+import { CONTROL_PARAMETERS } from './controls.js';
+import { splitModifier } from './filters.js';
+import { splitValues } from './values.js';
+
+/**
+ * Bounds on the work one search may ask for (docs/rest.md#limits), checked before any SQL is
+ * built: a search's cost grows with its parameters, their values and its chains, and one
+ * request must not hold the database for everyone else.
+ */
+export interface SearchLimits {
+  /** Filter parameters (result parameters such as `_count` not counted). */
+  maxParameters: number;
+  /** Comma-separated values of one parameter. */
+  maxValues: number;
+  /** Links of one chained parameter (`subject:Patient.organization.name` has 2). */
+  maxChain: number;
+}
+
+export const DEFAULT_SEARCH_LIMITS: SearchLimits = { maxParameters: 30, maxValues: 100, maxChain: 3 };
+
+/** Throws 400 `too-costly` naming the bound a search exceeds. */
+export function checkSearchLimits(params: Array<[string, string]>, limits: SearchLimits): void {
+  const filters = params.filter(([name]) => !CONTROL_PARAMETERS.has(splitModifier(name)[0]));
+  if (filters.length > limits.maxParameters) {
+    throw tooCostly(`Too many search parameters: ${filters.length} (at most ${limits.maxParameters})`);
+  }
+  for (const [name, value] of filters) {
+    const links = name.split('.').length - 1;
+    if (links > limits.maxChain) throw tooCostly(`Chained search parameter too deep: ${links} links (at most ${limits.maxChain})`);
+    const values = splitValues(value).length;
+    if (values > limits.maxValues) {
+      throw tooCostly(`Too many values for search parameter ${name.slice(0, 64)}: ${values} (at most ${limits.maxValues})`);
+    }
+  }
+}
+
+function tooCostly(text: string): FhirError {
+  return new FhirError(400, [issue('too-costly', text)]);
+}

@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { drivers, ooText, startServer, type ApiResponse, type TestServer } from './harness.js';
+
+/**
+ * Bounded work per search (docs/rest.md#limits). Before the bounds, ~1,500 repeated parameters
+ * froze a PGlite server for minutes and a ~900-link chain overflowed the stack (500). Each now
+ * gets a 400 `too-costly` naming the bound, and other clients keep being served meanwhile.
+ */
+for (const driver of drivers) {
+  describe(`search limits (${driver})`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startServer(driver);
+    });
+    after(() => server.stop());
+
+    function assertTooCostly(res: ApiResponse, text: string): void {
+      assert.equal(res.status, 400, res.text);
+      assert.equal(res.body.issue[0].code, 'too-costly', res.text);
+      assert.equal(ooText(res.body), text);
+    }
+
+    test('1,500 repeated parameters: 400, and /healthz answers meanwhile', async () => {
+      const query = Array.from({ length: 1500 }, (_, i) => `name=n${i}`).join('&');
+      const [search, health] = await Promise.all([server.fhir('GET', `/Patient?${query}`), server.request('GET', '/healthz')]);
+      assertTooCostly(search, 'Too many search parameters: 1500 (at most 30)');
+      assert.equal(health.status, 200, health.text);
+    });
+
+    test('30 parameters (the bound) are still searched', async () => {
+      const query = Array.from({ length: 30 }, (_, i) => `name=n${i}`).join('&');
+      const res = await server.fhir('GET', `/Patient?${query}&_count=5`);
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.total, 0);
+    });
+
+    test('a 900-link chain: 400 (was a stack overflow)', async () => {
+      const chain = `${'general-practitioner.'.repeat(900)}name`;
+      assertTooCostly(await server.fhir('POST', '/Patient/_search', { raw: `${chain}=x`, contentType: 'application/x-www-form-urlencoded' }), 'Chained search parameter too deep: 900 links (at most 3)');
+    });
+
+    test('5,000 comma-separated values: 400', async () => {
+      const ids = Array.from({ length: 5000 }, (_, i) => `id${i}`).join(',');
+      assertTooCostly(await server.fhir('POST', '/Patient/_search', { raw: `_id=${ids}`, contentType: 'application/x-www-form-urlencoded' }), 'Too many values for search parameter _id: 5000 (at most 100)');
+    });
+
+    test('the bounds are configuration', async () => {
+      const strict = await startServer(driver, { env: { LATTICE_SEARCH_MAX_PARAMETERS: '2' } });
+      try {
+        assertTooCostly(await strict.fhir('GET', '/Patient?name=a&name=b&name=c'), 'Too many search parameters: 3 (at most 2)');
+        assert.equal((await strict.fhir('GET', '/Patient?name=a&name=b&_count=1')).status, 200);
+      } finally {
+        await strict.stop();
+      }
+    });
+  });
+}
