@@ -89,7 +89,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       db,
       authenticator: auth.authenticator,
       repository,
-      fhir: createFhirRouter(registry),
+      fhir: createFhirRouter(registry, { bundleMaxEntries: config.bundleMaxEntries }),
       routes,
     });
   } catch (err) {

@@ -22,6 +22,8 @@ export interface Config {
   searchLimits: { maxParameters: number; maxValues: number; maxChain: number };
   /** Access-token lifetime in seconds. */
   accessTokenLifetime: number;
+  /** Most entries a batch/transaction Bundle may have (default 1000). */
+  bundleMaxEntries: number;
   /**
    * How the base R4 terminologies reach the database: `background` (all written once per
    * database by a background job) or `lazy` (each written when a request first resolves it).
@@ -69,6 +71,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxChain: intOf(env.LATTICE_SEARCH_MAX_CHAIN, 3, 'LATTICE_SEARCH_MAX_CHAIN'),
     },
     accessTokenLifetime: intOf(env.LATTICE_TOKEN_LIFETIME, 3600, 'LATTICE_TOKEN_LIFETIME'),
+    bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 1000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
     email: {
       from: env.LATTICE_EMAIL_FROM || undefined,
       pollMs: intOf(env.LATTICE_EMAIL_POLL_MS, 5_000, 'LATTICE_EMAIL_POLL_MS'),

@@ -61,14 +61,30 @@ export interface ResourceRepository {
   update(resource: Resource, options?: { ifMatch?: string }): Promise<UpdateResult>;
   /** Deletes; deleting a deleted resource is a no-op, an unknown id is 404. */
   delete(resourceType: string, id: string): Promise<void>;
-  /** History of one resource (`id` given) or of a type, newest first. */
+  /** History of one resource (`id` given), of a type, or of everything visible (`resourceType` undefined), newest first. */
   history(
-    resourceType: string,
+    resourceType: string | undefined,
     id: string | undefined,
     page: { count: number; offset: number; since?: string },
   ): Promise<{ entries: HistoryEntry[]; total: number }>;
   /** Searches resources of one type within the caller's scope. */
   search(query: SearchQuery): Promise<SearchResult>;
+  /**
+   * Runs `fn` with this repository joined to ONE database transaction (same caller, same
+   * scope): every read, search and write of the repository `fn` gets commits when `fn`
+   * resolves and rolls back when it throws (a FHIR transaction Bundle, a conditional write).
+   * Called on a repository that is already in a transaction, it joins that one.
+   * On PostgreSQL `fn` may run again after a serialization failure: it must not keep state.
+   */
+  transaction<T>(fn: (repo: ResourceRepository) => Promise<T>): Promise<T>;
+  /**
+   * `search`, after taking a transaction-scoped lock on the normalised search (type and sorted
+   * parameters): two identical conditional writes (create `If-None-Exist`, conditional
+   * update/delete) run one after the other, so the second sees what the first wrote. Only
+   * valid on a repository given by `transaction` (the lock lasts until it ends); elsewhere it
+   * throws.
+   */
+  lockedSearch(query: SearchQuery): Promise<SearchResult>;
 }
 
 /**

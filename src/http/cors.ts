@@ -15,7 +15,7 @@ export function registerCors(app: FastifyInstance): void {
     if (request.method === 'OPTIONS' && request.headers['access-control-request-method']) {
       return reply
         .status(204)
-        .header('Access-Control-Allow-Methods', 'GET, HEAD, POST, PUT, DELETE')
+        .header('Access-Control-Allow-Methods', 'GET, HEAD, POST, PUT, PATCH, DELETE')
         .header('Access-Control-Allow-Headers', ALLOWED_HEADERS)
         .header('Access-Control-Max-Age', '600')
         .send();

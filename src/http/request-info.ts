@@ -2,7 +2,8 @@ import { badRequest } from '../fhir/outcome.js';
 
 /** A parsed request body and the encoding it came in. */
 export interface ParsedBody {
-  kind: 'json' | 'form';
+  /** `json-patch`: an `application/json-patch+json` body (accepted by FHIR PATCH only). */
+  kind: 'json' | 'form' | 'json-patch';
   contentType: string;
   value: unknown;
 }

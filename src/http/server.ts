@@ -9,7 +9,7 @@ import { ANONYMOUS, type AuthInfo, type Authenticator } from '../core/auth.js';
 import type { RequestContext } from '../core/context.js';
 import type { Database } from '../core/database.js';
 import type { ResourceRepository } from '../core/repository.js';
-import { FhirError, badRequest, methodNotAllowed, notFound, unsupportedMediaType } from '../fhir/outcome.js';
+import { FhirError, badRequest, issue, methodNotAllowed, notFound, unsupportedMediaType } from '../fhir/outcome.js';
 import { allowedMethods, type FhirRouter } from '../rest/router.js';
 import { registerCors } from './cors.js';
 import { errorResponse } from './errors.js';
@@ -121,11 +121,12 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
 async function handleFhir(services: HttpDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const info = requestInfo(request.url, FHIR_PREFIX);
   const format = info.query.find(([k]) => k === '_format')?.[1];
+  if ((format && /xml/i.test(format)) || acceptsOnlyXml(request.headers.accept)) throw notAcceptable();
   if (format && !/^(json|application\/(fhir\+)?json|application\/json\+fhir)$/i.test(format.split(';')[0].trim())) {
     throw unsupportedMediaType(format);
   }
   const isSearch = request.method === 'POST' && info.path.endsWith('/_search');
-  checkBodyKind(request, isSearch ? 'json-or-form' : 'json');
+  checkBodyKind(request, isSearch ? 'json-or-form' : request.method === 'PATCH' ? 'json-or-patch' : 'json');
   const isPublic = (request.method === 'GET' || request.method === 'HEAD') && info.path.replace(/\/+$/, '') === '/metadata';
   const ctx = await contextFor(services, request, !isPublic);
   const result = await services.fhir({
@@ -140,6 +141,17 @@ async function handleFhir(services: HttpDeps, request: FastifyRequest, reply: Fa
   void reply.status(result.status).headers(result.headers ?? {});
   if (result.body === undefined) return void reply.send();
   void reply.type(FHIR_CONTENT_TYPE).send(pretty ? JSON.stringify(result.body, null, 2) : JSON.stringify(result.body));
+}
+
+/** True when an `Accept` header names XML and no JSON (nor a wildcard that covers it). */
+function acceptsOnlyXml(accept: string | string[] | undefined): boolean {
+  const types = (Array.isArray(accept) ? accept.join(',') : (accept ?? '')).split(',').map((t) => t.split(';')[0].trim().toLowerCase()).filter(Boolean);
+  return types.some((t) => t.includes('xml')) && !types.some((t) => t.includes('json') || t === '*/*' || t === 'application/*');
+}
+
+/** 406: Lattice answers JSON only (docs/errors.md#content-types). */
+function notAcceptable(): FhirError {
+  return new FhirError(406, [issue('not-supported', 'XML is not supported: this server answers application/fhir+json only')]);
 }
 
 /** 405 for a FHIR URL that exists but does not answer this method (see `allowedMethods`). */
@@ -189,10 +201,11 @@ async function contextFor(services: HttpDeps, request: FastifyRequest, requireAu
 }
 
 /** JSON bodies everywhere; form bodies only where the route accepts them. */
-function checkBodyKind(request: FastifyRequest, accepted: 'json' | 'form' | 'json-or-form'): void {
+function checkBodyKind(request: FastifyRequest, accepted: 'json' | 'form' | 'json-or-form' | 'json-or-patch'): void {
   const body = request.body as ParsedBody | undefined;
   if (!body) return;
-  if (body.kind === 'form' && accepted === 'json') throw unsupportedMediaType(body.contentType);
+  if (body.kind === 'json-patch' && accepted !== 'json-or-patch') throw unsupportedMediaType(body.contentType.split(';')[0].trim());
+  if (body.kind === 'form' && accepted !== 'form' && accepted !== 'json-or-form') throw unsupportedMediaType(body.contentType);
   if (body.kind === 'json' && accepted === 'form') throw unsupportedMediaType(body.contentType);
 }
 
@@ -209,6 +222,16 @@ function registerBodyParsers(app: FastifyInstance): void {
       return done(err as FhirError, undefined);
     }
     done(null, value === undefined ? undefined : ({ kind: 'json', contentType, value } satisfies ParsedBody));
+  });
+  app.addContentTypeParser('application/json-patch+json', { parseAs: 'string' }, (request, text, done) => {
+    const contentType = String(request.headers['content-type'] ?? '');
+    let value: unknown;
+    try {
+      value = parseJsonBody(text as string);
+    } catch (err) {
+      return done(err as FhirError, undefined);
+    }
+    done(null, value === undefined ? undefined : ({ kind: 'json-patch', contentType, value } satisfies ParsedBody));
   });
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, text, done) => {
     // No prototype: a field named `__proto__` or `constructor` is a field like any other.

@@ -1,17 +1,61 @@
 import type { Resource } from '@medplum/fhirtypes';
-import { badRequest, informational, FhirError, issue } from '../fhir/outcome.js';
+import { badRequest, conflict, informational, FhirError, issue, preconditionFailed } from '../fhir/outcome.js';
 import { validateResource } from '../fhir/validation/validate-resource.js';
 import { parseIfMatch, versionHeaders } from './headers.js';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
+import type { UpdateResult } from '../core/repository.js';
+import { conditionalQuery, ifNoneExistParams, singleMatch } from './conditional.js';
 
 /**
  * POST [base]/Type → 201 with Location/ETag. A client-supplied id is ignored, even one that is
  * not a valid id (FHIR R4 http.html#create: "If an id is provided, the server SHALL ignore it").
  */
-export async function createResource(req: FhirRequest, type: string): Promise<FhirResult> {
+export async function createResource(req: FhirRequest, type: string, options: { id?: string } = {}): Promise<FhirResult> {
   const resource = checkedBody(req, type, { ignoreId: true });
-  const stored = await req.ctx.repo.create(resource);
-  return written(req, stored, 201, true);
+  const criteria = ifNoneExistParams(type, req.headers['if-none-exist']);
+  if (!criteria) return written(req, await req.ctx.repo.create(resource, options), 201, true);
+  // Conditional create (http.html#ccreate): search and create in one transaction, under the
+  // search's lock, so identical concurrent requests create one resource.
+  const query = conditionalQuery(type, criteria, 'If-None-Exist');
+  const { resource: stored, created } = await req.ctx.repo.transaction(async (repo): Promise<UpdateResult> => {
+    const match = await singleMatch(repo, query);
+    if (match) return { resource: match, created: false };
+    return { resource: await repo.create(resource, options), created: true };
+  });
+  return written(req, stored, created ? 201 : 200, created);
+}
+
+/**
+ * PUT [base]/Type?search (http.html#cond-update): no match → create (with the body's id when
+ * it has one and that id is free), one match → update it, several → 412 `Multiple matches`.
+ */
+export async function conditionalUpdate(req: FhirRequest, type: string): Promise<FhirResult> {
+  const resource = checkedBody(req, type);
+  const query = conditionalQuery(type, req.query, 'Conditional update');
+  const ifMatch = parseIfMatch(req.headers['if-match']);
+  const { resource: stored, created } = await req.ctx.repo.transaction(async (repo): Promise<UpdateResult> => {
+    const match = await singleMatch(repo, query);
+    if (match) {
+      if (resource.id !== undefined && resource.id !== match.id) throw badRequest('Resource ID does not match the matched resource', `${type}.id`);
+      return repo.update({ ...resource, id: match.id }, { ifMatch });
+    }
+    if (ifMatch !== undefined) throw preconditionFailed();
+    if (resource.id === undefined) return { resource: await repo.create(resource), created: true };
+    if (await repo.tryRead(type, resource.id)) throw conflict(`Resource ${type}/${resource.id} exists but does not match the search`);
+    return repo.update(resource);
+  });
+  return written(req, stored, created ? 201 : 200, created);
+}
+
+/** DELETE [base]/Type?search: no match → 200 (nothing to do), one → deleted, several → 412 `Multiple matches`. */
+export async function conditionalDelete(req: FhirRequest, type: string): Promise<FhirResult> {
+  const query = conditionalQuery(type, req.query, 'Conditional delete');
+  const deleted = await req.ctx.repo.transaction(async (repo) => {
+    const match = await singleMatch(repo, query);
+    if (match?.id) await repo.delete(type, match.id);
+    return match !== undefined;
+  });
+  return { status: 200, body: informational(deleted ? 'Deleted' : 'No match: nothing deleted') };
 }
 
 /** GET [base]/Type/id */
@@ -58,8 +102,8 @@ function checkedBody(req: FhirRequest, type: string, options: { ignoreId?: boole
   return resource as unknown as Resource;
 }
 
-/** Answer of a create/update, honouring `Prefer: return=…`. */
-function written(req: FhirRequest, stored: Resource, status: number, withLocation: boolean): FhirResult {
+/** Answer of a create/update/patch, honouring `Prefer: return=…`. */
+export function written(req: FhirRequest, stored: Resource, status: number, withLocation: boolean): FhirResult {
   const headers = versionHeaders(stored, withLocation ? req.ctx.fhirBaseUrl : undefined);
   if (!withLocation) headers['Content-Location'] = `${req.ctx.fhirBaseUrl}/${stored.resourceType}/${stored.id}/_history/${stored.meta?.versionId}`;
   const prefer = /return=([a-zA-Z]+)/.exec(req.headers['prefer'] ?? '')?.[1];

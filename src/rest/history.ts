@@ -3,22 +3,22 @@ import { parseDateRange } from '../storage/search/date-range.js';
 import { bundle, intParam, pageLinks } from './bundle.js';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 
-/** GET [base]/Type/_history and [base]/Type/id/_history: Bundle `history`, newest first. */
-export async function historyInteraction(req: FhirRequest, type: string, id?: string): Promise<FhirResult> {
+/** GET [base]/_history, [base]/Type/_history and [base]/Type/id/_history: Bundle `history`, newest first. */
+export async function historyInteraction(req: FhirRequest, type: string | undefined, id?: string): Promise<FhirResult> {
   const count = intParam(req.query, '_count', 20, 1000);
   const offset = intParam(req.query, '_offset', 0, Number.MAX_SAFE_INTEGER);
   const since = sinceParam(req.query);
   const { entries, total } = await req.ctx.repo.history(type, id, { count, offset, since });
   const base = req.ctx.fhirBaseUrl;
-  const url = id ? `${base}/${type}/${id}/_history` : `${base}/${type}/_history`;
+  const url = type === undefined ? `${base}/_history` : id ? `${base}/${type}/${id}/_history` : `${base}/${type}/_history`;
   return {
     status: 200,
     body: bundle(
       'history',
       entries.map((e) => ({
-        fullUrl: `${base}/${type}/${e.resource.id}`,
+        fullUrl: `${base}/${e.resource.resourceType}/${e.resource.id}`,
         ...(e.deleted ? {} : { resource: e.resource }),
-        request: { method: e.method, url: e.method === 'POST' ? type : `${type}/${e.resource.id}` },
+        request: { method: e.method, url: e.method === 'POST' ? e.resource.resourceType : `${e.resource.resourceType}/${e.resource.id}` },
         response: { status: e.deleted ? '204' : e.method === 'POST' ? '201' : '200', etag: `W/"${e.versionId}"`, lastModified: e.lastUpdated },
       })),
       total,

@@ -3,7 +3,7 @@ import type { OperationDispatcher } from '../core/operation.js';
 import type { RequestContext } from '../core/context.js';
 import { resourceTypes, searchParametersFor } from '../fhir/definitions.js';
 
-const INTERACTIONS = ['read', 'vread', 'update', 'delete', 'history-instance', 'history-type', 'create', 'search-type'] as const;
+const INTERACTIONS = ['read', 'vread', 'update', 'patch', 'delete', 'history-instance', 'history-type', 'create', 'search-type'] as const;
 
 /**
  * The CapabilityStatement, built from what is really registered: resource types and their
@@ -17,6 +17,9 @@ export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDi
     versioning: 'versioned',
     readHistory: true,
     updateCreate: true,
+    conditionalCreate: true,
+    conditionalUpdate: true,
+    conditionalDelete: 'single',
     searchParam: [
       ...['_id', '_lastUpdated'].map((name) => ({ name, type: name === '_id' ? ('token' as const) : ('date' as const) })),
       ...[...searchParametersFor(type).values()]
@@ -44,6 +47,7 @@ export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDi
           service: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/restful-security-service', code: 'SMART-on-FHIR' }] }],
         },
         resource: resources,
+        interaction: [{ code: 'transaction' }, { code: 'batch' }, { code: 'history-system' }],
         operation: operations.filter((op) => op.system).map((op) => ({ name: op.name, definition: op.definition })),
       },
     ],

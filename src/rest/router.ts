@@ -3,17 +3,26 @@ import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import type { OperationCall, OperationDispatcher } from '../core/operation.js';
 import { FhirError, badRequest, issue, methodNotAllowed, notFound } from '../fhir/outcome.js';
 import { primitiveCheck } from '../fhir/validation/primitives.js';
-import { createResource, deleteResource, readResource, readVersion, updateResource } from './crud.js';
+import { conditionalDelete, conditionalUpdate, createResource, deleteResource, readResource, readVersion, updateResource } from './crud.js';
+import { bundleInteraction } from './batch.js';
 import { historyInteraction } from './history.js';
+import { patchInteraction } from './patch.js';
 import { capabilityStatement } from './metadata.js';
 import { searchInteraction } from './search.js';
 
 /** A FHIR REST endpoint: request in, result out. */
 export type FhirRouter = (req: FhirRequest) => Promise<FhirResult>;
 
+/** Limits of the REST interactions (from the configuration). */
+export interface FhirRouterOptions {
+  /** Most entries a batch/transaction Bundle may have (`LATTICE_BUNDLE_MAX_ENTRIES`). */
+  bundleMaxEntries: number;
+}
+
 /** The FHIR router over the interactions below and the given operations. */
-export function createFhirRouter(operations: OperationDispatcher): FhirRouter {
-  return (req) => routeFhirRequest(req, operations);
+export function createFhirRouter(operations: OperationDispatcher, options: FhirRouterOptions): FhirRouter {
+  const router: FhirRouter = (req) => routeFhirRequest(req, operations, options, router);
+  return router;
 }
 
 /**
@@ -24,16 +33,24 @@ export function createFhirRouter(operations: OperationDispatcher): FhirRouter {
  * URL does not support is 405 (with `Allow`), an id that is not a FHIR id is 400 — so the
  * storage layer never sees a key that cannot exist.
  */
-async function routeFhirRequest(req: FhirRequest, operations: OperationDispatcher): Promise<FhirResult> {
+async function routeFhirRequest(req: FhirRequest, operations: OperationDispatcher, options: FhirRouterOptions, self: FhirRouter): Promise<FhirResult> {
   const segments = pathSegments(req.path);
   const method = req.method === 'HEAD' ? 'GET' : req.method;
   const [first, second, third, fourth] = segments;
   checkMethod(req.method, segments); // from here on the path has one of the shapes `classify` accepts
 
+  if (segments.length === 0) return bundleInteraction(req, self, options.bundleMaxEntries);
+  if (segments.length === 1 && first === '_history') return historyInteraction(req, undefined);
   if (segments.length === 1 && first === 'metadata') return { status: 200, body: capabilityStatement(req.ctx, operations) };
   if (first?.startsWith('$')) return operations.dispatch(req, { code: first.slice(1) });
   const type = first;
-  if (segments.length === 1) return method === 'GET' ? searchInteraction(req, type) : createResource(req, type);
+  if (segments.length === 1) {
+    if (method === 'GET') return searchInteraction(req, type);
+    if (method === 'PUT') return conditionalUpdate(req, type);
+    if (method === 'DELETE') return conditionalDelete(req, type);
+    if (method === 'PATCH') return patchInteraction(req, type, undefined);
+    return createResource(req, type);
+  }
   if (segments.length === 2 && second.startsWith('$')) return operations.dispatch(req, { code: second.slice(1), resourceType: type });
   if (segments.length === 2 && second === '_search') return searchInteraction(req, type);
   if (segments.length === 2 && second === '_history') return historyInteraction(req, type);
@@ -45,6 +62,7 @@ async function routeFhirRequest(req: FhirRequest, operations: OperationDispatche
   if (segments.length === 4) return readVersion(req, type, second, fourth);
   if (method === 'GET') return readResource(req, type, second);
   if (method === 'PUT') return updateResource(req, type, second);
+  if (method === 'PATCH') return patchInteraction(req, type, second);
   return deleteResource(req, type, second);
 }
 
@@ -58,18 +76,18 @@ type PathKind =
 function classify(segments: string[]): PathKind {
   const [first, second, third] = segments;
   const interaction = (...allowed: string[]): PathKind => ({ kind: 'interaction', allowed });
-  if (first === undefined) return { kind: 'nothing' };
-  if (first === 'metadata') return segments.length === 1 ? interaction('GET', 'HEAD') : { kind: 'nothing' };
+  if (first === undefined) return interaction('POST'); // batch / transaction
+  if (first === 'metadata' || first === '_history') return segments.length === 1 ? interaction('GET', 'HEAD') : { kind: 'nothing' };
   if (first.startsWith('$')) return segments.length === 1 ? { kind: 'operation' } : { kind: 'nothing' };
   if (!isResourceType(first)) return { kind: 'unknown-type', type: first };
   switch (segments.length) {
     case 1:
-      return interaction('GET', 'HEAD', 'POST');
+      return interaction('GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH');
     case 2:
       if (second.startsWith('$')) return { kind: 'operation' };
       if (second === '_search') return interaction('GET', 'HEAD', 'POST');
       if (second === '_history') return interaction('GET', 'HEAD');
-      return interaction('GET', 'HEAD', 'PUT', 'DELETE');
+      return interaction('GET', 'HEAD', 'PUT', 'DELETE', 'PATCH');
     case 3:
       if (third.startsWith('$')) return { kind: 'operation' };
       return third === '_history' ? interaction('GET', 'HEAD') : { kind: 'nothing' };

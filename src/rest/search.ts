@@ -30,7 +30,7 @@ export async function searchInteraction(req: FhirRequest, type: string): Promise
         const mode = result.modes?.[i] ?? 'match';
         return { fullUrl: fullUrl(base, resource), resource: mode === 'match' ? shape(resource) : resource, search: { mode } };
       }),
-      result.total,
+      [...params].reverse().find(([k]) => k === '_total')?.[1] === 'none' ? undefined : result.total,
       pageLinks(`${base}/${type}`, params, result),
     ),
   };

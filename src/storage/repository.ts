@@ -161,24 +161,25 @@ export class Repository implements SystemRepository {
     });
   }
 
-  /** History of one resource (`id` given) or of a type, newest first. */
+  /** History of one resource (`id` given), of a type, or of the whole server (no type), newest first. */
   async history(
-    resourceType: string,
+    resourceType: string | undefined,
     id: string | undefined,
     page: { count: number; offset: number; since?: string },
   ): Promise<{ entries: HistoryEntry[]; total: number }> {
     if (id !== undefined) {
+      if (resourceType === undefined) throw notFound();
       const row = await this.visibleRow(this.db, resourceType, id);
       if (!row) throw notFound();
     }
     const vis = this.scope.predicate(resourceTable('h'), 4);
     const where = [
-      'h.resource_type = $1',
+      resourceType !== undefined ? 'h.resource_type = $1' : '$1::text IS NULL',
       id !== undefined ? 'h.id = $2' : '$2::text IS NULL',
       page.since ? 'h.last_updated >= $3::timestamptz' : '$3::text IS NULL',
       vis.sql,
     ].join(' AND ');
-    const params = [resourceType, id ?? null, page.since ?? null, ...vis.params];
+    const params = [resourceType ?? null, id ?? null, page.since ?? null, ...vis.params];
     const total = (await this.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource_history h WHERE ${where}`, params)).rows[0]?.n ?? 0;
     const rows = (
       await this.db.query<ResourceRow>(
@@ -203,6 +204,23 @@ export class Repository implements SystemRepository {
   async search(query: SearchQuery): Promise<SearchResult> {
     const result = await this.searchIndex.search(this.db, this.scope, query);
     return { ...result, resources: result.resources.map((r) => this.redact(r)) };
+  }
+
+  /** One transaction for several changes: `fn` gets this repository joined to it (or joins the open one). */
+  async transaction<T>(fn: (repo: ResourceRepository) => Promise<T>): Promise<T> {
+    if (this.joined) return fn(this);
+    return this.db.transaction((tx) => fn(this.inTransaction(tx)));
+  }
+
+  /**
+   * Search under `pg_advisory_xact_lock` of the normalised search. The lock is taken before
+   * the search statement, so under READ COMMITTED the search sees every change committed by
+   * an earlier holder of the same lock (PGlite serializes transactions anyway).
+   */
+  async lockedSearch(query: SearchQuery): Promise<SearchResult> {
+    if (!this.joined) throw new Error('lockedSearch needs a transaction (ResourceRepository.transaction)');
+    await this.db.query('SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtext($1))', [searchLockKey(query)]);
+    return this.search(query);
   }
 
   private async runBeforeWrite(resource: Resource, previous: Resource | undefined): Promise<void> {
@@ -298,6 +316,12 @@ export class Repository implements SystemRepository {
 
 function scopedRow(row: ResourceRow): { projectId: string | null; resourceType: string; id: string } {
   return { projectId: row.project_id, resourceType: row.resource_type, id: row.id };
+}
+
+/** `Type?a=1&b=2`: the search with its parameters sorted, so the same search is the same key in any order. */
+function searchLockKey(query: SearchQuery): string {
+  const params = [...query.params].sort(([a, x], [b, y]) => (a === b ? (x < y ? -1 : x > y ? 1 : 0) : a < b ? -1 : 1));
+  return `${query.resourceType}?${new URLSearchParams(params).toString()}`;
 }
 
 function isoOf(value: string | Date): string {

@@ -52,7 +52,8 @@ export function parseControls(type: string, params: Array<[string, string]>): Co
           if (!/^[A-Za-z][A-Za-z0-9]*(\[x\])?$/.test(element)) throw badRequest(`Invalid value '${value}' for _elements`);
         }
         break;
-      case '_total': // totals are always exact: any value is accepted and changes nothing
+      case '_total': // none: the REST layer leaves the total out; estimate and accurate are both exact
+        if (!['none', 'estimate', 'accurate'].includes(value)) throw badRequest(`Invalid value '${value}' for _total`);
         break;
     }
   }

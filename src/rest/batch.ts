@@ -1,0 +1,285 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Bundle, BundleEntry, OperationOutcome } from '@medplum/fhirtypes';
+import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
+import type { ResourceRepository } from '../core/repository.js';
+import { FhirError, badRequest, internalError, preconditionFailed } from '../fhir/outcome.js';
+import { conditionalMatches, conditionalQuery, ifNoneExistParams } from './conditional.js';
+import { createResource } from './crud.js';
+
+type JsonObject = Record<string, unknown>;
+type Route = (req: FhirRequest) => Promise<FhirResult>;
+
+/** FHIR processing order of a transaction (http.html#trules): DELETE, POST, PUT/PATCH, GET/HEAD. */
+const ORDER: Record<string, number> = { DELETE: 0, POST: 1, PUT: 2, PATCH: 2, GET: 3, HEAD: 3 };
+
+/** One entry's request, checked. */
+interface EntryRequest {
+  index: number;
+  method: string;
+  /** Path below the FHIR base, starting with `/`. */
+  path: string;
+  query: Array<[string, string]>;
+  type: string | undefined;
+  fullUrl: string | undefined;
+  resource: JsonObject | undefined;
+  headers: Record<string, string | undefined>;
+}
+
+/**
+ * POST [base] with a Bundle of type `batch` or `transaction` (FHIR R4 http.html#transaction):
+ * - `transaction`: every entry in ONE database transaction (all or nothing), in FHIR order,
+ *   `urn:uuid:` fullUrls and conditional references (`Type?search`) resolved inside resources;
+ *   the first failing entry fails the whole Bundle with its index in the text.
+ * - `batch`: entries run one by one, each on its own; a failure is that entry's OperationOutcome.
+ * Each entry goes through the same interactions as a plain request (`route`).
+ */
+export async function bundleInteraction(req: FhirRequest, route: Route, maxEntries: number): Promise<FhirResult> {
+  const body = req.body;
+  if (body === undefined) throw badRequest('Request body is empty: expected a Bundle of type batch or transaction');
+  if (!isObject(body) || body.resourceType !== 'Bundle') throw badRequest('Expected a Bundle of type batch or transaction');
+  if (body.type !== 'batch' && body.type !== 'transaction') {
+    throw badRequest(`Bundle type '${String(body.type)}' is not supported: expected batch or transaction`, 'Bundle.type');
+  }
+  if (body.entry !== undefined && !Array.isArray(body.entry)) throw badRequest('Bundle.entry must be an array', 'Bundle.entry');
+  const rawEntries = (body.entry ?? []) as unknown[];
+  if (rawEntries.length > maxEntries) {
+    throw new FhirError(413, [
+      { severity: 'error', code: 'too-costly', details: { text: `Bundle has ${rawEntries.length} entries; at most ${maxEntries} are allowed` } },
+    ]);
+  }
+  const base = req.ctx.fhirBaseUrl;
+  if (body.type === 'batch') {
+    const entries: BundleEntry[] = [];
+    for (let i = 0; i < rawEntries.length; i++) {
+      try {
+        const entry = parseEntry(rawEntries[i], i, base, false);
+        entries.push(responseEntry(await route(entryRequest(req, entry, req.ctx.repo))));
+      } catch (err) {
+        if (!(err instanceof FhirError)) throw err;
+        entries.push({ response: { status: statusLine(err.status), outcome: err.outcome } });
+      }
+    }
+    return { status: 200, body: { resourceType: 'Bundle', type: 'batch-response', entry: entries } satisfies Bundle };
+  }
+
+  const parsed = rawEntries.map((raw, i) => {
+    try {
+      return parseEntry(raw, i, base, true);
+    } catch (err) {
+      throw prefixed(err, i);
+    }
+  });
+  const fullUrls = new Set<string>();
+  for (const e of parsed) {
+    if (e.fullUrl === undefined) continue;
+    if (fullUrls.has(e.fullUrl)) throw badRequest(`Bundle.entry[${e.index}]: duplicate fullUrl '${e.fullUrl}'`);
+    fullUrls.add(e.fullUrl);
+  }
+  const responses = await req.ctx.repo.transaction(async (repo) => {
+    const out: BundleEntry[] = new Array<BundleEntry>(parsed.length);
+    const { ids, existing } = await resolveTargets(repo, parsed);
+    const ordered = [...parsed].sort((a, b) => ORDER[a.method] - ORDER[b.method] || a.index - b.index);
+    for (const entry of ordered) {
+      out[entry.index] = await atEntry(entry.index, async () => {
+        if (entry.resource) entry.resource = (await resolveReferences(repo, entry.resource, ids, entry.index)) as JsonObject;
+        const match = entry.fullUrl !== undefined ? existing.get(entry.fullUrl) : undefined;
+        if (entry.method === 'POST' && match) {
+          return { resource: match as unknown as BundleEntry['resource'], response: { status: statusLine(200), etag: etagOf(match) } };
+        }
+        const entryReq = entryRequest(req, entry, repo);
+        if (entry.method === 'POST' && entry.type && !entry.path.slice(1).includes('/')) {
+          const id = entry.fullUrl !== undefined ? ids.get(entry.fullUrl)?.split('/')[1] : undefined;
+          delete entryReq.headers['if-none-exist']; // already resolved under the lock, above
+          return responseEntry(await createResource(entryReq, entry.type, { id }));
+        }
+        return responseEntry(await route(entryReq));
+      });
+    }
+    return out;
+  });
+  return { status: 200, body: { resourceType: 'Bundle', type: 'transaction-response', entry: responses } satisfies Bundle };
+}
+
+/** Runs one entry's step; a FhirError is re-thrown with `Bundle.entry[i]: ` before each text. */
+async function atEntry<T>(index: number, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw prefixed(err, index);
+  }
+}
+
+function prefixed(err: unknown, index: number): unknown {
+  if (!(err instanceof FhirError)) return err;
+  const outcome: OperationOutcome = {
+    ...err.outcome,
+    issue: (err.outcome.issue ?? []).map((i) => ({ ...i, details: { ...i.details, text: `Bundle.entry[${index}]: ${i.details?.text ?? ''}` } })),
+  };
+  return new FhirError(err.status, outcome, err.headers);
+}
+
+function parseEntry(raw: unknown, index: number, base: string, transaction: boolean): EntryRequest {
+  if (!isObject(raw)) throw badRequest('entry must be an object');
+  const request = raw.request;
+  if (!isObject(request)) throw badRequest('entry has no request', `Bundle.entry[${index}].request`);
+  const method = request.method;
+  if (typeof method !== 'string' || !(method in ORDER)) {
+    throw badRequest(`entry request method '${String(method)}' is not supported`, `Bundle.entry[${index}].request.method`);
+  }
+  if (typeof request.url !== 'string' || request.url === '') throw badRequest('entry request has no url', `Bundle.entry[${index}].request.url`);
+  let url = request.url;
+  if (url.startsWith(`${base}/`)) url = url.slice(base.length + 1);
+  if (/^[a-z][a-z0-9+.-]*:/i.test(url)) throw badRequest(`entry request url '${request.url}' is not below this server's base`);
+  const q = url.indexOf('?');
+  const path = `/${(q >= 0 ? url.slice(0, q) : url).replace(/^\/+/, '')}`;
+  const query = q >= 0 ? [...new URLSearchParams(url.slice(q + 1))] : [];
+  const segments = path.split('/').filter(Boolean);
+  if (segments.length === 0) throw badRequest('a nested batch or transaction is not supported');
+  if (transaction && segments.some((s) => s.startsWith('$'))) throw badRequest('operations are not supported in a transaction');
+  let resource = raw.resource;
+  if (resource !== undefined && !isObject(resource)) throw badRequest('entry resource must be an object', `Bundle.entry[${index}].resource`);
+  if ((method === 'POST' || method === 'PUT') && resource === undefined) throw badRequest(`entry ${method} has no resource`);
+  if (method === 'PATCH' && isObject(resource) && resource.resourceType === 'Binary') resource = binaryPatch(resource);
+  const fullUrl = typeof raw.fullUrl === 'string' ? raw.fullUrl : undefined;
+  const header = (name: string): string | undefined => {
+    const value = request[name];
+    return typeof value === 'string' ? value : undefined;
+  };
+  return {
+    index,
+    method,
+    path,
+    query,
+    type: segments[0],
+    fullUrl,
+    resource: resource as JsonObject | undefined,
+    headers: { 'if-match': header('ifMatch'), 'if-none-exist': header('ifNoneExist') },
+  };
+}
+
+/** A JSON Patch carried as a Binary (FHIR's way of putting one in a Bundle). */
+function binaryPatch(binary: JsonObject): JsonObject {
+  try {
+    return JSON.parse(Buffer.from(typeof binary.data === 'string' ? binary.data : '', 'base64').toString('utf8')) as JsonObject;
+  } catch {
+    throw badRequest('the Binary of a PATCH entry does not hold a JSON Patch');
+  }
+}
+
+function entryRequest(outer: FhirRequest, entry: EntryRequest, repo: ResourceRepository): FhirRequest {
+  return {
+    method: entry.method,
+    path: entry.path,
+    query: entry.query,
+    body: entry.resource,
+    headers: { ...entry.headers, prefer: outer.headers['prefer'] },
+    ctx: { ...outer.ctx, repo },
+  };
+}
+
+/**
+ * What each `fullUrl` of a POST/PUT entry stands for (`Type/id`): a new id for a create, the
+ * match of an `ifNoneExist` (searched under the conditional lock, in this transaction), the
+ * URL's id for a PUT. Criteria may name other entries' `urn:uuid:`s; they are resolved once
+ * those are, and a cycle among them is refused.
+ */
+async function resolveTargets(
+  repo: ResourceRepository,
+  entries: EntryRequest[],
+): Promise<{ ids: Map<string, string>; existing: Map<string, JsonObject> }> {
+  const ids = new Map<string, string>();
+  const existing = new Map<string, JsonObject>();
+  const pending: EntryRequest[] = [];
+  for (const e of entries) {
+    if (e.fullUrl === undefined || !e.type) continue;
+    const segments = e.path.split('/').filter(Boolean);
+    if (e.method === 'PUT' && segments.length === 2) ids.set(e.fullUrl, `${e.type}/${segments[1]}`);
+    else if (e.method === 'POST' && e.headers['if-none-exist']?.trim()) pending.push(e);
+    else if (e.method === 'POST') ids.set(e.fullUrl, `${e.type}/${randomUUID()}`);
+  }
+  while (pending.length > 0) {
+    const ready = pending.findIndex((e) => urnsIn(e.headers['if-none-exist'] ?? '').every((u) => ids.has(u) || !pending.some((p) => p.fullUrl === u)));
+    if (ready < 0) {
+      const cycle = pending.map((e) => `Bundle.entry[${e.index}]`).join(', ');
+      throw badRequest(`circular reference between the ifNoneExist criteria of ${cycle}`);
+    }
+    const [e] = pending.splice(ready, 1);
+    await atEntry(e.index, async () => {
+      const type = e.type as string;
+      let criteria = e.headers['if-none-exist'] as string;
+      for (const urn of urnsIn(criteria)) {
+        const target = ids.get(urn);
+        if (!target) throw badRequest(`unknown reference '${urn}' in ifNoneExist`);
+        criteria = criteria.split(urn).join(target);
+      }
+      const query = conditionalQuery(type, ifNoneExistParams(type, criteria) ?? [], 'If-None-Exist');
+      const matches = await conditionalMatches(repo, query);
+      if (matches.length > 1) throw preconditionFailed('Multiple matches');
+      const match = matches[0];
+      ids.set(e.fullUrl as string, `${type}/${match?.id ?? randomUUID()}`);
+      if (match) existing.set(e.fullUrl as string, match as unknown as JsonObject);
+    });
+  }
+  return { ids, existing };
+}
+
+function urnsIn(text: string): string[] {
+  return text.match(/urn:uuid:[0-9a-fA-F-]{36}/g) ?? [];
+}
+
+/**
+ * Rewrites every `reference` inside a resource: a fullUrl of the Bundle → `Type/id`; an unknown
+ * `urn:uuid:` → 400; `Type?search` (a conditional reference) → its single match (400 otherwise).
+ */
+async function resolveReferences(repo: ResourceRepository, value: unknown, ids: Map<string, string>, index: number): Promise<unknown> {
+  if (Array.isArray(value)) return Promise.all(value.map((v) => resolveReferences(repo, v, ids, index)));
+  if (!isObject(value)) return value;
+  const out: JsonObject = {};
+  for (const [key, v] of Object.entries(value)) {
+    if (key === 'reference' && typeof v === 'string') out[key] = await resolveReference(repo, v, ids);
+    else out[key] = await resolveReferences(repo, v, ids, index);
+  }
+  return out;
+}
+
+async function resolveReference(repo: ResourceRepository, reference: string, ids: Map<string, string>): Promise<string> {
+  const mapped = ids.get(reference);
+  if (mapped) return mapped;
+  if (reference.startsWith('urn:uuid:') || reference.startsWith('urn:oid:')) throw badRequest(`unknown reference '${reference}': no entry has this fullUrl`);
+  const conditional = /^([A-Z][A-Za-z]+)\?(.+)$/.exec(reference);
+  if (!conditional) return reference;
+  const [, type, search] = conditional;
+  const query = conditionalQuery(type, [...new URLSearchParams(search)], `Conditional reference '${reference}'`);
+  const result = await repo.search({ resourceType: type, params: [...query.params, ['_count', '2']] });
+  if (result.resources.length !== 1) {
+    throw badRequest(`conditional reference '${reference}' matches ${result.resources.length === 0 ? 'no resource' : 'several resources'}`);
+  }
+  return `${type}/${result.resources[0].id}`;
+}
+
+/** A transaction/batch response entry from an interaction's result. */
+function responseEntry(result: FhirResult): BundleEntry {
+  const headers = result.headers ?? {};
+  const response: NonNullable<BundleEntry['response']> = { status: statusLine(result.status) };
+  if (headers['Location'] ?? headers['Content-Location']) response.location = headers['Location'] ?? headers['Content-Location'];
+  if (headers['ETag']) response.etag = headers['ETag'];
+  if (headers['Last-Modified']) response.lastModified = new Date(headers['Last-Modified']).toISOString();
+  const body = result.body as JsonObject | undefined;
+  if (body?.resourceType === 'OperationOutcome') return { response: { ...response, outcome: body as unknown as OperationOutcome } };
+  return body ? { resource: body as unknown as BundleEntry['resource'], response } : { response };
+}
+
+function etagOf(resource: JsonObject): string | undefined {
+  const vid = (resource.meta as { versionId?: string } | undefined)?.versionId;
+  return vid ? `W/"${vid}"` : undefined;
+}
+
+function statusLine(status: number): string {
+  if (status >= 500) throw internalError();
+  return `${status} ${STATUS_CODES[status] ?? ''}`.trim();
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

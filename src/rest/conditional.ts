@@ -1,0 +1,43 @@
+import type { Resource } from '@medplum/fhirtypes';
+import type { ResourceRepository, SearchQuery } from '../core/repository.js';
+import { badRequest, preconditionFailed } from '../fhir/outcome.js';
+
+/** Parameters that shape a search answer instead of selecting resources: ignored in conditional criteria. */
+const RESULT_PARAMETERS = new Set(['_count', '_offset', '_sort', '_summary', '_elements', '_total', '_include', '_revinclude', '_format', '_pretty']);
+
+/**
+ * The search of a conditional interaction (FHIR R4 http.html#ccreate, #cond-update,
+ * #3.1.0.7.1): `If-None-Exist: identifier=x` (a leading `Type?` is accepted) or the query of
+ * `PUT|DELETE|PATCH [base]/Type?…`. Result parameters are dropped; at least one search
+ * parameter must remain (`what` names the interaction in the 400).
+ */
+export function conditionalQuery(type: string, params: Array<[string, string]>, what: string): SearchQuery {
+  const criteria = params.filter(([name, value]) => !RESULT_PARAMETERS.has(name.split(':')[0]) && value !== '');
+  if (criteria.length === 0) throw badRequest(`${what} needs search parameters`);
+  return { resourceType: type, params: criteria };
+}
+
+/** `If-None-Exist` as query pairs; undefined when the header is absent or blank. */
+export function ifNoneExistParams(type: string, header: string | undefined): Array<[string, string]> | undefined {
+  const value = header?.trim();
+  if (!value) return undefined;
+  const query = value.startsWith(`${type}?`) ? value.slice(type.length + 1) : value.startsWith('?') ? value.slice(1) : value;
+  return [...new URLSearchParams(query)];
+}
+
+/**
+ * The current matches of a conditional search, at most two (enough to tell 0, 1 and several),
+ * under the search's lock: `repo` must come from `ResourceRepository.transaction`, and the
+ * write that depends on the answer must happen in that same transaction.
+ */
+export async function conditionalMatches(repo: ResourceRepository, query: SearchQuery): Promise<Resource[]> {
+  const result = await repo.lockedSearch({ resourceType: query.resourceType, params: [...query.params, ['_count', '2']] });
+  return result.resources;
+}
+
+/** The single match of a conditional search; several → 412 `Multiple matches`. */
+export async function singleMatch(repo: ResourceRepository, query: SearchQuery): Promise<Resource | undefined> {
+  const matches = await conditionalMatches(repo, query);
+  if (matches.length > 1) throw preconditionFailed('Multiple matches');
+  return matches[0];
+}

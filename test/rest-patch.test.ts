@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { MedplumClient } from '@medplum/core';
+import { Client } from 'fhir-kit-client';
+import { createProject, drivers, ooText, startServer, type TestProject, type TestServer } from './harness.js';
+
+/** PATCH with JSON Patch and FHIRPath Patch (docs/rest.md#patch). */
+for (const driver of drivers) {
+  describe(`PATCH (${driver})`, () => {
+    let server: TestServer;
+    let project: TestProject;
+    before(async () => {
+      server = await startServer(driver);
+      project = await createProject(server, 'Patching');
+    });
+    after(() => server.stop());
+
+    const create = async (extra: Record<string, unknown> = {}) =>
+      (await server.fhir('POST', '/Patient', { token: project.adminToken, body: { resourceType: 'Patient', name: [{ family: 'Patch', given: ['A', 'B'] }], ...extra } })).body;
+    const jsonPatch = (path: string, ops: unknown[], headers: Record<string, string> = {}) =>
+      server.fhir('PATCH', path, { token: project.adminToken, raw: JSON.stringify(ops), contentType: 'application/json-patch+json', headers });
+    const fhirPathPatch = (path: string, operations: Array<Array<Record<string, unknown>>>) =>
+      server.fhir('PATCH', path, {
+        token: project.adminToken,
+        body: { resourceType: 'Parameters', parameter: operations.map((part) => ({ name: 'operation', part })) },
+      });
+
+    test('JSON Patch add/remove/replace/move/copy/test → 200, a new version', async () => {
+      const p = await create({ gender: 'male' });
+      const res = await jsonPatch(`/Patient/${p.id}`, [
+        { op: 'test', path: '/gender', value: 'male' },
+        { op: 'replace', path: '/gender', value: 'female' },
+        { op: 'add', path: '/birthDate', value: '1970-01-02' },
+        { op: 'add', path: '/name/0/given/-', value: 'C' },
+        { op: 'remove', path: '/name/0/given/0' },
+        { op: 'move', from: '/name/0/given/1', path: '/name/0/given/0' },
+        { op: 'copy', from: '/name/0', path: '/name/-' },
+      ]);
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.meta.versionId, '2');
+      assert.equal(res.headers.get('etag'), 'W/"2"');
+      assert.equal(res.body.gender, 'female');
+      assert.equal(res.body.birthDate, '1970-01-02');
+      assert.deepEqual(res.body.name[0].given, ['C', 'B']);
+      assert.equal(res.body.name.length, 2);
+      assert.equal((await server.fhir('GET', `/Patient/${p.id}`, { token: project.adminToken })).body.gender, 'female');
+    });
+
+    test('JSON Patch errors: missing path 400 naming it, failing test 422, id/resourceType change 400, invalid result 400, If-Match 412', async () => {
+      const p = await create();
+      const missing = await jsonPatch(`/Patient/${p.id}`, [{ op: 'replace', path: '/telecom/0/value', value: 'x' }]);
+      assert.equal(missing.status, 400);
+      assert.equal(ooText(missing.body), "JSON Patch operation 0 (replace): path '/telecom/0/value' does not exist");
+      const failed = await jsonPatch(`/Patient/${p.id}`, [{ op: 'test', path: '/name/0/family', value: 'Other' }]);
+      assert.equal(failed.status, 422);
+      assert.equal(failed.body.issue[0].code, 'processing');
+      assert.equal(ooText(failed.body), "JSON Patch operation 0 (test) failed at '/name/0/family'");
+      const id = await jsonPatch(`/Patient/${p.id}`, [{ op: 'replace', path: '/id', value: 'other' }]);
+      assert.equal(id.status, 400);
+      assert.equal(ooText(id.body), 'Patch must not change id');
+      const type = await jsonPatch(`/Patient/${p.id}`, [{ op: 'replace', path: '/resourceType', value: 'Practitioner' }]);
+      assert.equal(type.status, 400);
+      assert.equal(ooText(type.body), 'Patch must not change resourceType');
+      const invalid = await jsonPatch(`/Patient/${p.id}`, [{ op: 'add', path: '/birthDate', value: '1980-13-01' }]);
+      assert.equal(invalid.status, 400);
+      assert.deepEqual(invalid.body.issue[0].expression, ['Patient.birthDate']);
+      const badOp = await jsonPatch(`/Patient/${p.id}`, [{ op: 'frobnicate', path: '/x' }]);
+      assert.equal(badOp.status, 400);
+      assert.equal(ooText(badOp.body), "JSON Patch operation 0: 'op' must be one of add, remove, replace, move, copy, test");
+      const stale = await jsonPatch(`/Patient/${p.id}`, [{ op: 'add', path: '/gender', value: 'male' }], { 'if-match': 'W/"7"' });
+      assert.equal(stale.status, 412);
+      assert.equal(ooText(stale.body), 'Version mismatch');
+      const ok = await jsonPatch(`/Patient/${p.id}`, [{ op: 'add', path: '/gender', value: 'male' }], { 'if-match': 'W/"1"' });
+      assert.equal(ok.status, 200, ok.text);
+      const current = (await server.fhir('GET', `/Patient/${p.id}`, { token: project.adminToken })).body;
+      assert.equal(current.meta.versionId, '2');
+      const gone = await jsonPatch('/Patient/no-such-patient', [{ op: 'add', path: '/gender', value: 'male' }]);
+      assert.equal(gone.status, 404);
+    });
+
+    test('a JSON Patch content type is refused outside PATCH; PATCH with another body → 400', async () => {
+      const res = await server.fhir('POST', '/Patient', { token: project.adminToken, raw: '[]', contentType: 'application/json-patch+json' });
+      assert.equal(res.status, 415);
+      assert.equal(ooText(res.body), 'Unsupported content type: application/json-patch+json');
+      const p = await create();
+      const wrong = await server.fhir('PATCH', `/Patient/${p.id}`, { token: project.adminToken, body: { resourceType: 'Patient' } });
+      assert.equal(wrong.status, 400);
+      assert.equal(ooText(wrong.body), 'PATCH body must be a JSON Patch array (application/json-patch+json) or a FHIRPath Patch Parameters resource');
+    });
+
+    test('FHIRPath Patch add, insert, replace, delete, move', async () => {
+      const p = await create({ gender: 'male' });
+      const res = await fhirPathPatch(`/Patient/${p.id}`, [
+        [{ name: 'type', valueCode: 'replace' }, { name: 'path', valueString: 'Patient.gender' }, { name: 'value', valueCode: 'female' }],
+        [{ name: 'type', valueCode: 'add' }, { name: 'path', valueString: 'Patient' }, { name: 'name', valueString: 'birthDate' }, { name: 'value', valueDate: '1990-05-06' }],
+        [
+          { name: 'type', valueCode: 'add' },
+          { name: 'path', valueString: 'Patient' },
+          { name: 'name', valueString: 'identifier' },
+          { name: 'value', part: [{ name: 'system', valueUri: 'http://x' }, { name: 'value', valueString: '42' }] },
+        ],
+        [{ name: 'type', valueCode: 'insert' }, { name: 'path', valueString: 'Patient.name[0].given' }, { name: 'index', valueInteger: 0 }, { name: 'value', valueString: 'Z' }],
+        [{ name: 'type', valueCode: 'delete' }, { name: 'path', valueString: 'Patient.name[0].given[1]' }],
+        [{ name: 'type', valueCode: 'move' }, { name: 'path', valueString: 'Patient.name[0].given' }, { name: 'source', valueInteger: 1 }, { name: 'destination', valueInteger: 0 }],
+      ]);
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.gender, 'female');
+      assert.equal(res.body.birthDate, '1990-05-06');
+      assert.deepEqual(res.body.identifier, [{ system: 'http://x', value: '42' }]);
+      assert.deepEqual(res.body.name[0].given, ['B', 'Z']);
+    });
+
+    test('FHIRPath Patch errors name the path or the unsupported feature', async () => {
+      const p = await create();
+      const missing = await fhirPathPatch(`/Patient/${p.id}`, [[{ name: 'type', valueCode: 'replace' }, { name: 'path', valueString: 'Patient.telecom[0]' }, { name: 'value', valueString: 'x' }]]);
+      assert.equal(missing.status, 400);
+      assert.equal(ooText(missing.body), "FHIRPath Patch operation 0 (replace): path 'Patient.telecom[0]' does not exist");
+      const unsupported = await fhirPathPatch(`/Patient/${p.id}`, [[{ name: 'type', valueCode: 'copy' }, { name: 'path', valueString: 'Patient' }]]);
+      assert.equal(unsupported.status, 400);
+      assert.equal(ooText(unsupported.body), "FHIRPath Patch operation 0: type 'copy' is not supported (supported: add, insert, delete, replace, move)");
+      const id = await fhirPathPatch(`/Patient/${p.id}`, [[{ name: 'type', valueCode: 'replace' }, { name: 'path', valueString: 'Patient.id' }, { name: 'value', valueId: 'x' }]]);
+      assert.equal(id.status, 400);
+      assert.equal(ooText(id.body), 'Patch must not change id');
+      const syntax = await fhirPathPatch(`/Patient/${p.id}`, [[{ name: 'type', valueCode: 'delete' }, { name: 'path', valueString: 'Patient.name[' }]]);
+      assert.equal(syntax.status, 400);
+      assert.equal(ooText(syntax.body), "FHIRPath Patch operation 0: invalid path 'Patient.name['");
+    });
+
+    test('conditional PATCH [base]/Type?search patches the single match', async () => {
+      const p = await create({ identifier: [{ system: 'http://patch', value: 'cond-1' }] });
+      const res = await jsonPatch('/Patient?identifier=http://patch|cond-1', [{ op: 'add', path: '/gender', value: 'other' }]);
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.id, p.id);
+      assert.equal(res.body.gender, 'other');
+      const none = await jsonPatch('/Patient?identifier=http://patch|none', [{ op: 'add', path: '/gender', value: 'other' }]);
+      assert.equal(none.status, 404);
+    });
+
+    test('MedplumClient.patchResource and fhir-kit-client patch', async () => {
+      const p = await create();
+      const medplum = new MedplumClient({ baseUrl: `${server.baseUrl}/`, fetch, storage: undefined });
+      medplum.setAccessToken(project.adminToken);
+      const patched = await medplum.patchResource('Patient', p.id as string, [{ op: 'add', path: '/gender', value: 'unknown' }]);
+      assert.equal(patched.gender, 'unknown');
+      assert.equal(patched.meta?.versionId, '2');
+      const kit = new Client({ baseUrl: server.fhirUrl, bearerToken: project.adminToken });
+      const kitPatched = (await kit.patch({ resourceType: 'Patient', id: p.id, jsonPatch: [{ op: 'replace', path: '/gender', value: 'male' }] })) as { gender?: string };
+      assert.equal(kitPatched.gender, 'male');
+    });
+  });
+}
