@@ -5,6 +5,7 @@ import type { OperationDefinition, OperationDefinitionParameter, Resource } from
 import {
   createClient,
   createMember,
+  loginAs,
   createProject,
   drivers,
   startServer,
@@ -197,6 +198,7 @@ const TABLE: Row[] = [
   [/^route GET \/oauth2\/authorize$/, { any: 400 }], // no client_id
   [/^route GET \/setpassword\/:id\/:secret$/, { any: 404 }], // unknown link
   [/^route POST \/auth\/setpassword$/, { any: 404 }], // unknown link
+  [/^route POST \/oauth2\/logout$/, { anonymous: 401, token: 200 }],
   [/^route GET \/auth\/me$/, { anonymous: 401, token: 200 }, (res, c) => c.role !== 'anonymous' && meIsOwnProject(res, c)],
   [/^route POST \/admin\/projects\/:projectId\/client \[A\]$/, { anonymous: 401, admins: 201, members: 403, otherAdmin: 403 }],
   [/^route POST \/admin\/projects\/:projectId\/invite \[A\]$/, { anonymous: 401, admins: 200, members: 403, otherAdmin: 403 }],
@@ -319,6 +321,24 @@ for (const driver of drivers) {
       console.log(`# role matrix (${driver}): ${total} requests (${ROLES.map((r) => `${r} ${counts[r] ?? 0}`).join(', ')})`);
       await server?.stop();
     });
+
+    /** A second login of the role's identity (the client has no login: its own token). */
+    const throwawayToken = async (role: Role): Promise<string | null> => {
+      switch (role) {
+        case 'anonymous':
+          return null;
+        case 'superAdmin':
+          return loginAs(server, 'admin@example.com', 'admin-password-123');
+        case 'projectAdmin':
+          return loginAs(server, a.adminEmail, a.adminPassword, a.projectId);
+        case 'member':
+          return loginAs(server, aMember.email, aMember.password, a.projectId);
+        case 'otherAdmin':
+          return loginAs(server, b.adminEmail, b.adminPassword, b.projectId);
+        default:
+          return tokenOf(role);
+      }
+    };
 
     const tokenOf = (role: Role): string | null => {
       switch (role) {
@@ -509,7 +529,10 @@ for (const driver of drivers) {
       const routes = await routesFor(role, t);
       const aIds = role === 'otherAdmin' ? await idsOfA() : [];
       for (const route of routes) {
-        const res = await server.request(route.method, route.path, { token: tokenOf(role), body: route.body, contentType: 'application/json' });
+        // Logout ends the login it is called with: it gets a login of its own, so the role's
+        // token keeps working for the rest of the matrix (and for the other tests).
+        const token = route.key === 'route POST /oauth2/logout' ? await throwawayToken(role) : tokenOf(role);
+        const res = await server.request(route.method, route.path, { token, body: route.body, contentType: 'application/json' });
         counts[role] = (counts[role] ?? 0) + 1;
         const where = `${role} ${route.method} ${route.path} (${route.key}) → ${res.status}`;
         const { status, check, row } = expected(route, role);
