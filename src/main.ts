@@ -3,11 +3,19 @@ import { createApp } from './app.js';
 import { loadConfig } from './config.js';
 import { DataFolderInUse } from './storage/data-folder-lock.js';
 import { importFile } from './terminology/import-file.js';
+import { checkPasswordStrength } from './auth/accounts.js';
+import { generatePassword, readNewPassword, setPasswordByEmail } from './auth/set-password-cli.js';
 
 const USAGE = `Usage:
   lattice serve                            start the server (default)
   lattice import <file> [--project <id>]   load a CodeSystem/ValueSet JSON, a Bundle or NDJSON
-                                           (shared content unless --project is given)`;
+                                           (shared content unless --project is given)
+  lattice admin set-password <email> [--password <pw>] [--project <id>]
+                                           set a user's password: --password, else read from
+                                           the terminal (asked twice) or standard input; empty
+                                           generates one and prints it. --project picks a
+                                           project-scoped user. Stop a server on the same PGlite
+                                           data folder first.`;
 
 /** CLI entry: `lattice serve` (default) starts the server. The one place that reads argv. */
 async function main(argv: string[]): Promise<void> {
@@ -17,6 +25,8 @@ async function main(argv: string[]): Promise<void> {
       return serve();
     case 'import':
       return importCommand(rest);
+    case 'admin':
+      return adminCommand(rest);
     default:
       console.error(`Unknown command '${command}'.\n${USAGE}`);
       process.exitCode = 2;
@@ -40,6 +50,56 @@ async function importCommand(args: string[]): Promise<void> {
       `imported ${summary.resources} resources (${summary.codeSystems} CodeSystems, ${summary.valueSets} ValueSets, ` +
         `${summary.concepts} concepts; ${summary.skipped} skipped) in ${(summary.ms / 1000).toFixed(1)} s`,
     );
+  } finally {
+    await app.close();
+  }
+}
+
+/** `lattice admin set-password <email>`: works on the configured database, no server needed. */
+async function adminCommand(args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  const options: Record<string, string | undefined> = {};
+  const positional: string[] = [];
+  let unusable = false; // an unknown option, or one without its value
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i];
+    const eq = arg.indexOf('=');
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
+    if (name === '--password' || name === '--project') {
+      options[name] = eq > 0 ? arg.slice(eq + 1) : rest[++i];
+      if (options[name] === undefined) unusable = true;
+    } else if (arg.startsWith('--')) {
+      unusable = true;
+    } else {
+      positional.push(arg);
+    }
+  }
+  if (sub !== 'set-password' || positional.length !== 1 || unusable) {
+    console.error(USAGE);
+    process.exitCode = 2;
+    return;
+  }
+  const email = positional[0];
+  let password: string | undefined;
+  try {
+    password = options['--password'] ?? (await readNewPassword());
+    if (password) checkPasswordStrength(password); // before opening the database
+  } catch (err) {
+    console.error(err instanceof Error ? err.message : String(err));
+    process.exitCode = 1;
+    return;
+  }
+  const generated = !password;
+  const newPassword = password || generatePassword();
+  // A CLI run writes no base terminology in the background, and logs only warnings by default.
+  const config = { ...loadConfig(), baseTerminology: 'lazy' as const, logLevel: process.env.LOG_LEVEL || 'warn' };
+  const app = await createApp(config);
+  try {
+    const done = await setPasswordByEmail(app, email, newPassword, options['--project']);
+    console.log(generated ? `New password of ${done.email}: ${newPassword}` : `Password of ${done.email} set.`);
+  } catch (err) {
+    console.error(err instanceof Error ? err.message : String(err));
+    process.exitCode = 1;
   } finally {
     await app.close();
   }

@@ -27,6 +27,7 @@ for (const driver of drivers) {
         assert.equal(projects.status, 200, projects.text);
         const superProject = projects.body.entry.map((e: any) => e.resource).find((p: any) => p.superAdmin === true);
         assert.equal(superProject.name, 'Super Admin');
+        assert.equal(/project: (\S+)/.exec(lines[0])?.[1], superProject.id, 'the banner names the super admin project');
       } finally {
         await server.stop();
       }

@@ -3,19 +3,21 @@ import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser } from 'playwright-core';
 import { PASSWORD_SET_TEXT } from '../src/admin/set-password-page.js';
 import { createProject, drivers, loginAs, startServer, type TestProject, type TestServer } from './harness.js';
+import { chromiumLaunch } from './support/chromium.js';
 import { invitedUserWithLink } from './support/invite.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-
-/** The set-password page driven in a real browser (headless Chromium through playwright-core). */
+/**
+ * The set-password page driven in a real browser (headless Chromium through playwright-core):
+ * the system Chromium when installed, else the one inside the npm package @sparticuz/chromium
+ * (see support/chromium.ts). Never skipped.
+ */
 for (const driver of drivers) {
   describe(`set-password page in Chromium (${driver})`, () => {
     let browser: Browser;
     let server: TestServer;
     let project: TestProject;
     before(async () => {
-      browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+      browser = await chromium.launch(await chromiumLaunch());
       server = await startServer(driver);
       project = await createProject(server, 'Browser Clinic');
     });

