@@ -4,7 +4,10 @@ import { SIGNING_ALG } from './keys.js';
 
 const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'];
 
-/** `/.well-known/jwks.json`, `/.well-known/smart-configuration`, `/.well-known/openid-configuration` (public). */
+/**
+ * `/.well-known/jwks.json`, `/.well-known/smart-configuration` (also below the FHIR base),
+ * `/.well-known/openid-configuration` (public).
+ */
 export function discoveryRoutes(state: AuthState): AppRoute[] {
   return [
     {
@@ -14,6 +17,8 @@ export function discoveryRoutes(state: AuthState): AppRoute[] {
       handler: async () => ({ status: 200, body: state.keys.jwks(), headers: { 'Cache-Control': 'public, max-age=300' } }),
     },
     { method: 'GET', url: '/.well-known/smart-configuration', auth: false, handler: async () => ({ status: 200, body: smart(state) }) },
+    // SMART App Launch discovery is relative to the FHIR base (fhirclient, fhir-kit-client).
+    { method: 'GET', url: '/fhir/R4/.well-known/smart-configuration', auth: false, handler: async () => ({ status: 200, body: smart(state) }) },
     { method: 'GET', url: '/.well-known/openid-configuration', auth: false, handler: async () => ({ status: 200, body: openid(state) }) },
   ];
 }

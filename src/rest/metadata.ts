@@ -45,6 +45,16 @@ export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDi
         security: {
           cors: true,
           service: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/restful-security-service', code: 'SMART-on-FHIR' }] }],
+          // Where clients obtain tokens (SMART App Launch 1.0 `oauth-uris`).
+          extension: [
+            {
+              url: 'http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris',
+              extension: [
+                { url: 'authorize', valueUri: `${ctx.publicUrl}/oauth2/authorize` },
+                { url: 'token', valueUri: `${ctx.publicUrl}/oauth2/token` },
+              ],
+            },
+          ],
         },
         resource: resources,
         interaction: [{ code: 'transaction' }, { code: 'batch' }, { code: 'history-system' }],
