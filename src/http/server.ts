@@ -213,26 +213,21 @@ const JSON_TYPES = ['application/json', 'application/fhir+json', 'application/js
 
 function registerBodyParsers(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, (request, text, done) => {
-    const contentType = String(request.headers['content-type'] ?? '');
-    let value: unknown;
-    try {
-      value = parseJsonBody(text as string);
-    } catch (err) {
-      return done(err as FhirError, undefined);
-    }
-    done(null, value === undefined ? undefined : ({ kind: 'json', contentType, value } satisfies ParsedBody));
-  });
-  app.addContentTypeParser('application/json-patch+json', { parseAs: 'string' }, (request, text, done) => {
-    const contentType = String(request.headers['content-type'] ?? '');
-    let value: unknown;
-    try {
-      value = parseJsonBody(text as string);
-    } catch (err) {
-      return done(err as FhirError, undefined);
-    }
-    done(null, value === undefined ? undefined : ({ kind: 'json-patch', contentType, value } satisfies ParsedBody));
-  });
+  // JSON bodies; JSON Patch is JSON too, marked so only PATCH accepts it.
+  const jsonParser =
+    (kind: 'json' | 'json-patch') =>
+    (request: FastifyRequest, text: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
+      const contentType = String(request.headers['content-type'] ?? '');
+      let value: unknown;
+      try {
+        value = parseJsonBody(text as string);
+      } catch (err) {
+        return done(err as FhirError, undefined);
+      }
+      done(null, value === undefined ? undefined : ({ kind, contentType, value } satisfies ParsedBody));
+    };
+  app.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, jsonParser('json'));
+  app.addContentTypeParser('application/json-patch+json', { parseAs: 'string' }, jsonParser('json-patch'));
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, text, done) => {
     // No prototype: a field named `__proto__` or `constructor` is a field like any other.
     const value = Object.create(null) as Record<string, string | string[]>;
