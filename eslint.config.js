@@ -45,6 +45,11 @@ export default tseslint.config(
     },
   },
   {
+    // Plain JavaScript (scripts, this config) has no types to check.
+    files: ['**/*.js', '**/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+  {
     // Fastify stays inside the HTTP adapter.
     files: ['src/**/*.ts'],
     ignores: ['src/http/**'],
