@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, mock, test } from 'node:test';
+import type { BundleEntry, Project } from '@medplum/fhirtypes';
 import { createProject, createTestDatabase, drivers, loginAs, loginTokens, startServer, tokenRequest } from './harness.js';
 
 /** First start (super admin, signing key) and several API nodes on one database (docs/auth.md). */
@@ -25,7 +26,7 @@ for (const driver of drivers) {
         const token = await loginAs(server, 'root@example.org', password);
         const projects = await server.fhir('GET', '/Project', { token });
         assert.equal(projects.status, 200, projects.text);
-        const superProject = projects.body.entry.map((e: any) => e.resource).find((p: any) => p.superAdmin === true);
+        const superProject = projects.body.entry.map((e: BundleEntry<Project>) => e.resource).find((p: Project) => p.superAdmin === true);
         assert.equal(superProject.name, 'Super Admin');
         assert.equal(/project: (\S+)/.exec(lines[0])?.[1], superProject.id, 'the banner names the super admin project');
       } finally {

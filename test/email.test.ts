@@ -91,8 +91,23 @@ const SET_PASSWORD_LINK = /https?:\/\/[^\s"<>]+\/setpassword\/([\w-]+)\/([\w-]+)
 const email = (): string => `mail-${randomBytes(5).toString('hex')}@example.org`;
 const inviteAs = (server: TestServer, projectId: string, body: unknown, token?: string): Promise<ApiResponse> =>
   server.request('POST', `/admin/projects/${projectId}/invite`, { body, contentType: 'application/json', token });
-const outboxRow = async (server: TestServer, to: string) =>
-  (await server.app.db.query<any>('SELECT * FROM email_outbox WHERE recipient = $1', [to])).rows[0];
+/** A row of email_outbox (src/storage/migrations/310_email_outbox.sql). */
+interface OutboxRow {
+  id: string;
+  recipient: string;
+  subject: string;
+  text_body: string;
+  html_body: string | null;
+  created_at: Date;
+  attempts: number;
+  next_attempt_at: Date;
+  locked_until: Date | null;
+  sent_at: Date | null;
+  failed_at: Date | null;
+  last_error: string | null;
+}
+const outboxRow = async (server: TestServer, to: string): Promise<OutboxRow | undefined> =>
+  (await server.app.db.query<OutboxRow>('SELECT * FROM email_outbox WHERE recipient = $1', [to])).rows[0];
 
 for (const driver of drivers) {
   describe(`invite e-mail over SMTP (${driver})`, () => {
@@ -209,7 +224,7 @@ for (const driver of drivers) {
         assert.equal(res.status, 200, 'a delivery failure never undoes the invite');
         const failedOnce = await waitUntil(async () => {
           const row = await outboxRow(server, to);
-          return row?.attempts >= 1 && row.last_error && !row.sent_at ? row : undefined;
+          return row && row.attempts >= 1 && row.last_error && !row.sent_at ? row : undefined;
         }, 20_000);
         assert.ok(failedOnce, 'a failed attempt is recorded');
 

@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Client } from 'fhir-kit-client';
+import type { Patient } from '@medplum/fhirtypes';
+import { Client, type PaginationParams } from 'fhir-kit-client';
 import { drivers, startServer, type TestServer } from './harness.js';
+
+/** A searchset page as fhir-kit hands it back (its entries' resources have ids). */
+type KitBundle = PaginationParams['bundle'] & { total?: number; entry: { resource: { id: string } }[] };
 
 // A real, independent FHIR client against the running server.
 for (const driver of drivers) {
@@ -18,30 +22,30 @@ for (const driver of drivers) {
       const family = `Kit${Date.now()}`;
       const ids: string[] = [];
       for (let i = 0; i < 5; i++) {
-        const created = (await client.create({ resourceType: 'Patient', body: { resourceType: 'Patient', name: [{ family }] } })) as any;
+        const created = (await client.create({ resourceType: 'Patient', body: { resourceType: 'Patient', name: [{ family }] } })) as Patient;
         assert.equal(created.resourceType, 'Patient');
-        ids.push(created.id);
+        ids.push(created.id!);
       }
-      const read = (await client.read({ resourceType: 'Patient', id: ids[0] })) as any;
-      assert.equal(read.name[0].family, family);
+      const read = (await client.read({ resourceType: 'Patient', id: ids[0] })) as Patient;
+      assert.equal(read.name?.[0].family, family);
 
-      const updated = (await client.update({ resourceType: 'Patient', id: ids[0], body: { ...read, gender: 'female' } })) as any;
-      assert.equal(updated.meta.versionId, '2');
+      const updated = (await client.update({ resourceType: 'Patient', id: ids[0], body: { ...read, gender: 'female' } })) as Patient;
+      assert.equal(updated.meta?.versionId, '2');
 
-      let page = (await client.search({ resourceType: 'Patient', searchParams: { _id: ids.join(','), _count: '2' } })) as any;
+      let page = (await client.search({ resourceType: 'Patient', searchParams: { _id: ids.join(','), _count: '2' } })) as KitBundle;
       assert.equal(page.total, 5);
-      const seen: string[] = page.entry.map((e: any) => e.resource.id);
+      const seen = page.entry.map((e) => e.resource.id);
       for (;;) {
         const next = client.nextPage({ bundle: page });
         if (!next) break;
-        page = await next;
-        seen.push(...page.entry.map((e: any) => e.resource.id));
+        page = (await next) as KitBundle;
+        seen.push(...page.entry.map((e) => e.resource.id));
       }
       assert.deepEqual([...seen].sort(), [...ids].sort());
     });
 
     test('reads the CapabilityStatement', async () => {
-      const cs = (await client.capabilityStatement()) as any;
+      const cs = await client.capabilityStatement();
       assert.equal(cs.resourceType, 'CapabilityStatement');
     });
   });

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import type { Practitioner } from '@medplum/fhirtypes';
+import type { OperationOutcome, Practitioner } from '@medplum/fhirtypes';
 import pg from 'pg';
 import pino from 'pino';
 import { createApp, type App } from '../src/app.js';
@@ -23,6 +23,7 @@ export const drivers: Driver[] = (process.env.LATTICE_TEST_DRIVERS ?? 'pglite')
   .map((d) => d.trim())
   .filter((d): d is Driver => d === 'pglite' || d === 'pg');
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON bodies off the wire are untyped by nature
 export interface ApiResponse<T = any> {
   status: number;
   headers: Headers;
@@ -68,8 +69,10 @@ export interface TestServer {
   /** The ordinary project the default member belongs to (not the super-admin project). */
   projectId?: string;
   /** Any HTTP request to the server; `path` is relative to baseUrl (e.g. `/fhir/R4/Patient`). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON bodies off the wire are untyped by nature
   request<T = any>(method: string, path: string, options?: RequestOptions): Promise<ApiResponse<T>>;
   /** `request` with the path relative to the FHIR base (e.g. `/Patient`). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON bodies off the wire are untyped by nature
   fhir<T = any>(method: string, path: string, options?: RequestOptions): Promise<ApiResponse<T>>;
   /** Stops the server (keeps the data when a data folder / database was given). */
   stop(): Promise<void>;
@@ -147,7 +150,7 @@ export async function startServer(driver: Driver, options: StartOptions = {}): P
     driver,
     baseUrl,
     fhirUrl: `${baseUrl}/fhir/R4`,
-    async request(method, path, opts = {}) {
+    async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
       const headers: Record<string, string> = { ...(opts.headers ?? {}) };
       const token = opts.token === undefined ? server.memberToken : opts.token;
       if (token) headers.authorization ??= `Bearer ${token}`;
@@ -164,7 +167,7 @@ export async function startServer(driver: Driver, options: StartOptions = {}): P
       } catch {
         parsed = undefined;
       }
-      return { status: res.status, headers: res.headers, body: parsed as any, text };
+      return { status: res.status, headers: res.headers, body: parsed as T, text };
     },
     fhir(method, path, opts) {
       return server.request(method, `/fhir/R4${path}`, opts);
@@ -215,7 +218,7 @@ async function loginAsAdmin(server: TestServer): Promise<void> {
 }
 
 /** The first issue's text of an OperationOutcome body. */
-export function ooText(body: any): string | undefined {
+export function ooText(body: Partial<OperationOutcome> | undefined): string | undefined {
   return body?.issue?.[0]?.details?.text;
 }
 

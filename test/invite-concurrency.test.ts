@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import type { Patient, Practitioner, ProjectMembership, Resource, User } from '@medplum/fhirtypes';
 import { createProject, drivers, ooText, startServer, type ApiResponse, type TestProject, type TestServer } from './harness.js';
 
 const N = 20;
@@ -28,12 +29,12 @@ for (const driver of drivers) {
     /** Fires N copies at once (all requests are in flight before any answer is awaited). */
     const burst = (projectId: string, body: unknown): Promise<ApiResponse[]> =>
       Promise.all(Array.from({ length: N }, () => invite(projectId, body)));
-    const all = async (type: string): Promise<any[]> => {
+    const all = async <T extends Resource>(type: T['resourceType']): Promise<T[]> => {
       const res = await server.fhir('GET', `/${type}?_count=1000`, { token: server.adminToken });
       assert.equal(res.status, 200, res.text);
-      return (res.body.entry ?? []).map((e: any) => e.resource);
+      return (res.body.entry ?? []).map((e: { resource: T }) => e.resource);
     };
-    const hasEmail = (r: any, address: string) => (r.telecom ?? []).some((t: any) => t.system === 'email' && t.value === address);
+    const hasEmail = (r: Patient | Practitioner, address: string) => (r.telecom ?? []).some((t) => t.system === 'email' && t.value === address);
     const statuses = (results: ApiResponse[]) => results.map((r) => r.status).sort();
 
     function assertOneWinner(results: ApiResponse[], text: string): ApiResponse {
@@ -45,12 +46,12 @@ for (const driver of drivers) {
       return results.find((r) => r.status === 200) as ApiResponse;
     }
 
-    async function assertExactlyOne(projectId: string, address: string, profileType: string): Promise<void> {
-      const users = (await all('User')).filter((u) => u.email === address);
+    async function assertExactlyOne(projectId: string, address: string, profileType: 'Patient' | 'Practitioner'): Promise<void> {
+      const users = (await all<User>('User')).filter((u) => u.email === address);
       assert.equal(users.length, 1, 'one User');
-      const profiles = (await all(profileType)).filter((p) => p.meta.project === projectId && hasEmail(p, address));
+      const profiles = (await all<Patient | Practitioner>(profileType)).filter((p) => p.meta?.project === projectId && hasEmail(p, address));
       assert.equal(profiles.length, 1, 'one profile');
-      const memberships = (await all('ProjectMembership')).filter(
+      const memberships = (await all<ProjectMembership>('ProjectMembership')).filter(
         (m) => m.project.reference === `Project/${projectId}` && m.user.reference === `User/${users[0].id}`,
       );
       assert.equal(memberships.length, 1, 'one membership');
@@ -70,7 +71,7 @@ for (const driver of drivers) {
       assert.equal((await invite(a.projectId, body)).status, 200);
       assertOneWinner(await burst(b.projectId, body), 'User is already a member of this project');
       await assertExactlyOne(b.projectId, address, 'Practitioner');
-      const memberships = (await all('ProjectMembership')).filter((m) => m.user.display === address);
+      const memberships = (await all<ProjectMembership>('ProjectMembership')).filter((m) => m.user.display === address);
       assert.equal(memberships.length, 2);
     });
 
@@ -86,13 +87,13 @@ for (const driver of drivers) {
       const lastName = `Ext${randomBytes(4).toString('hex')}`;
       const results = await burst(a.projectId, { resourceType: 'Patient', firstName: 'Ext', lastName, externalId });
       const winner = assertOneWinner(results, 'External ID already exists in this project');
-      const memberships = (await all('ProjectMembership')).filter((m) => m.externalId === externalId);
+      const memberships = (await all<ProjectMembership>('ProjectMembership')).filter((m) => m.externalId === externalId);
       assert.equal(memberships.length, 1);
       assert.equal(memberships[0].id, winner.body.id);
-      const users = (await all('User')).filter((u) => `User/${u.id}` === winner.body.user.reference);
+      const users = (await all<User>('User')).filter((u) => `User/${u.id}` === winner.body.user.reference);
       assert.equal(users.length, 1);
       // The losers' Users and profiles were rolled back with their transactions.
-      const patients = (await all('Patient')).filter((p) => p.name?.[0]?.family === lastName && p.meta.project === a.projectId);
+      const patients = (await all<Patient>('Patient')).filter((p) => p.name?.[0]?.family === lastName && p.meta?.project === a.projectId);
       assert.equal(patients.length, 1);
     });
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { User } from '@medplum/fhirtypes';
 import { createProject, drivers, ooText, startServer, type ApiResponse, type TestProject, type TestServer } from './harness.js';
 import { invite as inviteAs, practitionerInvite, randomEmail } from './support/invite.js';
 
@@ -63,7 +64,7 @@ for (const driver of drivers) {
       assert.equal(ooText(res.body), 'Patient is required to create a RelatedPerson');
       assert.deepEqual(res.body.issue[0].expression, ['patient']);
       const users = (await asSuperAdmin('/User?_count=1000')).body.entry ?? [];
-      assert.equal(users.filter((e: any) => e.resource.email === address).length, 0, 'the User of the failed invite was rolled back');
+      assert.equal(users.filter((e: { resource: User }) => e.resource.email === address).length, 0, 'the User of the failed invite was rolled back');
 
       const patient = await server.fhir('POST', '/Patient', { body: { resourceType: 'Patient' }, token: a.adminToken });
       const ok = await invite(

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import type { OperationOutcomeIssue, User } from '@medplum/fhirtypes';
 import {
   createMember,
   createProject,
@@ -86,7 +87,7 @@ for (const driver of drivers) {
         assert.equal(res.status, 400);
         assert.equal(res.headers.get('content-type'), 'application/fhir+json; charset=utf-8');
         assert.deepEqual(
-          res.body.issue.map((i: any) => [i.severity, i.code, i.details.text, i.expression[0]]),
+          res.body.issue.map((i: OperationOutcomeIssue) => [i.severity, i.code, i.details?.text, i.expression?.[0]]),
           [
             ['error', 'invalid', 'Resource type is required', 'resourceType'],
             ['error', 'invalid', 'First name is required', 'firstName'],
@@ -104,7 +105,7 @@ for (const driver of drivers) {
         );
         assert.equal(res.status, 400);
         assert.deepEqual(
-          res.body.issue.map((i: any) => [i.details.text, i.expression]),
+          res.body.issue.map((i: OperationOutcomeIssue) => [i.details?.text, i.expression]),
           [
             ['Resource type is required', ['resourceType']],
             ['Invalid email', ['email']],
@@ -115,7 +116,7 @@ for (const driver of drivers) {
 
       test('blank names count as missing', async () => {
         const res = await invite(a.projectId, practitioner({ firstName: '  ', lastName: '' }), a.adminToken);
-        assert.deepEqual(res.body.issue.map((i: any) => ooTextOf(i)), ['First name is required', 'Last name is required']);
+        assert.deepEqual(res.body.issue.map((i: OperationOutcomeIssue) => ooTextOf(i)), ['First name is required', 'Last name is required']);
       });
 
       test('an invalid membership override is reported with its path', async () => {
@@ -252,7 +253,7 @@ for (const driver of drivers) {
         assert.equal(inB.body.user.reference, inA.body.user.reference);
         assert.notEqual(inB.body.id, inA.body.id);
         assert.notEqual(inB.body.profile.reference, inA.body.profile.reference, 'profiles live in their project');
-        const users = (await asSuperAdmin('/User?_count=1000')).body.entry.filter((e: any) => e.resource.email === body.email);
+        const users = (await asSuperAdmin('/User?_count=1000')).body.entry.filter((e: { resource: User }) => e.resource.email === body.email);
         assert.equal(users.length, 1);
       });
 
@@ -270,6 +271,6 @@ for (const driver of drivers) {
   });
 }
 
-function ooTextOf(issue: any): string | undefined {
+function ooTextOf(issue: OperationOutcomeIssue | undefined): string | undefined {
   return issue?.details?.text;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { OperationDefinitionParameter } from '@medplum/fhirtypes';
+import type { CodeableConcept, Coding, OperationDefinitionParameter, ValueSet } from '@medplum/fhirtypes';
 import type { OperationsRegistry } from '../src/operations/registry.js';
 import { drivers, startServer, type TestServer } from './harness.js';
 import { prng } from './support/prng.js';
@@ -29,13 +29,25 @@ const IN_PARAMS: Param[] = [
   p('item', 0, '*', undefined, [p('key', 1, '1', 'code'), p('val', 0, '1', 'Element')]),
 ];
 
+/** The typed input IN_PARAMS declare (what the framework promises the handler). */
+interface TrustingInput {
+  code: string;
+  flag?: boolean;
+  count?: number;
+  tag?: string[];
+  coding?: Coding;
+  concept?: CodeableConcept;
+  valueSet?: ValueSet;
+  item?: { key: string; val?: unknown }[];
+}
+
 /** A handler that uses its input the way real handlers do, without defensive checks. */
-async function trustingHandler(_ctx: unknown, input: Record<string, any>): Promise<Record<string, unknown>> {
+async function trustingHandler(_ctx: unknown, input: TrustingInput): Promise<Record<string, unknown>> {
   let size = input.code.length + (input.tag ?? []).reduce((n: number, t: string) => n + t.trim().length, 0);
   if (input.flag) size += 1;
   if (input.count !== undefined) size += input.count.toFixed(0).length;
   if (input.coding) size += (input.coding.code ?? '').length + (input.coding.system?.startsWith('http') ? 1 : 0);
-  if (input.concept) size += (input.concept.coding ?? []).filter((c: any) => c.code?.toUpperCase()).length;
+  if (input.concept) size += (input.concept.coding ?? []).filter((c) => c.code?.toUpperCase()).length;
   if (input.valueSet) size += input.valueSet.resourceType.length + (input.valueSet.compose?.include ?? []).length;
   for (const item of input.item ?? []) size += item.key.length;
   return { size, echo: input.code.toUpperCase() };

@@ -3,12 +3,20 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { OperationDefinition, OperationDefinitionParameter } from '@medplum/fhirtypes';
+import type {
+  CapabilityStatementRestResource,
+  CapabilityStatementRestResourceOperation,
+  OperationDefinition,
+  OperationDefinitionParameter,
+  OperationOutcome,
+  OperationOutcomeIssue,
+  Parameters,
+} from '@medplum/fhirtypes';
 import { DEFINITION_IDS, loadDefinition } from '../src/operations/definitions/index.js';
 import type { Operation } from '../src/core/operation.js';
 import type { OperationsRegistry } from '../src/operations/registry.js';
 import { typed } from '../src/operations/typed-value.js';
-import { createTestDatabase, drivers, ooText, startServer, type Driver, type TestServer } from './harness.js';
+import { createTestDatabase, drivers, ooText, startServer, type ApiResponse, type TestServer } from './harness.js';
 
 // Test-only operations, registered on a running server: they exercise every rule of the
 // framework (docs/operations.md) without depending on any real operation.
@@ -173,7 +181,7 @@ const broken: Operation = {
 const ALL = [echo, systemOnly, typeOnly, mutate, fetchOp, listing, broken];
 
 const params = (...parameter: unknown[]) => ({ resourceType: 'Parameters', parameter });
-const received = (body: any) => JSON.parse(body.parameter.find((x: any) => x.name === 'received').valueString);
+const received = (body: Parameters): unknown => JSON.parse(body.parameter?.find((x) => x.name === 'received')?.valueString ?? '');
 
 async function registerAll(server: TestServer): Promise<OperationsRegistry> {
   const registry = server.app.operations as OperationsRegistry;
@@ -191,7 +199,7 @@ for (const driver of drivers) {
     });
     after(() => server.stop());
 
-    const expectOO = async (res: Promise<any> | any, status: number, code: string, text: string) => {
+    const expectOO = async (res: Promise<ApiResponse<OperationOutcome>> | ApiResponse<OperationOutcome>, status: number, code: string, text: string) => {
       const r = await res;
       assert.equal(r.status, status, r.text);
       assert.equal(r.body?.resourceType, 'OperationOutcome', r.text);
@@ -301,7 +309,7 @@ for (const driver of drivers) {
         assert.deepEqual(r1.body.issue[0].expression, ['Parameters.parameter']);
         const r2 = await post('/$echo', params({ name: 'code', valueCode: 'a' }, 'x', null));
         assert.equal(r2.status, 400, r2.text);
-        assert.deepEqual(r2.body.issue.map((i: any) => i.expression[0]), ['Parameters.parameter[1]', 'Parameters.parameter[2]']);
+        assert.deepEqual(r2.body.issue.map((i: OperationOutcomeIssue) => i.expression?.[0]), ['Parameters.parameter[1]', 'Parameters.parameter[2]']);
       });
 
       test('an entry with no name → 400 with the path of the entry', async () => {
@@ -526,35 +534,35 @@ for (const driver of drivers) {
         const registered = new Set(registry.definitions().map((d) => d.id));
         for (const id of ['CodeSystem-lookup', 'ValueSet-validate-code', 'CodeSystem-subsumes']) assert.ok(registered.has(id), `${id} registered`);
         const metadata = await server.fhir('GET', '/metadata');
-        const opsOf = (type: string) => metadata.body.rest[0].resource.find((r: any) => r.type === type).operation;
+        const opsOf = (type: string) => metadata.body.rest[0].resource.find((r: CapabilityStatementRestResource) => r.type === type).operation;
         for (const id of DEFINITION_IDS.filter((d) => registered.has(d))) {
           const res = await server.fhir('GET', `/OperationDefinition/${id}`);
           assert.equal(res.status, 200, res.text);
           // Served = registered (a feature may extend the shipped file); never less than the file.
           const served = registry.definitions().find((d) => d.id === id);
           assert.deepEqual(res.body.parameter, served?.parameter, id);
-          const key = (q: any) => `${q.use} ${q.name}`;
+          const key = (q: OperationDefinitionParameter) => `${q.use} ${q.name}`;
           const servedKeys = new Set(res.body.parameter.map(key));
           for (const q of loadDefinition(id).parameter ?? []) assert.ok(servedKeys.has(key(q)), `${id}: ${key(q)}`);
           const [type] = res.body.resource;
-          assert.ok(opsOf(type).some((o: any) => o.name === res.body.code && o.definition === res.body.url), `${id} in /metadata`);
+          assert.ok(opsOf(type).some((o: CapabilityStatementRestResourceOperation) => o.name === res.body.code && o.definition === res.body.url), `${id} in /metadata`);
         }
       });
 
       test('definitions are searchable like any stored resource', async () => {
         const res = await server.fhir('GET', `/OperationDefinition?url=${encodeURIComponent(echo.definition.url as string)}`);
         assert.equal(res.status, 200, res.text);
-        assert.deepEqual(res.body.entry?.map((e: any) => e.resource.id), ['test-echo']);
+        assert.deepEqual(res.body.entry?.map((e: { resource: OperationDefinition }) => e.resource.id), ['test-echo']);
       });
 
       test('/metadata lists every registered operation, at every level and type it answers', async () => {
         const registry = server.app.operations as OperationsRegistry;
         const rest = (await server.fhir('GET', '/metadata')).body.rest[0];
-        const has = (list: any[] | undefined, d: OperationDefinition) => (list ?? []).some((o) => o.name === d.code && o.definition === d.url);
+        const has = (list: CapabilityStatementRestResourceOperation[] | undefined, d: OperationDefinition) => (list ?? []).some((o) => o.name === d.code && o.definition === d.url);
         for (const d of registry.definitions()) {
           if (d.system) assert.ok(has(rest.operation, d), `${d.id} at system level`);
           for (const type of d.type || d.instance ? (d.resource ?? []) : []) {
-            assert.ok(has(rest.resource.find((r: any) => r.type === type)?.operation, d), `${d.id} on ${type}`);
+            assert.ok(has(rest.resource.find((r: CapabilityStatementRestResource) => r.type === type)?.operation, d), `${d.id} on ${type}`);
           }
         }
       });
@@ -563,17 +571,17 @@ for (const driver of drivers) {
         const res = await server.fhir('GET', '/metadata');
         assert.equal(res.status, 200, res.text);
         const rest = res.body.rest[0];
-        const ops = (type: string) => rest.resource.find((r: any) => r.type === type)?.operation ?? [];
+        const ops = (type: string) => rest.resource.find((r: CapabilityStatementRestResource) => r.type === type)?.operation ?? [];
         // Other features register operations too: check ours are present, and only where they belong.
-        const names = (list: any[]) => new Set(list.map((o) => o.name));
+        const names = (list: CapabilityStatementRestResourceOperation[]) => new Set(list.map((o) => o.name));
         const system = names(rest.operation);
         for (const name of ['broken', 'echo', 'listing', 'system']) assert.ok(system.has(name), `system: ${name}`);
         for (const name of ['fetch', 'mutate', 'type-only']) assert.ok(!system.has(name), `not system: ${name}`);
-        assert.deepEqual(rest.operation.find((o: any) => o.name === 'echo'), { name: 'echo', definition: echo.definition.url });
+        assert.deepEqual(rest.operation.find((o: CapabilityStatementRestResourceOperation) => o.name === 'echo'), { name: 'echo', definition: echo.definition.url });
         const patient = names(ops('Patient'));
         for (const name of ['echo', 'fetch', 'mutate']) assert.ok(patient.has(name), `Patient: ${name}`);
         for (const name of ['system', 'listing', 'type-only']) assert.ok(!patient.has(name), `not Patient: ${name}`);
-        const typeOnlyEntry = ops('Observation').find((o: any) => o.name === 'type-only');
+        const typeOnlyEntry = ops('Observation').find((o: CapabilityStatementRestResourceOperation) => o.name === 'type-only');
         assert.match(typeOnlyEntry?.definition ?? '', /\/OperationDefinition\/Observation-type-only$/);
       });
     });
@@ -585,7 +593,7 @@ for (const driver of drivers) {
       const databaseUrl = driver === 'pg' ? await createTestDatabase() : undefined;
       try {
         for (let run = 0; run < 2; run++) {
-          const server = await startServer(driver as Driver, { dataDir, databaseUrl });
+          const server = await startServer(driver, { dataDir, databaseUrl });
           try {
             await registerAll(server);
             const res = await server.fhir('GET', '/OperationDefinition/test-echo');

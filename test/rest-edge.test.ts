@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import type { Resource } from '@medplum/fhirtypes';
+import type { OperationOutcomeIssue, Patient, Resource } from '@medplum/fhirtypes';
 import type { ResourceHook } from '../src/core/repository.js';
 import { drivers, ooText, startServer, type TestServer } from './harness.js';
 
@@ -275,7 +275,7 @@ for (const driver of drivers) {
       test('prototype keys are unknown elements and pollute nothing', async () => {
         const res = await server.fhir('POST', '/Patient', { raw: '{"resourceType":"Patient","__proto__":{"polluted":true},"constructor":{"x":1}}' });
         assert.equal(res.status, 400);
-        assert.deepEqual(res.body.issue.map((i: any) => i.details.text).sort(), ["Unknown element '__proto__' in Patient", "Unknown element 'constructor' in Patient"]);
+        assert.deepEqual(res.body.issue.map((i: OperationOutcomeIssue) => i.details?.text).sort(), ["Unknown element '__proto__' in Patient", "Unknown element 'constructor' in Patient"]);
         assert.equal(({} as Record<string, unknown>).polluted, undefined);
       });
 
@@ -438,7 +438,7 @@ for (const driver of drivers) {
         assert.equal(read.body.name[0].family, last.body.name[0].family);
         const history = await server.fhir('GET', `/Patient/${created.id}/_history?_count=100`);
         assert.equal(history.body.total, N + 1);
-        const families = history.body.entry.map((e: any) => e.resource.name[0].family).sort();
+        const families = history.body.entry.map((e: { resource: Patient }) => e.resource.name?.[0].family).sort();
         assert.deepEqual(families, ['Contended', ...Array.from({ length: N }, (_, i) => `Writer${i}`)].sort());
         const rows = await storedRows('Patient', created.id);
         assert.equal(rows.current, 1);

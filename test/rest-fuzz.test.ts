@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import type { OperationOutcome } from '@medplum/fhirtypes';
 import { drivers, startServer, type TestServer } from './harness.js';
 import { prng } from './support/prng.js';
 
@@ -196,7 +197,7 @@ function problem(req: FuzzRequest, res: RawResponse): string | undefined {
   if (req.method === 'HEAD') return res.text === '' ? undefined : 'HEAD answered with a body';
   if (res.status < 300 || res.status === 304) return undefined;
   if (req.path.startsWith('/oauth2/')) return undefined; // OAuth errors have their own JSON form
-  let body: any;
+  let body: Partial<OperationOutcome> | null;
   try {
     body = JSON.parse(res.text);
   } catch {

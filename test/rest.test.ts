@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { CapabilityStatementRestResource, CapabilityStatementRestResourceSearchParam, OperationOutcomeIssue, Patient, Practitioner } from '@medplum/fhirtypes';
 import { drivers, ooText, startServer, type TestServer } from './harness.js';
 
 const patient = (family: string, extra: Record<string, unknown> = {}) => ({
@@ -49,7 +50,7 @@ for (const driver of drivers) {
       assert.equal(history.status, 200);
       assert.equal(history.body.type, 'history');
       assert.deepEqual(
-        history.body.entry.map((e: any) => e.resource.meta.versionId),
+        history.body.entry.map((e: { resource: Patient }) => e.resource.meta?.versionId),
         ['2', '1'],
       );
     });
@@ -59,7 +60,7 @@ for (const driver of drivers) {
       const b = (await server.fhir('POST', '/Practitioner', { body: { resourceType: 'Practitioner', name: [{ family: 'B' }] } })).body;
       const res = await server.fhir('GET', '/Practitioner/_history');
       assert.equal(res.status, 200);
-      const ids = res.body.entry.map((e: any) => e.resource.id);
+      const ids = res.body.entry.map((e: { resource: Practitioner }) => e.resource.id);
       assert.ok(ids.indexOf(b.id) < ids.indexOf(a.id));
     });
 
@@ -231,14 +232,14 @@ for (const driver of drivers) {
         body: { resourceType: 'Patient', birthDate: 'not-a-date', gender: 5, colour: 'blue' },
       });
       assert.equal(res.status, 400);
-      const expressions = res.body.issue.map((i: any) => i.expression?.[0]).sort();
+      const expressions = res.body.issue.map((i: OperationOutcomeIssue) => i.expression?.[0]).sort();
       assert.deepEqual(expressions, ['Patient.birthDate', 'Patient.colour', 'Patient.gender']);
     });
 
     test('a missing required element is reported with its expression', async () => {
       const res = await server.fhir('POST', '/Observation', { body: { resourceType: 'Observation', code: { text: 'x' } } });
       assert.equal(res.status, 400);
-      assert.ok(res.body.issue.some((i: any) => i.expression?.[0] === 'Observation.status'), res.text);
+      assert.ok(res.body.issue.some((i: OperationOutcomeIssue) => i.expression?.[0] === 'Observation.status'), res.text);
     });
 
     test('every response carries X-Request-Id, echoed when given', async () => {
@@ -259,8 +260,8 @@ for (const driver of drivers) {
       assert.equal(res.status, 200);
       assert.equal(res.body.resourceType, 'CapabilityStatement');
       assert.equal(res.body.fhirVersion, '4.0.1');
-      const patientEntry = res.body.rest[0].resource.find((r: any) => r.type === 'Patient');
-      assert.ok(patientEntry.searchParam.some((p: any) => p.name === 'birthdate'));
+      const patientEntry = res.body.rest[0].resource.find((r: CapabilityStatementRestResource) => r.type === 'Patient');
+      assert.ok(patientEntry.searchParam.some((p: CapabilityStatementRestResourceSearchParam) => p.name === 'birthdate'));
       assert.ok(res.body.rest[0].resource.length > 140);
     });
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { BundleEntrySearch, BundleLink, Coding, Resource } from '@medplum/fhirtypes';
 import { createProject, drivers, ooText, startServer, type ApiResponse, type TestServer } from './harness.js';
 
 /**
@@ -8,6 +9,9 @@ import { createProject, drivers, ooText, startServer, type ApiResponse, type Tes
  * `urn:lattice:test|<set>` so a test can restrict its search to its own resources.
  */
 const TAG = 'urn:lattice:test';
+
+/** A searchset entry: the server always sends the resource and its search mode. */
+type SearchEntry = { resource: Resource; search: BundleEntrySearch };
 
 for (const driver of drivers) {
   describe(`search (${driver})`, () => {
@@ -30,7 +34,7 @@ for (const driver of drivers) {
     async function matchIds(path: string): Promise<string[]> {
       const res = await search(path);
       assert.equal(res.status, 200, `${path}: ${res.text}`);
-      return (res.body.entry ?? []).filter((e: any) => e.search.mode === 'match').map((e: any) => e.resource.id);
+      return (res.body.entry ?? []).filter((e: SearchEntry) => e.search.mode === 'match').map((e: SearchEntry) => e.resource.id);
     }
 
     /** Same as matchIds, as a sorted list of seeded names (for order-independent checks). */
@@ -256,8 +260,8 @@ for (const driver of drivers) {
         assert.equal(res.status, 200, res.text);
         assert.equal(res.body.total, 7);
         sizes.push(res.body.entry.length);
-        seen.push(...res.body.entry.map((e: any) => e.resource.id));
-        const next = res.body.link.find((l: any) => l.relation === 'next')?.url as string | undefined;
+        seen.push(...res.body.entry.map((e: SearchEntry) => e.resource.id));
+        const next = res.body.link.find((l: BundleLink) => l.relation === 'next')?.url as string | undefined;
         if (!next) break;
         const url = new URL(next);
         assert.equal(url.searchParams.get('_count'), '3');
@@ -266,7 +270,7 @@ for (const driver of drivers) {
       }
       assert.deepEqual(sizes, [3, 3, 1]);
       assert.deepEqual(seen, created);
-      const previous = res.body.link.find((l: any) => l.relation === 'previous')?.url as string;
+      const previous = res.body.link.find((l: BundleLink) => l.relation === 'previous')?.url as string;
       assert.equal(new URL(previous).searchParams.get('_offset'), '3');
     });
 
@@ -278,7 +282,7 @@ for (const driver of drivers) {
       const all = await search(`/Patient?_tag=${TAG}|many&_count=5000`);
       assert.equal(all.status, 200, all.text);
       assert.equal(all.body.entry.length, 21);
-      assert.equal(all.body.link.find((l: any) => l.relation === 'next'), undefined);
+      assert.equal(all.body.link.find((l: BundleLink) => l.relation === 'next'), undefined);
     });
 
     test('_summary=count returns the total and no entries', async () => {
@@ -293,8 +297,8 @@ for (const driver of drivers) {
       assert.equal(res.status, 200);
       const patient = res.body.entry[0].resource;
       assert.deepEqual(Object.keys(patient).sort(), ['birthDate', 'gender', 'id', 'meta', 'resourceType']);
-      assert.ok(patient.meta.tag.some((t: any) => t.code === 'SUBSETTED'));
-      const self = new URL(res.body.link.find((l: any) => l.relation === 'self').url);
+      assert.ok(patient.meta.tag.some((t: Coding) => t.code === 'SUBSETTED'));
+      const self = new URL(res.body.link.find((l: BundleLink) => l.relation === 'self').url);
       assert.equal(self.searchParams.get('_elements'), 'birthDate,gender');
     });
 
@@ -303,7 +307,7 @@ for (const driver of drivers) {
       assert.equal(res.status, 200);
       const patient = res.body.entry[0].resource;
       assert.equal(patient.birthDate, '1980-02-15');
-      assert.ok(patient.meta.tag.some((t: any) => t.code === 'SUBSETTED'));
+      assert.ok(patient.meta.tag.some((t: Coding) => t.code === 'SUBSETTED'));
     });
 
     test('Bundle: searchset with total, fullUrl and search.mode', async () => {
@@ -321,7 +325,7 @@ for (const driver of drivers) {
         contentType: 'application/x-www-form-urlencoded',
       });
       assert.equal(res.status, 200, res.text);
-      assert.deepEqual(res.body.entry.map((e: any) => e.resource.id).sort(), [ids.smith, ids.smithers].sort());
+      assert.deepEqual(res.body.entry.map((e: SearchEntry) => e.resource.id).sort(), [ids.smith, ids.smithers].sort());
     });
 
     // -- includes ----------------------------------------------------------------------------
@@ -331,7 +335,7 @@ for (const driver of drivers) {
       assert.equal(res.status, 200);
       assert.equal(res.body.total, 1);
       assert.deepEqual(
-        res.body.entry.map((e: any) => [e.resource.id, e.search.mode]),
+        res.body.entry.map((e: SearchEntry) => [e.resource.id, e.search.mode]),
         [[ids.obsSmith, 'match'], [ids.smith, 'include']],
       );
     });
@@ -339,7 +343,7 @@ for (const driver of drivers) {
     test('_revinclude adds referencing resources', async () => {
       const res = await search(`/Patient?_id=${ids.smith}&_revinclude=Observation:subject`);
       assert.deepEqual(
-        res.body.entry.map((e: any) => [e.resource.id, e.search.mode]),
+        res.body.entry.map((e: SearchEntry) => [e.resource.id, e.search.mode]),
         [[ids.smith, 'match'], [ids.obsSmith, 'include']],
       );
     });
@@ -426,9 +430,9 @@ for (const driver of drivers) {
       assert.equal(chained.status, 200, chained.text);
       assert.equal(chained.body.total, 0);
       const included = await server.fhir('GET', `/Observation?_id=${obs.body.id}&_include=Observation:subject`, { token: a.adminToken });
-      assert.deepEqual(included.body.entry.map((e: any) => e.resource.id), [obs.body.id]);
+      assert.deepEqual(included.body.entry.map((e: SearchEntry) => e.resource.id), [obs.body.id]);
       const rev = await server.fhir('GET', `/Patient?_id=${bPatient.body.id}&_revinclude=Observation:subject`, { token: b.adminToken });
-      assert.deepEqual(rev.body.entry.map((e: any) => e.resource.id), [bPatient.body.id]);
+      assert.deepEqual(rev.body.entry.map((e: SearchEntry) => e.resource.id), [bPatient.body.id]);
     });
   });
 }

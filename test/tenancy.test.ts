@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { CodeSystem } from '@medplum/fhirtypes';
+import type { CodeSystem, ProjectMembership, User } from '@medplum/fhirtypes';
 import {
   createClient,
   createMember,
@@ -225,15 +225,15 @@ for (const driver of drivers) {
         assertNotFound(await asMember(path), `member GET ${path}`);
       }
       const users = await asMember('/User');
-      assert.deepEqual(users.body.entry.map((e: any) => e.resource.id), [aMember.userId]);
+      assert.deepEqual(users.body.entry.map((e: { resource: User }) => e.resource.id), [aMember.userId]);
       const memberships = await asMember('/ProjectMembership');
-      assert.deepEqual(memberships.body.entry.map((e: any) => e.resource.id), [aMember.membershipId]);
+      assert.deepEqual(memberships.body.entry.map((e: { resource: ProjectMembership }) => e.resource.id), [aMember.membershipId]);
       const history = await asMember('/User/_history');
-      assert.ok(history.body.entry.every((e: any) => e.resource.id === aMember.userId), history.text);
+      assert.ok(history.body.entry.every((e: { resource: User }) => e.resource.id === aMember.userId), history.text);
       assert.equal((await asMember(`/Project/${a.projectId}`)).status, 200, 'the project itself stays readable');
 
       const asAdmin = await server.fhir('GET', '/User', { token: a.adminToken });
-      const ids = asAdmin.body.entry.map((e: any) => e.resource.id);
+      const ids = asAdmin.body.entry.map((e: { resource: User }) => e.resource.id);
       assert.ok(ids.includes(other.userId) && ids.includes(aMember.userId), asAdmin.text);
     });
 

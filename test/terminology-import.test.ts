@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import type { CodeSystem } from '@medplum/fhirtypes';
+import type { CodeSystem, Parameters } from '@medplum/fhirtypes';
 import { importFile, LARGE_CODE_SYSTEM } from '../src/terminology/import-file.js';
 import { createMember, createProject, drivers, ooText, startServer, type TestProject, type TestServer } from './harness.js';
 
@@ -14,7 +14,7 @@ import { createMember, createProject, drivers, ooText, startServer, type TestPro
  * NDJSON files, including a code system large enough to take the bulk path.
  */
 
-const display = (body: any) => body?.parameter?.find((p: any) => p.name === 'display')?.valueString;
+const display = (body: Parameters | undefined) => body?.parameter?.find((p) => p.name === 'display')?.valueString;
 
 for (const driver of drivers) {
   describe(`terminology import (${driver})`, () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { CodeSystem, Resource } from '@medplum/fhirtypes';
+import type { CodeSystem, Parameters, ParametersParameter, Resource } from '@medplum/fhirtypes';
 import { createProject, drivers, ooText, startServer, type ApiResponse, type TestProject, type TestServer } from './harness.js';
 
 /**
@@ -66,17 +66,17 @@ const ANIMALS: CodeSystem = {
 };
 
 /** Out-parameters of a Parameters body by name (repeated names collected). */
-function outs(body: any): Map<string, any[]> {
-  const map = new Map<string, any[]>();
+function outs(body: Parameters | undefined): Map<string, ParametersParameter[]> {
+  const map = new Map<string, ParametersParameter[]>();
   for (const p of body?.parameter ?? []) map.set(p.name, [...(map.get(p.name) ?? []), p]);
   return map;
 }
 
 /** The property entries of a $lookup answer as `code=value` strings. */
-function properties(body: any): string[] {
+function properties(body: Parameters | undefined): string[] {
   return (outs(body).get('property') ?? []).map((p) => {
-    const code = p.part.find((x: any) => x.name === 'code').valueCode;
-    const value = p.part.find((x: any) => x.name === 'value');
+    const code = p.part!.find((x) => x.name === 'code')!.valueCode;
+    const value = p.part!.find((x) => x.name === 'value')!;
     const v = value.valueCode ?? value.valueString ?? value.valueInteger ?? value.valueBoolean ?? value.valueCoding?.code;
     return `${code}=${v}`;
   });
@@ -114,7 +114,7 @@ for (const driver of drivers) {
       const res = await lookup(`system=${URL_}&code=dog`);
       assert.equal(res.status, 200, res.text);
       assert.equal(res.body.resourceType, 'Parameters');
-      const names = [...new Set(res.body.parameter.map((p: any) => p.name))];
+      const names = [...new Set(res.body.parameter.map((p: ParametersParameter) => p.name))];
       assert.deepEqual(names.slice(0, 6), ['name', 'version', 'display', 'definition', 'designation', 'property']);
       const o = outs(res.body);
       assert.equal(o.get('name')?.[0].valueString, 'Animals');
@@ -123,28 +123,28 @@ for (const driver of drivers) {
       assert.equal(o.get('definition')?.[0].valueString, 'A domesticated canine');
       const designations = o.get('designation') ?? [];
       assert.equal(designations.length, 2);
-      const fr = designations.find((d) => d.part.some((p: any) => p.valueString === 'Chien'));
-      assert.deepEqual(fr.part.find((p: any) => p.name === 'use').valueCoding, {
+      const fr = designations.find((d) => d.part?.some((p) => p.valueString === 'Chien'));
+      assert.deepEqual(fr?.part?.find((p) => p.name === 'use')?.valueCoding, {
         system: 'http://snomed.info/sct',
         code: '900000000000013009',
         display: 'Synonym',
       });
-      assert.equal(fr.part.find((p: any) => p.name === 'language').valueCode, 'fr');
+      assert.equal(fr?.part?.find((p) => p.name === 'language')?.valueCode, 'fr');
       assert.deepEqual(properties(res.body).sort(), ['colour=brown', 'eats=cat', 'inactive=false', 'kind=pet', 'legs=4', 'parent=mammal'].sort());
     });
 
     test('property values keep their declared type; related codes carry their display as description', async () => {
       const res = await lookup(`system=${URL_}&code=dog`);
-      const byCode = new Map<string, any[]>(
-        (outs(res.body).get('property') ?? []).map((p) => [p.part.find((x: any) => x.name === 'code').valueCode, p.part]),
+      const byCode = new Map<string | undefined, ParametersParameter[] | undefined>(
+        (outs(res.body).get('property') ?? []).map((p) => [p.part?.find((x) => x.name === 'code')?.valueCode, p.part]),
       );
-      assert.equal(byCode.get('legs')?.find((x) => x.name === 'value').valueInteger, 4);
-      assert.equal(byCode.get('colour')?.find((x) => x.name === 'value').valueString, 'brown');
-      assert.deepEqual(byCode.get('kind')?.find((x) => x.name === 'value').valueCoding, { system: 'http://example.org/kinds', code: 'pet', display: 'Pet' });
-      assert.equal(byCode.get('eats')?.find((x) => x.name === 'value').valueCode, 'cat');
-      assert.equal(byCode.get('eats')?.find((x) => x.name === 'description').valueString, 'Cat');
-      assert.equal(byCode.get('parent')?.find((x) => x.name === 'description').valueString, 'Mammal');
-      assert.equal(byCode.get('inactive')?.find((x) => x.name === 'value').valueBoolean, false);
+      assert.equal(byCode.get('legs')?.find((x) => x.name === 'value')?.valueInteger, 4);
+      assert.equal(byCode.get('colour')?.find((x) => x.name === 'value')?.valueString, 'brown');
+      assert.deepEqual(byCode.get('kind')?.find((x) => x.name === 'value')?.valueCoding, { system: 'http://example.org/kinds', code: 'pet', display: 'Pet' });
+      assert.equal(byCode.get('eats')?.find((x) => x.name === 'value')?.valueCode, 'cat');
+      assert.equal(byCode.get('eats')?.find((x) => x.name === 'description')?.valueString, 'Cat');
+      assert.equal(byCode.get('parent')?.find((x) => x.name === 'description')?.valueString, 'Mammal');
+      assert.equal(byCode.get('inactive')?.find((x) => x.name === 'value')?.valueBoolean, false);
     });
 
     test('children are listed one entry per child; hierarchy from parent properties counts too', async () => {
@@ -225,7 +225,7 @@ for (const driver of drivers) {
         content: 'supplement',
         supplements: URL_,
         concept: [{ code: 'dog', designation: [{ language: 'es', value: 'Perro' }], property: [{ code: 'sound', valueString: 'guau' }] }],
-      } as CodeSystem);
+      });
       const plain = await lookup(`system=${URL_}&code=dog&displayLanguage=es`);
       assert.equal(outs(plain.body).get('display')?.[0].valueString, 'Dog');
       const res = await lookup(`system=${URL_}&code=dog&displayLanguage=es&useSupplement=http://example.org/fhir/CodeSystem/animals-es`);
@@ -248,7 +248,7 @@ for (const driver of drivers) {
     test('versions: newest by semver unless a version is asked for (url|version or version)', async () => {
       const url = 'http://example.org/fhir/CodeSystem/versioned';
       for (const v of ['9.0.0', '10.0.0', '2.1.0']) {
-        await put({ resourceType: 'CodeSystem', id: `versioned-${v.replace(/\./g, '-')}`, url, version: v, status: 'active', content: 'complete', concept: [{ code: 'a', display: `A ${v}` }] } as CodeSystem);
+        await put({ resourceType: 'CodeSystem', id: `versioned-${v.replace(/\./g, '-')}`, url, version: v, status: 'active', content: 'complete', concept: [{ code: 'a', display: `A ${v}` }] });
       }
       const display = async (q: string) => outs((await lookup(q)).body).get('display')?.[0].valueString;
       assert.equal(await display(`system=${url}&code=a`), 'A 10.0.0');
@@ -258,7 +258,7 @@ for (const driver of drivers) {
     });
 
     test('case sensitivity: case-insensitive systems match any case, others do not', async () => {
-      await put({ resourceType: 'CodeSystem', id: 'ci', url: 'http://example.org/ci', status: 'active', content: 'complete', caseSensitive: false, concept: [{ code: 'Abc', display: 'ABC' }] } as CodeSystem);
+      await put({ resourceType: 'CodeSystem', id: 'ci', url: 'http://example.org/ci', status: 'active', content: 'complete', caseSensitive: false, concept: [{ code: 'Abc', display: 'ABC' }] });
       const ci = await lookup('system=http://example.org/ci&code=aBC');
       assert.equal(ci.status, 200, ci.text);
       assert.equal(outs(ci.body).get('display')?.[0].valueString, 'ABC');
@@ -281,7 +281,7 @@ for (const driver of drivers) {
       const url = 'http://example.org/fhir/CodeSystem/tenant';
       const shared = { resourceType: 'CodeSystem', id: 'tenant-shared', url, version: '1', status: 'active', content: 'complete', concept: [{ code: 'x', display: 'Shared' }] } as CodeSystem;
       await server.app.system.update(shared);
-      await put({ ...shared, id: 'tenant-a', concept: [{ code: 'x', display: 'Mine' }, { code: 'only-a', display: 'A only' }] } as CodeSystem, projectA.adminToken);
+      await put({ ...shared, id: 'tenant-a', concept: [{ code: 'x', display: 'Mine' }, { code: 'only-a', display: 'A only' }] }, projectA.adminToken);
       const display = async (token: string, code = 'x') => {
         const res = await lookup(`system=${url}&code=${code}`, token);
         return res.status === 200 ? outs(res.body).get('display')?.[0].valueString : res.status;
@@ -300,7 +300,7 @@ for (const driver of drivers) {
         return { code: `n${i}`, display: `Node ${i}`, ...(property.length > 0 ? { property } : {}) };
       });
       const started = Date.now();
-      await put({ resourceType: 'CodeSystem', id: 'dag', url: 'http://example.org/dag', status: 'active', content: 'complete', hierarchyMeaning: 'is-a', concept } as CodeSystem);
+      await put({ resourceType: 'CodeSystem', id: 'dag', url: 'http://example.org/dag', status: 'active', content: 'complete', hierarchyMeaning: 'is-a', concept });
       assert.ok(Date.now() - started < 20_000, `indexing took ${Date.now() - started} ms`);
       const res = await server.fhir('GET', '/CodeSystem/$subsumes?system=http://example.org/dag&codeA=n0&codeB=n1999');
       assert.equal(res.status, 200, res.text);

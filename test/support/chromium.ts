@@ -35,7 +35,7 @@ export async function chromiumLaunch(): Promise<ChromiumLaunch> {
       mkdirSync(libDir, { recursive: true });
       const bin = join(dirname(createRequire(import.meta.url).resolve('@sparticuz/chromium')), '..', '..', 'bin');
       const tar = spawnSync('tar', ['-x', '-C', libDir], { input: brotliDecompressSync(readFileSync(join(bin, 'al2023.tar.br'))) });
-      if (tar.status !== 0) throw new Error(`extracting the libraries of @sparticuz/chromium failed: ${tar.stderr}`);
+      if (tar.status !== 0) throw new Error(`extracting the libraries of @sparticuz/chromium failed: ${tar.stderr.toString()}`);
     }
     const libPath = [join(libDir, 'lib'), process.env.LD_LIBRARY_PATH].filter(Boolean).join(':');
     launch.env = { ...(process.env as Record<string, string>), LD_LIBRARY_PATH: libPath };
