@@ -40,6 +40,7 @@ describe('AccessTokens', () => {
       membershipId: 'm1',
       userId: 'u1',
       profile: 'Practitioner/pr1',
+      loginId: 'l1',
       projectAdmin: true,
       superAdmin: false,
     });

@@ -46,7 +46,7 @@ export function createEmailTransport(smtpUrl: string | undefined, log: Logger): 
  * delivered. The text holds the set-password link: never use this transport in production.
  */
 function logTransport(log: Logger): EmailTransport {
-  log.warn('SMTP_URL is not set: e-mails are written to standard error (development only)');
+  log.info('SMTP_URL is not set: e-mails are written to standard error (development only)');
   return {
     kind: 'log',
     async send(message, from) {

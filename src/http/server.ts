@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { AppRoute } from '../core/app-route.js';
@@ -51,7 +51,7 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
     },
     return503OnClosing: true,
     // Requests are logged by the onResponse hook below, with secrets in URLs redacted.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // Errors Fastify answers before any route or hook runs (a URL that is not valid
     // percent-encoding, an over-long path parameter): OperationOutcomes like every other error.
     frameworkErrors: (err, request, reply) => {
