@@ -115,52 +115,36 @@ describe('computeClosure', () => {
 
 describe('closure of a CodeSystem (codeSystemRows → computeClosure)', () => {
   const system = 'http://example.org/cs';
+  /** A complete code system with these concepts. */
+  const codeSystem = (concept: CodeSystem['concept']): CodeSystem => ({ resourceType: 'CodeSystem', status: 'active', content: 'complete', url: system, concept });
   // A concept C with two parents A and B and a child D, stated three ways.
   const expected = ['C>A@1', 'C>B@1', 'D>A@2', 'D>B@2', 'D>C@1'];
 
   test('nested concepts: a code nested under two parents is one concept with two parents', () => {
-    const cs: CodeSystem = {
-      resourceType: 'CodeSystem',
-      status: 'active',
-      content: 'complete',
-      url: system,
-      concept: [
-        { code: 'A', concept: [{ code: 'C', concept: [{ code: 'D' }] }] },
-        { code: 'B', concept: [{ code: 'C' }] },
-      ],
-    };
+    const cs = codeSystem([
+      { code: 'A', concept: [{ code: 'C', concept: [{ code: 'D' }] }] },
+      { code: 'B', concept: [{ code: 'C' }] },
+    ]);
     assert.deepEqual(codeClosure(cs), expected);
   });
 
   test('`parent` properties', () => {
-    const cs: CodeSystem = {
-      resourceType: 'CodeSystem',
-      status: 'active',
-      content: 'complete',
-      url: system,
-      concept: [
-        { code: 'A' },
-        { code: 'B' },
-        { code: 'C', property: [{ code: 'parent', valueCode: 'A' }, { code: 'parent', valueCode: 'B' }] },
-        { code: 'D', property: [{ code: 'parent', valueCode: 'C' }] },
-      ],
-    };
+    const cs = codeSystem([
+      { code: 'A' },
+      { code: 'B' },
+      { code: 'C', property: [{ code: 'parent', valueCode: 'A' }, { code: 'parent', valueCode: 'B' }] },
+      { code: 'D', property: [{ code: 'parent', valueCode: 'C' }] },
+    ]);
     assert.deepEqual(codeClosure(cs), expected);
   });
 
   test('`child` properties', () => {
-    const cs: CodeSystem = {
-      resourceType: 'CodeSystem',
-      status: 'active',
-      content: 'complete',
-      url: system,
-      concept: [
-        { code: 'A', property: [{ code: 'child', valueCode: 'C' }] },
-        { code: 'B', property: [{ code: 'child', valueCode: 'C' }] },
-        { code: 'C', property: [{ code: 'child', valueCode: 'D' }] },
-        { code: 'D' },
-      ],
-    };
+    const cs = codeSystem([
+      { code: 'A', property: [{ code: 'child', valueCode: 'C' }] },
+      { code: 'B', property: [{ code: 'child', valueCode: 'C' }] },
+      { code: 'C', property: [{ code: 'child', valueCode: 'D' }] },
+      { code: 'D' },
+    ]);
     assert.deepEqual(codeClosure(cs), expected);
   });
 
@@ -177,16 +161,10 @@ describe('closure of a CodeSystem (codeSystemRows → computeClosure)', () => {
   });
 
   test('a cycle stated by properties terminates', () => {
-    const cs: CodeSystem = {
-      resourceType: 'CodeSystem',
-      status: 'active',
-      content: 'complete',
-      url: system,
-      concept: [
-        { code: 'A', property: [{ code: 'parent', valueCode: 'B' }] },
-        { code: 'B', property: [{ code: 'parent', valueCode: 'A' }] },
-      ],
-    };
+    const cs = codeSystem([
+      { code: 'A', property: [{ code: 'parent', valueCode: 'B' }] },
+      { code: 'B', property: [{ code: 'parent', valueCode: 'A' }] },
+    ]);
     assert.deepEqual(codeClosure(cs), ['A>B@1', 'B>A@1']);
   });
 });
