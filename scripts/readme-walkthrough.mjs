@@ -15,7 +15,6 @@ import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort } from './free-port.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const args = process.argv.slice(2);
@@ -161,41 +160,54 @@ function runExamples(list, baseUrl, pw) {
   return results;
 }
 
-/** `node --import tsx src/main.ts serve` on a free port with an in-memory PGlite. */
+/**
+ * `node --import tsx src/main.ts serve` with an in-memory PGlite on a port the system assigns
+ * (PORT=0): the address is read from the server's own "Lattice listening" log line, so no other
+ * server that happens to take a port we picked can answer in its place.
+ */
 async function startServer(pw) {
-  const port = await freePort();
   let log = '';
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
     cwd: root,
     env: {
       ...process.env,
-      PORT: String(port),
+      PORT: '0',
       HOST: '127.0.0.1',
       LATTICE_DATA_DIR: 'memory://',
       LATTICE_ADMIN_EMAIL: 'admin@example.com',
       LATTICE_ADMIN_PASSWORD: pw,
-      LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+      LOG_LEVEL: 'info',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stdout.on('data', (d) => (log += d));
-  child.stderr.on('data', (d) => (log += d));
   const exited = new Promise((resolve) => child.on('exit', resolve));
-  const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (child.exitCode !== null) fail(`the server exited (${child.exitCode}):\n${log}`);
-    try {
-      if ((await fetch(`${base}/healthz`)).status === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
+  let started = false;
+  const base = await new Promise((resolve) => {
+    const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      fail(`the server did not answer /healthz within 120 s:\n${log}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+      fail(`the server did not start listening within 120 s:\n${log}`);
+    }, 120_000);
+    const onData = (d) => {
+      log += d;
+      for (const line of log.split('\n')) {
+        if (!line.includes('"Lattice listening"')) continue;
+        try {
+          const address = JSON.parse(line).address;
+          clearTimeout(timer);
+          started = true;
+          resolve(String(address).replace('://localhost', '://127.0.0.1'));
+          return;
+        } catch {
+          // a partial line: wait for the rest
+        }
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (d) => (log += d));
+    child.on('exit', (code) => {
+      if (!started) fail(`the server exited (${code}):\n${log}`);
+    });
+  });
   console.log(`# server ${base} (in-memory PGlite)`);
   return {
     base,
