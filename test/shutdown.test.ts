@@ -1,17 +1,22 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { test } from 'node:test';
 import { projectRoot } from '../src/paths.js';
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address() as { port: number };
-      srv.close(() => resolve(address.port));
+/**
+ * The port the server reports in its "Lattice listening" log line (it listens on PORT=0, so no
+ * other test's server can take a port picked in advance).
+ */
+function listeningPort(child: ChildProcess): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /"msg":"Lattice listening"/.test(out) ? /"address":"http:\/\/[^:]+:(\d+)"/.exec(out) : null;
+      if (m) resolve(Number(m[1]));
     });
+    child.on('exit', (code) => reject(new Error(`server exited (${code}) before listening: ${out}`)));
   });
 }
 
@@ -28,13 +33,13 @@ async function waitUp(url: string): Promise<void> {
 }
 
 test('SIGTERM lets an in-flight request finish, then the process exits 0', async () => {
-  const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
     cwd: projectRoot,
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LATTICE_DATA_DIR: 'memory://', LOG_LEVEL: 'silent', LATTICE_ADMIN_PASSWORD: 'admin-password-123' },
-    stdio: 'ignore',
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LATTICE_DATA_DIR: 'memory://', LOG_LEVEL: 'info', LATTICE_ADMIN_PASSWORD: 'admin-password-123' },
+    stdio: ['ignore', 'pipe', 'ignore'],
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const port = await listeningPort(child);
   await waitUp(`http://127.0.0.1:${port}/healthz`);
 
   // A request whose body arrives in two halves, with SIGTERM in between: it must still succeed.
