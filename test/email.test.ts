@@ -78,11 +78,15 @@ async function waitUntil<T>(fn: () => T | undefined | Promise<T | undefined>, ti
   }
 }
 
-function freePort(): Promise<number> {
+/**
+ * A port where "SMTP is down": held by a listener that drops every connection, so no other
+ * test's server can take it before the real SMTP server comes up there (`release` first).
+ */
+function downSmtpPort(): Promise<{ port: number; release: () => Promise<void> }> {
   return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
+    const srv = createServer((socket) => socket.destroy()).listen(0, '127.0.0.1', () => {
       const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
+      resolve({ port, release: () => new Promise<void>((done) => srv.close(() => done())) });
     });
   });
 }
@@ -214,7 +218,8 @@ for (const driver of drivers) {
 
   describe(`invite e-mail with SMTP down at first (${driver})`, () => {
     test('the invite succeeds; the message is delivered once SMTP is back', async () => {
-      const port = await freePort();
+      const down = await downSmtpPort();
+      const port = down.port;
       const server = await startServer(driver, { env: { ...FAST_EMAIL, SMTP_URL: `smtp://127.0.0.1:${port}` } });
       let smtp: SmtpCapture | undefined;
       try {
@@ -228,6 +233,7 @@ for (const driver of drivers) {
         }, 20_000);
         assert.ok(failedOnce, 'a failed attempt is recorded');
 
+        await down.release();
         smtp = await SmtpCapture.start(port);
         const message = await smtp.waitFor(to, 15_000);
         assert.equal(message.subject, 'Welcome to Retry Clinic');
@@ -237,6 +243,7 @@ for (const driver of drivers) {
       } finally {
         await server.stop();
         await smtp?.stop();
+        await down.release().catch(() => undefined);
       }
     });
   });
