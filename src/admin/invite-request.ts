@@ -1,4 +1,5 @@
 import type { OperationOutcomeIssue, ProjectMembership, Reference } from '@medplum/fhirtypes';
+import { isObject } from '../fhir/json.js';
 import { MIN_PASSWORD_LENGTH } from '../auth/password.js';
 import { FhirError, issue } from '../fhir/outcome.js';
 import { validateResource } from '../fhir/validation/validate-resource.js';
@@ -119,6 +120,3 @@ function text(value: unknown): string | undefined {
   return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

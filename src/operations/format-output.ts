@@ -1,5 +1,6 @@
 import type { OperationDefinition, ParametersParameter, Resource } from '@medplum/fhirtypes';
-import { carrierOf, isMultiValued, isObject, isPrimitive, isStringLike, maxOf, minOf, paramsOf, valueKey, type ParamDef } from './params.js';
+import { isObject } from '../fhir/json.js';
+import { carrierOf, isMultiValued, isPrimitive, isStringLike, maxOf, minOf, paramsOf, valueKey, type ParamDef } from './params.js';
 import { TypedValue } from './typed-value.js';
 
 /**

@@ -100,9 +100,6 @@ export function valueKeysOf(entry: Record<string, unknown>): string[] {
 }
 
 /** A plain JSON object (not null, not an array). */
-export function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** The in- or out-parameters of a definition, in definition order. */
 export function paramsOf(params: ParamDef[] | undefined, use: 'in' | 'out'): ParamDef[] {

@@ -2,7 +2,8 @@ import type { OperationOutcomeIssue } from '@medplum/fhirtypes';
 import { FhirError, badRequest, issue } from '../fhir/outcome.js';
 import { validateResource } from '../fhir/validation/validate-resource.js';
 import type { InputEntry } from './input-entry.js';
-import { isObject, typeOfValueKey, valueKeysOf } from './params.js';
+import { isObject } from '../fhir/json.js';
+import { typeOfValueKey, valueKeysOf } from './params.js';
 
 /** Deeper `part` nesting than this is refused before anything recurses over it. */
 const MAX_PART_DEPTH = 32;

@@ -1,4 +1,5 @@
 import type { OperationOutcomeIssue } from '@medplum/fhirtypes';
+import { isObject } from '../fhir/json.js';
 import { FhirError, issue } from '../fhir/outcome.js';
 import type { InputEntry } from './input-entry.js';
 import type { OperationValues } from '../core/operation.js';
@@ -6,7 +7,6 @@ import {
   cardinalityText,
   carrierOf,
   isMultiValued,
-  isObject,
   isStringLike,
   maxOf,
   minOf,

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
-import type { Bundle, BundleEntry, OperationOutcome } from '@medplum/fhirtypes';
+import type { Bundle, BundleEntry, OperationOutcome, Resource } from '@medplum/fhirtypes';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
+import { isObject } from '../fhir/json.js';
 import type { ResourceRepository } from '../core/repository.js';
 import { FhirError, badRequest, internalError, preconditionFailed } from '../fhir/outcome.js';
 import { conditionalMatches, conditionalQuery, ifNoneExistParams } from './conditional.js';
 import { createResource } from './crud.js';
+import { versionHeaders } from './headers.js';
 
 type JsonObject = Record<string, unknown>;
 type Route = (req: FhirRequest) => Promise<FhirResult>;
@@ -85,7 +87,7 @@ export async function bundleInteraction(req: FhirRequest, route: Route, maxEntri
         if (entry.resource) entry.resource = (await resolveReferences(repo, entry.resource, ids, entry.index)) as JsonObject;
         const match = entry.fullUrl !== undefined ? existing.get(entry.fullUrl) : undefined;
         if (entry.method === 'POST' && match) {
-          return { resource: match as unknown as BundleEntry['resource'], response: { status: statusLine(200), etag: etagOf(match) } };
+          return { resource: match as unknown as BundleEntry['resource'], response: { status: statusLine(200), etag: versionHeaders(match).ETag } };
         }
         const entryReq = entryRequest(req, entry, repo);
         if (entry.method === 'POST' && entry.type && !entry.path.slice(1).includes('/')) {
@@ -187,9 +189,9 @@ function entryRequest(outer: FhirRequest, entry: EntryRequest, repo: ResourceRep
 async function resolveTargets(
   repo: ResourceRepository,
   entries: EntryRequest[],
-): Promise<{ ids: Map<string, string>; existing: Map<string, JsonObject> }> {
+): Promise<{ ids: Map<string, string>; existing: Map<string, Resource> }> {
   const ids = new Map<string, string>();
-  const existing = new Map<string, JsonObject>();
+  const existing = new Map<string, Resource>();
   const pending: EntryRequest[] = [];
   for (const e of entries) {
     if (e.fullUrl === undefined || !e.type) continue;
@@ -218,7 +220,7 @@ async function resolveTargets(
       if (matches.length > 1) throw preconditionFailed('Multiple matches');
       const match = matches[0];
       ids.set(e.fullUrl as string, `${type}/${match?.id ?? randomUUID()}`);
-      if (match) existing.set(e.fullUrl as string, match as unknown as JsonObject);
+      if (match) existing.set(e.fullUrl as string, match);
     });
   }
   return { ids, existing };
@@ -270,16 +272,8 @@ function responseEntry(result: FhirResult): BundleEntry {
   return body ? { resource: body as unknown as BundleEntry['resource'], response } : { response };
 }
 
-function etagOf(resource: JsonObject): string | undefined {
-  const vid = (resource.meta as { versionId?: string } | undefined)?.versionId;
-  return vid ? `W/"${vid}"` : undefined;
-}
-
 function statusLine(status: number): string {
   if (status >= 500) throw internalError();
   return `${status} ${STATUS_CODES[status] ?? ''}`.trim();
 }
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

@@ -1,9 +1,11 @@
 import type { Resource } from '@medplum/fhirtypes';
 import type { ResourceRepository, SearchQuery } from '../core/repository.js';
 import { badRequest, preconditionFailed } from '../fhir/outcome.js';
+import { CONTROL_PARAMETERS } from '../storage/search/query/controls.js';
+import { FORMAT_PARAMS } from './search.js';
 
 /** Parameters that shape a search answer instead of selecting resources: ignored in conditional criteria. */
-const RESULT_PARAMETERS = new Set(['_count', '_offset', '_sort', '_summary', '_elements', '_total', '_include', '_revinclude', '_format', '_pretty']);
+const RESULT_PARAMETERS = new Set([...CONTROL_PARAMETERS, ...FORMAT_PARAMS]);
 
 /**
  * The search of a conditional interaction (FHIR R4 http.html#ccreate, #cond-update,

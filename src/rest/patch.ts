@@ -5,6 +5,7 @@ import type { Resource } from '@medplum/fhirtypes';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import type { UpdateResult } from '../core/repository.js';
 import { structureDefinitionMap } from '../fhir/definitions.js';
+import { isObject } from '../fhir/json.js';
 import { FhirError, badRequest, issue, notFound, preconditionFailed } from '../fhir/outcome.js';
 import { validateResource } from '../fhir/validation/validate-resource.js';
 import { conditionalQuery, singleMatch } from './conditional.js';
@@ -357,6 +358,3 @@ function applyFhirPathOperation(doc: JsonObject, op: FhirPathOperation, i: numbe
   }
 }
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

@@ -4,7 +4,7 @@ import { bundle, fullUrl, pageLinks } from './bundle.js';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 
 /** Parameters of the response format, not of the search. */
-const FORMAT_PARAMS = new Set(['_format', '_pretty']);
+export const FORMAT_PARAMS = new Set(['_format', '_pretty']);
 
 /** The tag a server puts on resources it returns incomplete (`_summary`, `_elements`). */
 const SUBSETTED: Coding = { system: 'http://terminology.hl7.org/CodeSystem/v3-ObservationValue', code: 'SUBSETTED' };

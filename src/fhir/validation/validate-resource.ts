@@ -1,4 +1,5 @@
 import type { OperationOutcomeIssue } from '@medplum/fhirtypes';
+import { isObject } from '../json.js';
 import { issue, type IssueCode } from '../outcome.js';
 import { typeNode, type ChildElement, type ObjectNode } from './element-index.js';
 import { jsonKind } from './primitives.js';
@@ -242,6 +243,3 @@ function unknownElementText(key: string, node: ObjectNode): string {
   return `Unknown element '${key}' in ${node.path}`;
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
