@@ -5,6 +5,7 @@ import { expandOperation } from './operations/expand.js';
 import { importOperation } from './operations/import.js';
 import { lookupOperation } from './operations/lookup.js';
 import { subsumesOperation } from './operations/subsumes.js';
+import { translateOperation } from './operations/translate.js';
 import { codeSystemValidateCodeOperation, valueSetValidateCodeOperation } from './operations/validate-code.js';
 import { pruneInlineCodeSystems } from './request-context.js';
 
@@ -23,6 +24,7 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry)
   registry.register(subsumesOperation(env));
   registry.register(expandOperation(env));
   registry.register(importOperation(env));
+  registry.register(translateOperation(env));
 
   let stopped = false;
   const jobs: Array<Promise<unknown>> = [];

@@ -65,6 +65,10 @@ export const msg = {
   valueSetNotFound: (url: string) => `ValueSet ${url} not found`,
   codeNotInSystem: (code: string, url: string) => `Code '${code}' not found in CodeSystem ${url}`,
   notIsA: (url: string) => `CodeSystem ${url} does not define an is-a hierarchy`,
+  conceptMapNotFound: (url: string) => `ConceptMap ${url} not found`,
+  noTranslation: (codings: string) => `No translation found for ${codings}`,
+  /** `$batch-validate-code`: a validation that names nothing to validate (the reference server's text). */
+  nothingToValidate: () => 'Unable to find code to validate (looked for coding | codeableConcept | code+system | code+inferSystem in parameters',
 };
 
 /** Choice list of a wrong-display message: `'Display 1' (en)` or `one of 2 choices: 'a' (en), 'b' (de)`. */
