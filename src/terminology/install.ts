@@ -1,6 +1,10 @@
+import type { TerminologyCapabilities } from '@medplum/fhirtypes';
+import type { RequestContext } from '../core/context.js';
 import type { FeatureEnv } from '../core/feature.js';
 import type { OperationRegistry } from '../core/operation.js';
 import { preloadBaseTerminology } from './base-terminology.js';
+import { terminologyCapabilities, type Software } from './capabilities.js';
+import { batchValidateCodeOperation } from './operations/batch-validate-code.js';
 import { expandOperation } from './operations/expand.js';
 import { importOperation } from './operations/import.js';
 import { lookupOperation } from './operations/lookup.js';
@@ -12,19 +16,27 @@ import { pruneInlineCodeSystems } from './request-context.js';
 /** How often request-scoped (tx-resource) indexes are pruned. */
 const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
 
+/** What the terminology feature gives the rest of the application. */
+export interface TerminologyFeature {
+  /** The TerminologyCapabilities statement (`GET [base]/metadata?mode=terminology`) for a caller. */
+  capabilities: (ctx: RequestContext, software: Software) => Promise<TerminologyCapabilities>;
+}
+
 /**
  * Wires the terminology feature: the terminology operations, the pruning of request-scoped
  * indexes and the base R4 terminologies (`config.baseTerminology`). The index hooks on
  * CodeSystem/ValueSet writes are part of the repository from the start (`terminologyHooks`, app.ts).
  */
-export function installTerminology(env: FeatureEnv, registry: OperationRegistry): void {
+export function installTerminology(env: FeatureEnv, registry: OperationRegistry): TerminologyFeature {
   registry.register(lookupOperation(env));
-  registry.register(valueSetValidateCodeOperation(env));
+  const validateCode = valueSetValidateCodeOperation(env);
+  registry.register(validateCode);
   registry.register(codeSystemValidateCodeOperation(env));
   registry.register(subsumesOperation(env));
   registry.register(expandOperation(env));
   registry.register(importOperation(env));
   registry.register(translateOperation(env));
+  registry.register(batchValidateCodeOperation(validateCode));
 
   let stopped = false;
   const jobs: Array<Promise<unknown>> = [];
@@ -47,4 +59,5 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry)
     clearInterval(timer);
     await Promise.allSettled(jobs);
   });
+  return { capabilities: (ctx, software) => terminologyCapabilities(env, ctx, software, registry.definitions()) };
 }

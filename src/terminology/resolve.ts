@@ -70,6 +70,19 @@ async function storedCodeSystems(tc: TermContext, url: string): Promise<CodeSyst
   return res.rows.map(toInfo);
 }
 
+/**
+ * Every stored code system the caller sees (url, version, content), request-scoped ones left
+ * out — for the TerminologyCapabilities statement (docs/terminology.md#terminologycapabilities).
+ */
+export async function visibleCodeSystems(tc: TermContext): Promise<Array<{ url: string; version: string | undefined; content: string }>> {
+  const vis = tc.repo.scope.predicate(CODE_SYSTEM_TABLE, 1);
+  const res = await tc.db.query<{ url: string; version: string | null; content: string }>(
+    `SELECT DISTINCT r.url, r.version, r.content FROM tx_code_system r WHERE r.scope IS NULL AND ${vis.sql}`,
+    vis.params,
+  );
+  return res.rows.map((r) => ({ url: r.url, version: r.version ?? undefined, content: r.content }));
+}
+
 /** The code system with this index key (used for request-scoped ones). */
 export async function codeSystemByKey(tc: TermContext, key: number): Promise<CodeSystemInfo | undefined> {
   const res = await tc.db.query<CodeSystemRow>('SELECT * FROM tx_code_system r WHERE r.cs_key = $1', [key]);
