@@ -121,7 +121,7 @@ export class CodeSystemIndex {
     this.childStart = children.start;
     this.childList = children.list;
     // Ancestors come grouped by descendant (computeClosure walks concepts in id order).
-    const closure = computeClosure(n, edges, Number.MAX_SAFE_INTEGER);
+    const closure = computeClosure(n, edges);
     const ancestors = intCsr(n, closure.size, (i) => closure.descendant[i], (i) => closure.ancestor[i]);
     this.ancestorStart = ancestors.start;
     this.ancestorList = ancestors.list;

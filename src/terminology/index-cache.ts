@@ -57,6 +57,8 @@ export class TerminologyCache {
   private listening = false;
   private unsubscribe: (() => void) | undefined;
   private loads = 0;
+  private readonly inlineKeys = new Map<string, number>();
+  private lastInlineKey = 0;
   private evictions = 0;
 
   constructor(
@@ -126,6 +128,17 @@ export class TerminologyCache {
     }
     this.indexes.set(key, { index, resourceId });
     this.used += index.bytes;
+  }
+
+  /** A stable negative key for a request-supplied code system's content hash. */
+  inlineKey(hash: string): number {
+    let key = this.inlineKeys.get(hash);
+    if (key === undefined) {
+      if (this.inlineKeys.size >= MAX_RESOLUTION_ENTRIES) this.inlineKeys.clear();
+      key = -++this.lastInlineKey;
+      this.inlineKeys.set(hash, key);
+    }
+    return key;
   }
 
   /** A kept index by key, if any (request-supplied code systems). */
