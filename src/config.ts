@@ -18,6 +18,8 @@ export interface Config {
   logLevel: string;
   /** Maximum request body in bytes (default 16 MiB). */
   bodyLimit: number;
+  /** How long one request may use the database (docs/errors.md#database-limits); 0 = no limit. */
+  database: { statementTimeoutMs: number; acquireTimeoutMs: number; poolSize: number };
   /** Bounds on one search (docs/rest.md#limits). */
   searchLimits: { maxParameters: number; maxValues: number; maxChain: number };
   /** Access-token lifetime in seconds. */
@@ -67,6 +69,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     adminPassword: env.LATTICE_ADMIN_PASSWORD || undefined,
     smtpUrl: env.SMTP_URL || undefined,
     logLevel: env.LOG_LEVEL || 'info',
+    database: {
+      statementTimeoutMs: intOf(env.LATTICE_DB_STATEMENT_TIMEOUT, 30_000, 'LATTICE_DB_STATEMENT_TIMEOUT'),
+      acquireTimeoutMs: intOf(env.LATTICE_DB_ACQUIRE_TIMEOUT, 10_000, 'LATTICE_DB_ACQUIRE_TIMEOUT'),
+      poolSize: intOf(env.LATTICE_DB_POOL_SIZE, 10, 'LATTICE_DB_POOL_SIZE') || 10,
+    },
     bodyLimit: intOf(env.LATTICE_BODY_LIMIT, 16 * 1024 * 1024, 'LATTICE_BODY_LIMIT'),
     searchLimits: {
       maxParameters: intOf(env.LATTICE_SEARCH_MAX_PARAMETERS, 30, 'LATTICE_SEARCH_MAX_PARAMETERS'),

@@ -52,6 +52,7 @@ export class AccessState {
 
   private invalidate(payload: string): void {
     this.generation++;
+    if (payload === '*') this.memberships.clear(); // notifications may have been missed (src/core/database.ts)
     if (payload.startsWith('m:')) this.memberships.delete(payload.slice(2));
     else this.revokedLogins.clear(); // `l:…`: logins of a user were revoked (rare): forget all
   }
