@@ -8,6 +8,7 @@ import { indexCodeSystem, removeCodeSystemIndex } from './code-system-store.js';
 import { msg } from './messages.js';
 import { codeSystemInfoOf, resolveCodeSystem } from './resolve.js';
 import type { CodeSystemInfo, TermContext, TerminologyEnv } from './types.js';
+import { parseVersionRules } from './versions.js';
 
 /**
  * The engine's view of one request, including resources supplied inline (`tx-resource`).
@@ -30,6 +31,7 @@ export async function termContext(env: TerminologyEnv, ctx: RequestContext, inpu
     inlineCodeSystems: [],
     inlineValueSets: [],
     supplements: [],
+    versionRules: parseVersionRules(input as Record<string, unknown>),
     memo: new Map(),
   };
   for (const r of Array.isArray(txResources) ? (txResources as Resource[]) : []) {

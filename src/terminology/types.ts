@@ -2,6 +2,7 @@ import type { CodeSystemProperty, ValueSet } from '@medplum/fhirtypes';
 import type { Logger } from 'pino';
 import type { Database } from '../core/database.js';
 import type { ResourceRepository, SystemRepository } from '../core/repository.js';
+import type { VersionRules } from './versions.js';
 
 /** What the terminology feature is wired with (src/app.ts): its tables and the system repository. */
 export interface TerminologyEnv {
@@ -67,6 +68,8 @@ export interface TermContext {
   inlineValueSets: ValueSet[];
   /** Supplements the request asked for (`useSupplement`): their designations and properties apply. */
   supplements: CodeSystemInfo[];
+  /** `system-version`, `check-system-version`, `force-system-version` of the request. */
+  versionRules: VersionRules;
   /** Per-request memo of resolutions and lookups (keyed by purpose + arguments). */
   memo: Map<string, Promise<unknown>>;
 }
@@ -82,6 +85,6 @@ export interface TxIssue {
   id?: string;
   text: string;
   expression?: string;
-  /** Informational issues are left out of `message` unless this is set. */
+  /** Whether the text is part of `message`; default: errors and warnings are, informational issues are not. */
   inMessage?: boolean;
 }

@@ -105,3 +105,76 @@ export function versionMatches(stored: string | undefined, requested: string): b
   if (r.length < s.length && !WILDCARD.has(r[r.length - 1])) return false;
   return r.every((part, i) => WILDCARD.has(part) || part === s[i]);
 }
+
+/**
+ * The version parameters of a request (docs/terminology.md#version-parameters), by code system
+ * url: `system-version` (the version of a code system the value set or coding leaves open),
+ * `check-system-version` (the version used must match), `force-system-version` (the version used,
+ * whatever the value set or coding says).
+ */
+export interface VersionRules {
+  defaults: Map<string, string>;
+  checks: Map<string, string>;
+  forces: Map<string, string>;
+}
+
+/** The parameter name of each rule (echoed in `expansion.parameter` when a rule was applied). */
+export const VERSION_RULE_PARAMETER = { default: 'system-version', check: 'check-system-version', force: 'force-system-version' } as const;
+
+/** Reads the version parameters (`url|version` canonicals; a canonical without version is ignored). */
+export function parseVersionRules(input: Record<string, unknown>): VersionRules {
+  const read = (name: string) => {
+    const out = new Map<string, string>();
+    const values = input[name];
+    for (const v of Array.isArray(values) ? values : values === undefined ? [] : [values]) {
+      if (typeof v !== 'string') continue;
+      const { url, version } = splitCanonical(v);
+      if (version !== undefined && !out.has(url)) out.set(url, version);
+    }
+    return out;
+  };
+  return { defaults: read(VERSION_RULE_PARAMETER.default), checks: read(VERSION_RULE_PARAMETER.check), forces: read(VERSION_RULE_PARAMETER.force) };
+}
+
+export const NO_VERSION_RULES: VersionRules = { defaults: new Map(), checks: new Map(), forces: new Map() };
+
+/** Where the version an include is evaluated at comes from. */
+export type VersionSource = 'force' | 'include' | 'default' | 'check';
+
+/** The version (or pattern) a value-set include of a code system is evaluated at. */
+export interface EffectiveVersion {
+  /** undefined: the include leaves the version open and no rule applies (the coding's version, else the newest). */
+  version: string | undefined;
+  source: VersionSource | undefined;
+  /** The version the include itself states (`include.version`), if any. */
+  declared: string | undefined;
+}
+
+/**
+ * The version an include of `system` is evaluated at: `force-system-version` wins; then the
+ * include's own version; for a versionless include `system-version`, then the pattern of
+ * `check-system-version` (its newest match).
+ */
+export function effectiveVersion(rules: VersionRules, system: string, declared: string | undefined): EffectiveVersion {
+  const force = rules.forces.get(system);
+  if (force !== undefined) return { version: force, source: 'force', declared };
+  if (declared !== undefined) return { version: declared, source: 'include', declared };
+  const def = rules.defaults.get(system);
+  if (def !== undefined) return { version: def, source: 'default', declared };
+  const check = rules.checks.get(system);
+  if (check !== undefined) return { version: check, source: 'check', declared };
+  return { version: undefined, source: undefined, declared };
+}
+
+/** The `check-system-version` pattern `version` of `system` violates; undefined when allowed. */
+export function checkViolation(rules: VersionRules, system: string, version: string | undefined): string | undefined {
+  const check = rules.checks.get(system);
+  if (check === undefined) return undefined;
+  return versionMatches(version, check) ? undefined : check;
+}
+
+/** Versions as messages list them: oldest first, `a, b or c`. */
+export function versionList(newestFirstVersions: string[]): string {
+  const list = [...newestFirstVersions].reverse();
+  return list.length <= 1 ? (list[0] ?? '') : `${list.slice(0, -1).join(', ')} or ${list[list.length - 1]}`;
+}
