@@ -34,6 +34,8 @@ export interface Config {
   baseTerminology: 'background' | 'lazy';
   /** Memory budget of the in-memory terminology indexes, in MB (docs/terminology.md#in-memory-index). */
   txCacheMb: number;
+  /** Code-system canonicals whose in-memory index is built at start, in the background. */
+  txPreload: string[];
   /** Outbox e-mail sender. */
   email: {
     /** `From:` of every message (default `Lattice <no-reply@<public host>>`). */
@@ -64,6 +66,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl,
     baseTerminology,
     txCacheMb: intOf(env.LATTICE_TX_CACHE_MB, 1024, 'LATTICE_TX_CACHE_MB'),
+    txPreload: (env.LATTICE_TX_PRELOAD ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     publicUrl: (env.LATTICE_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
     adminEmail: env.LATTICE_ADMIN_EMAIL?.trim() || 'admin@example.com',
     adminPassword: env.LATTICE_ADMIN_PASSWORD || undefined,

@@ -152,7 +152,6 @@ for (const driver of drivers) {
         inlineValueSets: [nested],
         supplements: [],
         memo: new Map(),
-        inlineIndexes: new Map(),
         sqlReference,
       });
       memory = context(false);

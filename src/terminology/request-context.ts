@@ -5,7 +5,7 @@ import { badRequest, notFound } from '../fhir/outcome.js';
 import type { Database } from '../core/database.js';
 import { stableStringify } from '../storage/stable-stringify.js';
 import { ClosureTooLarge } from './closure.js';
-import { indexFromRows, type CodeSystemIndex } from './code-system-index.js';
+import { indexFromRows, setRequestIndex, type CodeSystemIndex } from './code-system-index.js';
 import { codeSystemRows } from './code-system-rows.js';
 import { removeCodeSystemIndex } from './code-system-store.js';
 import { terminologyCache } from './index-cache.js';
@@ -34,14 +34,13 @@ export async function termContext(env: TerminologyEnv, ctx: RequestContext, inpu
     inlineValueSets: [],
     supplements: [],
     memo: new Map(),
-    inlineIndexes: new Map(),
   };
   for (const r of Array.isArray(txResources) ? (txResources as Resource[]) : []) {
     if (r?.resourceType === 'ValueSet') tc.inlineValueSets.push(r);
     else if (r?.resourceType === 'CodeSystem' && r.url) {
       const { info, index } = inlineCodeSystem(env, r);
       tc.inlineCodeSystems.push(info);
-      tc.inlineIndexes?.set(info.key, index);
+      setRequestIndex(tc, info.key, index);
     }
   }
   const wanted = (input as { useSupplement?: unknown }).useSupplement;
