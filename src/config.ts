@@ -32,6 +32,8 @@ export interface Config {
    * Default: `lazy` for an in-memory database, else `background`.
    */
   baseTerminology: 'background' | 'lazy';
+  /** Memory budget of the in-memory terminology indexes, in MB (docs/terminology.md#in-memory-index). */
+  txCacheMb: number;
   /** Outbox e-mail sender. */
   email: {
     /** `From:` of every message (default `Lattice <no-reply@<public host>>`). */
@@ -61,6 +63,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir,
     databaseUrl,
     baseTerminology,
+    txCacheMb: intOf(env.LATTICE_TX_CACHE_MB, 1024, 'LATTICE_TX_CACHE_MB'),
     publicUrl: (env.LATTICE_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
     adminEmail: env.LATTICE_ADMIN_EMAIL?.trim() || 'admin@example.com',
     adminPassword: env.LATTICE_ADMIN_PASSWORD || undefined,

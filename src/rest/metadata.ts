@@ -58,6 +58,8 @@ export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDi
         },
         resource: resources,
         interaction: [{ code: 'transaction' }, { code: 'batch' }, { code: 'history-system' }],
+        // Compartment search (docs/rest.md#compartment-search).
+        compartment: ['http://hl7.org/fhir/CompartmentDefinition/patient'],
         operation: operations.filter((op) => op.system).map((op) => ({ name: op.name, definition: op.definition })),
       },
     ],

@@ -8,7 +8,7 @@ import { bundleInteraction } from './batch.js';
 import { historyInteraction } from './history.js';
 import { patchInteraction } from './patch.js';
 import { capabilityStatement } from './metadata.js';
-import { searchInteraction } from './search.js';
+import { compartmentSearchInteraction, searchInteraction } from './search.js';
 
 /** A FHIR REST endpoint: request in, result out. */
 export type FhirRouter = (req: FhirRequest) => Promise<FhirResult>;
@@ -55,9 +55,10 @@ async function routeFhirRequest(req: FhirRequest, operations: OperationDispatche
   if (segments.length === 2 && second === '_search') return searchInteraction(req, type);
   if (segments.length === 2 && second === '_history') return historyInteraction(req, type);
 
-  // Instance level: [type]/[id], [type]/[id]/$op, [type]/[id]/_history[/vid]
+  // Instance level: [type]/[id], [type]/[id]/$op, [type]/[id]/_history[/vid], Patient/[id]/[type] (compartment)
   checkId(type, second);
   if (segments.length === 3 && third.startsWith('$')) return operations.dispatch(req, { code: third.slice(1), resourceType: type, id: second } satisfies OperationCall);
+  if (segments.length === 3 && third !== '_history') return compartmentSearchInteraction(req, 'Patient', second, third);
   if (segments.length === 3) return historyInteraction(req, type, second);
   if (segments.length === 4) return readVersion(req, type, second, fourth);
   if (method === 'GET') return readResource(req, type, second);
@@ -90,7 +91,10 @@ function classify(segments: string[]): PathKind {
       return interaction('GET', 'HEAD', 'PUT', 'DELETE', 'PATCH');
     case 3:
       if (third.startsWith('$')) return { kind: 'operation' };
-      return third === '_history' ? interaction('GET', 'HEAD') : { kind: 'nothing' };
+      if (third === '_history') return interaction('GET', 'HEAD');
+      // Compartment search (docs/rest.md#compartment-search): Patient/<id>/<Type> and Patient/<id>/*.
+      if (first === 'Patient' && (third === '*' || isResourceType(third))) return interaction('GET', 'HEAD');
+      return { kind: 'nothing' };
     case 4:
       return third === '_history' ? interaction('GET', 'HEAD') : { kind: 'nothing' };
     default:

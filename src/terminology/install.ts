@@ -6,6 +6,7 @@ import { importOperation } from './operations/import.js';
 import { lookupOperation } from './operations/lookup.js';
 import { subsumesOperation } from './operations/subsumes.js';
 import { codeSystemValidateCodeOperation, valueSetValidateCodeOperation } from './operations/validate-code.js';
+import { terminologyCache } from './index-cache.js';
 import { pruneInlineCodeSystems } from './request-context.js';
 
 /** How often request-scoped (tx-resource) indexes are pruned. */
@@ -32,6 +33,9 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry)
     });
     jobs.push(run);
   };
+  // The in-memory index cache hears index changes from every node; until it listens it keeps nothing.
+  const cache = terminologyCache(env.db, env.config.txCacheMb * 1024 * 1024, env.log);
+  background('index cache', () => cache.start());
   background('prune', () => pruneInlineCodeSystems(env.db));
   const timer = setInterval(() => background('prune', () => pruneInlineCodeSystems(env.db)), PRUNE_INTERVAL_MS);
   timer.unref();
@@ -43,6 +47,7 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry)
   env.onClose(async () => {
     stopped = true;
     clearInterval(timer);
+    cache.stop();
     await Promise.allSettled(jobs);
   });
 }

@@ -61,7 +61,7 @@ export interface TermContext {
   /** What the feature was wired with (writing base terminologies on first use). */
   env: TerminologyEnv;
   log: Logger;
-  /** Request-scoped code systems (tx-resource), already indexed under a request scope. */
+  /** Request-scoped code systems (tx-resource), indexed in memory only (`inlineIndexes`). */
   inlineCodeSystems: CodeSystemInfo[];
   /** Request-scoped value sets (tx-resource). */
   inlineValueSets: ValueSet[];
@@ -69,6 +69,13 @@ export interface TermContext {
   supplements: CodeSystemInfo[];
   /** Per-request memo of resolutions and lookups (keyed by purpose + arguments). */
   memo: Map<string, Promise<unknown>>;
+  /** In-memory indexes of the request-supplied code systems, by their (negative) key. */
+  inlineIndexes?: Map<number, import('./code-system-index.js').CodeSystemIndex>;
+  /**
+   * Answer from SQL instead of the in-memory index (the reference implementation; the
+   * equivalence test compares both). Request-supplied code systems have no SQL rows.
+   */
+  sqlReference?: boolean;
 }
 
 /** A tx-ecosystem issue before it becomes an OperationOutcome issue. */
