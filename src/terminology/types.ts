@@ -62,7 +62,7 @@ export interface TermContext {
   /** What the feature was wired with (writing base terminologies on first use). */
   env: TerminologyEnv;
   log: Logger;
-  /** Request-scoped code systems (tx-resource), already indexed under a request scope. */
+  /** Request-scoped code systems (tx-resource), indexed in memory only (code-system-index.ts#requestIndex). */
   inlineCodeSystems: CodeSystemInfo[];
   /** Request-scoped value sets (tx-resource). */
   inlineValueSets: ValueSet[];
@@ -72,6 +72,11 @@ export interface TermContext {
   versionRules: VersionRules;
   /** Per-request memo of resolutions and lookups (keyed by purpose + arguments). */
   memo: Map<string, Promise<unknown>>;
+  /**
+   * Answer from SQL instead of the in-memory index (the reference implementation; the
+   * equivalence test compares both). Request-supplied code systems have no SQL rows.
+   */
+  sqlReference?: boolean;
 }
 
 /** A tx-ecosystem issue before it becomes an OperationOutcome issue. */
