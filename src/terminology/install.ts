@@ -15,6 +15,7 @@ import { terminologyCache } from './index-cache.js';
 import { pruneInlineCodeSystems } from './request-context.js';
 import { resolveCodeSystem } from './resolve.js';
 import type { TermContext } from './types.js';
+import { parseVersionRules } from './versions.js';
 
 /** How often request-scoped (tx-resource) indexes are pruned. */
 const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
@@ -56,7 +57,7 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry)
     // `config.txPreload`: indexes built now rather than on first use (start-up does not wait).
     for (const canonical of env.config.txPreload) {
       if (stopped) return;
-      const tc: TermContext = { db: env.db, repo: env.system, env, log: env.log, inlineCodeSystems: [], inlineValueSets: [], supplements: [], memo: new Map() };
+      const tc: TermContext = { db: env.db, repo: env.system, env, log: env.log, inlineCodeSystems: [], inlineValueSets: [], supplements: [], memo: new Map(), versionRules: parseVersionRules({}) };
       const cs = await resolveCodeSystem(tc, canonical);
       if (cs) await cache.index(cs);
       else env.log.warn({ canonical }, 'terminology: LATTICE_TX_PRELOAD names an unknown code system');
