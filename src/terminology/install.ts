@@ -13,6 +13,9 @@ import { translateOperation } from './operations/translate.js';
 import { codeSystemValidateCodeOperation, valueSetValidateCodeOperation } from './operations/validate-code.js';
 import { terminologyCache } from './index-cache.js';
 import { pruneInlineCodeSystems } from './request-context.js';
+import { resolveCodeSystem } from './resolve.js';
+import type { TermContext } from './types.js';
+import { parseVersionRules } from './versions.js';
 
 /** How often request-scoped (tx-resource) indexes are pruned. */
 const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
@@ -49,7 +52,17 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry)
   };
   // The in-memory index cache hears index changes from every node; until it listens it keeps nothing.
   const cache = terminologyCache(env.db, env.config.txCacheMb * 1024 * 1024, env.log);
-  background('index cache', () => cache.start());
+  background('index cache', async () => {
+    await cache.start();
+    // `config.txPreload`: indexes built now rather than on first use (start-up does not wait).
+    for (const canonical of env.config.txPreload) {
+      if (stopped) return;
+      const tc: TermContext = { db: env.db, repo: env.system, env, log: env.log, inlineCodeSystems: [], inlineValueSets: [], supplements: [], memo: new Map(), versionRules: parseVersionRules({}) };
+      const cs = await resolveCodeSystem(tc, canonical);
+      if (cs) await cache.index(cs);
+      else env.log.warn({ canonical }, 'terminology: LATTICE_TX_PRELOAD names an unknown code system');
+    }
+  });
   background('prune', () => pruneInlineCodeSystems(env.db));
   const timer = setInterval(() => background('prune', () => pruneInlineCodeSystems(env.db)), PRUNE_INTERVAL_MS);
   timer.unref();

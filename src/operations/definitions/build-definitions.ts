@@ -40,6 +40,12 @@ const VALIDATE_CODE_OUTPUTS: Param[] = [
 
 /** Inputs the engine takes on both $validate-code operations (tx ecosystem). */
 const VALIDATE_CODE_ENGINE_INPUTS: Param[] = [
+  param('in', 'system-version', 0, '*', 'canonical',
+    'url|version: the version of a code system to use where the value set or the coding does not state one'),
+  param('in', 'check-system-version', 0, '*', 'canonical',
+    'url|version (wildcards allowed): the version of the code system used must match, else the result is an error'),
+  param('in', 'force-system-version', 0, '*', 'canonical',
+    'url|version (wildcards allowed): the version of the code system to use, whatever the value set or the coding states'),
   param('in', 'activeOnly', 0, '1', 'boolean', 'Only active concepts are valid'),
   param('in', 'lenient-display-validation', 0, '1', 'boolean', 'A wrong display is a warning, not an error'),
   param('in', 'valueset-membership-only', 0, '1', 'boolean', 'Only check value-set membership (no code-system or display checks)'),
