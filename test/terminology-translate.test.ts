@@ -62,6 +62,7 @@ for (const driver of drivers) {
     let server: TestServer;
     let other: TestMember;
     let mapId: string;
+    let csId: string;
     const translate = (...p: Entry[]) => server.fhir('POST', '/ConceptMap/$translate', { body: params(...p) });
 
     before(async () => {
@@ -73,6 +74,7 @@ for (const driver of drivers) {
       mapId = map.body.id;
       const cs = await server.fhir('POST', '/CodeSystem', { body: CS });
       assert.equal(cs.status, 201, cs.text);
+      csId = cs.body.id;
     });
     after(() => server?.stop());
 
@@ -233,6 +235,43 @@ for (const driver of drivers) {
       const none = await server.fhir('GET', '/ValueSet/$batch-validate-code');
       assert.equal(none.status, 200, none.text);
       assert.deepEqual(none.body, { resourceType: 'Parameters' });
+    });
+
+    test('instance-level CodeSystem/$validate-code naming another code system: result false with a message, not 404', async () => {
+      for (const [given, entry] of [
+        ['url', { name: 'url', valueUri: 'http://example.org/another' }],
+        ['Coding.system', { name: 'coding', valueCoding: { system: 'http://example.org/another', code: 'a' } }],
+      ] as const) {
+        const res = await server.fhir('POST', `/CodeSystem/${csId}/$validate-code`, { body: params(entry as Entry, { name: 'code', valueCode: 'a' }) });
+        assert.equal(res.status, 200, res.text);
+        assert.equal(out(res, 'result'), false, res.text);
+        const text = `The code system 'http://example.org/another' is not the code system '${CS.url}' the operation was invoked on`;
+        assert.equal(out(res, 'message'), text);
+        const issues = res.body.parameter.find((p: Entry) => p.name === 'issues').resource;
+        assert.deepEqual(issues.issue[0].expression, [given]);
+      }
+      const same = await server.fhir('POST', `/CodeSystem/${csId}/$validate-code`, { body: params({ name: 'url', valueUri: CS.url }, { name: 'code', valueCode: 'a' }) });
+      assert.equal(out(same, 'result'), true, same.text);
+    });
+
+    test('a pre-expanded value set of a code system the server does not know validates from its expansion', async () => {
+      const system = 'http://example.org/not-on-this-server';
+      const valueSet = {
+        resourceType: 'ValueSet',
+        url: 'http://example.org/pre-expanded',
+        status: 'active',
+        expansion: { timestamp: '2024-01-01T00:00:00Z', contains: [{ system, code: 'x', display: 'Ex' }] },
+      };
+      const validate = (code: string) =>
+        server.fhir('POST', '/ValueSet/$validate-code', {
+          body: params({ name: 'valueSet', resource: valueSet }, { name: 'coding', valueCoding: { system, code } }),
+        });
+      const listed = await validate('x');
+      assert.equal(listed.status, 200, listed.text);
+      assert.equal(out(listed, 'result'), true, listed.text);
+      assert.equal(out(listed, 'display'), 'Ex');
+      const unlisted = await validate('y');
+      assert.equal(out(unlisted, 'result'), false, unlisted.text);
     });
 
     test('metadata?mode=terminology: the TerminologyCapabilities of what really answers (public)', async () => {
