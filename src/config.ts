@@ -34,6 +34,8 @@ export interface Config {
   baseTerminology: 'background' | 'lazy';
   /** Memory budget of the in-memory terminology indexes, in MB (docs/terminology.md#in-memory-index). */
   txCacheMb: number;
+  /** Bounds on one terminology request (docs/terminology.md#limits). */
+  terminologyLimits: { maxFilters: number; maxCodings: number };
   /** Outbox e-mail sender. */
   email: {
     /** `From:` of every message (default `Lattice <no-reply@<public host>>`). */
@@ -64,6 +66,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl,
     baseTerminology,
     txCacheMb: intOf(env.LATTICE_TX_CACHE_MB, 1024, 'LATTICE_TX_CACHE_MB'),
+    terminologyLimits: {
+      maxFilters: intOf(env.LATTICE_TX_MAX_FILTERS, 50, 'LATTICE_TX_MAX_FILTERS'),
+      maxCodings: intOf(env.LATTICE_TX_MAX_CODINGS, 10_000, 'LATTICE_TX_MAX_CODINGS'),
+    },
     publicUrl: (env.LATTICE_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
     adminEmail: env.LATTICE_ADMIN_EMAIL?.trim() || 'admin@example.com',
     adminPassword: env.LATTICE_ADMIN_PASSWORD || undefined,

@@ -173,6 +173,7 @@ export class TerminologyCache {
   invalidate(payload: string): void {
     this.generation++;
     this.resolution.clear();
+    if (payload === '*') return this.clear(); // notifications may have been missed (src/core/database.ts)
     if (!payload.startsWith('cs:')) return;
     const resourceId = payload.slice(3);
     for (const [key, entry] of this.indexes) {
