@@ -16,6 +16,12 @@ export interface Config {
   adminPassword: string | undefined;
   smtpUrl: string | undefined;
   logLevel: string;
+  /**
+   * Proxies whose `X-Forwarded-For` is believed (addresses, CIDR ranges, or `loopback`,
+   * `linklocal`, `uniquelocal`); empty = none, the client address is the connection's peer
+   * (docs/auth.md#throttling).
+   */
+  trustedProxies: string[];
   /** Maximum request body in bytes (default 16 MiB). */
   bodyLimit: number;
   /** How long one request may use the database (docs/errors.md#database-limits); 0 = no limit. */
@@ -80,6 +86,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       acquireTimeoutMs: intOf(env.LATTICE_DB_ACQUIRE_TIMEOUT, 10_000, 'LATTICE_DB_ACQUIRE_TIMEOUT'),
       poolSize: intOf(env.LATTICE_DB_POOL_SIZE, 10, 'LATTICE_DB_POOL_SIZE') || 10,
     },
+    trustedProxies: (env.LATTICE_TRUSTED_PROXIES ?? '')
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean),
     bodyLimit: intOf(env.LATTICE_BODY_LIMIT, 16 * 1024 * 1024, 'LATTICE_BODY_LIMIT'),
     searchLimits: {
       maxParameters: intOf(env.LATTICE_SEARCH_MAX_PARAMETERS, 30, 'LATTICE_SEARCH_MAX_PARAMETERS'),
