@@ -77,12 +77,12 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   try {
     const auth = await installAuth(env);
     const registry = installOperations(env);
-    installTerminology(env, registry);
+    const terminologyRoutes = installTerminology(env, registry);
     await installEmail(env);
     const adminRoutes = installAdmin(env);
     await registry.published();
     operations = registry;
-    routes = [...auth.routes, ...adminRoutes];
+    routes = [...auth.routes, ...adminRoutes, ...terminologyRoutes];
     http = buildHttpServer({
       config,
       log,

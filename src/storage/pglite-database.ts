@@ -4,6 +4,13 @@ import type { Database, Queryable, QueryResult } from '../core/database.js';
 import { lockDataFolder } from './data-folder-lock.js';
 
 /**
+ * Bounds on the write-ahead log of an embedded folder. PostgreSQL's defaults (up to 1 GB kept)
+ * suit a server; for an embedded database the WAL is pure overhead on disk, and after one large
+ * import it would stay at 1 GB (docs/terminology.md#database-size).
+ */
+const WAL_BOUNDS = ['-c', 'max_wal_size=128MB', '-c', 'min_wal_size=32MB'];
+
+/**
  * Embedded PostgreSQL (WASM) — the zero-setup default. PGlite has one connection, so
  * transactions are serialized by the driver; that makes every transaction effectively
  * serializable, which the repository relies on no more than on PostgreSQL's row locks.
@@ -16,7 +23,10 @@ export async function openPgliteDatabase(dataDir: string, options: { loadDataDir
   // migrated template: several times faster than a fresh cluster).
   let pg: PGlite;
   try {
-    pg = await PGlite.create(inMemory ? undefined : dataDir, options.loadDataDir ? { loadDataDir: options.loadDataDir } : {});
+    pg = await PGlite.create(inMemory ? undefined : dataDir, {
+      ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+      startParams: [...PGlite.defaultStartParams, ...WAL_BOUNDS],
+    });
   } catch (err) {
     unlock();
     throw err;

@@ -1,8 +1,10 @@
+import type { AppRoute } from '../core/app-route.js';
 import type { FeatureEnv } from '../core/feature.js';
 import type { OperationRegistry } from '../core/operation.js';
 import { preloadBaseTerminology } from './base-terminology.js';
 import { expandOperation } from './operations/expand.js';
 import { importOperation } from './operations/import.js';
+import { importRoute } from './import-route.js';
 import { lookupOperation } from './operations/lookup.js';
 import { subsumesOperation } from './operations/subsumes.js';
 import { codeSystemValidateCodeOperation, valueSetValidateCodeOperation } from './operations/validate-code.js';
@@ -12,11 +14,11 @@ import { pruneInlineCodeSystems } from './request-context.js';
 const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
 
 /**
- * Wires the terminology feature: the terminology operations, the pruning of request-scoped
+ * Wires the terminology feature: the terminology operations, the import route (returned), the pruning of request-scoped
  * indexes and the base R4 terminologies (`config.baseTerminology`). The index hooks on
  * CodeSystem/ValueSet writes are part of the repository from the start (`terminologyHooks`, app.ts).
  */
-export function installTerminology(env: FeatureEnv, registry: OperationRegistry): void {
+export function installTerminology(env: FeatureEnv, registry: OperationRegistry): AppRoute[] {
   registry.register(lookupOperation(env));
   registry.register(valueSetValidateCodeOperation(env));
   registry.register(codeSystemValidateCodeOperation(env));
@@ -45,4 +47,5 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry)
     clearInterval(timer);
     await Promise.allSettled(jobs);
   });
+  return [importRoute(env)];
 }
