@@ -91,8 +91,8 @@ export function generateSnomedLike(size: number, seed = 20261123): SnomedLike {
   const target = Math.round(size / 7);
   let best = 0;
   let bestCount = size;
-  for (let l = 2; l <= 8; l++) {
-    for (let k = 0; k < 12 && k < counts[l]; k++) {
+  for (let l = 2; l <= 7; l++) {
+    for (let k = 0; k < 40 && k < counts[l]; k++) {
       const c = levelStart[l] + Math.floor(random() * counts[l]);
       const n = descendantCount(model, c);
       if (Math.abs(n - target) < Math.abs(bestCount - target)) {
@@ -141,6 +141,25 @@ export function descendantCount(m: SnomedLike, root: number): number {
   return n;
 }
 
+/** The members of `root`'s subtree (itself and every descendant, every path). */
+export function descendants(m: SnomedLike, root: number): number[] {
+  if (childCache?.model !== m) childCache = { model: m, children: childrenOf(m) };
+  const { start, list } = childCache.children;
+  const seen = new Uint8Array(m.size);
+  const out = [root];
+  seen[root] = 1;
+  for (let k = 0; k < out.length; k++) {
+    const c = out[k];
+    for (let e = start[c]; e < start[c + 1]; e++) {
+      if (!seen[list[e]]) {
+        seen[list[e]] = 1;
+        out.push(list[e]);
+      }
+    }
+  }
+  return out;
+}
+
 /** True when `a` is `b` or an ancestor of `b` (walks up from b). */
 export function isAncestorOrSelf(m: SnomedLike, a: number, b: number): boolean {
   if (a === b) return true;
@@ -165,7 +184,7 @@ export function isAncestorOrSelf(m: SnomedLike, a: number, b: number): boolean {
 export function codeSystemHeader(m: SnomedLike, version = '1'): CodeSystem {
   return {
     resourceType: 'CodeSystem',
-    id: 'snomed-like',
+    id: `snomed-like-${version}`,
     url: SNOMED_LIKE_URL,
     version,
     name: 'SnomedLike',

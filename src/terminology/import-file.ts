@@ -145,8 +145,7 @@ export async function importStream(
 /** Writes one resource through the repository (and so through the index hooks). */
 async function writeResource(services: TerminologyEnv, input: Resource, options: ImportOptions): Promise<void> {
   const repo = services.system;
-  const resource = { ...input, meta: { ...(input.meta ?? {}), project: options.projectId } } as Resource;
-  if (!options.projectId) delete (resource.meta as { project?: string }).project;
+  const resource = ownedBy(input, options.projectId);
   resource.id ??= await existingId(services.db, resource, options.projectId);
   await options.check?.(resource);
   if (resource.id) await repo.update(resource);
@@ -169,18 +168,28 @@ async function finishLarge(
     await fill?.();
     const label = `${cs.url ?? cs.id} (${staged.size.toLocaleString('en')} concepts)`;
     await staged.complete((done, total) => bar(`${label} hierarchy`, done, total, 'concepts'));
+    const resource = ownedBy({ ...cs, content: 'not-present' }, options.projectId);
+    delete resource.concept;
+    resource.id ??= await existingId(services.db, resource, options.projectId);
+    // Before the switch transaction: a check that reads the database must not wait for it.
+    await options.check?.(resource);
     await staged.publish(async (tx) => {
       const repo = services.system.inTransaction(tx);
-      const resource = { ...cs, concept: undefined, content: 'not-present', meta: { ...(cs.meta ?? {}), project: options.projectId } } as CodeSystem;
-      if (!options.projectId) delete (resource.meta as { project?: string }).project;
-      resource.id ??= await existingId(tx, resource, options.projectId);
-      await options.check?.(resource);
       return resource.id ? (await repo.update(resource)).resource : await repo.create(resource);
     });
   } catch (err) {
     await staged.abandon().catch(() => undefined);
     throw err;
   }
+}
+
+/** The resource as stored by the import: in `projectId`, or shared (no `meta.project`, no empty `meta`). */
+function ownedBy<T extends Resource>(input: T, projectId: string | undefined): T {
+  const meta = { ...(input.meta ?? {}), project: projectId };
+  if (!projectId) delete meta.project;
+  const resource: T = { ...input, meta };
+  if (Object.keys(meta).length === 0) delete (resource as { meta?: unknown }).meta;
+  return resource;
 }
 
 /** The id of a stored resource with the same url|version in the same project (or shared), so a re-import updates it. */
