@@ -77,19 +77,22 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   try {
     const auth = await installAuth(env);
     const registry = installOperations(env);
-    const terminologyRoutes = installTerminology(env, registry);
+    const terminology = installTerminology(env, registry);
     await installEmail(env);
     const adminRoutes = installAdmin(env);
     await registry.published();
     operations = registry;
-    routes = [...auth.routes, ...adminRoutes, ...terminologyRoutes];
+    routes = [...auth.routes, ...adminRoutes, ...terminology.routes];
     http = buildHttpServer({
       config,
       log,
       db,
       authenticator: auth.authenticator,
       repository,
-      fhir: createFhirRouter(registry, { bundleMaxEntries: config.bundleMaxEntries }),
+      fhir: createFhirRouter(registry, {
+        bundleMaxEntries: config.bundleMaxEntries,
+        terminologyCapabilities: terminology.capabilities,
+      }),
       routes,
     });
   } catch (err) {

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { ValueSet, ValueSetComposeInclude, ValueSetExpansionContains, ValueSetExpansionParameter } from '@medplum/fhirtypes';
 import { FhirError, badRequest, issue } from '../fhir/outcome.js';
 import { UnknownValueSetError, ValueSetEvaluator, flatten, includeConditions, includeSystem, runQuery } from './compose.js';
-import { conceptsByIds, designationsOf } from './concepts.js';
+import { conceptsByIds, designationsOf, indexOf } from './concepts.js';
+import { compileInclude } from './filter-match.js';
 import { preferredDisplay, type LanguagePrefs } from './display.js';
 import { SqlParams } from './filters.js';
 import { msg } from './messages.js';
@@ -10,9 +11,9 @@ import { resolveCodeSystem } from './resolve.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
 
 /**
- * `$expand` (docs/terminology.md#expand) — the one operation that builds an expansion. Each include is one
- * SQL query returning concept ids (whole systems, concept lists, filters, the text filter, active
- * only); ids of one code system are merged and excludes subtracted as id sets, so only the
+ * `$expand` (docs/terminology.md#expand) — the one operation that builds an expansion. Each include
+ * yields concept ids from the in-memory index (whole systems, concept lists, filters compiled
+ * once, the text filter, active only; `TermContext.sqlReference`: one SQL query); ids of one code system are merged and excludes subtracted as id sets, so only the
  * requested page is ever turned into `contains` entries and `total` is the true total.
  */
 
@@ -135,15 +136,45 @@ async function includeGroups(
     return nested ? intersect([group], nested) : [group];
   }
   used.codeSystems.add(cs.version ? `${cs.url}|${cs.version}` : cs.url);
+  const allowed = nested ? nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []) : undefined;
+  if (!tc.sqlReference) return [{ system: cs.url, cs, ids: await includeIdsInMemory(tc, cs, inc, path, activeOnly, req.filter, allowed) }];
   const p = new SqlParams();
   const conditions = [`c.cs_key = ${p.add(cs.key)}`, ...(await includeConditions(tc, cs, inc, path, p, activeOnly))];
   if (req.filter) conditions.push(textCondition(req.filter, p));
-  if (nested) {
-    const allowed = nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []);
-    conditions.push(`c.id = ANY(${p.add(allowed)}::int[])`);
-  }
+  if (allowed) conditions.push(`c.id = ANY(${p.add(allowed)}::int[])`);
   const rows = (await runQuery(tc, `SELECT c.id FROM tx_concept c WHERE ${conditions.join(' AND ')} ORDER BY c.id`, p.values)).rows;
   return [{ system: cs.url, cs, ids: rows.map((r) => (r as { id: number }).id) }];
+}
+
+/**
+ * The ids an include selects (ascending), from the in-memory index: the compiled include
+ * (filter-match.ts), the text filter on display and designations, and the nested value sets' ids.
+ */
+async function includeIdsInMemory(
+  tc: TermContext,
+  cs: CodeSystemInfo,
+  inc: ValueSetComposeInclude,
+  path: string,
+  activeOnly: boolean,
+  text: string | undefined,
+  allowed: number[] | undefined,
+): Promise<number[]> {
+  const index = await indexOf(tc, cs);
+  const match = await compileInclude(tc, cs, index, inc, path, activeOnly);
+  const words = text ? wordPrefix(text) : undefined;
+  const textMatch = (id: number) => !words || words.test(index.display(id) ?? '') || index.designations(id).some((d) => words.test(d.value));
+  const out: number[] = [];
+  if (allowed) {
+    for (const id of [...new Set(allowed)].sort((a, b) => a - b)) if (index.has(id) && match(id) && textMatch(id)) out.push(id);
+    return out;
+  }
+  for (let id = 1; id <= index.maxId; id++) if (index.has(id) && match(id) && textMatch(id)) out.push(id);
+  return out;
+}
+
+/** The text filter as in SQL (textCondition): the text at the start of a word, ignoring case. */
+function wordPrefix(text: string): RegExp {
+  return new RegExp(`(^|[^\\p{L}\\p{N}])${text.replace(/[\\.^$|?*+()[\]{}]/g, '\\$&')}`, 'iu');
 }
 
 /** Word-prefix, case-insensitive match of the `filter` text on the display and the designations. */

@@ -5,6 +5,7 @@ import type { Database, Queryable } from '../core/database.js';
 import { BATCH_ROWS } from './bulk-insert.js';
 import { CodeSystemRowBuilder } from './code-system-rows.js';
 import { finishHierarchy, insertCodeSystemRow, insertRowBatch, removeIndexRows } from './code-system-store.js';
+import { announceCodeSystemChange } from './index-cache.js';
 
 /**
  * Atomic per-version imports of large code systems (docs/terminology.md#atomic-imports).
@@ -93,6 +94,7 @@ export class StagedCodeSystem {
         [this.key, resource.id, resource.meta?.project ?? null, resource.meta?.lastUpdated ?? new Date().toISOString(), OWNER],
       );
       if (switched.rowCount !== 1) throw new Error(`the staged index ${this.key} of ${this.header.url} is gone`);
+      await announceCodeSystemChange(tx, resource.id as string);
       return resource;
     });
     await cleanUpImports(this.db);
