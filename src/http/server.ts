@@ -20,6 +20,30 @@ import { requestInfo, type ParsedBody } from './request-info.js';
 const FHIR_PREFIX = '/fhir/R4';
 const FHIR_CONTENT_TYPE = 'application/fhir+json; charset=utf-8';
 
+/** Registers one feature route: its body checked, the caller authenticated, its result written. */
+function registerRoute(app: FastifyInstance, services: HttpDeps, route: AppRoute): void {
+  app.route({
+    method: route.method,
+    url: route.url,
+    handler: async (request, reply) => {
+      if (route.body !== 'stream') checkBodyKind(request, route.body ?? 'json');
+      const ctx = await contextFor(services, request, route.auth);
+      const result = await route.handler({
+        params: request.params as Record<string, string>,
+        query: request.query as Record<string, string>,
+        body: (request.body as ParsedBody | undefined)?.value,
+        headers: request.headers as Record<string, string | undefined>,
+        ip: request.ip,
+        ctx,
+      });
+      void reply.status(result.status).headers(result.headers ?? {});
+      if (result.body === undefined) return reply.send();
+      if (typeof result.body === 'string') return reply.type(result.contentType ?? 'text/plain; charset=utf-8').send(result.body);
+      return reply.type(result.contentType ?? 'application/json; charset=utf-8').send(JSON.stringify(result.body));
+    },
+  });
+}
+
 /** The HTTP server as the rest of the application sees it. */
 export type HttpServer = FastifyInstance;
 
@@ -102,26 +126,17 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
   app.all(`${FHIR_PREFIX}/*`, fhirRoute, (request, reply) => handleFhir(services, request, reply));
   app.all(FHIR_PREFIX, fhirRoute, (request, reply) => handleFhir(services, request, reply));
 
-  for (const route of routes) {
-    app.route({
-      method: route.method,
-      url: route.url,
-      handler: async (request, reply) => {
-        checkBodyKind(request, route.body ?? 'json');
-        const ctx = await contextFor(services, request, route.auth);
-        const result = await route.handler({
-          params: request.params as Record<string, string>,
-          query: request.query as Record<string, string>,
-          body: (request.body as ParsedBody | undefined)?.value,
-          headers: request.headers as Record<string, string | undefined>,
-          ip: request.ip,
-          ctx,
-        });
-        void reply.status(result.status).headers(result.headers ?? {});
-        if (result.body === undefined) return reply.send();
-        if (typeof result.body === 'string') return reply.type(result.contentType ?? 'text/plain; charset=utf-8').send(result.body);
-        return reply.type(result.contentType ?? 'application/json; charset=utf-8').send(JSON.stringify(result.body));
-      },
+  for (const route of routes.filter((r) => r.body !== 'stream')) registerRoute(app, services, route);
+  // Streamed bodies (e.g. terminology imports): the raw request stream reaches the handler, in
+  // a scope of their own where no parser reads the body and the body limit does not apply.
+  const streamed = routes.filter((r) => r.body === 'stream');
+  if (streamed.length > 0) {
+    void app.register(async (scope) => {
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser('*', (request, payload, done) => {
+        done(null, { kind: 'stream', contentType: String(request.headers['content-type'] ?? ''), value: payload } satisfies ParsedBody);
+      });
+      for (const route of streamed) registerRoute(scope, services, route);
     });
   }
   return app;

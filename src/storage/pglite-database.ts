@@ -18,6 +18,13 @@ const START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=32MB']
 const UNLIMITED: DatabaseLimits = { statementTimeoutMs: 0, acquireTimeoutMs: 0 };
 
 /**
+ * Bounds on the write-ahead log of an embedded folder. PostgreSQL's defaults (up to 1 GB kept)
+ * suit a server; for an embedded database the WAL is pure overhead on disk, and after one large
+ * import it would stay at 1 GB (docs/terminology.md#database-size).
+ */
+const WAL_BOUNDS = ['-c', 'max_wal_size=128MB', '-c', 'min_wal_size=32MB'];
+
+/**
  * Embedded PostgreSQL (WASM) — the zero-setup default. PGlite has one connection, so
  * transactions are serialized by the driver; that makes every transaction effectively
  * serializable, which the repository relies on no more than on PostgreSQL's row locks.
@@ -43,7 +50,7 @@ export async function openPgliteDatabase(
   let pg: PGlite;
   try {
     pg = await PGlite.create(inMemory ? undefined : dataDir, {
-      startParams: START_PARAMS,
+      startParams: [...START_PARAMS, ...WAL_BOUNDS],
       ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
     });
   } catch (err) {
