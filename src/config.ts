@@ -42,6 +42,8 @@ export interface Config {
   baseTerminology: 'background' | 'lazy';
   /** Memory budget of the in-memory terminology indexes, in MB (docs/terminology.md#in-memory-index). */
   txCacheMb: number;
+  /** Code-system canonicals whose in-memory index is built at start, in the background. */
+  txPreload: string[];
   /** Bounds on one terminology request (docs/terminology.md#limits). */
   terminologyLimits: { maxFilters: number; maxCodings: number };
   /** Outbox e-mail sender. */
@@ -74,6 +76,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl,
     baseTerminology,
     txCacheMb: intOf(env.LATTICE_TX_CACHE_MB, 1024, 'LATTICE_TX_CACHE_MB'),
+    txPreload: (env.LATTICE_TX_PRELOAD ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     terminologyLimits: {
       maxFilters: intOf(env.LATTICE_TX_MAX_FILTERS, 50, 'LATTICE_TX_MAX_FILTERS'),
       maxCodings: intOf(env.LATTICE_TX_MAX_CODINGS, 10_000, 'LATTICE_TX_MAX_CODINGS'),

@@ -13,6 +13,7 @@ import { FhirError, badRequest, issue, methodNotAllowed, notFound, unsupportedMe
 import { allowedMethods, type FhirRouter } from '../rest/router.js';
 import { registerCors } from './cors.js';
 import { errorResponse } from './errors.js';
+import { lazySchemaCompilers } from './lazy-schema-compilers.js';
 import { NUL_IN_CONTENT, parseJsonBody } from './json-body.js';
 import { requestInfo, type ParsedBody } from './request-info.js';
 
@@ -53,6 +54,8 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
       return typeof given === 'string' && /^[\w\-.:]{1,128}$/.test(given) ? given : randomUUID();
     },
     return503OnClosing: true,
+    // Ajv and fast-json-stringify load on first use: no Lattice route declares a schema.
+    schemaController: { compilersFactory: lazySchemaCompilers },
     // Requests are logged by the onResponse hook below, with secrets in URLs redacted.
     logController: new LogController({ disableRequestLogging: true }),
     // Errors Fastify answers before any route or hook runs (a URL that is not valid
