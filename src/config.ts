@@ -28,6 +28,8 @@ export interface Config {
   database: { statementTimeoutMs: number; acquireTimeoutMs: number; poolSize: number };
   /** Bounds on one search (docs/rest.md#limits). */
   searchLimits: { maxParameters: number; maxValues: number; maxChain: number; maxIncludes: number; maxIncluded: number };
+  /** Lifetime of a client application secret in seconds; 0 = it never expires (docs/auth.md#client-secrets). */
+  clientSecretLifetime: number;
   /** Access-token lifetime in seconds. */
   accessTokenLifetime: number;
   /** Most entries a batch/transaction Bundle may have (default 1000). */
@@ -101,6 +103,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxIncludes: intOf(env.LATTICE_SEARCH_MAX_INCLUDES, 10, 'LATTICE_SEARCH_MAX_INCLUDES'),
       maxIncluded: intOf(env.LATTICE_SEARCH_MAX_INCLUDED, 1000, 'LATTICE_SEARCH_MAX_INCLUDED'),
     },
+    clientSecretLifetime: intOf(env.LATTICE_CLIENT_SECRET_LIFETIME, 0, 'LATTICE_CLIENT_SECRET_LIFETIME'),
     accessTokenLifetime: intOf(env.LATTICE_TOKEN_LIFETIME, 3600, 'LATTICE_TOKEN_LIFETIME'),
     bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 1000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
     email: {

@@ -47,7 +47,8 @@ for (const driver of drivers) {
     });
 
     test('from a peer that is not a trusted proxy X-Forwarded-For is ignored (default: none trusted)', async () => {
-      for (const env of [{}, { LATTICE_TRUSTED_PROXIES: '10.9.8.7, 192.0.2.0/24' }]) {
+      const envs: Array<Record<string, string>> = [{}, { LATTICE_TRUSTED_PROXIES: '10.9.8.7, 192.0.2.0/24' }];
+      for (const env of envs) {
         const server = await startServer(driver, { env });
         try {
           await fail100(server, (i) => `203.0.113.${i}`);

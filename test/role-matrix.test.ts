@@ -215,7 +215,9 @@ const TABLE: Row[] = [
   [/^route GET \/auth\/me$/, { anonymous: 401, token: 200 }, (res, c) => c.role !== 'anonymous' && meIsOwnProject(res, c)],
   [/^route POST \/admin\/projects\/:projectId\/client \[A\]$/, { anonymous: 401, admins: 201, members: 403, otherAdmin: 403 }],
   [/^route POST \/admin\/projects\/:projectId\/invite \[A\]$/, { anonymous: 401, admins: 200, members: 403, otherAdmin: 403 }],
-  [/^route POST \/admin\/projects\/:projectId\/\w+ \[unknown\]$/, { anonymous: 401, superAdmin: 404, token: 403 }],
+  // A made-up client id: unknown to admins (404), forbidden to everyone else.
+  [/^route POST \/admin\/projects\/:projectId\/client\/:clientId\/secret \[A\]$/, { anonymous: 401, admins: 404, members: 403, otherAdmin: 403 }],
+  [/^route POST \/admin\/projects\/:projectId\/[\w/:]+ \[unknown\]$/, { anonymous: 401, superAdmin: 404, token: 403 }],
 
   // FHIR REST on A's Patient (fresh per role).
   [/^rest metadata$/, { any: 200 }],
