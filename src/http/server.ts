@@ -46,6 +46,9 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- without it Fastify infers pino's Logger as its logger type, which its own route types then refuse
     loggerInstance: services.log as FastifyBaseLogger,
     bodyLimit: services.config.bodyLimit,
+    // `request.ip` (throttling, logs) follows X-Forwarded-For only through configured proxies
+    // (docs/auth.md#throttling); by default it is the connection's peer.
+    trustProxy: services.config.trustedProxies.length > 0 ? services.config.trustedProxies : false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w\-.:]{1,128}$/.test(given) ? given : randomUUID();

@@ -169,10 +169,15 @@ export class TerminologyCache {
     return p;
   }
 
-  /** A change announced by any node: `cs:<resource id>` or `vs:<resource id>`. */
+  /**
+   * A change announced by any node: `cs:<resource id>` or `vs:<resource id>`; `*` when the
+   * listening connection was re-established (changes may have been missed: forget everything).
+   */
   invalidate(payload: string): void {
+    if (payload === '*') return this.clear();
     this.generation++;
     this.resolution.clear();
+    if (payload === '*') return this.clear(); // notifications may have been missed (src/core/database.ts)
     if (!payload.startsWith('cs:')) return;
     const resourceId = payload.slice(3);
     for (const [key, entry] of this.indexes) {
