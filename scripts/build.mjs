@@ -10,6 +10,10 @@ import { build } from 'esbuild';
 const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], { stdio: 'inherit' });
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
 
+// The resource types, from 37 MB of StructureDefinitions: once here, not on every start.
+const { saveResourceTypes } = await import('../dist/src/fhir/definitions.js');
+saveResourceTypes();
+
 await build({
   entryPoints: ['src/main.ts'],
   outfile: 'dist/lattice.js',
