@@ -43,7 +43,9 @@ async function importCommand(args: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const app = await createApp(loadConfig());
+  // A command-line import may hold the database as long as its file needs (docs/errors.md#database-limits).
+  const config = loadConfig();
+  const app = await createApp({ ...config, database: { ...config.database, statementTimeoutMs: 0 } });
   try {
     const summary = await importFile(file, app, { projectId });
     console.log(

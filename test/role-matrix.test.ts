@@ -209,6 +209,7 @@ const TABLE: Row[] = [
   [/^rest create Patient$/, { anonymous: 401, token: 201 }],
   [/^rest (read|vread|history|update|delete) Patient$/, { anonymous: 401, A: 200, otherAdmin: 404 }],
   [/^rest (search|type-history) \w+$/, { anonymous: 401, token: 200 }, listsTargetIfVisible],
+  [/^rest compartment Patient$/, { anonymous: 401, A: 200, otherAdmin: 404 }, listsTargetIfVisible],
 
   // FHIR REST on account resources: written only by super admins; User/ProjectMembership/
   // ClientApplication seen by the project's admin (plain members see only their own, which the
@@ -438,6 +439,16 @@ for (const driver of drivers) {
           routes.push({ key: `rest ${interaction} ${type}`, method, path: `/fhir/R4${path(type, id)}`, body, public: false, addressesA: false, target: { type, id } });
         }
       }
+
+      // Compartment search on A's Patient: the patient itself is in its compartment.
+      routes.push({
+        key: 'rest compartment Patient',
+        method: 'GET',
+        path: `/fhir/R4/Patient/${t.Patient}/*`,
+        public: false,
+        addressesA: false,
+        target: { type: 'Patient', id: t.Patient },
+      });
 
       // Operations, at every level their definition declares.
       for (const def of server.app.operations.definitions()) {

@@ -21,9 +21,20 @@ export interface UpdateResult {
 
 /** One search, as the REST layer received it (repeated names allowed, modifiers in the name). */
 export interface SearchQuery {
+  /**
+   * The type searched, or `*` = every type of `compartment` (then only `_id`, `_lastUpdated` and
+   * the result parameters are accepted, and `_sort` only by those two).
+   */
   resourceType: string;
   /** Query pairs as given, e.g. [['name:exact','Eve'], ['_count','10']]; `_format`/`_pretty` removed. */
   params: Array<[string, string]>;
+  /**
+   * Only resources in this compartment (docs/rest.md#compartment-search): the compartment's own
+   * resource, and resources that reference it through the parameters the R4
+   * CompartmentDefinition names for their type. The caller checks the compartment resource is
+   * visible first. `types` narrows a `*` search.
+   */
+  compartment?: { resourceType: 'Patient'; id: string; types?: string[] };
 }
 
 export interface SearchResult {

@@ -145,3 +145,24 @@ export function searchParameterMap(): Map<string, Map<string, SearchParameter>> 
 export function searchParametersFor(resourceType: string): Map<string, SearchParameter> {
   return searchParameterMap().get(resourceType) ?? new Map<string, SearchParameter>();
 }
+
+let patientCompartment: Map<string, string[]> | undefined;
+
+/**
+ * The R4 Patient CompartmentDefinition (`compartmentdefinition-patient.json`): for each resource
+ * type in the compartment, the search parameters that put a resource of that type in a
+ * patient's compartment (e.g. Observation → subject, performer). Types the definition lists
+ * without parameters are not in the compartment and are left out.
+ */
+export function patientCompartmentParams(): Map<string, string[]> {
+  if (!patientCompartment) {
+    const definition = JSON.parse(readFileSync(join(definitionsDir, 'compartmentdefinition-patient.json'), 'utf8')) as {
+      resource?: Array<{ code?: string; param?: string[] }>;
+    };
+    patientCompartment = new Map();
+    for (const r of definition.resource ?? []) {
+      if (r.code && r.param && r.param.length > 0 && isResourceType(r.code)) patientCompartment.set(r.code, [...r.param]);
+    }
+  }
+  return patientCompartment;
+}

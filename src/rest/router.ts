@@ -7,8 +7,8 @@ import { conditionalDelete, conditionalUpdate, createResource, deleteResource, r
 import { bundleInteraction } from './batch.js';
 import { historyInteraction } from './history.js';
 import { patchInteraction } from './patch.js';
-import { capabilityStatement } from './metadata.js';
-import { searchInteraction } from './search.js';
+import { metadataInteraction, type TerminologyCapabilitiesSource } from './metadata.js';
+import { compartmentSearchInteraction, searchInteraction } from './search.js';
 
 /** A FHIR REST endpoint: request in, result out. */
 export type FhirRouter = (req: FhirRequest) => Promise<FhirResult>;
@@ -17,6 +17,8 @@ export type FhirRouter = (req: FhirRequest) => Promise<FhirResult>;
 export interface FhirRouterOptions {
   /** Most entries a batch/transaction Bundle may have (`LATTICE_BUNDLE_MAX_ENTRIES`). */
   bundleMaxEntries: number;
+  /** `GET [base]/metadata?mode=terminology` (the terminology feature answers it). */
+  terminologyCapabilities: TerminologyCapabilitiesSource;
 }
 
 /** The FHIR router over the interactions below and the given operations. */
@@ -41,7 +43,7 @@ async function routeFhirRequest(req: FhirRequest, operations: OperationDispatche
 
   if (segments.length === 0) return bundleInteraction(req, self, options.bundleMaxEntries);
   if (segments.length === 1 && first === '_history') return historyInteraction(req, undefined);
-  if (segments.length === 1 && first === 'metadata') return { status: 200, body: capabilityStatement(req.ctx, operations) };
+  if (segments.length === 1 && first === 'metadata') return metadataInteraction(req, operations, options.terminologyCapabilities);
   if (first?.startsWith('$')) return operations.dispatch(req, { code: first.slice(1) });
   const type = first;
   if (segments.length === 1) {
@@ -55,9 +57,10 @@ async function routeFhirRequest(req: FhirRequest, operations: OperationDispatche
   if (segments.length === 2 && second === '_search') return searchInteraction(req, type);
   if (segments.length === 2 && second === '_history') return historyInteraction(req, type);
 
-  // Instance level: [type]/[id], [type]/[id]/$op, [type]/[id]/_history[/vid]
+  // Instance level: [type]/[id], [type]/[id]/$op, [type]/[id]/_history[/vid], Patient/[id]/[type] (compartment)
   checkId(type, second);
   if (segments.length === 3 && third.startsWith('$')) return operations.dispatch(req, { code: third.slice(1), resourceType: type, id: second } satisfies OperationCall);
+  if (segments.length === 3 && third !== '_history') return compartmentSearchInteraction(req, 'Patient', second, third);
   if (segments.length === 3) return historyInteraction(req, type, second);
   if (segments.length === 4) return readVersion(req, type, second, fourth);
   if (method === 'GET') return readResource(req, type, second);
@@ -90,7 +93,10 @@ function classify(segments: string[]): PathKind {
       return interaction('GET', 'HEAD', 'PUT', 'DELETE', 'PATCH');
     case 3:
       if (third.startsWith('$')) return { kind: 'operation' };
-      return third === '_history' ? interaction('GET', 'HEAD') : { kind: 'nothing' };
+      if (third === '_history') return interaction('GET', 'HEAD');
+      // Compartment search (docs/rest.md#compartment-search): Patient/<id>/<Type> and Patient/<id>/*.
+      if (first === 'Patient' && (third === '*' || isResourceType(third))) return interaction('GET', 'HEAD');
+      return { kind: 'nothing' };
     case 4:
       return third === '_history' ? interaction('GET', 'HEAD') : { kind: 'nothing' };
     default:

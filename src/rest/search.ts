@@ -1,5 +1,8 @@
-import type { Coding, Resource } from '@medplum/fhirtypes';
-import { structureDefinitionMap } from '../fhir/definitions.js';
+import type { Bundle, Coding, Resource } from '@medplum/fhirtypes';
+import { isResourceType, structureDefinitionMap } from '../fhir/definitions.js';
+import { badRequest } from '../fhir/outcome.js';
+import { inCompartment } from '../storage/search/query/compartment.js';
+import type { SearchQuery } from '../core/repository.js';
 import { bundle, fullUrl, pageLinks } from './bundle.js';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 
@@ -19,21 +22,55 @@ const ALWAYS_KEPT = ['resourceType', 'id', 'meta'];
  */
 export async function searchInteraction(req: FhirRequest, type: string): Promise<FhirResult> {
   const params = [...req.query, ...formParams(req.body)].filter(([k]) => !FORMAT_PARAMS.has(k));
-  const result = await req.ctx.repo.search({ resourceType: type, params });
+  return { status: 200, body: await searchBundle(req, { resourceType: type, params }, `${req.ctx.fhirBaseUrl}/${type}`) };
+}
+
+/**
+ * GET [base]/Patient/<id>/<Type> and [base]/Patient/<id>/* (docs/rest.md#compartment-search):
+ * the search of `<Type>` (or of every compartment type, optionally narrowed by `_type`)
+ * restricted to the patient's compartment. The patient must be visible to the caller (404/410
+ * as for read) and `<Type>` a type of the compartment.
+ */
+export async function compartmentSearchInteraction(req: FhirRequest, compartmentType: 'Patient', id: string, type: string): Promise<FhirResult> {
+  await req.ctx.repo.read(compartmentType, id);
+  let params = req.query.filter(([k]) => !FORMAT_PARAMS.has(k));
+  const compartment: SearchQuery['compartment'] = { resourceType: compartmentType, id };
+  if (type === '*') {
+    const wanted = params.filter(([k]) => k === '_type').flatMap(([, v]) => v.split(',').map((t) => t.trim()).filter(Boolean));
+    if (wanted.length > 0) compartment.types = checkedCompartmentTypes(wanted);
+    params = params.filter(([k]) => k !== '_type');
+  } else if (!inCompartment(type)) {
+    throw badRequest(`Resource type ${type} is not in the ${compartmentType} compartment`);
+  }
+  const url = `${req.ctx.fhirBaseUrl}/${compartmentType}/${id}/${type}`;
+  const linkParams = req.query.filter(([k]) => !FORMAT_PARAMS.has(k));
+  return { status: 200, body: await searchBundle(req, { resourceType: type, params, compartment }, url, linkParams) };
+}
+
+/** `_type` values of a compartment search: resource types of the compartment, else 400. */
+export function checkedCompartmentTypes(types: string[]): string[] {
+  for (const t of types) {
+    if (!isResourceType(t)) throw badRequest(`Invalid value '${t}' for _type: not a resource type`);
+    if (!inCompartment(t)) throw badRequest(`Resource type ${t} is not in the Patient compartment`);
+  }
+  return types;
+}
+
+/** Runs `query` and answers the searchset Bundle, with paging links under `url` repeating `linkParams`. */
+export async function searchBundle(req: FhirRequest, query: SearchQuery, url: string, linkParams = query.params): Promise<Bundle> {
+  const { params } = query;
+  const result = await req.ctx.repo.search(query);
   const base = req.ctx.fhirBaseUrl;
-  const shape = shaper(type, params);
-  return {
-    status: 200,
-    body: bundle(
-      'searchset',
-      result.resources.map((resource: Resource, i) => {
-        const mode = result.modes?.[i] ?? 'match';
-        return { fullUrl: fullUrl(base, resource), resource: mode === 'match' ? shape(resource) : resource, search: { mode } };
-      }),
-      [...params].reverse().find(([k]) => k === '_total')?.[1] === 'none' ? undefined : result.total,
-      pageLinks(`${base}/${type}`, params, result),
-    ),
-  };
+  const shape = shaper(params);
+  return bundle(
+    'searchset',
+    result.resources.map((resource: Resource, i) => {
+      const mode = result.modes?.[i] ?? 'match';
+      return { fullUrl: fullUrl(base, resource), resource: mode === 'match' ? shape(resource) : resource, search: { mode } };
+    }),
+    [...params].reverse().find(([k]) => k === '_total')?.[1] === 'none' ? undefined : result.total,
+    pageLinks(url, linkParams, result),
+  );
 }
 
 /**
@@ -41,16 +78,18 @@ export async function searchInteraction(req: FhirRequest, type: string): Promise
  * StructureDefinition's summary and mandatory elements) or `_elements=a,b` (those top-level
  * elements). Shaped resources are tagged SUBSETTED. `_summary` wins when both are given.
  */
-function shaper(type: string, params: Array<[string, string]>): (resource: Resource) => Resource {
+function shaper(params: Array<[string, string]>): (resource: Resource) => Resource {
   const last = (name: string): string | undefined => [...params].reverse().find(([k]) => k === name)?.[1];
   const summary = last('_summary');
   const elements = last('_elements');
-  if (summary === 'true') return (r) => subset(r, (key) => elementInfo(type).summary.has(baseName(type, key)));
-  if (summary === 'text') return (r) => subset(r, (key) => key === 'text' || elementInfo(type).mandatory.has(baseName(type, key)));
+  const info = (r: Resource) => elementInfo(r.resourceType);
+  const name = (r: Resource, key: string) => baseName(r.resourceType, key);
+  if (summary === 'true') return (r) => subset(r, (key) => info(r).summary.has(name(r, key)));
+  if (summary === 'text') return (r) => subset(r, (key) => key === 'text' || info(r).mandatory.has(name(r, key)));
   if (summary === 'data') return (r) => subset(r, (key) => key !== 'text');
   const wanted = new Set((elements ?? '').split(',').map((e) => e.trim().replace(/\[x\]$/, '')).filter(Boolean));
   if (wanted.size > 0 && summary !== 'false') {
-    return (r) => subset(r, (key) => wanted.has(key) || wanted.has(baseName(type, key)));
+    return (r) => subset(r, (key) => wanted.has(key) || wanted.has(name(r, key)));
   }
   return (r) => r;
 }

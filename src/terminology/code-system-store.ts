@@ -3,6 +3,7 @@ import { badRequest } from '../fhir/outcome.js';
 import type { Queryable } from '../core/database.js';
 import { bulkInsert } from './bulk-insert.js';
 import { ClosureTooLarge, computeClosure } from './closure.js';
+import { announceCodeSystemChange } from './index-cache.js';
 import { codeSystemRows, DESIGNATION_COLUMNS, PROPERTY_COLUMNS, type ConceptRow, type DesignationRow, type PropertyRow } from './code-system-rows.js';
 
 /**
@@ -54,7 +55,10 @@ export async function indexCodeSystem(
         JSON.stringify(cs.property ?? []),
       ],
     );
-    if (kept.rows.length > 0) return kept.rows[0].cs_key;
+    if (kept.rows.length > 0) {
+      await announceCodeSystemChange(q, target.resourceId);
+      return kept.rows[0].cs_key;
+    }
   }
   await removeCodeSystemIndex(q, target.resourceId);
   const rows = codeSystemRows(cs);
@@ -150,6 +154,8 @@ export async function indexCodeSystem(
 
 /** Removes the index of one resource (no-op when it has none). */
 export async function removeCodeSystemIndex(q: Queryable, resourceId: string): Promise<void> {
+  // Every write of an index passes here (a re-index removes first): every node drops its copy.
+  await announceCodeSystemChange(q, resourceId);
   const found = await q.query<{ cs_key: number }>('DELETE FROM tx_code_system WHERE resource_id = $1 RETURNING cs_key', [resourceId]);
   for (const { cs_key } of found.rows) {
     for (const table of CHILD_TABLES) await q.query(`DELETE FROM ${table} WHERE cs_key = $1`, [cs_key]);

@@ -1,16 +1,18 @@
 import type { ValueSet, ValueSetComposeInclude, ValueSetExpansionContains } from '@medplum/fhirtypes';
 import { badRequest } from '../fhir/outcome.js';
-import { findConcepts } from './concepts.js';
+import { findConcepts, indexOf } from './concepts.js';
+import { compileInclude } from './filter-match.js';
 import { SqlParams, filterPredicate, regexError } from './filters.js';
 import { msg } from './messages.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
-import { effectiveVersion, splitCanonical, versionMatches, type EffectiveVersion } from './versions.js';
+import { effectiveVersion, splitCanonical, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from './versions.js';
 
 /**
  * Value-set membership (docs/terminology.md#value-set-membership), decided for the given codes — never by expanding
- * first. Each include becomes one SQL query over the candidate concepts (explicit concepts,
- * filters ANDed, the whole system); nested value sets (`include.valueSet`) are intersected
+ * first. Each include is compiled once per code-system index into a predicate over concept ids
+ * (filter-match.ts; explicit concepts, filters ANDed, the whole system) and the candidates are
+ * probed (`TermContext.sqlReference`: one SQL query per include instead); nested value sets (`include.valueSet`) are intersected
  * recursively for the same candidates; excludes are subtracted; `compose.inactive = false`
  * (or `activeOnly`) drops inactive concepts. A value set without `compose` is decided from its
  * `expansion`. Any number of codes costs a fixed number of queries (10k-coding requests).
@@ -83,7 +85,7 @@ export class ValueSetEvaluator {
     const out: EffectiveVersion[] = [];
     for (const inc of this.vs.compose?.include ?? []) {
       const pinned = includeSystem(inc);
-      if (pinned.system === system) out.push(effectiveVersion(this.tc.versionRules, system, pinned.version));
+      if (pinned.system === system) out.push(effectiveVersion(this.tc.versionRules ?? NO_VERSION_RULES, system, pinned.version));
       else if (!pinned.system) for (const ref of inc.valueSet ?? []) out.push(...(await (await this.nested(ref)).includeVersions(system)));
     }
     return out;
@@ -134,7 +136,7 @@ export class ValueSetEvaluator {
     }
     if (!pinned.system) return nestedHits;
 
-    const effective = effectiveVersion(this.tc.versionRules, pinned.system, pinned.version);
+    const effective = effectiveVersion(this.tc.versionRules ?? NO_VERSION_RULES, pinned.system, pinned.version);
     const cs = await includeCodeSystem(this.tc, pinned.system, effective, version);
     const hits = (found: Iterable<string>) => new Map([...found].map((c) => [c, { cs, version: effective }] as const));
     if (!cs) {
@@ -143,14 +145,9 @@ export class ValueSetEvaluator {
       return hits(inc.concept ? candidates.filter((c) => listed.has(c)) : []);
     }
     const concepts = await findConcepts(this.tc, cs, candidates);
-    const p = new SqlParams();
-    const conditions = [`c.cs_key = ${p.add(cs.key)}`, `c.id = ANY(${p.add([...new Set([...concepts.values()].map((c) => c.id))])}::int[])`];
-    conditions.push(...(await includeConditions(this.tc, cs, inc, path, p, activeOnly)));
-    const ids = new Set(
-      (await runQuery(this.tc, `SELECT c.id FROM tx_concept c WHERE ${conditions.join(' AND ')}`, p.values)).rows.map(
-        (r) => (r as { id: number }).id,
-      ),
-    );
+    const ids = this.tc.sqlReference
+      ? await includeIdsSql(this.tc, cs, inc, path, activeOnly, [...new Set([...concepts.values()].map((c) => c.id))])
+      : await includeIdsInMemory(this.tc, cs, inc, path, activeOnly, [...concepts.values()].map((c) => c.id));
     const out = new Set<string>();
     for (const code of candidates) {
       const concept = concepts.get(code);
@@ -189,6 +186,21 @@ export class ValueSetEvaluator {
     if (!vs) throw new UnknownValueSetError(ref);
     return new ValueSetEvaluator(this.tc, vs, [...this.chain, ...self, key], ref.startsWith('#') ? this.root : vs);
   }
+}
+
+/** Which of `ids` an include selects, from the in-memory index (a compiled predicate). */
+async function includeIdsInMemory(tc: TermContext, cs: CodeSystemInfo, inc: ValueSetComposeInclude, path: string, activeOnly: boolean, ids: number[]): Promise<Set<number>> {
+  const match = await compileInclude(tc, cs, await indexOf(tc, cs), inc, path, activeOnly);
+  return new Set(ids.filter(match));
+}
+
+/** Which of `ids` an include selects, in SQL (the reference implementation). */
+async function includeIdsSql(tc: TermContext, cs: CodeSystemInfo, inc: ValueSetComposeInclude, path: string, activeOnly: boolean, ids: number[]): Promise<Set<number>> {
+  const p = new SqlParams();
+  const conditions = [`c.cs_key = ${p.add(cs.key)}`, `c.id = ANY(${p.add(ids)}::int[])`];
+  conditions.push(...(await includeConditions(tc, cs, inc, path, p, activeOnly)));
+  const rows = (await runQuery(tc, `SELECT c.id FROM tx_concept c WHERE ${conditions.join(' AND ')}`, p.values)).rows;
+  return new Set(rows.map((r) => (r as { id: number }).id));
 }
 
 /**

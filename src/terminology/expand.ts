@@ -2,19 +2,20 @@ import { randomUUID } from 'node:crypto';
 import type { ValueSet, ValueSetComposeInclude, ValueSetExpansionContains, ValueSetExpansionParameter } from '@medplum/fhirtypes';
 import { FhirError, badRequest, issue } from '../fhir/outcome.js';
 import { UnknownValueSetError, ValueSetEvaluator, flatten, includeConditions, includeSystem, runQuery } from './compose.js';
-import { conceptsByIds, designationsOf } from './concepts.js';
+import { conceptsByIds, designationsOf, indexOf } from './concepts.js';
+import { compileInclude } from './filter-match.js';
 import { preferredDisplay, type LanguagePrefs } from './display.js';
 import { SqlParams } from './filters.js';
 import { msg } from './messages.js';
 import { toOutcomeIssue } from './issues.js';
 import { codeSystemVersions, resolveCodeSystem } from './resolve.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
-import { VERSION_RULE_PARAMETER, checkViolation, effectiveVersion } from './versions.js';
+import { VERSION_RULE_PARAMETER, checkViolation, effectiveVersion, NO_VERSION_RULES } from './versions.js';
 
 /**
- * `$expand` (docs/terminology.md#expand) — the one operation that builds an expansion. Each include is one
- * SQL query returning concept ids (whole systems, concept lists, filters, the text filter, active
- * only); ids of one code system are merged and excludes subtracted as id sets, so only the
+ * `$expand` (docs/terminology.md#expand) — the one operation that builds an expansion. Each include
+ * yields concept ids from the in-memory index (whole systems, concept lists, filters compiled
+ * once, the text filter, active only; `TermContext.sqlReference`: one SQL query); ids of one code system are merged and excludes subtracted as id sets, so only the
  * requested page is ever turned into `contains` entries and `total` is the true total.
  */
 
@@ -138,7 +139,7 @@ async function includeGroups(
   const pinned = includeSystem(inc);
   if (!pinned.system) return nested ?? [];
 
-  const effective = effectiveVersion(tc.versionRules, pinned.system, pinned.version);
+  const effective = effectiveVersion(tc.versionRules ?? NO_VERSION_RULES, pinned.system, pinned.version);
   if (effective.source !== undefined && effective.source !== 'include' && effective.version !== undefined) {
     used.versionRules.set(`${pinned.system}|${effective.version}`, VERSION_RULE_PARAMETER[effective.source]);
   }
@@ -147,7 +148,7 @@ async function includeGroups(
     const known = await codeSystemVersions(tc, pinned.system);
     if (known.length > 0) throw expansionError('not-found', 'not-found', 'UNKNOWN_CODESYSTEM_VERSION_EXP', msg.cannotExpandVersion(pinned.system, effective.version, known));
   }
-  const violated = cs ? checkViolation(tc.versionRules, cs.url, cs.version) : undefined;
+  const violated = cs ? checkViolation(tc.versionRules ?? NO_VERSION_RULES, cs.url, cs.version) : undefined;
   if (cs && violated !== undefined) {
     throw expansionError('exception', 'version-error', 'VALUESET_VERSION_CHECK', msg.versionNotAllowed(cs.version ?? '', cs.url, violated));
   }
@@ -158,13 +159,12 @@ async function includeGroups(
     return nested ? intersect([group], nested) : [group];
   }
   used.codeSystems.add(cs.version ? `${cs.url}|${cs.version}` : cs.url);
+  const allowed = nested ? nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []) : undefined;
+  if (!tc.sqlReference) return [{ system: cs.url, cs, ids: await includeIdsInMemory(tc, cs, inc, path, activeOnly, req.filter, allowed) }];
   const p = new SqlParams();
   const conditions = [`c.cs_key = ${p.add(cs.key)}`, ...(await includeConditions(tc, cs, inc, path, p, activeOnly))];
   if (req.filter) conditions.push(textCondition(req.filter, p));
-  if (nested) {
-    const allowed = nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []);
-    conditions.push(`c.id = ANY(${p.add(allowed)}::int[])`);
-  }
+  if (allowed) conditions.push(`c.id = ANY(${p.add(allowed)}::int[])`);
   const rows = (await runQuery(tc, `SELECT c.id FROM tx_concept c WHERE ${conditions.join(' AND ')} ORDER BY c.id`, p.values)).rows;
   return [{ system: cs.url, cs, ids: rows.map((r) => (r as { id: number }).id) }];
 }
@@ -172,6 +172,37 @@ async function includeGroups(
 /** A 400 whose one issue carries the tx-ecosystem issue type and message id (docs/terminology.md#version-parameters). */
 function expansionError(code: string, type: string, id: string, text: string): FhirError {
   return new FhirError(400, [toOutcomeIssue({ severity: 'error', code, type, id, text })]);
+}
+
+/**
+ * The ids an include selects (ascending), from the in-memory index: the compiled include
+ * (filter-match.ts), the text filter on display and designations, and the nested value sets' ids.
+ */
+async function includeIdsInMemory(
+  tc: TermContext,
+  cs: CodeSystemInfo,
+  inc: ValueSetComposeInclude,
+  path: string,
+  activeOnly: boolean,
+  text: string | undefined,
+  allowed: number[] | undefined,
+): Promise<number[]> {
+  const index = await indexOf(tc, cs);
+  const match = await compileInclude(tc, cs, index, inc, path, activeOnly);
+  const words = text ? wordPrefix(text) : undefined;
+  const textMatch = (id: number) => !words || words.test(index.display(id) ?? '') || index.designations(id).some((d) => words.test(d.value));
+  const out: number[] = [];
+  if (allowed) {
+    for (const id of [...new Set(allowed)].sort((a, b) => a - b)) if (index.has(id) && match(id) && textMatch(id)) out.push(id);
+    return out;
+  }
+  for (let id = 1; id <= index.maxId; id++) if (index.has(id) && match(id) && textMatch(id)) out.push(id);
+  return out;
+}
+
+/** The text filter as in SQL (textCondition): the text at the start of a word, ignoring case. */
+function wordPrefix(text: string): RegExp {
+  return new RegExp(`(^|[^\\p{L}\\p{N}])${text.replace(/[\\.^$|?*+()[\]{}]/g, '\\$&')}`, 'iu');
 }
 
 /** Word-prefix, case-insensitive match of the `filter` text on the display and the designations. */

@@ -6,7 +6,8 @@ import { msg } from './messages.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
 
 /**
- * `ValueSet.compose.include.filter` as SQL: each filter becomes a predicate over the concept
+ * `ValueSet.compose.include.filter` as SQL — the reference implementation; the engine evaluates
+ * filters over the in-memory index (filter-match.ts, same semantics): each filter becomes a predicate over the concept
  * alias `c` (a row of `tx_concept`), so membership of given codes and expansions are both one
  * query whatever the size of the code system. Hierarchy operators probe the closure table;
  * `regex` runs in PostgreSQL (`~`), whose automaton-based engine has no catastrophic
@@ -150,7 +151,7 @@ export async function filterPredicate(
  * FHIR regex filters match the whole value. A pattern whose groups do not balance could close
  * the anchoring group (`a)|(b` → `^(?:a)|(b)$`, which matches far more): it is refused.
  */
-function anchored(pattern: string, path: string): string {
+export function anchored(pattern: string, path: string): string {
   if (pattern.length > MAX_REGEX_LENGTH) throw invalidValueSet(msg.badRegex(pattern.slice(0, 40) + '…'), path);
   if (!groupsBalance(pattern)) throw invalidValueSet(msg.badRegex(pattern.slice(0, 40)), path);
   return `^(?:${pattern})$`;

@@ -4,6 +4,7 @@ import type { Queryable } from '../core/database.js';
 import { bulkInsert } from './bulk-insert.js';
 import { computeClosure } from './closure.js';
 import { DESIGNATION_COLUMNS, PROPERTY_COLUMNS, propertyKinds, propertyRow, type DesignationRow, type PropertyRow } from './code-system-rows.js';
+import { announceCodeSystemChange } from './index-cache.js';
 import { msg } from './messages.js';
 import type { CodeSystemInfo } from './types.js';
 
@@ -29,6 +30,7 @@ const INCREMENTAL_EDGES = 500;
 /** Imports `items` into `cs` inside transaction `tx`; returns the number of concepts added. */
 export async function importIntoCodeSystem(tx: Queryable, cs: CodeSystemInfo, items: ImportItems): Promise<number> {
   await tx.query('SELECT cs_key FROM tx_code_system WHERE cs_key = $1 FOR UPDATE', [cs.key]);
+  await announceCodeSystemChange(tx, cs.resourceId);
   const codes = [...new Set([...items.concepts.map((c) => c.code), ...items.properties.map((p) => p.code), ...items.designations.map((d) => d.code)])];
   const ids = new Map<string, number>();
   const known = await tx.query<{ id: number; code: string }>('SELECT id, code FROM tx_concept WHERE cs_key = $1 AND code = ANY($2::text[])', [cs.key, codes]);

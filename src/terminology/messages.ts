@@ -78,6 +78,10 @@ export const msg = {
   valueSetNotFound: (url: string) => `ValueSet ${url} not found`,
   codeNotInSystem: (code: string, url: string) => `Code '${code}' not found in CodeSystem ${url}`,
   notIsA: (url: string) => `CodeSystem ${url} does not define an is-a hierarchy`,
+  conceptMapNotFound: (url: string) => `ConceptMap ${url} not found`,
+  noTranslation: (codings: string) => `No translation found for ${codings}`,
+  /** `$batch-validate-code`: a validation that names nothing to validate (the reference server's text). */
+  nothingToValidate: () => 'Unable to find code to validate (looked for coding | codeableConcept | code+system | code+inferSystem in parameters',
 };
 
 function validVersions(valid: string[]): string {

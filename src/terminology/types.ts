@@ -62,16 +62,21 @@ export interface TermContext {
   /** What the feature was wired with (writing base terminologies on first use). */
   env: TerminologyEnv;
   log: Logger;
-  /** Request-scoped code systems (tx-resource), already indexed under a request scope. */
+  /** Request-scoped code systems (tx-resource), indexed in memory only (code-system-index.ts#requestIndex). */
   inlineCodeSystems: CodeSystemInfo[];
   /** Request-scoped value sets (tx-resource). */
   inlineValueSets: ValueSet[];
   /** Supplements the request asked for (`useSupplement`): their designations and properties apply. */
   supplements: CodeSystemInfo[];
-  /** `system-version`, `check-system-version`, `force-system-version` of the request. */
-  versionRules: VersionRules;
+  /** `system-version`, `check-system-version`, `force-system-version` of the request (none when absent). */
+  versionRules?: VersionRules;
   /** Per-request memo of resolutions and lookups (keyed by purpose + arguments). */
   memo: Map<string, Promise<unknown>>;
+  /**
+   * Answer from SQL instead of the in-memory index (the reference implementation; the
+   * equivalence test compares both). Request-supplied code systems have no SQL rows.
+   */
+  sqlReference?: boolean;
 }
 
 /** A tx-ecosystem issue before it becomes an OperationOutcome issue. */

@@ -7,6 +7,21 @@ import { filterSql, splitModifier } from './filters.js';
 import { loadIncluded, parseDirectives } from './includes.js';
 import { DEFAULT_SEARCH_LIMITS, checkSearchLimits, type SearchLimits } from './limits.js';
 import { SqlParams } from './sql-params.js';
+import { compartmentSql, compartmentTypes } from './compartment.js';
+import { badRequest } from '../../../fhir/outcome.js';
+import { COLUMN_PARAMETERS } from '../parameters.js';
+
+/** `SearchQuery.resourceType` for "every type of the compartment". */
+const ANY_TYPE = '*';
+
+/** The types a search covers: its type, or for `*` the compartment's types (narrowed by `types`). */
+function searchedTypes(query: SearchQuery): string[] {
+  if (query.resourceType !== ANY_TYPE) return [query.resourceType];
+  if (!query.compartment) throw badRequest('A search of every resource type needs a compartment');
+  const all = compartmentTypes();
+  const wanted = query.compartment.types;
+  return wanted ? all.filter((t) => wanted.includes(t)) : all;
+}
 
 /**
  * Runs a search as ONE query over `resource r`: the type, not deleted, the caller's
@@ -22,9 +37,15 @@ export async function runSearch(q: Queryable, scope: Scope, query: SearchQuery, 
   const directives = parseDirectives(type, controlPairs);
 
   const p = new SqlParams(scope);
-  const where = [`r.resource_type = ${p.add(type)}`, 'NOT r.deleted', 'r.version_id > 0', p.visibility('r')];
+  const types = searchedTypes(query);
+  const typeSql = types.length === 1 ? `r.resource_type = ${p.add(types[0])}` : `r.resource_type = ANY(${p.add(types)}::text[])`;
+  const where = [typeSql, 'NOT r.deleted', 'r.version_id > 0', p.visibility('r')];
+  if (query.compartment) where.push(compartmentSql(p, 'r', types, query.compartment));
   for (const [name, value] of query.params) {
     if (CONTROL_PARAMETERS.has(splitModifier(name)[0])) continue;
+    if (type === ANY_TYPE && !COLUMN_PARAMETERS.has(splitModifier(name)[0])) {
+      throw badRequest(`Search parameter ${splitModifier(name)[0]} is not supported across resource types`);
+    }
     const sql = filterSql(p, { alias: 'r', type }, name, value);
     if (sql !== undefined) where.push(sql);
   }
@@ -44,7 +65,7 @@ export async function runSearch(q: Queryable, scope: Scope, query: SearchQuery, 
   const matches = rows.rows.map((row) => JSON.parse(row.content) as Resource);
   const lastPage = matches.length < controls.count && (matches.length > 0 || controls.offset === 0);
   const total = lastPage ? controls.offset + matches.length : await countTotal();
-  const included = directives.length > 0 ? await loadIncluded(q, scope, directives, matches) : [];
+  const included = directives.length > 0 ? await loadIncluded(q, scope, directives, matches, limits.maxIncluded) : [];
   return {
     resources: [...matches, ...included],
     total,

@@ -1,0 +1,46 @@
+import { patientCompartmentParams } from '../../../fhir/definitions.js';
+import type { SearchQuery } from '../../../core/repository.js';
+import type { SqlParams } from './sql-params.js';
+
+/** The compartment of a search (SearchQuery.compartment). */
+export type Compartment = NonNullable<SearchQuery['compartment']>;
+
+/**
+ * Resource types of the Patient compartment (docs/rest.md#compartment-search): Patient itself
+ * and every type the R4 CompartmentDefinition gives parameters for.
+ */
+export function compartmentTypes(): string[] {
+  const types = [...patientCompartmentParams().keys()];
+  return types.includes('Patient') ? types : ['Patient', ...types];
+}
+
+/** True when resources of `type` can be in a Patient compartment. */
+export function inCompartment(type: string): boolean {
+  return type === 'Patient' || patientCompartmentParams().has(type);
+}
+
+/**
+ * The condition "the `resource` row under `alias` (of one of `types`) is in the compartment":
+ * it is the compartment's own resource, or its search index holds a reference to it under one
+ * of the CompartmentDefinition's parameters for its type. The semijoin is driven by the
+ * reference index (resource_type, param, target_id).
+ */
+export function compartmentSql(p: SqlParams, alias: string, types: string[], compartment: Compartment): string {
+  const params = patientCompartmentParams();
+  const pairs = types.flatMap((type) => (params.get(type) ?? []).map((param) => `${type}.${param}`));
+  const branches: string[] = [];
+  if (types.includes(compartment.resourceType)) {
+    branches.push(`(${alias}.resource_type = ${p.add(compartment.resourceType)} AND ${alias}.id = ${p.add(compartment.id)})`);
+  }
+  if (pairs.length > 0) {
+    const x = p.alias('cx');
+    branches.push(
+      `(${alias}.resource_type, ${alias}.id) IN (SELECT ${x}.resource_type, ${x}.id FROM search_reference ${x}` +
+        ` WHERE ${x}.resource_type = ANY(${p.add([...new Set(pairs.map((pair) => pair.split('.')[0]))])}::text[])` +
+        ` AND ${x}.param = ANY(${p.add([...new Set(pairs.map((pair) => pair.split('.')[1]))])}::text[])` +
+        ` AND ${x}.target_id = ${p.add(compartment.id)} AND ${x}.target_type = ${p.add(compartment.resourceType)}` +
+        ` AND (${x}.resource_type || '.' || ${x}.param) = ANY(${p.add(pairs)}::text[]))`,
+    );
+  }
+  return branches.length > 0 ? `(${branches.join(' OR ')})` : 'false';
+}
