@@ -82,7 +82,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const adminRoutes = installAdmin(env);
     await registry.published();
     operations = registry;
-    routes = [...auth.routes, ...adminRoutes];
+    routes = [...auth.routes, ...adminRoutes, ...terminology.routes];
     http = buildHttpServer({
       config,
       log,

@@ -48,17 +48,21 @@ const RESOURCES: Resource[] = [
 
 const vsUrl = (id: string) => `http://example.org/fhir/ValueSet/${id}`;
 
-function param(body: Parameters | undefined, name: string): ParametersParameter | undefined {
+/** A $validate-code, $expand or error answer. */
+type Answer = Omit<Parameters, 'resourceType'> & Omit<ValueSet, 'resourceType'> & Omit<OperationOutcome, 'resourceType'> & { resourceType: string };
+type WithParameters = { parameter?: ParametersParameter[] } | undefined;
+
+function param(body: WithParameters, name: string): ParametersParameter | undefined {
   return body?.parameter?.find((x) => x.name === name);
 }
 
-function out(body: Parameters | undefined, name: string): unknown {
+function out(body: WithParameters, name: string): unknown {
   const p = param(body, name);
   return p && (p.resource ?? Object.entries(p).find(([k]) => k.startsWith('value'))?.[1]);
 }
 
 /** The issues of a $validate-code answer as `severity type: text`. */
-function issueList(body: Parameters | undefined): string[] {
+function issueList(body: WithParameters): string[] {
   const oo = param(body, 'issues')?.resource as OperationOutcome | undefined;
   return (oo?.issue ?? []).map((i) => `${i.severity} ${i.details?.coding?.[0]?.code}: ${i.details?.text}`);
 }
@@ -66,12 +70,12 @@ function issueList(body: Parameters | undefined): string[] {
 for (const driver of drivers) {
   describe(`terminology: versions (${driver})`, () => {
     let server: TestServer;
-    const post = (path: string, parameter: unknown[]) => server.fhir<Parameters & ValueSet & OperationOutcome>('POST', path, { body: { resourceType: 'Parameters', parameter } });
+    const post = (path: string, parameter: unknown[]) => server.fhir<Answer>('POST', path, { body: { resourceType: 'Parameters', parameter } });
     const validate = (vsId: string, coding: { code: string; version?: string }, extra: unknown[] = []) =>
       post('/ValueSet/$validate-code', [{ name: 'url', valueUri: vsUrl(vsId) }, { name: 'coding', valueCoding: { system: CS, ...coding } }, ...extra]);
     const expand = (vsId: string, extra: unknown[] = []) => post('/ValueSet/$expand', [{ name: 'url', valueUri: vsUrl(vsId) }, ...extra]);
     const rule = (name: string, version: string) => ({ name, valueCanonical: `${CS}|${version}` });
-    const expectValid = (res: ApiResponse<Parameters>, version: string) => {
+    const expectValid = (res: ApiResponse<Answer>, version: string) => {
       assert.equal(res.status, 200, res.text);
       assert.equal(out(res.body, 'result'), true, res.text);
       assert.equal(out(res.body, 'version'), version);
@@ -184,14 +188,14 @@ for (const driver of drivers) {
       const res = await expand('tools-bad');
       assert.equal(res.status, 400, res.text);
       assert.equal(res.body.issue?.[0].code, 'not-found');
-      assert.equal(ooText(res.body), `A definition for CodeSystem '${CS}' version '1' could not be found, so the value set cannot be expanded. Valid versions: 1.0.0 or 2.0.0`);
+      assert.equal(ooText(res.body as OperationOutcome), `A definition for CodeSystem '${CS}' version '1' could not be found, so the value set cannot be expanded. Valid versions: 1.0.0 or 2.0.0`);
     });
 
     test('$expand with a failed version check: 400 exception', async () => {
       const res = await expand('tools-v2', [rule('check-system-version', '1.x')]);
       assert.equal(res.status, 400, res.text);
       assert.equal(res.body.issue?.[0].code, 'exception');
-      assert.equal(ooText(res.body), `The version '2.0.0' is not allowed for system '${CS}': required to be '1.x' by a version-check parameter`);
+      assert.equal(ooText(res.body as OperationOutcome), `The version '2.0.0' is not allowed for system '${CS}': required to be '1.x' by a version-check parameter`);
     });
 
     test('$expand echoes the version parameters it applied, and only those', async () => {

@@ -148,7 +148,7 @@ export async function neighbours(tc: TermContext, cs: CodeSystemInfo, id: number
 
 /** True when `ancestor` is a proper ancestor of `descendant` (one primary-key probe). */
 export async function isAncestor(tc: TermContext, cs: CodeSystemInfo, ancestor: number, descendant: number): Promise<boolean> {
-  const res = await tc.db.query('SELECT 1 FROM tx_closure WHERE cs_key = $1 AND descendant = $2 AND ancestor = $3', [
+  const res = await tc.db.query('SELECT 1 FROM tx_ancestors WHERE cs_key = $1 AND concept = $2 AND $3 = ANY(ancestors)', [
     cs.key,
     descendant,
     ancestor,

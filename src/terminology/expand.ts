@@ -169,11 +169,6 @@ async function includeGroups(
   return [{ system: cs.url, cs, ids: rows.map((r) => (r as { id: number }).id) }];
 }
 
-/** A 400 whose one issue carries the tx-ecosystem issue type and message id (docs/terminology.md#version-parameters). */
-function expansionError(code: string, type: string, id: string, text: string): FhirError {
-  return new FhirError(400, [toOutcomeIssue({ severity: 'error', code, type, id, text })]);
-}
-
 /**
  * The ids an include selects (ascending), from the in-memory index: the compiled include
  * (filter-match.ts), the text filter on display and designations, and the nested value sets' ids.
@@ -203,6 +198,11 @@ async function includeIdsInMemory(
 /** The text filter as in SQL (textCondition): the text at the start of a word, ignoring case. */
 function wordPrefix(text: string): RegExp {
   return new RegExp(`(^|[^\\p{L}\\p{N}])${text.replace(/[\\.^$|?*+()[\]{}]/g, '\\$&')}`, 'iu');
+}
+
+/** A 400 whose one issue carries the tx-ecosystem issue type and message id (docs/terminology.md#version-parameters). */
+function expansionError(code: string, type: string, id: string, text: string): FhirError {
+  return new FhirError(400, [toOutcomeIssue({ severity: 'error', code, type, id, text })]);
 }
 
 /** Word-prefix, case-insensitive match of the `filter` text on the display and the designations. */

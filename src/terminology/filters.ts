@@ -58,8 +58,10 @@ export async function filterPredicate(
     return value === 'true';
   };
   const idOf = async (code: string) => (await findConcept(tc, cs, code))?.id;
-  const closure = (descendant: string, ancestor: string, extra = '') =>
-    `EXISTS (SELECT 1 FROM tx_closure h WHERE h.cs_key = c.cs_key AND h.descendant = ${descendant} AND h.ancestor = ${ancestor}${extra})`;
+  // Transitive: the concept's ancestor array (docs/terminology.md#hierarchy-storage); `@>` lets
+  // a descendants query use the GIN index. Direct edges (child-of): tx_closure, depth 1.
+  const closure = (descendant: string, ancestor: string) =>
+    `EXISTS (SELECT 1 FROM tx_ancestors h WHERE h.cs_key = c.cs_key AND h.concept = ${descendant} AND h.ancestors @> ARRAY[${ancestor}]::int[])`;
 
   if (property === 'concept' || property === 'code') {
     switch (op) {
@@ -87,7 +89,7 @@ export async function filterPredicate(
       case 'generalizes':
         return `(c.id = ${X} OR ${closure(X, 'c.id')})`;
       case 'child-of':
-        return closure('c.id', X, ' AND h.depth = 1');
+        return `EXISTS (SELECT 1 FROM tx_closure h WHERE h.cs_key = c.cs_key AND h.descendant = c.id AND h.ancestor = ${X})`;
       case 'descendent-leaf':
         return `${closure('c.id', X)} AND NOT EXISTS (SELECT 1 FROM tx_closure k WHERE k.cs_key = c.cs_key AND k.ancestor = c.id)`;
     }

@@ -1,4 +1,5 @@
 import type { TerminologyCapabilities } from '@medplum/fhirtypes';
+import type { AppRoute } from '../core/app-route.js';
 import type { RequestContext } from '../core/context.js';
 import type { FeatureEnv } from '../core/feature.js';
 import type { OperationRegistry } from '../core/operation.js';
@@ -7,6 +8,7 @@ import { terminologyCapabilities, type Software } from './capabilities.js';
 import { batchValidateCodeOperation } from './operations/batch-validate-code.js';
 import { expandOperation } from './operations/expand.js';
 import { importOperation } from './operations/import.js';
+import { importRoute } from './import-route.js';
 import { lookupOperation } from './operations/lookup.js';
 import { subsumesOperation } from './operations/subsumes.js';
 import { translateOperation } from './operations/translate.js';
@@ -15,6 +17,7 @@ import { terminologyCache } from './index-cache.js';
 import { pruneInlineCodeSystems } from './request-context.js';
 import { resolveCodeSystem } from './resolve.js';
 import type { TermContext } from './types.js';
+import { parseVersionRules } from './versions.js';
 
 /** How often request-scoped (tx-resource) indexes are pruned. */
 const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
@@ -23,10 +26,12 @@ const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
 export interface TerminologyFeature {
   /** The TerminologyCapabilities statement (`GET [base]/metadata?mode=terminology`) for a caller. */
   capabilities: (ctx: RequestContext, software: Software) => Promise<TerminologyCapabilities>;
+  /** Its non-FHIR routes: `POST /admin/terminology/import` (import-route.ts). */
+  routes: AppRoute[];
 }
 
 /**
- * Wires the terminology feature: the terminology operations, the pruning of request-scoped
+ * Wires the terminology feature: the terminology operations, the import route (returned), the pruning of request-scoped
  * indexes and the base R4 terminologies (`config.baseTerminology`). The index hooks on
  * CodeSystem/ValueSet writes are part of the repository from the start (`terminologyHooks`, app.ts).
  */
@@ -56,7 +61,7 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry)
     // `config.txPreload`: indexes built now rather than on first use (start-up does not wait).
     for (const canonical of env.config.txPreload) {
       if (stopped) return;
-      const tc: TermContext = { db: env.db, repo: env.system, env, log: env.log, inlineCodeSystems: [], inlineValueSets: [], supplements: [], memo: new Map() };
+      const tc: TermContext = { db: env.db, repo: env.system, env, log: env.log, inlineCodeSystems: [], inlineValueSets: [], supplements: [], memo: new Map(), versionRules: parseVersionRules({}) };
       const cs = await resolveCodeSystem(tc, canonical);
       if (cs) await cache.index(cs);
       else env.log.warn({ canonical }, 'terminology: LATTICE_TX_PRELOAD names an unknown code system');
@@ -76,5 +81,8 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry)
     cache.stop();
     await Promise.allSettled(jobs);
   });
-  return { capabilities: (ctx, software) => terminologyCapabilities(env, ctx, software, registry.definitions()) };
+  return {
+    capabilities: (ctx, software) => terminologyCapabilities(env, ctx, software, registry.definitions()),
+    routes: [importRoute(env)],
+  };
 }
