@@ -7,7 +7,7 @@ import { checkComposeFilters, terminologyLimits } from './limits.js';
 import { msg } from './messages.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
-import { effectiveVersion, splitCanonical, versionMatches, type EffectiveVersion } from './versions.js';
+import { effectiveVersion, splitCanonical, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from './versions.js';
 
 /**
  * Value-set membership (docs/terminology.md#value-set-membership), decided for the given codes — never by expanding
@@ -88,7 +88,7 @@ export class ValueSetEvaluator {
     const out: EffectiveVersion[] = [];
     for (const inc of this.vs.compose?.include ?? []) {
       const pinned = includeSystem(inc);
-      if (pinned.system === system) out.push(effectiveVersion(this.tc.versionRules, system, pinned.version));
+      if (pinned.system === system) out.push(effectiveVersion(this.tc.versionRules ?? NO_VERSION_RULES, system, pinned.version));
       else if (!pinned.system) for (const ref of inc.valueSet ?? []) out.push(...(await (await this.nested(ref)).includeVersions(system)));
     }
     return out;
@@ -139,7 +139,7 @@ export class ValueSetEvaluator {
     }
     if (!pinned.system) return nestedHits;
 
-    const effective = effectiveVersion(this.tc.versionRules, pinned.system, pinned.version);
+    const effective = effectiveVersion(this.tc.versionRules ?? NO_VERSION_RULES, pinned.system, pinned.version);
     const cs = await includeCodeSystem(this.tc, pinned.system, effective, version);
     const hits = (found: Iterable<string>) => new Map([...found].map((c) => [c, { cs, version: effective }] as const));
     if (!cs) {

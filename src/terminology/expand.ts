@@ -10,7 +10,7 @@ import { msg } from './messages.js';
 import { toOutcomeIssue } from './issues.js';
 import { codeSystemVersions, resolveCodeSystem } from './resolve.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
-import { VERSION_RULE_PARAMETER, checkViolation, effectiveVersion } from './versions.js';
+import { VERSION_RULE_PARAMETER, checkViolation, effectiveVersion, NO_VERSION_RULES } from './versions.js';
 
 /**
  * `$expand` (docs/terminology.md#expand) — the one operation that builds an expansion. Each include
@@ -139,7 +139,7 @@ async function includeGroups(
   const pinned = includeSystem(inc);
   if (!pinned.system) return nested ?? [];
 
-  const effective = effectiveVersion(tc.versionRules, pinned.system, pinned.version);
+  const effective = effectiveVersion(tc.versionRules ?? NO_VERSION_RULES, pinned.system, pinned.version);
   if (effective.source !== undefined && effective.source !== 'include' && effective.version !== undefined) {
     used.versionRules.set(`${pinned.system}|${effective.version}`, VERSION_RULE_PARAMETER[effective.source]);
   }
@@ -148,7 +148,7 @@ async function includeGroups(
     const known = await codeSystemVersions(tc, pinned.system);
     if (known.length > 0) throw expansionError('not-found', 'not-found', 'UNKNOWN_CODESYSTEM_VERSION_EXP', msg.cannotExpandVersion(pinned.system, effective.version, known));
   }
-  const violated = cs ? checkViolation(tc.versionRules, cs.url, cs.version) : undefined;
+  const violated = cs ? checkViolation(tc.versionRules ?? NO_VERSION_RULES, cs.url, cs.version) : undefined;
   if (cs && violated !== undefined) {
     throw expansionError('exception', 'version-error', 'VALUESET_VERSION_CHECK', msg.versionNotAllowed(cs.version ?? '', cs.url, violated));
   }

@@ -71,8 +71,8 @@ export interface TermContext {
   inlineValueSets: ValueSet[];
   /** Supplements the request asked for (`useSupplement`): their designations and properties apply. */
   supplements: CodeSystemInfo[];
-  /** `system-version`, `check-system-version`, `force-system-version` of the request. */
-  versionRules: VersionRules;
+  /** `system-version`, `check-system-version`, `force-system-version` of the request (none when absent). */
+  versionRules?: VersionRules;
   /** Per-request memo of resolutions and lookups (keyed by purpose + arguments). */
   memo: Map<string, Promise<unknown>>;
   /**

@@ -5,7 +5,7 @@ import { checkDisplay, preferredDisplay, type LanguagePrefs } from './display.js
 import { codingText, msg } from './messages.js';
 import { codeSystemVersions, resolveCodeSystem, resolveValueSet } from './resolve.js';
 import type { CodeSystemInfo, Concept, Designation, TermContext, TxIssue } from './types.js';
-import { checkViolation, versionMatches, type EffectiveVersion } from './versions.js';
+import { checkViolation, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from './versions.js';
 
 /**
  * Validates codings against a value set (or one code system), in batches: codings are grouped
@@ -136,7 +136,7 @@ async function validateGroup(
       plans.push(await versionPlan(tc, system, requested, requestedCs, hit?.version ?? includes[0], hit?.cs, latest, c, at));
     }
   } else {
-    const rules = tc.versionRules;
+    const rules = tc.versionRules ?? NO_VERSION_RULES;
     const wanted = rules.forces.get(system) ?? requested ?? rules.defaults.get(system);
     const cs = system === target.cs.url && !wanted ? target.cs : await resolveCodeSystem(tc, system, wanted);
     if (!cs) return unknownSystem(tc, target, system, wanted, checks, notInVs, at);
@@ -251,7 +251,7 @@ async function versionPlan(
         expression: at(c, 'version'),
       });
     }
-    const rules = tc.versionRules;
+    const rules = tc.versionRules ?? NO_VERSION_RULES;
     const fallback = rules.defaults.get(system) ?? rules.checks.get(system);
     cs = effectiveCs ?? requestedCs ?? (fallback !== undefined ? await resolveCodeSystem(tc, system, fallback) : undefined) ?? latest;
     includeUnresolved = !effectiveCs;
@@ -275,7 +275,7 @@ async function versionPlan(
 
 /** `check-system-version`: the version used must match the pattern. */
 function versionCheckIssues(tc: TermContext, system: string, cs: CodeSystemInfo, c: CodingCheck, at: (c: CodingCheck, element: string) => string): TxIssue[] {
-  const pattern = checkViolation(tc.versionRules, system, cs.version);
+  const pattern = checkViolation(tc.versionRules ?? NO_VERSION_RULES, system, cs.version);
   if (pattern === undefined) return [];
   return [{ severity: 'error', code: 'exception', type: 'version-error', id: 'VALUESET_VERSION_CHECK', text: msg.versionNotAllowed(cs.version ?? '', system, pattern), expression: at(c, 'version') }];
 }
