@@ -1,15 +1,19 @@
 import { benchRest } from './rest.js';
+import { benchStart } from './start.js';
 import { benchTerminology } from './terminology.js';
 import { benchScale } from './terminology-scale.js';
 
 /**
- * `npm run bench [-- --quick] [-- --driver=pglite|pg] [-- --all]`: the terminology-at-scale
- * table (bench/terminology-scale.ts: 350,000 concepts, both drivers, 32 connections), as
- * Markdown with ratios measured in this run. `--quick` uses 40,000 concepts and 3 s per case;
- * `--all` adds the older REST and sequential-latency benchmarks. BENCH_SECONDS sets the
- * duration of each load case (default 10), BENCH_SIZE the number of concepts.
+ * `npm run bench [-- --quick] [-- --driver=pglite|pg] [-- --all]`: start time (bench/start.ts)
+ * and the terminology-at-scale table (bench/terminology-scale.ts: 350,000 concepts, both
+ * drivers, 32 connections), as Markdown with ratios measured in this run. `--quick` uses 40,000
+ * concepts and 3 s per case; `--all` adds the older REST and sequential-latency benchmarks.
+ * `npm run bench -- start` runs only the start-time benchmark. BENCH_SECONDS sets the duration
+ * of each load case (default 10), BENCH_SIZE the number of concepts.
  */
 async function main(argv: string[]): Promise<void> {
+  console.log(await benchStart());
+  if (argv[0] === 'start') return;
   const quick = argv.includes('--quick');
   const driver = argv.find((a) => a.startsWith('--driver='))?.slice('--driver='.length);
   const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 3 : 10));

@@ -78,6 +78,7 @@ export const msg = {
   valueSetNotFound: (url: string) => `ValueSet ${url} not found`,
   codeNotInSystem: (code: string, url: string) => `Code '${code}' not found in CodeSystem ${url}`,
   notIsA: (url: string) => `CodeSystem ${url} does not define an is-a hierarchy`,
+  instanceSystemMismatch: (named: string, url: string) => `The code system '${named}' is not the code system '${url}' the operation was invoked on`,
   conceptMapNotFound: (url: string) => `ConceptMap ${url} not found`,
   noTranslation: (codings: string) => `No translation found for ${codings}`,
   /** `$batch-validate-code`: a validation that names nothing to validate (the reference server's text). */

@@ -1,4 +1,5 @@
-import { includeCodeSystem, type MemberHit, type ValueSetEvaluator } from './compose.js';
+import type { ValueSet } from '@medplum/fhirtypes';
+import { flatten, includeCodeSystem, type MemberHit, type ValueSetEvaluator } from './compose.js';
 import { designationsOf, findConcepts } from './concepts.js';
 import { checkDisplay, preferredDisplay, type LanguagePrefs } from './display.js';
 import { codingText, msg } from './messages.js';
@@ -124,6 +125,9 @@ async function validateGroup(
     const latest = await resolveCodeSystem(tc, system);
     const requestedCs = requested !== undefined ? await resolveCodeSystem(tc, system, requested) : undefined;
     const includes = await vs.evaluator.includeVersions(system);
+    if (!latest && !vs.evaluator.vs.compose && vs.evaluator.vs.expansion) {
+      return fromExpansion(vs.evaluator.vs, system, checks, (rest) => unknownSystem(tc, target, system, requested, rest, notInVs, at));
+    }
     if (!latest || (requested !== undefined && !requestedCs && includes.length === 0)) return unknownSystem(tc, target, system, requested, checks, notInVs, at);
     hits = await vs.evaluator.members(system, requested, codes, { activeOnly: o.activeOnly });
     plans = [];
@@ -334,6 +338,29 @@ function conceptIssues(
 }
 
 /** Outcomes for codings whose code system is not known (or is a value set). */
+/**
+ * A pre-expanded value set (no `compose`) of a code system the server does not know: a code its
+ * `expansion` lists is valid as listed (docs/terminology.md#value-set-membership); the others are
+ * judged as codes of an unknown system.
+ */
+async function fromExpansion(
+  vs: ValueSet,
+  system: string,
+  checks: CodingCheck[],
+  others: (rest: CodingCheck[]) => Promise<CodingOutcome[]>,
+): Promise<CodingOutcome[]> {
+  const listed = flatten(vs.expansion?.contains);
+  const entryOf = (c: CodingCheck) =>
+    listed.find((e) => e.system === system && e.code === c.input.code && (!c.input.version || !e.version || e.version === c.input.version));
+  const rest = checks.filter((c) => !entryOf(c));
+  const judged = rest.length > 0 ? await others(rest) : [];
+  return checks.map((c) => {
+    const entry = entryOf(c);
+    if (!entry) return judged[rest.indexOf(c)];
+    return { member: true, issues: [], code: c.input.code, system, version: entry.version, display: entry.display, inactive: entry.inactive || undefined };
+  });
+}
+
 async function unknownSystem(
   tc: TermContext,
   target: ValidationTarget,
