@@ -77,7 +77,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   try {
     const auth = await installAuth(env);
     const registry = installOperations(env);
-    installTerminology(env, registry);
+    const terminology = installTerminology(env, registry);
     await installEmail(env);
     const adminRoutes = installAdmin(env);
     await registry.published();
@@ -89,7 +89,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       db,
       authenticator: auth.authenticator,
       repository,
-      fhir: createFhirRouter(registry, { bundleMaxEntries: config.bundleMaxEntries }),
+      fhir: createFhirRouter(registry, {
+        bundleMaxEntries: config.bundleMaxEntries,
+        terminologyCapabilities: terminology.capabilities,
+      }),
       routes,
     });
   } catch (err) {

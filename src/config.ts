@@ -21,7 +21,7 @@ export interface Config {
   /** How long one request may use the database (docs/errors.md#database-limits); 0 = no limit. */
   database: { statementTimeoutMs: number; acquireTimeoutMs: number; poolSize: number };
   /** Bounds on one search (docs/rest.md#limits). */
-  searchLimits: { maxParameters: number; maxValues: number; maxChain: number };
+  searchLimits: { maxParameters: number; maxValues: number; maxChain: number; maxIncludes: number; maxIncluded: number };
   /** Access-token lifetime in seconds. */
   accessTokenLifetime: number;
   /** Most entries a batch/transaction Bundle may have (default 1000). */
@@ -34,6 +34,8 @@ export interface Config {
   baseTerminology: 'background' | 'lazy';
   /** Memory budget of the in-memory terminology indexes, in MB (docs/terminology.md#in-memory-index). */
   txCacheMb: number;
+  /** Code-system canonicals whose in-memory index is built at start, in the background. */
+  txPreload: string[];
   /** Outbox e-mail sender. */
   email: {
     /** `From:` of every message (default `Lattice <no-reply@<public host>>`). */
@@ -64,6 +66,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl,
     baseTerminology,
     txCacheMb: intOf(env.LATTICE_TX_CACHE_MB, 1024, 'LATTICE_TX_CACHE_MB'),
+    txPreload: (env.LATTICE_TX_PRELOAD ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     publicUrl: (env.LATTICE_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
     adminEmail: env.LATTICE_ADMIN_EMAIL?.trim() || 'admin@example.com',
     adminPassword: env.LATTICE_ADMIN_PASSWORD || undefined,
@@ -79,6 +82,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxParameters: intOf(env.LATTICE_SEARCH_MAX_PARAMETERS, 30, 'LATTICE_SEARCH_MAX_PARAMETERS'),
       maxValues: intOf(env.LATTICE_SEARCH_MAX_VALUES, 100, 'LATTICE_SEARCH_MAX_VALUES'),
       maxChain: intOf(env.LATTICE_SEARCH_MAX_CHAIN, 3, 'LATTICE_SEARCH_MAX_CHAIN'),
+      maxIncludes: intOf(env.LATTICE_SEARCH_MAX_INCLUDES, 10, 'LATTICE_SEARCH_MAX_INCLUDES'),
+      maxIncluded: intOf(env.LATTICE_SEARCH_MAX_INCLUDED, 1000, 'LATTICE_SEARCH_MAX_INCLUDED'),
     },
     accessTokenLifetime: intOf(env.LATTICE_TOKEN_LIFETIME, 3600, 'LATTICE_TOKEN_LIFETIME'),
     bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 1000, 'LATTICE_BUNDLE_MAX_ENTRIES'),

@@ -77,6 +77,39 @@ for (const driver of drivers) {
       assert.ok(stats.loads - before.loads > urls.length, `indexes were not rebuilt: ${JSON.stringify(stats)}`);
     });
 
+    test('an authenticated $lookup, $subsumes or $validate-code whose answer is in memory runs no database statement', async () => {
+      const url = 'http://example.org/lean/cs';
+      assert.equal((await server.fhir('PUT', '/CodeSystem/lean', { body: codeSystem('lean', url, 100, 'Lean') })).status, 201);
+      const vs = { resourceType: 'ValueSet', id: 'lean', url: 'http://example.org/lean/vs', status: 'active', compose: { include: [{ system: url, filter: [{ property: 'concept', op: 'is-a', value: 'C1' }] }] } };
+      assert.equal((await server.fhir('PUT', '/ValueSet/lean', { body: vs })).status, 201);
+      const s = encodeURIComponent(url);
+      const paths = [
+        `/CodeSystem/$lookup?system=${s}&code=C9`,
+        `/CodeSystem/$subsumes?system=${s}&codeA=C1&codeB=C9`,
+        `/CodeSystem/$validate-code?url=${s}&code=C9&display=Lean%209`,
+        `/ValueSet/$validate-code?url=${encodeURIComponent(vs.url)}&system=${s}&code=C9`,
+      ];
+      const db = server.app.db as { query: (sql: string, params?: unknown[]) => Promise<unknown> };
+      const query = db.query;
+      const statements: string[] = [];
+      try {
+        for (const path of paths) {
+          assert.equal((await server.fhir('GET', path)).status, 200);
+          // Background jobs (the e-mail outbox) may query meanwhile: only the request's own statements count.
+          db.query = (sql, params) => {
+            if (!/outbox/i.test(sql)) statements.push(sql);
+            return query.call(server.app.db, sql, params);
+          };
+          const again = await server.fhir('GET', path);
+          db.query = query;
+          assert.equal(again.status, 200, again.text);
+          assert.deepEqual(statements, [], path);
+        }
+      } finally {
+        db.query = query;
+      }
+    });
+
     test('a CodeSystem sent as tx-resource is answered from memory and leaves no row in the terminology tables', async () => {
       const count = async () => {
         const rows = await server.app.db.query<{ n: number }>(

@@ -9,6 +9,7 @@ import { lookupCode } from '../src/terminology/lookup.js';
 import { resolveCodeSystem } from '../src/terminology/resolve.js';
 import { subsumes } from '../src/terminology/subsumes.js';
 import type { CodeSystemInfo, TermContext } from '../src/terminology/types.js';
+import { parseVersionRules } from '../src/terminology/versions.js';
 import { drivers, startServer, type TestServer } from './harness.js';
 
 /**
@@ -152,7 +153,7 @@ for (const driver of drivers) {
         inlineValueSets: [nested],
         supplements: [],
         memo: new Map(),
-        inlineIndexes: new Map(),
+        versionRules: parseVersionRules({}),
         sqlReference,
       });
       memory = context(false);

@@ -1,9 +1,9 @@
 import { internalError, methodNotAllowed } from '../fhir/outcome.js';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import { OutputViolation, formatOutput } from './format-output.js';
-import type { Operation, OperationTarget } from '../core/operation.js';
+import type { Operation, OperationTarget, OperationValues } from '../core/operation.js';
 import { paramsOf } from './params.js';
-import { parseParametersBody } from './parse-body.js';
+import { inputFromParameters } from './parameters-input.js';
 import { buildInput } from './parse-input.js';
 import { parseQueryInput } from './query-input.js';
 
@@ -16,14 +16,13 @@ import { parseQueryInput } from './query-input.js';
 export async function invokeOperation(req: FhirRequest, operation: Operation, target: OperationTarget): Promise<FhirResult> {
   const { definition } = operation;
   const method = req.method === 'HEAD' ? 'GET' : req.method;
-  let entries;
-  if (method === 'GET') entries = parseQueryInput(definition, req.query);
-  else if (method === 'POST') entries = parseParametersBody(req.body);
+  let input: OperationValues;
+  if (method === 'GET') input = buildInput(paramsOf(definition.parameter, 'in'), parseQueryInput(definition, req.query));
+  else if (method === 'POST') input = inputFromParameters(definition, req.body);
   else {
     const allowed = definition.affectsState === true ? ['POST'] : ['GET', 'HEAD', 'POST'];
     throw methodNotAllowed(req.method, allowed, `Operation $${definition.code} cannot be invoked with ${req.method}`);
   }
-  const input = buildInput(paramsOf(definition.parameter, 'in'), entries);
   const output: unknown = await operation.handler(req.ctx, input, target);
   try {
     return { status: 200, body: formatOutput(definition, output) };

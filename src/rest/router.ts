@@ -7,7 +7,7 @@ import { conditionalDelete, conditionalUpdate, createResource, deleteResource, r
 import { bundleInteraction } from './batch.js';
 import { historyInteraction } from './history.js';
 import { patchInteraction } from './patch.js';
-import { capabilityStatement } from './metadata.js';
+import { metadataInteraction, type TerminologyCapabilitiesSource } from './metadata.js';
 import { compartmentSearchInteraction, searchInteraction } from './search.js';
 
 /** A FHIR REST endpoint: request in, result out. */
@@ -17,6 +17,8 @@ export type FhirRouter = (req: FhirRequest) => Promise<FhirResult>;
 export interface FhirRouterOptions {
   /** Most entries a batch/transaction Bundle may have (`LATTICE_BUNDLE_MAX_ENTRIES`). */
   bundleMaxEntries: number;
+  /** `GET [base]/metadata?mode=terminology` (the terminology feature answers it). */
+  terminologyCapabilities: TerminologyCapabilitiesSource;
 }
 
 /** The FHIR router over the interactions below and the given operations. */
@@ -41,7 +43,7 @@ async function routeFhirRequest(req: FhirRequest, operations: OperationDispatche
 
   if (segments.length === 0) return bundleInteraction(req, self, options.bundleMaxEntries);
   if (segments.length === 1 && first === '_history') return historyInteraction(req, undefined);
-  if (segments.length === 1 && first === 'metadata') return { status: 200, body: capabilityStatement(req.ctx, operations) };
+  if (segments.length === 1 && first === 'metadata') return metadataInteraction(req, operations, options.terminologyCapabilities);
   if (first?.startsWith('$')) return operations.dispatch(req, { code: first.slice(1) });
   const type = first;
   if (segments.length === 1) {

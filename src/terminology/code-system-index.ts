@@ -1,7 +1,7 @@
 import type { Queryable } from '../core/database.js';
 import { computeClosure } from './closure.js';
 import type { CodeSystemRows, DesignationRow, PropertyRow } from './code-system-rows.js';
-import type { Concept, Designation } from './types.js';
+import type { Concept, Designation, TermContext } from './types.js';
 
 /**
  * One code-system version in memory (docs/terminology.md#in-memory-index): the hot path of
@@ -250,6 +250,21 @@ export function indexFromRows(rows: CodeSystemRows): CodeSystemIndex {
     properties: rows.properties.map((p: PropertyRow) => ({ concept: p.concept, code: p.code, type: p.type, value: p.value, system: p.system, display: p.display })),
     edges: rows.edges,
   });
+}
+
+/** In-memory indexes of each request's request-supplied code systems, by their (negative) key. */
+const requestIndexes = new WeakMap<TermContext, Map<number, CodeSystemIndex>>();
+
+/** Registers the index of a request-supplied code system for the request. */
+export function setRequestIndex(tc: TermContext, key: number, index: CodeSystemIndex): void {
+  const map = requestIndexes.get(tc) ?? new Map<number, CodeSystemIndex>();
+  map.set(key, index);
+  requestIndexes.set(tc, map);
+}
+
+/** The index of a request-supplied code system of this request, if `key` is one. */
+export function requestIndex(tc: TermContext, key: number): CodeSystemIndex | undefined {
+  return requestIndexes.get(tc)?.get(key);
 }
 
 /** Concepts read per statement while an index loads (bounds the memory of one result). */

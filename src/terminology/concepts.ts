@@ -1,4 +1,4 @@
-import type { CodeSystemIndex, StoredProperty } from './code-system-index.js';
+import { requestIndex, type CodeSystemIndex, type StoredProperty } from './code-system-index.js';
 import * as sql from './concepts-sql.js';
 import { terminologyCache } from './index-cache.js';
 import type { CodeSystemInfo, Concept, Designation, TermContext } from './types.js';
@@ -17,7 +17,7 @@ export { CONCEPT_COLUMNS, toConcept } from './concepts-sql.js';
 
 /** The in-memory index of `cs`: request-supplied, or the cached copy of the database index. */
 export function indexOf(tc: TermContext, cs: CodeSystemInfo): Promise<CodeSystemIndex> {
-  const inline = tc.inlineIndexes?.get(cs.key);
+  const inline = requestIndex(tc, cs.key);
   if (inline) return Promise.resolve(inline);
   return terminologyCache(tc.db).index(cs);
 }

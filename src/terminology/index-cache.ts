@@ -169,8 +169,12 @@ export class TerminologyCache {
     return p;
   }
 
-  /** A change announced by any node: `cs:<resource id>` or `vs:<resource id>`. */
+  /**
+   * A change announced by any node: `cs:<resource id>` or `vs:<resource id>`; `*` when the
+   * listening connection was re-established (changes may have been missed: forget everything).
+   */
   invalidate(payload: string): void {
+    if (payload === '*') return this.clear();
     this.generation++;
     this.resolution.clear();
     if (!payload.startsWith('cs:')) return;

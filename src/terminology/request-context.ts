@@ -5,7 +5,7 @@ import { FhirError, badRequest } from '../fhir/outcome.js';
 import type { Database } from '../core/database.js';
 import { stableStringify } from '../storage/stable-stringify.js';
 import { ClosureTooLarge } from './closure.js';
-import { indexFromRows, type CodeSystemIndex } from './code-system-index.js';
+import { indexFromRows, setRequestIndex, type CodeSystemIndex } from './code-system-index.js';
 import { codeSystemRows } from './code-system-rows.js';
 import { removeCodeSystemIndex } from './code-system-store.js';
 import { terminologyCache } from './index-cache.js';
@@ -13,6 +13,7 @@ import { txIssueOutcome } from './issues.js';
 import { msg } from './messages.js';
 import { resolveCodeSystem } from './resolve.js';
 import type { CodeSystemInfo, TermContext, TerminologyEnv } from './types.js';
+import { parseVersionRules } from './versions.js';
 
 /**
  * The engine's view of one request, including resources supplied inline (`tx-resource`).
@@ -34,15 +35,15 @@ export async function termContext(env: TerminologyEnv, ctx: RequestContext, inpu
     inlineCodeSystems: [],
     inlineValueSets: [],
     supplements: [],
+    versionRules: parseVersionRules(input as Record<string, unknown>),
     memo: new Map(),
-    inlineIndexes: new Map(),
   };
   for (const r of Array.isArray(txResources) ? (txResources as Resource[]) : []) {
     if (r?.resourceType === 'ValueSet') tc.inlineValueSets.push(r);
     else if (r?.resourceType === 'CodeSystem' && r.url) {
       const { info, index } = inlineCodeSystem(env, r);
       tc.inlineCodeSystems.push(info);
-      tc.inlineIndexes?.set(info.key, index);
+      setRequestIndex(tc, info.key, index);
     }
   }
   const wanted = (input as { useSupplement?: unknown }).useSupplement;

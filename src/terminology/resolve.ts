@@ -70,6 +70,19 @@ function cachedCodeSystems(tc: TermContext, column: 'url' | 'resource_id', value
   });
 }
 
+/**
+ * Every stored code system the caller sees (url, version, content), request-scoped ones left
+ * out — for the TerminologyCapabilities statement (docs/terminology.md#terminologycapabilities).
+ */
+export async function visibleCodeSystems(tc: TermContext): Promise<Array<{ url: string; version: string | undefined; content: string }>> {
+  const vis = tc.repo.scope.predicate({ alias: 'r', project: 'project_id' }, 1);
+  const res = await tc.db.query<{ url: string; version: string | null; content: string }>(
+    `SELECT DISTINCT r.url, r.version, r.content FROM tx_code_system r WHERE r.scope IS NULL AND ${vis.sql}`,
+    vis.params,
+  );
+  return res.rows.map((r) => ({ url: r.url, version: r.version ?? undefined, content: r.content }));
+}
+
 /** Those of `rows` the caller may see (its project's and shared content; super admins: all). */
 function visible<T extends { projectId: string | undefined }>(tc: TermContext, rows: T[]): T[] {
   return rows.filter((r) => tc.repo.scope.canSee({ projectId: r.projectId ?? null }));
@@ -106,14 +119,25 @@ export function resolveValueSet(tc: TermContext, canonical: string, version?: st
   });
 }
 
+/**
+ * A stored ValueSet by id, when the caller can see it (instance-level calls), from the cache;
+ * undefined when it is not indexed or not visible (the caller then reads it for the exact error).
+ */
+export async function valueSetByResourceId(tc: TermContext, id: string): Promise<ValueSet | undefined> {
+  const row = (await storedValueSets(tc, id, 'resource_id'))[0];
+  if (!row) return undefined;
+  return terminologyCache(tc.db).resolve(`vs content ${row.resourceId} ${row.lastUpdated}`, () => tc.env.system.tryRead<ValueSet>('ValueSet', row.resourceId));
+}
+
 async function storedValueSets(
   tc: TermContext,
-  url: string,
+  value: string,
+  column: 'url' | 'resource_id' = 'url',
 ): Promise<Array<{ resourceId: string; projectId: string | undefined; version: string | undefined; lastUpdated: string }>> {
-  const all = await terminologyCache(tc.db).resolve(`vs url ${url}`, async () => {
+  const all = await terminologyCache(tc.db).resolve(`vs ${column} ${value}`, async () => {
     const res = await tc.db.query<{ resource_id: string; project_id: string | null; version: string | null; last_updated: string | Date }>(
-      'SELECT r.resource_id, r.project_id, r.version, r.last_updated FROM tx_value_set r WHERE r.url = $1',
-      [url],
+      `SELECT r.resource_id, r.project_id, r.version, r.last_updated FROM tx_value_set r WHERE r.${column} = $1`,
+      [value],
     );
     return res.rows.map((r) => ({
       resourceId: r.resource_id,
