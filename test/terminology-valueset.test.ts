@@ -364,6 +364,15 @@ for (const driver of drivers) {
       assert.equal(tree(enumerated.body.expansion.contains), 'mammal dog');
     });
 
+    test('expand: excludeNotForUI leaves out abstract concepts (their children move up) and is echoed', async () => {
+      const url = encodeURIComponent('http://example.org/fhir/ValueSet/whole');
+      const res = await server.fhir('GET', `/ValueSet/$expand?url=${url}&excludeNotForUI=true`);
+      assert.equal(res.status, 200, res.text);
+      assert.equal(tree(res.body.expansion.contains), 'mammal(dog cat) bird(penguin) dodo');
+      assert.equal(res.body.expansion.total, 6);
+      assert.deepEqual(res.body.expansion.parameter[0], { name: 'excludeNotForUI', valueBoolean: true });
+    });
+
     test('expand: property returns concept properties (R4 extension form) and declares them', async () => {
       const url = encodeURIComponent('http://example.org/fhir/ValueSet/whole');
       const res = await server.fhir('GET', `/ValueSet/$expand?url=${url}&excludeNested=true&property=colour&property=definition`);

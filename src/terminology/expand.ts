@@ -27,6 +27,8 @@ export interface ExpandRequest {
   activeOnly: boolean;
   includeDesignations: boolean;
   includeDefinition: boolean;
+  /** Leave out concepts not for user interfaces (abstract / notSelectable). */
+  excludeNotForUI?: boolean;
   /** Hierarchical `contains` unless true (docs/terminology.md#expand). */
   excludeNested?: boolean;
   /** `property`: concept properties to return per entry (`definition`, a code system property, …). */
@@ -64,6 +66,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, req: ExpandR
     if (err instanceof UnknownValueSetError) throw badRequest(msg.unknownValueSet(err.url));
     throw err;
   }
+  if (req.excludeNotForUI) groups = await selectable(tc, groups);
   const total = groups.reduce((n, g) => n + (g.ids?.length ?? g.listed?.length ?? 0), 0);
   if (req.count === undefined && total > MAX_UNPAGED_EXPANSION) {
     throw new FhirError(422, [issue('too-costly', `ValueSet expansion has ${total} codes: more than ${MAX_UNPAGED_EXPANSION}; use count and offset`)]);
@@ -103,6 +106,20 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, req: ExpandR
   // name contained or request-supplied value sets the client cannot resolve anyway.
   const { meta: _meta, text: _text, expansion: _old, compose: _compose, ...rest } = vs;
   return { ...rest, expansion };
+}
+
+/** The groups without their abstract (notSelectable) concepts. */
+async function selectable(tc: TermContext, groups: Group[]): Promise<Group[]> {
+  const out: Group[] = [];
+  for (const g of groups) {
+    if (!g.cs || !g.ids) {
+      out.push(g);
+      continue;
+    }
+    const abstract = new Set((await conceptsByIds(tc, g.cs, g.ids)).filter((c) => c.abstract).map((c) => c.id));
+    out.push({ ...g, ids: g.ids.filter((id) => !abstract.has(id)) });
+  }
+  return out;
 }
 
 async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandRequest, used: { codeSystems: Set<string>; valueSets: Set<string> }): Promise<Group[]> {

@@ -19,6 +19,8 @@ interface ExpandInput {
   includeDefinition?: boolean;
   activeOnly?: boolean;
   excludeNested?: boolean;
+  excludeNotForUI?: boolean;
+  excludePostCoordinated?: boolean;
   displayLanguage?: string;
   property?: string[];
   designation?: string[];
@@ -34,6 +36,8 @@ const ECHOED: Array<[keyof ExpandInput, string]> = [
   ['includeDefinition', 'valueBoolean'],
   ['activeOnly', 'valueBoolean'],
   ['excludeNested', 'valueBoolean'],
+  ['excludeNotForUI', 'valueBoolean'],
+  ['excludePostCoordinated', 'valueBoolean'],
 ];
 
 /** `ValueSet/$expand` (docs/terminology.md#expand), type and instance level; answers the ValueSet itself. */
@@ -58,6 +62,7 @@ export function expandOperation(env: TerminologyEnv): Operation {
         includeDesignations: input.includeDesignations === true,
         includeDefinition: input.includeDefinition === true,
         excludeNested: input.excludeNested === true,
+        excludeNotForUI: input.excludeNotForUI === true,
         properties: input.property ?? [],
         designations: input.designation ?? [],
         languages,
