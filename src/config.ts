@@ -16,6 +16,12 @@ export interface Config {
   adminPassword: string | undefined;
   smtpUrl: string | undefined;
   logLevel: string;
+  /**
+   * Proxies whose `X-Forwarded-For` is believed (addresses, CIDR ranges, or `loopback`,
+   * `linklocal`, `uniquelocal`); empty = none, the client address is the connection's peer
+   * (docs/auth.md#throttling).
+   */
+  trustedProxies: string[];
   /** Maximum request body in bytes (default 16 MiB). */
   bodyLimit: number;
   /** How long one request may use the database (docs/errors.md#database-limits); 0 = no limit. */
@@ -36,6 +42,8 @@ export interface Config {
   txCacheMb: number;
   /** Code-system canonicals whose in-memory index is built at start, in the background. */
   txPreload: string[];
+  /** Bounds on one terminology request (docs/terminology.md#limits). */
+  terminologyLimits: { maxFilters: number; maxCodings: number };
   /** Outbox e-mail sender. */
   email: {
     /** `From:` of every message (default `Lattice <no-reply@<public host>>`). */
@@ -67,6 +75,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     baseTerminology,
     txCacheMb: intOf(env.LATTICE_TX_CACHE_MB, 1024, 'LATTICE_TX_CACHE_MB'),
     txPreload: (env.LATTICE_TX_PRELOAD ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    terminologyLimits: {
+      maxFilters: intOf(env.LATTICE_TX_MAX_FILTERS, 50, 'LATTICE_TX_MAX_FILTERS'),
+      maxCodings: intOf(env.LATTICE_TX_MAX_CODINGS, 10_000, 'LATTICE_TX_MAX_CODINGS'),
+    },
     publicUrl: (env.LATTICE_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
     adminEmail: env.LATTICE_ADMIN_EMAIL?.trim() || 'admin@example.com',
     adminPassword: env.LATTICE_ADMIN_PASSWORD || undefined,
@@ -77,6 +89,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       acquireTimeoutMs: intOf(env.LATTICE_DB_ACQUIRE_TIMEOUT, 10_000, 'LATTICE_DB_ACQUIRE_TIMEOUT'),
       poolSize: intOf(env.LATTICE_DB_POOL_SIZE, 10, 'LATTICE_DB_POOL_SIZE') || 10,
     },
+    trustedProxies: (env.LATTICE_TRUSTED_PROXIES ?? '')
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean),
     bodyLimit: intOf(env.LATTICE_BODY_LIMIT, 16 * 1024 * 1024, 'LATTICE_BODY_LIMIT'),
     searchLimits: {
       maxParameters: intOf(env.LATTICE_SEARCH_MAX_PARAMETERS, 30, 'LATTICE_SEARCH_MAX_PARAMETERS'),

@@ -13,6 +13,7 @@ import { FhirError, badRequest, issue, methodNotAllowed, notFound, unsupportedMe
 import { allowedMethods, type FhirRouter } from '../rest/router.js';
 import { registerCors } from './cors.js';
 import { errorResponse } from './errors.js';
+import { lazySchemaCompilers } from './lazy-schema-compilers.js';
 import { NUL_IN_CONTENT, parseJsonBody } from './json-body.js';
 import { requestInfo, type ParsedBody } from './request-info.js';
 
@@ -45,11 +46,16 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- without it Fastify infers pino's Logger as its logger type, which its own route types then refuse
     loggerInstance: services.log as FastifyBaseLogger,
     bodyLimit: services.config.bodyLimit,
+    // `request.ip` (throttling, logs) follows X-Forwarded-For only through configured proxies
+    // (docs/auth.md#throttling); by default it is the connection's peer.
+    trustProxy: services.config.trustedProxies.length > 0 ? services.config.trustedProxies : false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w\-.:]{1,128}$/.test(given) ? given : randomUUID();
     },
     return503OnClosing: true,
+    // Ajv and fast-json-stringify load on first use: no Lattice route declares a schema.
+    schemaController: { compilersFactory: lazySchemaCompilers },
     // Requests are logged by the onResponse hook below, with secrets in URLs redacted.
     logController: new LogController({ disableRequestLogging: true }),
     // Errors Fastify answers before any route or hook runs (a URL that is not valid

@@ -6,6 +6,14 @@ import { databaseBusy, databaseTimeout } from './database-errors.js';
 import { lockDataFolder } from './data-folder-lock.js';
 import { TurnLock } from './turn-lock.js';
 
+/**
+ * PostgreSQL's start parameters for PGlite: PGlite's own, with a smaller buffer cache. PGlite's
+ * default (initdb's 128 MB `shared_buffers`) is set up inside WebAssembly memory on every open,
+ * which made opening a data folder several times slower than with 32 MB (docs/errors.md#start-up);
+ * pages beyond the cache are still read through the operating system's file cache.
+ */
+const START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=32MB'];
+
 /** No limits: what a caller that passes none gets (tests of the driver, the CLI). */
 const UNLIMITED: DatabaseLimits = { statementTimeoutMs: 0, acquireTimeoutMs: 0 };
 
@@ -34,7 +42,10 @@ export async function openPgliteDatabase(
   // migrated template: several times faster than a fresh cluster).
   let pg: PGlite;
   try {
-    pg = await PGlite.create(inMemory ? undefined : dataDir, options.loadDataDir ? { loadDataDir: options.loadDataDir } : {});
+    pg = await PGlite.create(inMemory ? undefined : dataDir, {
+      startParams: START_PARAMS,
+      ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+    });
   } catch (err) {
     unlock();
     throw err;

@@ -3,6 +3,7 @@ import { badRequest } from '../fhir/outcome.js';
 import { findConcepts, indexOf } from './concepts.js';
 import { compileInclude } from './filter-match.js';
 import { SqlParams, filterPredicate, regexError } from './filters.js';
+import { checkComposeFilters, terminologyLimits } from './limits.js';
 import { msg } from './messages.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
@@ -63,7 +64,9 @@ export class ValueSetEvaluator {
     private readonly chain: string[] = [],
     /** The value set whose `contained` resolves `#id` references. */
     private readonly root: ValueSet = vs,
-  ) {}
+  ) {
+    checkComposeFilters(vs, terminologyLimits(tc.env));
+  }
 
   /** Systems the value set draws codes from (directly or through nested value sets), in order. */
   async includedSystems(): Promise<string[]> {

@@ -8,8 +8,10 @@ import { compileInclude } from './filter-match.js';
 import { chooseDisplay, designationsFor, type LanguagePrefs } from './display.js';
 import { SqlParams } from './filters.js';
 import { msg } from './messages.js';
-import { resolveCodeSystem } from './resolve.js';
+import { toOutcomeIssue } from './issues.js';
+import { codeSystemVersions, resolveCodeSystem } from './resolve.js';
 import type { CodeSystemInfo, Designation, TermContext } from './types.js';
+import { VERSION_RULE_PARAMETER, checkViolation, effectiveVersion } from './versions.js';
 
 /**
  * `$expand` (docs/terminology.md#expand) — the one operation that builds an expansion. Each include
@@ -40,6 +42,14 @@ export interface ExpandRequest {
   echo: ValueSetExpansionParameter[];
 }
 
+/** What an expansion drew on, echoed in `expansion.parameter`. */
+interface Used {
+  codeSystems: Set<string>;
+  valueSets: Set<string>;
+  /** Version parameters that decided the version of an include: `url|version` → parameter name. */
+  versionRules: Map<string, string>;
+}
+
 /** Without `count`, larger expansions are refused rather than built (use paging). */
 export const MAX_UNPAGED_EXPANSION = 10_000;
 
@@ -58,7 +68,7 @@ interface Group {
 
 /** Expands `vs` (a page of it) into a ValueSet with `expansion`. */
 export async function expandValueSet(tc: TermContext, vs: ValueSet, req: ExpandRequest): Promise<ValueSet> {
-  const used = { codeSystems: new Set<string>(), valueSets: new Set<string>() };
+  const used: Used = { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map() };
   let groups: Group[];
   try {
     groups = await members(tc, new ValueSetEvaluator(tc, vs), req, used);
@@ -79,10 +89,11 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, req: ExpandR
   // Concepts the value set lists: their display, designations and extensions apply.
   const listed = new Map<string, ValueSetComposeIncludeConcept>();
   for (const inc of vs.compose?.include ?? []) for (const c of inc.concept ?? []) if (inc.system && c.code) listed.set(`${includeSystem(inc).system}\u0000${c.code}`, c);
-  const contains = await page(tc, groups, req.offset, req.count ?? total, { req, declared, listed }, nest);
+  const contains = await page(tc, groups, req.offset, req.count ?? total, { req, declared, listed, withVersion: severalVersions(vs, groups) }, nest);
   const supplements = [...new Set(groups.flatMap((g) => (g.cs ? supplementsOf(tc, g.cs) : [])))];
   const parameter: ValueSetExpansionParameter[] = [
     ...req.echo,
+    ...[...used.versionRules].map(([canonical, name]) => ({ name, valueUri: canonical })),
     ...[...used.codeSystems].map((v) => ({ name: 'used-codesystem', valueUri: v })),
     ...[...used.valueSets].map((v) => ({ name: 'used-valueset', valueUri: v })),
     ...supplements.map((s) => ({ name: 'used-supplement', valueUri: s.version ? `${s.url}|${s.version}` : s.url })),
@@ -122,7 +133,7 @@ async function selectable(tc: TermContext, groups: Group[]): Promise<Group[]> {
   return out;
 }
 
-async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandRequest, used: { codeSystems: Set<string>; valueSets: Set<string> }): Promise<Group[]> {
+async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandRequest, used: Used): Promise<Group[]> {
   const vs = ev.vs;
   if (!vs.compose) {
     const bySystem = new Map<string, Group>();
@@ -143,7 +154,7 @@ async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandReques
   for (const [i, exc] of (vs.compose.exclude ?? []).entries()) {
     if (result.length === 0) break;
     const noText = { ...req, filter: undefined };
-    result = subtract(result, await includeGroups(tc, ev, exc, `ValueSet.compose.exclude[${i}]`, noText, false, { codeSystems: new Set(), valueSets: new Set() }));
+    result = subtract(result, await includeGroups(tc, ev, exc, `ValueSet.compose.exclude[${i}]`, noText, false, { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map() }));
   }
   return result;
 }
@@ -155,7 +166,7 @@ async function includeGroups(
   path: string,
   req: ExpandRequest,
   activeOnly: boolean,
-  used: { codeSystems: Set<string>; valueSets: Set<string> },
+  used: Used,
 ): Promise<Group[]> {
   let nested: Group[] | undefined;
   for (const ref of inc.valueSet ?? []) {
@@ -167,7 +178,19 @@ async function includeGroups(
   const pinned = includeSystem(inc);
   if (!pinned.system) return nested ?? [];
 
-  const cs = await resolveCodeSystem(tc, pinned.system, pinned.version);
+  const effective = effectiveVersion(tc.versionRules, pinned.system, pinned.version);
+  if (effective.source !== undefined && effective.source !== 'include' && effective.version !== undefined) {
+    used.versionRules.set(`${pinned.system}|${effective.version}`, VERSION_RULE_PARAMETER[effective.source]);
+  }
+  const cs = await resolveCodeSystem(tc, pinned.system, effective.version);
+  if (!cs && effective.version !== undefined) {
+    const known = await codeSystemVersions(tc, pinned.system);
+    if (known.length > 0) throw expansionError('not-found', 'not-found', 'UNKNOWN_CODESYSTEM_VERSION_EXP', msg.cannotExpandVersion(pinned.system, effective.version, known));
+  }
+  const violated = cs ? checkViolation(tc.versionRules, cs.url, cs.version) : undefined;
+  if (cs && violated !== undefined) {
+    throw expansionError('exception', 'version-error', 'VALUESET_VERSION_CHECK', msg.versionNotAllowed(cs.version ?? '', cs.url, violated));
+  }
   if (!cs) {
     if (!inc.concept) throw badRequest(msg.cannotExpand(inc.system as string));
     const listed = inc.concept.filter((c) => !req.filter || textMatches(c.display, req.filter)).map((c) => ({ code: c.code, display: c.display }));
@@ -214,6 +237,11 @@ async function includeIdsInMemory(
 /** The text filter as in SQL (textCondition): the text at the start of a word, ignoring case. */
 function wordPrefix(text: string): RegExp {
   return new RegExp(`(^|[^\\p{L}\\p{N}])${text.replace(/[\\.^$|?*+()[\]{}]/g, '\\$&')}`, 'iu');
+}
+
+/** A 400 whose one issue carries the tx-ecosystem issue type and message id (docs/terminology.md#version-parameters). */
+function expansionError(code: string, type: string, id: string, text: string): FhirError {
+  return new FhirError(400, [toOutcomeIssue({ severity: 'error', code, type, id, text })]);
 }
 
 /** Word-prefix, case-insensitive match of the `filter` text on the display and the designations. */
@@ -276,6 +304,24 @@ function subtract(a: Group[], b: Group[]): Group[] {
 }
 
 /**
+ * Systems whose `contains` entries name their version: the value set includes the system at
+ * several versions (its includes state different ones), or the expansion holds several.
+ */
+function severalVersions(vs: ValueSet, groups: Group[]): Set<string> {
+  const versions = new Map<string, Set<string | undefined>>();
+  const add = (system: string, version: string | undefined) => versions.set(system, (versions.get(system) ?? new Set()).add(version));
+  for (const inc of vs.compose?.include ?? []) {
+    const { system, version } = includeSystem(inc);
+    if (system) add(system, version);
+  }
+  const out = new Set([...versions].filter(([, v]) => v.size > 1).map(([system]) => system));
+  const keys = new Map<string, Set<number>>();
+  for (const g of groups) if (g.cs) keys.set(g.system, (keys.get(g.system) ?? new Set()).add(g.cs.key));
+  for (const [system, k] of keys) if (k.size > 1) out.add(system);
+  return out;
+}
+
+/**
  * Builds the `contains` entries of one page (only these concepts are read). With `nest`, each
  * concept goes under its nearest ancestor in the expansion (the whole expansion is one page then).
  */
@@ -329,6 +375,8 @@ interface EntryContext {
   declared: Map<string, string | undefined>;
   /** The value set's `include.concept` entries, by `system NUL code`. */
   listed: Map<string, ValueSetComposeIncludeConcept>;
+  /** Systems whose entries name their version (see severalVersions). */
+  withVersion: Set<string>;
 }
 
 /** Value-set concept extensions repeated on the expansion entry (valueset-concept-definition only with includeDefinition). */
@@ -356,7 +404,7 @@ async function conceptEntries(tc: TermContext, cs: CodeSystemInfo, ids: number[]
       ...(designations.get(c.id) ?? []),
       ...(vsConcept?.designation ?? []).map((d) => ({ language: d.language, use: d.use, value: d.value })),
     ];
-    const entry: ValueSetExpansionContains = { system: cs.url, code: c.code };
+    const entry: ValueSetExpansionContains = { system: cs.url, ...(ctx.withVersion.has(cs.url) && cs.version ? { version: cs.version } : {}), code: c.code };
     if (c.abstract) entry.abstract = true;
     if (c.inactive) entry.inactive = true;
     const choice = chooseDisplay(cs, c, ds, req.languages);

@@ -177,6 +177,7 @@ export class TerminologyCache {
     if (payload === '*') return this.clear();
     this.generation++;
     this.resolution.clear();
+    if (payload === '*') return this.clear(); // notifications may have been missed (src/core/database.ts)
     if (!payload.startsWith('cs:')) return;
     const resourceId = payload.slice(3);
     for (const [key, entry] of this.indexes) {

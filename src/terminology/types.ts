@@ -1,5 +1,6 @@
 import type { CodeSystemProperty, ValueSet } from '@medplum/fhirtypes';
 import type { Logger } from 'pino';
+import type { Config } from '../config.js';
 import type { Database } from '../core/database.js';
 import type { ResourceRepository, SystemRepository } from '../core/repository.js';
 import type { VersionRules } from './versions.js';
@@ -9,6 +10,8 @@ export interface TerminologyEnv {
   db: Database;
   system: SystemRepository;
   log: Logger;
+  /** The bounds of limits.ts (defaults when absent). */
+  config?: Pick<Config, 'terminologyLimits'>;
 }
 
 /** An indexed code system (one row of `tx_code_system`). */

@@ -3,6 +3,7 @@ import { badRequest, notFound } from '../../fhir/outcome.js';
 import type { Operation } from '../../core/operation.js';
 import type { TerminologyEnv } from '../types.js';
 import { parseRequestLanguages, requestLanguage } from '../display.js';
+import { checkCodeableConcept, terminologyLimits } from '../limits.js';
 import { resolveCodeSystem } from '../resolve.js';
 import { acceptLanguage, termContext } from '../request-context.js';
 import { validateInCodeSystem, validateInValueSet, type ValidateRequest, type ValidateResult } from '../validate.js';
@@ -35,6 +36,7 @@ export function valueSetValidateCodeOperation(env: TerminologyEnv): Operation {
     definition: loadDefinition('ValueSet-validate-code'),
     alsoInstance: true,
     async handler(ctx, input: ValidateInput, target) {
+      checkCodeableConcept(input.codeableConcept, terminologyLimits(env)); // before any work
       const tc = await termContext(env, ctx, input);
       if (!input.url && !input.valueSet && target.level !== 'instance') throw badRequest('No ValueSet specified');
       requireCode(input);
@@ -50,6 +52,7 @@ export function codeSystemValidateCodeOperation(env: TerminologyEnv): Operation 
     definition: loadDefinition('CodeSystem-validate-code'),
     alsoInstance: true,
     async handler(ctx, input: ValidateInput, target) {
+      checkCodeableConcept(input.codeableConcept, terminologyLimits(env)); // before any work
       const tc = await termContext(env, ctx, input);
       requireCode(input);
       const version = input.version ?? input.systemVersion ?? input.coding?.version;
