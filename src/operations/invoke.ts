@@ -6,6 +6,16 @@ import { paramsOf } from './params.js';
 import { parseParametersBody } from './parse-body.js';
 import { buildInput } from './parse-input.js';
 import { parseQueryInput } from './query-input.js';
+import { isObject } from '../fhir/json.js';
+import type { InputEntry } from './input-entry.js';
+
+/** A POSTed body as input entries: a Parameters resource, or (for `resourceInput`) a bare resource. */
+function postedEntries(body: unknown, resourceInput: string | undefined): InputEntry[] {
+  if (resourceInput !== undefined && isObject(body) && typeof body.resourceType === 'string' && body.resourceType !== 'Parameters') {
+    return [{ name: resourceInput, resource: body }];
+  }
+  return parseParametersBody(body, resourceInput);
+}
 
 /**
  * Runs one invocation of a resolved operation: reads the input from the query (GET) or the
@@ -18,7 +28,7 @@ export async function invokeOperation(req: FhirRequest, operation: Operation, ta
   const method = req.method === 'HEAD' ? 'GET' : req.method;
   let entries;
   if (method === 'GET') entries = parseQueryInput(definition, req.query);
-  else if (method === 'POST') entries = parseParametersBody(req.body);
+  else if (method === 'POST') entries = postedEntries(req.body, operation.resourceInput);
   else {
     const allowed = definition.affectsState === true ? ['POST'] : ['GET', 'HEAD', 'POST'];
     throw methodNotAllowed(req.method, allowed, `Operation $${definition.code} cannot be invoked with ${req.method}`);

@@ -1,9 +1,11 @@
 import type { CodeSystem, Resource, ValueSet } from '@medplum/fhirtypes';
 import type { ResourceHook } from '../core/repository.js';
+import { announceTerminologyChange } from './binding-checker.js';
 import { indexCodeSystem, removeCodeSystemIndex } from './code-system-store.js';
 
 /**
- * Keeps the terminology index in step with stored resources. Both hooks run inside the write
+ * Keeps the terminology index in step with stored resources, and tells every node's binding
+ * checker (binding-checker.ts) that value set codes may have changed. Both hooks run inside the write
  * transaction (storage/resource-hooks.ts): a CodeSystem is searchable by the engine exactly when
  * its write commits, an update re-indexes it, a delete removes the index, and a failure to index
  * rolls the write back.
@@ -19,9 +21,11 @@ export function terminologyHooks(): ResourceHook[] {
           projectId: projectOf(resource),
           lastUpdated: resource.meta?.lastUpdated ?? new Date().toISOString(),
         });
+        await announceTerminologyChange(tx);
       },
       async afterDelete(tx, previous) {
         await removeCodeSystemIndex(tx, previous.id as string);
+        await announceTerminologyChange(tx);
       },
     },
     {
@@ -33,9 +37,11 @@ export function terminologyHooks(): ResourceHook[] {
            ON CONFLICT (resource_id) DO UPDATE SET project_id = $2, url = $3, version = $4, last_updated = $5`,
           [vs.id, projectOf(resource) ?? null, vs.url ?? '', vs.version ?? null, resource.meta?.lastUpdated ?? new Date().toISOString()],
         );
+        await announceTerminologyChange(tx);
       },
       async afterDelete(tx, previous) {
         await tx.query('DELETE FROM tx_value_set WHERE resource_id = $1', [previous.id]);
+        await announceTerminologyChange(tx);
       },
     },
   ];

@@ -1,5 +1,8 @@
 import type { FeatureEnv } from '../core/feature.js';
 import type { OperationRegistry } from '../core/operation.js';
+import type { ResourceRepository } from '../core/repository.js';
+import type { BindingChecker } from '../core/validation.js';
+import { createBindingChecker } from './binding-checker.js';
 import { preloadBaseTerminology } from './base-terminology.js';
 import { expandOperation } from './operations/expand.js';
 import { importOperation } from './operations/import.js';
@@ -15,8 +18,10 @@ const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
  * Wires the terminology feature: the terminology operations, the pruning of request-scoped
  * indexes and the base R4 terminologies (`config.baseTerminology`). The index hooks on
  * CodeSystem/ValueSet writes are part of the repository from the start (`terminologyHooks`, app.ts).
+ * Returns the binding checker resource validation uses (`shared`: a repository that sees only
+ * the shared content, where the bound value sets are resolved).
  */
-export function installTerminology(env: FeatureEnv, registry: OperationRegistry): void {
+export function installTerminology(env: FeatureEnv, registry: OperationRegistry, shared: ResourceRepository): { bindings: BindingChecker } {
   registry.register(lookupOperation(env));
   registry.register(valueSetValidateCodeOperation(env));
   registry.register(codeSystemValidateCodeOperation(env));
@@ -45,4 +50,5 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry)
     clearInterval(timer);
     await Promise.allSettled(jobs);
   });
+  return { bindings: createBindingChecker(env, shared) };
 }

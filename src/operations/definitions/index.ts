@@ -3,6 +3,8 @@ import codeSystemImport from './CodeSystem-import.json' with { type: 'json' };
 import codeSystemLookup from './CodeSystem-lookup.json' with { type: 'json' };
 import codeSystemSubsumes from './CodeSystem-subsumes.json' with { type: 'json' };
 import codeSystemValidateCode from './CodeSystem-validate-code.json' with { type: 'json' };
+import patientEverything from './Patient-everything.json' with { type: 'json' };
+import resourceValidate from './Resource-validate.json' with { type: 'json' };
 import valueSetExpand from './ValueSet-expand.json' with { type: 'json' };
 import valueSetValidateCode from './ValueSet-validate-code.json' with { type: 'json' };
 
@@ -17,6 +19,8 @@ const DEFINITIONS = {
   'CodeSystem-subsumes': codeSystemSubsumes,
   'ValueSet-expand': valueSetExpand,
   'CodeSystem-import': codeSystemImport,
+  'Resource-validate': resourceValidate,
+  'Patient-everything': patientEverything,
 } as const;
 
 /** Ids of the shipped definitions. */
