@@ -1,23 +1,32 @@
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { benchRest } from './rest.js';
+import { benchStart } from './start.js';
+import { benchTerminology } from './terminology.js';
+import { benchScale } from './terminology-scale.js';
 
 /**
- * `npm run bench`: every benchmark, results as Markdown tables with ratios measured in this
- * run. BENCH_SECONDS sets the duration of each load case (default 5).
+ * `npm run bench [-- --quick] [-- --driver=pglite|pg] [-- --all]`: start time (bench/start.ts)
+ * and the terminology-at-scale table (bench/terminology-scale.ts: 350,000 concepts, both
+ * drivers, 32 connections), as Markdown with ratios measured in this run. `--quick` uses 40,000
+ * concepts and 3 s per case; `--all` adds the older REST and sequential-latency benchmarks.
+ * `npm run bench -- start` runs only the start-time benchmark. BENCH_SECONDS sets the duration
+ * of each load case (default 10), BENCH_SIZE the number of concepts.
  */
-async function main(): Promise<void> {
-  const seconds = Number(process.env.BENCH_SECONDS ?? 5);
-  console.log(await benchRest(seconds));
-  // Terminology benchmark (bench/terminology.ts), when present.
-  const terminology = new URL('./terminology.js', import.meta.url);
-  if (existsSync(fileURLToPath(terminology))) {
-    const mod = (await import(terminology.href)) as { benchTerminology?: (s: number) => Promise<string> };
-    if (mod.benchTerminology) console.log(await mod.benchTerminology(seconds));
+async function main(argv: string[]): Promise<void> {
+  console.log(await benchStart());
+  if (argv[0] === 'start') return;
+  const quick = argv.includes('--quick');
+  const driver = argv.find((a) => a.startsWith('--driver='))?.slice('--driver='.length);
+  const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 3 : 10));
+  const size = Number(process.env.BENCH_SIZE ?? (quick ? 40_000 : 350_000));
+  const drivers: Array<'pglite' | 'pg'> = driver === 'pglite' || driver === 'pg' ? [driver] : ['pglite', 'pg'];
+  console.log(await benchScale({ size, seconds, connections: 32, drivers, samples: quick ? 50 : 200 }));
+  if (argv.includes('--all')) {
+    console.log(await benchRest(seconds));
+    console.log(await benchTerminology(seconds));
   }
 }
 
-main().then(
+main(process.argv.slice(2)).then(
   () => process.exit(0),
   (err) => {
     console.error(err);

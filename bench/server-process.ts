@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 /** A process under load, started separately so the load generator does not share its CPU thread. */
 export interface BenchProcess {
   url: string;
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -19,8 +20,11 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Starts the compiled Lattice server (`dist/src/main.js serve`) with in-memory PGlite. */
-export async function startLatticeProcess(env: Record<string, string> = {}): Promise<BenchProcess> {
+/**
+ * Starts the compiled Lattice server (`dist/src/main.js serve`) with in-memory PGlite unless
+ * `env` names other storage; `ready` (default /healthz) is polled until it answers 200.
+ */
+export async function startLatticeProcess(env: Record<string, string> = {}, ready?: (url: string) => Promise<boolean>): Promise<BenchProcess> {
   const port = await freePort();
   const main = fileURLToPath(new URL('../src/main.js', import.meta.url));
   const child = spawn(process.execPath, [main, 'serve'], {
@@ -37,8 +41,9 @@ export async function startLatticeProcess(env: Record<string, string> = {}): Pro
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
-  await waitFor(`${url}/healthz`, child);
-  return { url, stop: () => stopChild(child) };
+  if (ready) await waitUntil(() => ready(url), child);
+  else await waitFor(`${url}/healthz`, child);
+  return { url, pid: child.pid as number, stop: () => stopChild(child) };
 }
 
 /** A bare node:http server answering `body` to every request (the baseline). */
@@ -48,21 +53,26 @@ export async function startBareProcess(body: string): Promise<BenchProcess> {
   const child = spawn(process.execPath, ['-e', code], { env: { ...process.env, BODY: body }, stdio: 'inherit' });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(url, child);
-  return { url, stop: () => stopChild(child) };
+  return { url, pid: child.pid as number, stop: () => stopChild(child) };
 }
 
 async function waitFor(url: string, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 600; i++) {
+  await waitUntil(async () => (await fetch(url)).ok, child);
+}
+
+/** Polls `ok` (errors count as not yet) every 20 ms, for up to two minutes. */
+async function waitUntil(ok: () => Promise<boolean>, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`process exited with ${child.exitCode}`);
     try {
-      const res = await fetch(url);
-      if (res.ok) return;
+      if (await ok()) return;
     } catch {
       /* not up yet */
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 20));
   }
-  throw new Error(`${url} did not come up`);
+  throw new Error('the server did not come up');
 }
 
 function stopChild(child: ChildProcess): Promise<void> {

@@ -35,6 +35,8 @@ const CHECKS = [
   { name: '$validate-code says true', example: /ValueSet\/\\\$validate-code/, check: (out) => out.includes('"valueBoolean":true') || 'result is not true' },
   { name: '$subsumes answers subsumes', example: /codeA=_ActEncounterCode&codeB=AMB/, check: (out) => out.includes('"valueCode":"subsumes"') || 'outcome is not subsumes' },
   { name: '$expand lists the codes', example: /ValueSet\/\\\$expand/, check: (out) => out.includes('"code":"female"') || 'female is not in the expansion' },
+  { name: '$translate maps female to F', example: /ConceptMap\/\\\$translate/, check: (out) => (out.includes('"code":"F"') && out.includes('"valueBoolean":true')) || 'no translation to F' },
+  { name: 'the terminology capabilities list expansion parameters', example: /mode=terminology/, check: (out) => out.includes('"count"') || 'no count parameter' },
   { name: '$import adds the concept', example: /CodeSystem\/\\\$import/, check: (out) => out.includes('"valueString":"X one"') || '$lookup does not find x1' },
   { name: 'the invite answers a membership', example: /\/invite/, check: (out) => out.includes('"resourceType":"ProjectMembership"') || 'no ProjectMembership' },
 ];

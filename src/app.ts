@@ -87,14 +87,18 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const adminRoutes = installAdmin(env);
     await registry.published();
     operations = registry;
-    routes = [...auth.routes, ...adminRoutes];
+    routes = [...auth.routes, ...adminRoutes, ...terminology.routes];
     http = buildHttpServer({
       config,
       log,
       db,
       authenticator: auth.authenticator,
       repository,
-      fhir: createFhirRouter(registry, { bundleMaxEntries: config.bundleMaxEntries, validator }),
+      fhir: createFhirRouter(registry, {
+        bundleMaxEntries: config.bundleMaxEntries,
+        terminologyCapabilities: terminology.capabilities,
+        validator,
+      }),
       routes,
     });
   } catch (err) {

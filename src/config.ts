@@ -16,10 +16,20 @@ export interface Config {
   adminPassword: string | undefined;
   smtpUrl: string | undefined;
   logLevel: string;
+  /**
+   * Proxies whose `X-Forwarded-For` is believed (addresses, CIDR ranges, or `loopback`,
+   * `linklocal`, `uniquelocal`); empty = none, the client address is the connection's peer
+   * (docs/auth.md#throttling).
+   */
+  trustedProxies: string[];
   /** Maximum request body in bytes (default 16 MiB). */
   bodyLimit: number;
+  /** How long one request may use the database (docs/errors.md#database-limits); 0 = no limit. */
+  database: { statementTimeoutMs: number; acquireTimeoutMs: number; poolSize: number };
   /** Bounds on one search (docs/rest.md#limits). */
-  searchLimits: { maxParameters: number; maxValues: number; maxChain: number };
+  searchLimits: { maxParameters: number; maxValues: number; maxChain: number; maxIncludes: number; maxIncluded: number };
+  /** Lifetime of a client application secret in seconds; 0 = it never expires (docs/auth.md#client-secrets). */
+  clientSecretLifetime: number;
   /** Access-token lifetime in seconds. */
   accessTokenLifetime: number;
   /** Most entries a batch/transaction Bundle may have (default 1000). */
@@ -30,6 +40,12 @@ export interface Config {
    * Default: `lazy` for an in-memory database, else `background`.
    */
   baseTerminology: 'background' | 'lazy';
+  /** Memory budget of the in-memory terminology indexes, in MB (docs/terminology.md#in-memory-index). */
+  txCacheMb: number;
+  /** Code-system canonicals whose in-memory index is built at start, in the background. */
+  txPreload: string[];
+  /** Bounds on one terminology request (docs/terminology.md#limits). */
+  terminologyLimits: { maxFilters: number; maxCodings: number };
   /** Outbox e-mail sender. */
   email: {
     /** `From:` of every message (default `Lattice <no-reply@<public host>>`). */
@@ -59,17 +75,35 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir,
     databaseUrl,
     baseTerminology,
+    txCacheMb: intOf(env.LATTICE_TX_CACHE_MB, 1024, 'LATTICE_TX_CACHE_MB'),
+    txPreload: (env.LATTICE_TX_PRELOAD ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    terminologyLimits: {
+      maxFilters: intOf(env.LATTICE_TX_MAX_FILTERS, 50, 'LATTICE_TX_MAX_FILTERS'),
+      maxCodings: intOf(env.LATTICE_TX_MAX_CODINGS, 10_000, 'LATTICE_TX_MAX_CODINGS'),
+    },
     publicUrl: (env.LATTICE_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
     adminEmail: env.LATTICE_ADMIN_EMAIL?.trim() || 'admin@example.com',
     adminPassword: env.LATTICE_ADMIN_PASSWORD || undefined,
     smtpUrl: env.SMTP_URL || undefined,
     logLevel: env.LOG_LEVEL || 'info',
+    database: {
+      statementTimeoutMs: intOf(env.LATTICE_DB_STATEMENT_TIMEOUT, 30_000, 'LATTICE_DB_STATEMENT_TIMEOUT'),
+      acquireTimeoutMs: intOf(env.LATTICE_DB_ACQUIRE_TIMEOUT, 10_000, 'LATTICE_DB_ACQUIRE_TIMEOUT'),
+      poolSize: intOf(env.LATTICE_DB_POOL_SIZE, 10, 'LATTICE_DB_POOL_SIZE') || 10,
+    },
+    trustedProxies: (env.LATTICE_TRUSTED_PROXIES ?? '')
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean),
     bodyLimit: intOf(env.LATTICE_BODY_LIMIT, 16 * 1024 * 1024, 'LATTICE_BODY_LIMIT'),
     searchLimits: {
       maxParameters: intOf(env.LATTICE_SEARCH_MAX_PARAMETERS, 30, 'LATTICE_SEARCH_MAX_PARAMETERS'),
       maxValues: intOf(env.LATTICE_SEARCH_MAX_VALUES, 100, 'LATTICE_SEARCH_MAX_VALUES'),
       maxChain: intOf(env.LATTICE_SEARCH_MAX_CHAIN, 3, 'LATTICE_SEARCH_MAX_CHAIN'),
+      maxIncludes: intOf(env.LATTICE_SEARCH_MAX_INCLUDES, 10, 'LATTICE_SEARCH_MAX_INCLUDES'),
+      maxIncluded: intOf(env.LATTICE_SEARCH_MAX_INCLUDED, 1000, 'LATTICE_SEARCH_MAX_INCLUDED'),
     },
+    clientSecretLifetime: intOf(env.LATTICE_CLIENT_SECRET_LIFETIME, 0, 'LATTICE_CLIENT_SECRET_LIFETIME'),
     accessTokenLifetime: intOf(env.LATTICE_TOKEN_LIFETIME, 3600, 'LATTICE_TOKEN_LIFETIME'),
     bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 1000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
     email: {

@@ -2,14 +2,20 @@
 import { createApp } from './app.js';
 import { loadConfig } from './config.js';
 import { DataFolderInUse } from './storage/data-folder-lock.js';
-import { importFile } from './terminology/import-file.js';
+import { importFile, type ImportSummary } from './terminology/import-file.js';
+import { importToServer } from './terminology/import-remote.js';
 import { checkPasswordStrength } from './auth/accounts.js';
 import { generatePassword, readNewPassword, setPasswordByEmail } from './auth/set-password-cli.js';
 
 const USAGE = `Usage:
   lattice serve                            start the server (default)
   lattice import <file> [--project <id>]   load a CodeSystem/ValueSet JSON, a Bundle or NDJSON
-                                           (shared content unless --project is given)
+                                           (shared content unless --project is given) into the
+                                           configured database (stop a server on the same PGlite
+                                           data folder first)
+  lattice import <file> --url <server> [--token <t> | --client-id <id> --client-secret <s>]
+                 [--project <id>]          send it to a running server instead (LATTICE_TOKEN,
+                                           LATTICE_CLIENT_ID, LATTICE_CLIENT_SECRET work too)
   lattice admin set-password <email> [--password <pw>] [--project <id>]
                                            set a user's password: --password, else read from
                                            the terminal (asked twice) or standard input; empty
@@ -33,23 +39,65 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-/** `lattice import <file>`: writes through the same index as the API, with a progress bar. */
+/** Options of `lattice import`: `--name value` or `--name=value`. */
+const IMPORT_OPTIONS = ['--project', '--url', '--token', '--client-id', '--client-secret'];
+
+/**
+ * `lattice import <file>`: writes through the same index as the API, with a progress bar —
+ * directly into the configured database, or with `--url` through a running server.
+ */
 async function importCommand(args: string[]): Promise<void> {
-  const projectAt = args.indexOf('--project');
-  const projectId = projectAt >= 0 ? args[projectAt + 1] : undefined;
-  const file = args.find((a, i) => !a.startsWith('--') && (projectAt < 0 || i !== projectAt + 1));
-  if (!file || (projectAt >= 0 && !projectId)) {
+  const options: Record<string, string | undefined> = {};
+  const positional: string[] = [];
+  let unusable = false;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    const eq = arg.indexOf('=');
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
+    if (IMPORT_OPTIONS.includes(name)) {
+      options[name] = eq > 0 ? arg.slice(eq + 1) : args[++i];
+      if (!options[name]) unusable = true;
+    } else if (arg.startsWith('--')) {
+      unusable = true;
+    } else {
+      positional.push(arg);
+    }
+  }
+  const file = positional[0];
+  if (!file || positional.length > 1 || unusable) {
     console.error(USAGE);
     process.exitCode = 2;
     return;
   }
-  const app = await createApp(loadConfig());
-  try {
-    const summary = await importFile(file, app, { projectId });
+  const projectId = options['--project'];
+  const report = (summary: ImportSummary) =>
     console.log(
       `imported ${summary.resources} resources (${summary.codeSystems} CodeSystems, ${summary.valueSets} ValueSets, ` +
         `${summary.concepts} concepts; ${summary.skipped} skipped) in ${(summary.ms / 1000).toFixed(1)} s`,
     );
+  const url = options['--url'];
+  if (url) {
+    try {
+      report(
+        await importToServer(file, {
+          url,
+          projectId,
+          token: options['--token'] ?? process.env.LATTICE_TOKEN,
+          clientId: options['--client-id'] ?? process.env.LATTICE_CLIENT_ID,
+          clientSecret: options['--client-secret'] ?? process.env.LATTICE_CLIENT_SECRET,
+        }),
+      );
+    } catch (err) {
+      console.error(err instanceof Error ? err.message : String(err));
+      process.exitCode = 1;
+    }
+    return;
+  }
+  // A command-line import may hold the database as long as its file needs (docs/errors.md#database-limits).
+  const config = loadConfig();
+  const app = await createApp({ ...config, database: { ...config.database, statementTimeoutMs: 0 } });
+  try {
+    report(await importFile(file, app, { projectId }));
   } finally {
     await app.close();
   }

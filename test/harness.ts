@@ -115,10 +115,11 @@ export async function createTestDatabase(): Promise<string> {
  * A fresh in-memory PGlite loaded from the run's migrated template (see scripts/test.mjs), or
  * undefined to let the app open its configured database.
  */
-async function templateDatabase(driver: Driver, options: StartOptions): Promise<Database | undefined> {
+async function templateDatabase(driver: Driver, options: StartOptions, config: Config): Promise<Database | undefined> {
   const template = process.env.LATTICE_TEST_PGLITE_TEMPLATE;
   if (driver !== 'pglite' || options.dataDir || !template || !existsSync(template)) return undefined;
-  const db = await openPgliteDatabase('memory://', { loadDataDir: new Blob([readFileSync(template)]) });
+  const { statementTimeoutMs, acquireTimeoutMs } = config.database;
+  const db = await openPgliteDatabase('memory://', { loadDataDir: new Blob([readFileSync(template)]), limits: { statementTimeoutMs, acquireTimeoutMs } });
   await migrate(db);
   return db;
 }
@@ -138,7 +139,7 @@ export async function startServer(driver: Driver, options: StartOptions = {}): P
   if (driver === 'pg') env.DATABASE_URL = options.databaseUrl ?? (await createTestDatabase());
   else env.LATTICE_DATA_DIR = options.dataDir ?? 'memory://';
   const config = loadConfig(env);
-  const app = await createApp(config, { log: pino({ level: config.logLevel }), db: await templateDatabase(driver, options), extraHooks: options.hooks });
+  const app = await createApp(config, { log: pino({ level: config.logLevel }), db: await templateDatabase(driver, options, config), extraHooks: options.hooks });
   const address = await app.listen();
   const port = new URL(address).port;
   const baseUrl = `http://127.0.0.1:${port}`;

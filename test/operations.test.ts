@@ -342,8 +342,16 @@ for (const driver of drivers) {
         const r = await post('/$echo', params({ name: 'code', valueCode: 'a' }, { name: 'coding', valueCoding: { code: 5 } }));
         assert.equal(r.status, 400, r.text);
         assert.deepEqual(r.body.issue[0].expression, ['Parameters.parameter[1].valueCoding.code']);
-        const b = await post('/$echo', params({ name: 'code', valueCode: 'a' }, { name: 'flag', valueBoolean: 'true' }));
+        const b = await post('/$echo', params({ name: 'code', valueCode: 'a' }, { name: 'flag', valueBoolean: 'yes' }));
         assert.equal(b.status, 400, b.text);
+        assert.deepEqual(b.body.issue[0].expression, ['Parameters.parameter[1].valueBoolean']);
+      });
+
+      test('valueBoolean as the JSON string "true"/"false" is read as the boolean (docs/operations.md#post)', async () => {
+        const r = await post('/$echo', params({ name: 'code', valueCode: 'a' }, { name: 'flag', valueBoolean: 'false' }));
+        assert.equal(r.status, 200, r.text);
+        const received = JSON.parse(r.body.parameter.find((x: { name: string }) => x.name === 'received').valueString);
+        assert.equal(received.flag, false);
       });
 
       test('cardinality → exact texts', async () => {
@@ -545,7 +553,9 @@ for (const driver of drivers) {
           const servedKeys = new Set(res.body.parameter.map(key));
           for (const q of loadDefinition(id).parameter ?? []) assert.ok(servedKeys.has(key(q)), `${id}: ${key(q)}`);
           const [type] = res.body.resource;
-          assert.ok(opsOf(type).some((o: CapabilityStatementRestResourceOperation) => o.name === res.body.code && o.definition === res.body.url), `${id} in /metadata`);
+          // A system-level-only operation ($versions) is listed under rest.operation.
+          const listed = res.body.type || res.body.instance ? opsOf(type) : metadata.body.rest[0].operation;
+          assert.ok(listed.some((o: CapabilityStatementRestResourceOperation) => o.name === res.body.code && o.definition === res.body.url), `${id} in /metadata`);
         }
       });
 

@@ -95,6 +95,7 @@ const GENDER_CS = 'http://hl7.org/fhir/administrative-gender';
 const GENDER_VS = 'http://hl7.org/fhir/ValueSet/administrative-gender';
 const A_CS = 'http://example.org/role-matrix/a-codes';
 const A_VS = 'http://example.org/role-matrix/a-values';
+const A_CM = 'http://example.org/role-matrix/a-map';
 
 type Simple = string | number | boolean;
 type Inputs = Record<string, Simple | Record<string, unknown>>;
@@ -135,6 +136,10 @@ const OPERATION_INPUTS: Record<string, OperationInputs> = {
   'CodeSystem/$import': {
     own: { system: A_CS, concept: { code: 'imported', display: 'Imported' } },
   },
+  'ConceptMap/$translate': {
+    own: { url: A_CM, system: A_CS, code: 'a1' },
+    instance: { system: A_CS, code: 'a1' },
+  },
   // `$validate` is defined on Resource: asked on A's Patient (instance) and on Patient (type).
   'Resource/$validate': {
     instance: { mode: 'delete' },
@@ -157,6 +162,14 @@ const resultIs =
   (ok: boolean): Check =>
   (res) =>
     assert.equal(paramValue(res, 'result'), ok, res.text);
+const translatesTo =
+  (code: string): Check =>
+  (res) => {
+    assert.equal(paramValue(res, 'result'), true, res.text);
+    const match = res.body?.parameter?.find((x: { name?: string }) => x.name === 'match');
+    const concept = match?.part?.find((x: { name?: string }) => x.name === 'concept')?.valueCoding;
+    assert.equal(concept?.code, code, res.text);
+  };
 const outcomeIs =
   (outcome: string): Check =>
   (res) =>
@@ -206,10 +219,13 @@ const TABLE: Row[] = [
   [/^route GET \/auth\/me$/, { anonymous: 401, token: 200 }, (res, c) => c.role !== 'anonymous' && meIsOwnProject(res, c)],
   [/^route POST \/admin\/projects\/:projectId\/client \[A\]$/, { anonymous: 401, admins: 201, members: 403, otherAdmin: 403 }],
   [/^route POST \/admin\/projects\/:projectId\/invite \[A\]$/, { anonymous: 401, admins: 200, members: 403, otherAdmin: 403 }],
-  [/^route POST \/admin\/projects\/:projectId\/\w+ \[unknown\]$/, { anonymous: 401, superAdmin: 404, token: 403 }],
+  // A made-up client id: unknown to admins (404), forbidden to everyone else.
+  [/^route POST \/admin\/projects\/:projectId\/client\/:clientId\/secret \[A\]$/, { anonymous: 401, admins: 404, members: 403, otherAdmin: 403 }],
+  [/^route POST \/admin\/projects\/:projectId\/[\w/:]+ \[unknown\]$/, { anonymous: 401, superAdmin: 404, token: 403 }],
 
   // FHIR REST on A's Patient (fresh per role).
   [/^rest metadata$/, { any: 200 }],
+  [/^rest metadata terminology$/, { any: 200 }, (res) => assert.equal(res.body?.resourceType, 'TerminologyCapabilities', res.text)],
   [/^rest create Patient$/, { anonymous: 401, token: 201 }],
   [/^rest (read|vread|history|update|delete) Patient$/, { anonymous: 401, A: 200, otherAdmin: 404 }],
   [/^rest (search|type-history) \w+$/, { anonymous: 401, token: 200 }, listsTargetIfVisible],
@@ -248,6 +264,12 @@ const TABLE: Row[] = [
   [/^op ValueSet\/\$validate-code instance \w+ own$/, { anonymous: 401, A: 200, otherAdmin: 404 }, forA(resultIs(true))],
   [/^op CodeSystem\/\$validate-code instance \w+ own$/, { anonymous: 401, A: 200, otherAdmin: 404 }, forA(resultIs(true))],
   [/^op ValueSet\/\$expand instance \w+ (own|empty)$/, { anonymous: 401, A: 200, otherAdmin: 404 }, forA(expands('a1', 'a2'))],
+  // $translate: A's map for A's callers; for B's admin it does not exist (404 by url and by id).
+  [/^op ConceptMap\/\$translate (type|instance) \w+ own$/, { anonymous: 401, A: 200, otherAdmin: 404 }, forA(translatesTo('b1'))],
+  [/^op ConceptMap\/\$translate (type|instance) \w+ empty$/, { anonymous: 401, token: 400 }],
+  // A batch without validations answers no validations; $versions is the same for everyone.
+  [/^op ValueSet\/\$batch-validate-code type \w+ empty$/, { anonymous: 401, token: 200 }],
+  [/^op \$versions system \w+ empty$/, { anonymous: 401, token: 200 }, (res) => assert.equal(paramValue(res, 'default'), '4.0', res.text)],
   // Instance level without a code: "no code" is checked before the instance, except by $lookup.
   [/^op CodeSystem\/\$lookup instance \w+ empty$/, { anonymous: 401, A: 400, otherAdmin: 404 }],
   [/^op (CodeSystem|ValueSet)\/\$(validate-code|subsumes) instance \w+ empty$/, { anonymous: 401, token: 400 }],
@@ -324,8 +346,19 @@ for (const driver of drivers) {
         body: { resourceType: 'ValueSet', url: A_VS, status: 'active', compose: { include: [{ system: A_CS }] } },
       });
       assert.equal(vs.status, 201, vs.text);
+      const cm = await server.fhir('POST', '/ConceptMap', {
+        token: a.adminToken,
+        body: {
+          resourceType: 'ConceptMap',
+          url: A_CM,
+          status: 'active',
+          group: [{ source: A_CS, target: 'http://example.org/role-matrix/b-codes', element: [{ code: 'a1', target: [{ code: 'b1', equivalence: 'equivalent' }] }] }],
+        },
+      });
+      assert.equal(cm.status, 201, cm.text);
       instances.CodeSystem = cs.body.id;
       instances.ValueSet = vs.body.id;
+      instances.ConceptMap = cm.body.id;
     });
     after(async () => {
       const total = Object.values(counts).reduce((s, n) => s + n, 0);
@@ -431,6 +464,8 @@ for (const driver of drivers) {
 
       // FHIR REST interactions.
       routes.push({ key: 'rest metadata', method: 'GET', path: '/fhir/R4/metadata', public: true, addressesA: false });
+      routes.push({ key: 'rest metadata terminology', method: 'GET', path: '/fhir/R4/metadata?mode=terminology', public: true, addressesA: false });
+
       // Compartment search on A's Patient: the patient itself is in its compartment (before the deletes).
       routes.push({
         key: 'rest compartment Patient',

@@ -45,6 +45,35 @@ for (const driver of drivers) {
       assertTooCostly(await server.fhir('POST', '/Patient/_search', { raw: `_id=${ids}`, contentType: 'application/x-www-form-urlencoded' }), 'Too many values for search parameter _id: 5000 (at most 100)');
     });
 
+    test('1,000 _include parameters: 400, and /healthz answers meanwhile', async () => {
+      const query = Array.from({ length: 1000 }, () => '_include=Patient:general-practitioner').join('&');
+      const [search, health] = await Promise.all([
+        server.fhir('POST', '/Patient/_search', { raw: query, contentType: 'application/x-www-form-urlencoded' }),
+        server.request('GET', '/healthz'),
+      ]);
+      assertTooCostly(search, 'Too many _include/_revinclude parameters: 1000 (at most 10)');
+      assert.equal(health.status, 200, health.text);
+    });
+
+    test('_revinclude fan-out past the bound: 400 (was a silently cut page)', async () => {
+      const strict = await startServer(driver, { env: { LATTICE_SEARCH_MAX_INCLUDED: '3' } });
+      try {
+        const patient = await strict.fhir('POST', '/Patient', { body: { resourceType: 'Patient' } });
+        const observe = () => strict.fhir('POST', '/Observation', { body: { resourceType: 'Observation', status: 'final', code: { text: 'x' }, subject: { reference: `Patient/${patient.body.id}` } } });
+        for (let i = 0; i < 3; i++) assert.equal((await observe()).status, 201);
+        const search = `/Patient?_id=${patient.body.id}&_revinclude=Observation:subject`;
+        const ok = await strict.fhir('GET', search);
+        assert.equal(ok.status, 200, ok.text);
+        assert.equal(ok.body.entry.length, 4, 'the match and exactly 3 included');
+        assert.equal((await observe()).status, 201);
+        const [res, health] = await Promise.all([strict.fhir('GET', search), strict.request('GET', '/healthz')]);
+        assertTooCostly(res, '_include/_revinclude would add more than 3 resources (at most 3): narrow the search or lower _count');
+        assert.equal(health.status, 200, health.text);
+      } finally {
+        await strict.stop();
+      }
+    });
+
     test('the bounds are configuration', async () => {
       const strict = await startServer(driver, { env: { LATTICE_SEARCH_MAX_PARAMETERS: '2' } });
       try {

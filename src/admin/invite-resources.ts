@@ -4,11 +4,14 @@ import type { InviteRequest } from './invite-request.js';
 /** The resources an invite creates, built from the request (pure functions, no I/O). */
 
 /**
- * A new User. Project-scoped ones carry `project`. Either kind is stored in the inviting
- * project (`meta.project`), as the auth feature stores the users it creates: its admins can
- * read the User, other projects cannot (a server-scoped user's later memberships do not move it).
+ * A new User. Project-scoped ones carry `project` and are stored in the inviting project
+ * (`meta.project`): its admins read them. A server-scoped User is an account of the server,
+ * stored in `serverProjectId` (the super-admin project): no project admin reads it, whether
+ * this invite created it or another project's did — so the invite answer, and what its
+ * `user` reference leads to, never tells a project whether the e-mail had an account
+ * elsewhere (docs/invite.md#scopes).
  */
-export function newUser(req: InviteRequest, project: Project, passwordHash?: string): User {
+export function newUser(req: InviteRequest, project: Project, passwordHash?: string, serverProjectId?: string): User {
   const user: User = {
     resourceType: 'User',
     firstName: req.firstName,
@@ -17,7 +20,7 @@ export function newUser(req: InviteRequest, project: Project, passwordHash?: str
     ...(passwordHash ? { passwordHash } : {}),
     ...(req.projectScoped ? { project: { reference: `Project/${project.id}`, display: project.name } } : {}),
   };
-  user.meta = { project: project.id };
+  user.meta = { project: req.projectScoped ? project.id : (serverProjectId ?? project.id) };
   return user;
 }
 

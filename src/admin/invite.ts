@@ -1,6 +1,7 @@
 import type { Project, ProjectMembership, Reference, Resource, User } from '@medplum/fhirtypes';
 import { referenceId, splitReference } from '../auth/accounts.js';
 import { requireProjectAdmin } from '../auth/access.js';
+import { superAdminProjectId } from '../auth/bootstrap.js';
 import { hashPassword } from '../auth/password.js';
 import type { AuthInfo } from '../core/auth.js';
 import type { RequestContext } from '../core/context.js';
@@ -97,7 +98,8 @@ class InviteRun {
     let setPasswordUrl: string | undefined;
     const createdUser = !user;
     if (!user) {
-      user = await this.write(() => this.writer.create(tx, newUser(req, this.project, passwordHash)));
+      const serverProjectId = req.projectScoped ? undefined : await superAdminProjectId(tx);
+      user = await this.write(() => this.writer.create(tx, newUser(req, this.project, passwordHash, serverProjectId)));
       setPasswordUrl = await createSetPasswordLink(tx, user.id as string, this.publicUrl);
     } else if (req.sendEmail && !user.passwordHash) {
       // An existing user who never chose a password could not sign in without one.

@@ -1,15 +1,9 @@
-import { EventEmitter } from 'node:events';
 import type { AuthInfo } from '../core/auth.js';
 import type { Database, Queryable } from '../core/database.js';
+import { announceChange, subscribeChanges } from '../storage/change-feed.js';
 
 /** NOTIFY channel on which every node hears that memberships or logins changed. */
 export const ACCESS_CHANNEL = 'lattice_access';
-
-/**
- * This process's own changes, heard at once: the NOTIFY reaches the writing node too, but
- * asynchronously, and the writer's next request must already see its change.
- */
-const localChanges = new EventEmitter().setMaxListeners(0);
 
 interface MembershipState {
   exists: boolean;
@@ -22,7 +16,8 @@ interface MembershipState {
  * the membership it names still exists with (at least) the rights the token claims, and the
  * login it descends from is not revoked. Both answers are cached in memory — no database read
  * per request once seen — and dropped when any node writes a change: the change's transaction
- * sends a NOTIFY on `lattice_access` (delivered at commit), which every node listens to.
+ * sends a NOTIFY on `lattice_access` (delivered at commit), which every node listens to
+ * (storage/change-feed.ts).
  * A read racing an invalidation is not cached (generation check), so a stale answer never sticks.
  * The node that writes a change drops its own entries in the change's transaction as well, so
  * its next request sees the change; other nodes see it when the NOTIFY arrives (milliseconds).
@@ -31,19 +26,18 @@ export class AccessState {
   private readonly memberships = new Map<string, MembershipState>();
   private readonly revokedLogins = new Map<string, boolean>();
   private generation = 0;
-  private readonly onLocalChange = (payload: string) => this.invalidate(payload);
+  private unsubscribe: (() => void) | undefined;
 
   constructor(private readonly db: Database) {}
 
   /** Starts listening for changes (call once). */
   async start(): Promise<void> {
-    localChanges.on('change', this.onLocalChange);
-    await this.db.listen(ACCESS_CHANNEL, (payload) => this.invalidate(payload));
+    this.unsubscribe = await subscribeChanges(this.db, ACCESS_CHANNEL, (payload) => this.invalidate(payload));
   }
 
   /** Stops hearing this process's changes (shutdown). */
   stop(): void {
-    localChanges.off('change', this.onLocalChange);
+    this.unsubscribe?.();
   }
 
   /** True when the token's membership and login still grant what it claims. */
@@ -58,6 +52,7 @@ export class AccessState {
 
   private invalidate(payload: string): void {
     this.generation++;
+    if (payload === '*') this.memberships.clear(); // notifications may have been missed (src/core/database.ts)
     if (payload.startsWith('m:')) this.memberships.delete(payload.slice(2));
     else this.revokedLogins.clear(); // `l:…`: logins of a user were revoked (rare): forget all
   }
@@ -105,7 +100,6 @@ export async function revokeLogins(tx: Queryable, which: { userId: string } | { 
 }
 
 /** NOTIFY (every node, at commit) plus this process's caches at once. */
-async function announce(tx: Queryable, payload: string): Promise<void> {
-  await tx.query('SELECT pg_notify($1, $2)', [ACCESS_CHANNEL, payload]);
-  localChanges.emit('change', payload);
+function announce(tx: Queryable, payload: string): Promise<void> {
+  return announceChange(tx, ACCESS_CHANNEL, payload);
 }

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Practitioner, Project, Resource } from '@medplum/fhirtypes';
+import type { Queryable } from '../core/database.js';
 import type { FeatureEnv } from '../core/feature.js';
 import type { ResourceRepository } from '../core/repository.js';
 import { createMembership, createUser } from './accounts.js';
@@ -15,6 +16,19 @@ const SUPER_PROJECT_ID = stableId('project');
 const ADMIN_USER_ID = stableId('user');
 const ADMIN_PROFILE_ID = stableId('practitioner');
 const ADMIN_MEMBERSHIP_ID = stableId('membership');
+
+/**
+ * The super-admin project's id (the first-start one, or another `superAdmin: true` project):
+ * server-scoped users invited into projects are kept there (docs/invite.md#scopes).
+ */
+export async function superAdminProjectId(q: Queryable): Promise<string | undefined> {
+  const rows = await q.query<{ id: string }>(
+    `SELECT id FROM resource WHERE resource_type = 'Project' AND NOT deleted AND version_id > 0
+       AND (id = $1 OR (content::jsonb ->> 'superAdmin') = 'true') ORDER BY id = $1 DESC, last_updated LIMIT 1`,
+    [SUPER_PROJECT_ID],
+  );
+  return rows.rows[0]?.id;
+}
 
 /**
  * Creates the super-admin project, the super-admin User (LATTICE_ADMIN_EMAIL /

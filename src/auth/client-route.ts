@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ClientApplication } from '@medplum/fhirtypes';
+import type { Queryable } from '../core/database.js';
 import { badRequest, notFound } from '../fhir/outcome.js';
 import type { AppRoute } from '../core/app-route.js';
 import type { FeatureEnv } from '../core/feature.js';
@@ -26,10 +27,9 @@ export function clientRoute(env: FeatureEnv): AppRoute {
       if (!(await system.tryRead('Project', projectId))) throw notFound();
 
       const id = randomUUID();
-      const secret = randomSecret();
       // The hash goes in first: if the resource write fails, an orphan hash grants nothing
       // (client_credentials also needs the membership).
-      await env.db.query('INSERT INTO auth_client_secret (client_id, secret_hash) VALUES ($1, $2)', [id, hashSecret(secret)]);
+      const issued = await issueSecret(env.db, id, env.config.clientSecretLifetime);
       const client = await system.create<ClientApplication>(
         { resourceType: 'ClientApplication', name: name.trim(), meta: { project: projectId } },
         { id },
@@ -39,7 +39,57 @@ export function clientRoute(env: FeatureEnv): AppRoute {
         member: { reference: `ClientApplication/${id}` },
         profile: { reference: `ClientApplication/${id}` },
       });
-      return { status: 201, body: { ...client, secret }, contentType: 'application/fhir+json; charset=utf-8' };
+      return { status: 201, body: { ...client, ...issued }, contentType: FHIR_JSON };
     },
   };
+}
+
+const FHIR_JSON = 'application/fhir+json; charset=utf-8';
+
+/**
+ * `POST /admin/projects/<projectId>/client/<clientId>/secret {gracePeriod?}` (docs/auth.md#client-secrets):
+ * a new secret for a client application of that project; the previous ones stop working after
+ * `gracePeriod` seconds (default 0: at once).
+ */
+export function clientSecretRoute(env: FeatureEnv): AppRoute {
+  return {
+    method: 'POST',
+    url: '/admin/projects/:projectId/client/:clientId/secret',
+    auth: true,
+    async handler(req) {
+      const { projectId, clientId } = req.params;
+      requireProjectAdmin(req.ctx.auth, projectId);
+      const client = await env.system.tryRead<ClientApplication>('ClientApplication', clientId);
+      if (!client || client.meta?.project !== projectId) throw notFound();
+      const body = req.body as { gracePeriod?: unknown } | undefined;
+      const grace = body && typeof body === 'object' ? (body.gracePeriod ?? 0) : 0;
+      if (typeof grace !== 'number' || !Number.isInteger(grace) || grace < 0) {
+        throw badRequest('gracePeriod must be a non-negative integer (seconds)', 'gracePeriod');
+      }
+      const issued = await env.db.transaction(async (tx) => {
+        // Earlier secrets end after the grace period (or sooner, when they expire sooner).
+        await tx.query(
+          `UPDATE auth_client_secret SET expires_at = LEAST(COALESCE(expires_at, 'infinity'), now() + make_interval(secs => $2))
+           WHERE client_id = $1`,
+          [clientId, grace],
+        );
+        await tx.query('DELETE FROM auth_client_secret WHERE client_id = $1 AND expires_at <= now()', [clientId]);
+        return issueSecret(tx, clientId, env.config.clientSecretLifetime);
+      });
+      return { status: 200, body: { ...client, ...issued }, contentType: FHIR_JSON };
+    },
+  };
+}
+
+/** Stores a new secret's hash; returns the secret (shown once) and its expiry, if any. */
+async function issueSecret(db: Queryable, clientId: string, lifetime: number): Promise<{ secret: string; secretExpiresAt?: string }> {
+  const secret = randomSecret();
+  const row = (
+    await db.query<{ expires_at: Date | string | null }>(
+      `INSERT INTO auth_client_secret (client_id, secret_hash, expires_at)
+       VALUES ($1, $2, CASE WHEN $3::int > 0 THEN now() + make_interval(secs => $3::int) END) RETURNING expires_at`,
+      [clientId, hashSecret(secret), lifetime],
+    )
+  ).rows[0];
+  return row?.expires_at ? { secret, secretExpiresAt: new Date(row.expires_at).toISOString() } : { secret };
 }

@@ -6,7 +6,7 @@ import { AccessTokens } from './access-token.js';
 import type { AuthState } from './auth-state.js';
 import { bearerAuthenticator } from './authenticator.js';
 import { bootstrapSuperAdmin } from './bootstrap.js';
-import { clientRoute } from './client-route.js';
+import { clientRoute, clientSecretRoute } from './client-route.js';
 import { discoveryRoutes } from './discovery-routes.js';
 import { KeyStore } from './keys.js';
 import { loginRoutes } from './login-routes.js';
@@ -41,6 +41,6 @@ export async function installAuth(env: FeatureEnv): Promise<AuthFeature> {
   env.onClose(() => access.stop());
   return {
     authenticator: bearerAuthenticator(tokens, access),
-    routes: [...loginRoutes(state), tokenRoute(state), authorizeRoute(state), ...discoveryRoutes(state), clientRoute(env)],
+    routes: [...loginRoutes(state), tokenRoute(state), authorizeRoute(state), ...discoveryRoutes(state), clientRoute(env), clientSecretRoute(env)],
   };
 }

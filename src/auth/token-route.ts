@@ -86,10 +86,16 @@ async function clientCredentials(state: AuthState, params: Record<string, string
   const secret = basic?.secret ?? params.client_secret;
   if (!clientId || !secret) return oauthError('invalid_client', 'Missing client credentials');
   const db = state.env.db;
+  // Any current secret of the client (a rotated-out or expired one is not: docs/auth.md#client-secrets).
   const stored = (
-    await db.query<{ secret_hash: string }>('SELECT secret_hash FROM auth_client_secret WHERE client_id = $1', [clientId])
-  ).rows[0];
-  const memberships = stored && safeEqual(stored.secret_hash, hashSecret(secret)) ? await membershipsOf(db, 'ClientApplication', clientId) : [];
+    await db.query<{ secret_hash: string }>(
+      'SELECT secret_hash FROM auth_client_secret WHERE client_id = $1 AND (expires_at IS NULL OR expires_at > now())',
+      [clientId],
+    )
+  ).rows;
+  const hash = hashSecret(secret);
+  const matches = stored.some((row) => safeEqual(row.secret_hash, hash));
+  const memberships = matches ? await membershipsOf(db, 'ClientApplication', clientId) : [];
   const subject = memberships[0] && (await subjectFor(state, memberships[0], { clientId, scope: params.scope || undefined }));
   if (!subject) return oauthError('invalid_client', 'Invalid client credentials');
   // No refresh token: the client can always present its credentials again (RFC 6749 §4.4.3).

@@ -10,8 +10,12 @@ export interface AppRoute {
   url: string;
   /** True when a valid bearer token is required (401 otherwise). */
   auth: boolean;
-  /** Accepted body encodings (default json). */
-  body?: 'json' | 'form' | 'json-or-form';
+  /**
+   * Accepted body encodings (default json). `stream`: any content type, not parsed and not
+   * limited in size; `AppRequest.body` is the request stream (`AsyncIterable<Buffer>`), or
+   * undefined without a body.
+   */
+  body?: 'json' | 'form' | 'json-or-form' | 'stream';
   handler(req: AppRequest): Promise<AppResult>;
 }
 

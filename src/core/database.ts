@@ -12,14 +12,41 @@ export interface Queryable {
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T>>;
 }
 
+/**
+ * What `/healthz` reports about the database (docs/errors.md#health-check), found without
+ * queueing behind user work: `ok` (it answered), `busy` (PGlite only: a request holds the
+ * embedded database, within its time limit), `unavailable` (no answer, or held past its limit).
+ */
+export interface DatabaseHealth {
+  driver: 'pglite' | 'pg';
+  state: 'ok' | 'busy' | 'unavailable';
+}
+
+/**
+ * How long one request may use the database (docs/errors.md#database-limits); 0 = no limit
+ * (the command-line import).
+ */
+export interface DatabaseLimits {
+  /** One statement, and one transaction from its first statement to its commit (ms). */
+  statementTimeoutMs: number;
+  /** Waiting for a connection (PostgreSQL) or for the embedded database's turn (PGlite) (ms). */
+  acquireTimeoutMs: number;
+}
+
 export interface Database extends Queryable {
   readonly driver: 'pglite' | 'pg';
+  /** The database's state, within about a second, never queued behind user work. */
+  health(): Promise<DatabaseHealth>;
   /**
    * Runs `fn` inside one transaction: committed when it resolves, rolled back when it throws.
    * On PostgreSQL a serialization failure or deadlock is retried a few times.
    */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
-  /** Subscribes to NOTIFY messages on a channel (cache invalidation across API nodes). */
+  /**
+   * Subscribes to NOTIFY messages on a channel (cache invalidation across API nodes). When a
+   * lost listening connection is re-established, every handler is called once with `*`:
+   * notifications may have been missed, so anything cached may be stale.
+   */
   listen(channel: string, handler: (payload: string) => void): Promise<void>;
   close(): Promise<void>;
   /** PGlite only: the data folder as a tarball (used to make test templates). */

@@ -1,7 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Bundle, Resource, SearchParameter, StructureDefinition } from '@medplum/fhirtypes';
+import { projectRoot } from '../paths.js';
 
 /**
  * The FHIR R4 definitions (StructureDefinitions, SearchParameters, base CodeSystems and
@@ -68,18 +69,34 @@ function asToOfType(expression: string): string {
  */
 export const ADMIN_RESOURCE_TYPES = ['User', 'Project', 'ProjectMembership', 'ClientApplication'] as const;
 
+let dataTypeDefinitions: Map<string, StructureDefinition> | undefined;
+
+/**
+ * StructureDefinitions of the R4 data types only (primitive and complex), by type name: 2.5 MB
+ * to parse instead of the 37 MB with every resource, so checking a primitive (an id in a URL)
+ * does not wait for the resources' definitions (docs/errors.md#start-up).
+ */
+export function dataTypeDefinitionMap(): Map<string, StructureDefinition> {
+  if (!dataTypeDefinitions) {
+    dataTypeDefinitions = new Map();
+    for (const r of readDefinitionBundle('profiles-types.json')) {
+      const sd = r as StructureDefinition;
+      if (sd.resourceType === 'StructureDefinition' && sd.derivation !== 'constraint' && sd.type) dataTypeDefinitions.set(sd.type, sd);
+    }
+  }
+  return dataTypeDefinitions;
+}
+
 let structureDefinitions: Map<string, StructureDefinition> | undefined;
 
 /** StructureDefinitions of every R4 resource and data type (and the admin types), by type name. */
 export function structureDefinitionMap(): Map<string, StructureDefinition> {
   if (!structureDefinitions) {
-    structureDefinitions = new Map();
-    for (const file of ['profiles-types.json', 'profiles-resources.json']) {
-      for (const r of readDefinitionBundle(file)) {
-        const sd = r as StructureDefinition;
-        if (sd.resourceType === 'StructureDefinition' && sd.derivation !== 'constraint' && sd.type) {
-          structureDefinitions.set(sd.type, sd);
-        }
+    structureDefinitions = new Map(dataTypeDefinitionMap());
+    for (const r of readDefinitionBundle('profiles-resources.json')) {
+      const sd = r as StructureDefinition;
+      if (sd.resourceType === 'StructureDefinition' && sd.derivation !== 'constraint' && sd.type) {
+        structureDefinitions.set(sd.type, sd);
       }
     }
     for (const r of readDefinitionBundle('profiles-medplum.json')) {
@@ -96,14 +113,39 @@ let resourceTypeSet: Set<string> | undefined;
 
 /** Every concrete resource type the REST API serves (R4 resources plus the admin types). */
 export function resourceTypes(): Set<string> {
-  if (!resourceTypeSet) {
-    resourceTypeSet = new Set(
-      [...structureDefinitionMap().values()]
-        .filter((sd) => sd.kind === 'resource' && !sd.abstract)
-        .map((sd) => sd.type),
-    );
-  }
+  resourceTypeSet ??= new Set(precomputedResourceTypes() ?? computeResourceTypes());
   return resourceTypeSet;
+}
+
+function computeResourceTypes(): string[] {
+  return [...structureDefinitionMap().values()].filter((sd) => sd.kind === 'resource' && !sd.abstract).map((sd) => sd.type);
+}
+
+/**
+ * The resource types, computed by `npm run build` (scripts/build.mjs) for the installed
+ * definitions package: every request's route needs them, and computing them parses 37 MB of
+ * StructureDefinitions — which made the first FHIR request after a start seconds slower
+ * (docs/errors.md#start-up). Used only when made from the same package files.
+ */
+const RESOURCE_TYPES_FILE = join(projectRoot, 'dist', 'resource-types.json');
+
+/** Identifies the package files the resource types come from (their sizes). */
+function resourceTypesSource(): string {
+  return ['profiles-types.json', 'profiles-resources.json', 'profiles-medplum.json'].map((f) => `${f}:${statSync(join(definitionsDir, f)).size}`).join(',');
+}
+
+function precomputedResourceTypes(): string[] | undefined {
+  try {
+    const saved = JSON.parse(readFileSync(RESOURCE_TYPES_FILE, 'utf8')) as { source?: string; resourceTypes?: string[] };
+    return saved.source === resourceTypesSource() && Array.isArray(saved.resourceTypes) ? saved.resourceTypes : undefined;
+  } catch {
+    return undefined; // not built, or unreadable: computed from the definitions
+  }
+}
+
+/** Writes the resource types for later starts (the build runs this once). */
+export function saveResourceTypes(): void {
+  writeFileSync(RESOURCE_TYPES_FILE, JSON.stringify({ source: resourceTypesSource(), resourceTypes: computeResourceTypes() }) + '\n');
 }
 
 /** True when `type` is a resource type the server serves. */

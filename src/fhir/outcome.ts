@@ -21,6 +21,8 @@ export type IssueCode =
   | 'exception'
   | 'too-costly'
   | 'throttled'
+  | 'timeout'
+  | 'transient'
   | 'informational';
 
 /** Builds one error issue; `expression` names the element at fault (FHIRPath). */

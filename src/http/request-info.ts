@@ -2,8 +2,11 @@ import { badRequest } from '../fhir/outcome.js';
 
 /** A parsed request body and the encoding it came in. */
 export interface ParsedBody {
-  /** `json-patch`: an `application/json-patch+json` body (accepted by FHIR PATCH only). */
-  kind: 'json' | 'form' | 'json-patch';
+  /**
+   * `json-patch`: an `application/json-patch+json` body (accepted by FHIR PATCH only);
+   * `stream`: the unread request stream of a route with `body: 'stream'`.
+   */
+  kind: 'json' | 'form' | 'json-patch' | 'stream';
   contentType: string;
   value: unknown;
 }

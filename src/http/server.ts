@@ -13,11 +13,36 @@ import { FhirError, badRequest, issue, methodNotAllowed, notFound, unsupportedMe
 import { allowedMethods, type FhirRouter } from '../rest/router.js';
 import { registerCors } from './cors.js';
 import { errorResponse } from './errors.js';
+import { lazySchemaCompilers } from './lazy-schema-compilers.js';
 import { NUL_IN_CONTENT, parseJsonBody } from './json-body.js';
 import { requestInfo, type ParsedBody } from './request-info.js';
 
 const FHIR_PREFIX = '/fhir/R4';
 const FHIR_CONTENT_TYPE = 'application/fhir+json; charset=utf-8';
+
+/** Registers one feature route: its body checked, the caller authenticated, its result written. */
+function registerRoute(app: FastifyInstance, services: HttpDeps, route: AppRoute): void {
+  app.route({
+    method: route.method,
+    url: route.url,
+    handler: async (request, reply) => {
+      if (route.body !== 'stream') checkBodyKind(request, route.body ?? 'json');
+      const ctx = await contextFor(services, request, route.auth);
+      const result = await route.handler({
+        params: request.params as Record<string, string>,
+        query: request.query as Record<string, string>,
+        body: (request.body as ParsedBody | undefined)?.value,
+        headers: request.headers as Record<string, string | undefined>,
+        ip: request.ip,
+        ctx,
+      });
+      void reply.status(result.status).headers(result.headers ?? {});
+      if (result.body === undefined) return reply.send();
+      if (typeof result.body === 'string') return reply.type(result.contentType ?? 'text/plain; charset=utf-8').send(result.body);
+      return reply.type(result.contentType ?? 'application/json; charset=utf-8').send(JSON.stringify(result.body));
+    },
+  });
+}
 
 /** The HTTP server as the rest of the application sees it. */
 export type HttpServer = FastifyInstance;
@@ -45,11 +70,16 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- without it Fastify infers pino's Logger as its logger type, which its own route types then refuse
     loggerInstance: services.log as FastifyBaseLogger,
     bodyLimit: services.config.bodyLimit,
+    // `request.ip` (throttling, logs) follows X-Forwarded-For only through configured proxies
+    // (docs/auth.md#throttling); by default it is the connection's peer.
+    trustProxy: services.config.trustedProxies.length > 0 ? services.config.trustedProxies : false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w\-.:]{1,128}$/.test(given) ? given : randomUUID();
     },
     return503OnClosing: true,
+    // Ajv and fast-json-stringify load on first use: no Lattice route declares a schema.
+    schemaController: { compilersFactory: lazySchemaCompilers },
     // Requests are logged by the onResponse hook below, with secrets in URLs redacted.
     logController: new LogController({ disableRequestLogging: true }),
     // Errors Fastify answers before any route or hook runs (a URL that is not valid
@@ -82,9 +112,12 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
     void reply.status(status).type(FHIR_CONTENT_TYPE).send(JSON.stringify(body));
   });
 
-  app.get('/healthz', async () => {
-    await services.db.query('SELECT 1');
-    return { status: 'ok' };
+  // docs/errors.md#health-check: answered within about a second, never queued behind user work.
+  app.get('/healthz', async (_request, reply) => {
+    const database = await services.db.health();
+    const ok = database.state !== 'unavailable';
+    void reply.status(ok ? 200 : 503).header('Cache-Control', 'no-store');
+    return { status: ok ? 'ok' : 'unavailable', database };
   });
 
   // A method the URL does not support is refused before the body is parsed, so e.g. a PATCH
@@ -93,26 +126,17 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
   app.all(`${FHIR_PREFIX}/*`, fhirRoute, (request, reply) => handleFhir(services, request, reply));
   app.all(FHIR_PREFIX, fhirRoute, (request, reply) => handleFhir(services, request, reply));
 
-  for (const route of routes) {
-    app.route({
-      method: route.method,
-      url: route.url,
-      handler: async (request, reply) => {
-        checkBodyKind(request, route.body ?? 'json');
-        const ctx = await contextFor(services, request, route.auth);
-        const result = await route.handler({
-          params: request.params as Record<string, string>,
-          query: request.query as Record<string, string>,
-          body: (request.body as ParsedBody | undefined)?.value,
-          headers: request.headers as Record<string, string | undefined>,
-          ip: request.ip,
-          ctx,
-        });
-        void reply.status(result.status).headers(result.headers ?? {});
-        if (result.body === undefined) return reply.send();
-        if (typeof result.body === 'string') return reply.type(result.contentType ?? 'text/plain; charset=utf-8').send(result.body);
-        return reply.type(result.contentType ?? 'application/json; charset=utf-8').send(JSON.stringify(result.body));
-      },
+  for (const route of routes.filter((r) => r.body !== 'stream')) registerRoute(app, services, route);
+  // Streamed bodies (e.g. terminology imports): the raw request stream reaches the handler, in
+  // a scope of their own where no parser reads the body and the body limit does not apply.
+  const streamed = routes.filter((r) => r.body === 'stream');
+  if (streamed.length > 0) {
+    void app.register(async (scope) => {
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser('*', (request, payload, done) => {
+        done(null, { kind: 'stream', contentType: String(request.headers['content-type'] ?? ''), value: payload } satisfies ParsedBody);
+      });
+      for (const route of streamed) registerRoute(scope, services, route);
     });
   }
   return app;

@@ -1,20 +1,20 @@
 import { internalError, methodNotAllowed } from '../fhir/outcome.js';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import { OutputViolation, formatOutput } from './format-output.js';
-import type { Operation, OperationTarget } from '../core/operation.js';
+import type { Operation, OperationTarget, OperationValues } from '../core/operation.js';
 import { paramsOf } from './params.js';
-import { parseParametersBody } from './parse-body.js';
+import { inputFromParameters } from './parameters-input.js';
 import { buildInput } from './parse-input.js';
 import { parseQueryInput } from './query-input.js';
 import { isObject } from '../fhir/json.js';
-import type { InputEntry } from './input-entry.js';
 
-/** A POSTed body as input entries: a Parameters resource, or (for `resourceInput`) a bare resource. */
-function postedEntries(body: unknown, resourceInput: string | undefined): InputEntry[] {
+/** The input of a POST: a Parameters body, or (for `resourceInput`, docs/operations.md#post) a bare resource. */
+function postedInput(operation: Operation, body: unknown): OperationValues {
+  const { definition, resourceInput } = operation;
   if (resourceInput !== undefined && isObject(body) && typeof body.resourceType === 'string' && body.resourceType !== 'Parameters') {
-    return [{ name: resourceInput, resource: body }];
+    return buildInput(paramsOf(definition.parameter, 'in'), [{ name: resourceInput, resource: body }]);
   }
-  return parseParametersBody(body, resourceInput);
+  return inputFromParameters(definition, body, resourceInput);
 }
 
 /**
@@ -26,14 +26,13 @@ function postedEntries(body: unknown, resourceInput: string | undefined): InputE
 export async function invokeOperation(req: FhirRequest, operation: Operation, target: OperationTarget): Promise<FhirResult> {
   const { definition } = operation;
   const method = req.method === 'HEAD' ? 'GET' : req.method;
-  let entries;
-  if (method === 'GET') entries = parseQueryInput(definition, req.query);
-  else if (method === 'POST') entries = postedEntries(req.body, operation.resourceInput);
+  let input: OperationValues;
+  if (method === 'GET') input = buildInput(paramsOf(definition.parameter, 'in'), parseQueryInput(definition, req.query));
+  else if (method === 'POST') input = postedInput(operation, req.body);
   else {
     const allowed = definition.affectsState === true ? ['POST'] : ['GET', 'HEAD', 'POST'];
     throw methodNotAllowed(req.method, allowed, `Operation $${definition.code} cannot be invoked with ${req.method}`);
   }
-  const input = buildInput(paramsOf(definition.parameter, 'in'), entries);
   const output: unknown = await operation.handler(req.ctx, input, target);
   try {
     return { status: 200, body: formatOutput(definition, output) };

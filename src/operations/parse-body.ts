@@ -19,7 +19,7 @@ const MAX_ISSUES = 20;
  */
 export function parseParametersBody(input: unknown, unvalidated?: string): InputEntry[] {
   if (!isObject(input) || input.resourceType !== 'Parameters') throw badRequest('Expected a Parameters resource');
-  const body = { ...input };
+  const body = lenientBooleans(input, 0);
   // FHIR JSON forbids empty arrays, but `"parameter": []` is a common way of saying "no input".
   if (Array.isArray(body.parameter) && body.parameter.length === 0) delete body.parameter;
   const issues: OperationOutcomeIssue[] = [];
@@ -29,6 +29,30 @@ export function parseParametersBody(input: unknown, unvalidated?: string): Input
   const problems = validateResource(body).filter((p) => !isMissingInsideResource(p) && !(p.expression ?? []).some((e) => skipped.some((s) => e === s || e.startsWith(`${s}.`))));
   if (problems.length > 0) throw new FhirError(400, problems);
   return toEntries(body.parameter, 'Parameters.parameter');
+}
+
+/**
+ * docs/operations.md#post: `valueBoolean: "true"` / `"false"` (a JSON string) is read as the
+ * boolean, in entries, their parts and Parameters carried by entries. Returns a copy; other
+ * values are left for the validation to judge.
+ */
+function lenientBooleans(parameters: Record<string, unknown>, depth: number): Record<string, unknown> {
+  const fix = (list: unknown, level: number): unknown => {
+    if (!Array.isArray(list) || level > MAX_PART_DEPTH) return list;
+    return list.map((entry: unknown) => {
+      if (!isObject(entry)) return entry;
+      const copy: Record<string, unknown> = { ...entry };
+      if (copy.valueBoolean === 'true' || copy.valueBoolean === 'false') copy.valueBoolean = copy.valueBoolean === 'true';
+      if (copy.part !== undefined) copy.part = fix(copy.part, level + 1);
+      if (isObject(copy.resource) && copy.resource.resourceType === 'Parameters' && depth < MAX_PART_DEPTH) {
+        copy.resource = lenientBooleans(copy.resource, depth + 1);
+      }
+      return copy;
+    });
+  };
+  const body = { ...parameters };
+  if (body.parameter !== undefined) body.parameter = fix(body.parameter, 0);
+  return body;
 }
 
 /**

@@ -8,7 +8,7 @@ import { conditionalDelete, conditionalUpdate, createResource, deleteResource, r
 import { bundleInteraction } from './batch.js';
 import { historyInteraction } from './history.js';
 import { patchInteraction } from './patch.js';
-import { capabilityStatement } from './metadata.js';
+import { metadataInteraction, type TerminologyCapabilitiesSource } from './metadata.js';
 import { compartmentSearchInteraction, searchInteraction } from './search.js';
 
 /** A FHIR REST endpoint: request in, result out. */
@@ -18,6 +18,8 @@ export type FhirRouter = (req: FhirRequest) => Promise<FhirResult>;
 export interface FhirRouterOptions {
   /** Most entries a batch/transaction Bundle may have (`LATTICE_BUNDLE_MAX_ENTRIES`). */
   bundleMaxEntries: number;
+  /** `GET [base]/metadata?mode=terminology` (the terminology feature answers it). */
+  terminologyCapabilities: TerminologyCapabilitiesSource;
   /** Validation of written resources: structure and required bindings (docs/rest.md#validation). */
   validator: ResourceValidator;
 }
@@ -47,7 +49,7 @@ async function routeFhirRequest(req: FhirRequest, operations: OperationDispatche
     return bundleInteraction(req, routeWith, options.bundleMaxEntries, options.validator);
   }
   if (segments.length === 1 && first === '_history') return historyInteraction(req, undefined);
-  if (segments.length === 1 && first === 'metadata') return { status: 200, body: capabilityStatement(req.ctx, operations) };
+  if (segments.length === 1 && first === 'metadata') return metadataInteraction(req, operations, options.terminologyCapabilities);
   if (first?.startsWith('$')) return operations.dispatch(req, { code: first.slice(1) });
   const type = first;
   if (segments.length === 1) {

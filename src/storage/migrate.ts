@@ -14,6 +14,9 @@ const MIGRATION_LOCK = 7_231_001;
  */
 export async function migrate(db: Database, dir = srcPath('storage', 'migrations')): Promise<string[]> {
   const files = readdirSync(dir).filter((f) => f.endsWith('.sql')).sort();
+  // The common case — a restart on an up-to-date database — is one query, without the
+  // transaction, advisory lock and DDL below (docs/errors.md#start-up).
+  if (await allApplied(db, files)) return [];
   return db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     await tx.query(
@@ -38,4 +41,21 @@ function splitStatements(sql: string): string[] {
     .split(/;\s*(?:\n|$)/)
     .map((s) => s.replace(/^\s*--.*$/gm, '').trim())
     .filter((s) => s.length > 0);
+}
+
+/** PostgreSQL's `undefined_table`: no `schema_migration` yet (a new database). */
+const UNDEFINED_TABLE = '42P01';
+
+/** True when every file is recorded as applied; false when any is not, or nothing is yet. */
+async function allApplied(db: Database, files: string[]): Promise<boolean> {
+  try {
+    const res = await db.query<{ missing: number }>(
+      'SELECT count(*)::int AS missing FROM unnest($1::text[]) AS f(name) WHERE f.name NOT IN (SELECT name FROM schema_migration)',
+      [files],
+    );
+    return res.rows[0]?.missing === 0;
+  } catch (err) {
+    if ((err as { code?: string }).code === UNDEFINED_TABLE) return false;
+    throw err;
+  }
 }

@@ -5,8 +5,11 @@ import { openPgDatabase } from './pg-database.js';
 import { openPgliteDatabase } from './pglite-database.js';
 
 /** Opens the configured database (PostgreSQL when DATABASE_URL is set, else PGlite) and migrates it. */
-export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>): Promise<Database> {
-  const db = config.databaseUrl ? await openPgDatabase(config.databaseUrl) : await openPgliteDatabase(config.dataDir);
+export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'database'>): Promise<Database> {
+  const { poolSize, ...limits } = config.database;
+  const db = config.databaseUrl
+    ? await openPgDatabase(config.databaseUrl, { poolSize, limits })
+    : await openPgliteDatabase(config.dataDir, { limits });
   try {
     await migrate(db);
   } catch (err) {

@@ -57,6 +57,7 @@ export class Repository implements SystemRepository {
     const db = this.db;
     const bound: Database = {
       driver: db.driver,
+      health: () => db.health(),
       query: (sql, params) => tx.query(sql, params),
       transaction: (fn) => fn(tx),
       listen: (channel, handler) => db.listen(channel, handler),

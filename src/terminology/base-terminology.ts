@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Resource } from '@medplum/fhirtypes';
+import type { CodeSystem, Resource } from '@medplum/fhirtypes';
 import { FhirError } from '../fhir/outcome.js';
 import { definitionsDir, readDefinitionBundle } from '../fhir/definitions.js';
 import type { TermContext, TerminologyEnv } from './types.js';
@@ -36,6 +36,14 @@ function baseCatalog(): Map<string, Resource[]> {
     }
   }
   return catalog;
+}
+
+/** The base CodeSystems (url, version, content), whether or not they are stored yet. */
+export function baseCodeSystems(): Array<{ url: string; version: string | undefined; content: string | undefined }> {
+  return [...baseCatalog().values()]
+    .flat()
+    .filter((r): r is CodeSystem => r.resourceType === 'CodeSystem')
+    .map((cs) => ({ url: cs.url as string, version: cs.version, content: cs.content }));
 }
 
 /**

@@ -7,6 +7,7 @@ import { parseLanguages } from './display.js';
 import { expandValueSet } from './expand.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
 import type { TermContext, TerminologyEnv } from './types.js';
+import { parseVersionRules } from './versions.js';
 
 /** NOTIFY channel on which every node hears that a CodeSystem or ValueSet changed. */
 const CHANNEL = 'lattice_terminology';
@@ -66,7 +67,17 @@ export function createBindingChecker(env: TerminologyEnv & { onClose(fn: () => v
 }
 
 async function expandCodes(env: TerminologyEnv, shared: ResourceRepository, canonical: string): Promise<ValueSetCodes | undefined> {
-  const tc: TermContext = { db: env.db, repo: shared, env, log: env.log, inlineCodeSystems: [], inlineValueSets: [], supplements: [], memo: new Map() };
+  const tc: TermContext = {
+    db: env.db,
+    repo: shared,
+    env,
+    log: env.log,
+    inlineCodeSystems: [],
+    inlineValueSets: [],
+    supplements: [],
+    memo: new Map(),
+    versionRules: parseVersionRules({}),
+  };
   try {
     const vs = await resolveValueSet(tc, canonical);
     if (!vs) return undefined;

@@ -10,6 +10,8 @@ export interface BulkColumn<R> {
   name: string;
   /** PostgreSQL element type, e.g. `int`, `text`, `boolean`, `smallint`. */
   type: string;
+  /** A cast applied after unnesting, e.g. `int[]` for a column sent as array literals in `text`. */
+  cast?: string;
   value: (row: R, index: number) => unknown;
 }
 
@@ -35,7 +37,10 @@ export async function bulkInsert<R>(
   const names = [...constNames, ...columns.map((c) => c.name)];
   const constSql = constNames.map((k, i) => `$${i + 1}::${constants[k].type}`);
   const arraySql = columns.map((c, i) => `$${constNames.length + i + 1}::${c.type}[]`);
-  const select = columns.length > 0 ? `SELECT ${[...constSql, 'u.*'].join(', ')} FROM unnest(${arraySql.join(', ')}) AS u` : '';
+  const unnested = columns.map((c, i) => (c.cast ? `u.c${i}::${c.cast}` : `u.c${i}`));
+  const aliases = columns.map((_c, i) => `c${i}`).join(', ');
+  const select =
+    columns.length > 0 ? `SELECT ${[...constSql, ...unnested].join(', ')} FROM unnest(${arraySql.join(', ')}) AS u(${aliases})` : '';
   const sql = `INSERT INTO ${table} (${names.join(', ')}) ${select}`;
   for (let from = 0; from < count; from += batchRows) {
     const to = Math.min(count, from + batchRows);

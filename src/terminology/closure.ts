@@ -31,14 +31,6 @@ export const DEFAULT_CLOSURE_LIMIT = 60_000_000;
  * Computes the closure of concepts 1..n from `[child, parent]` edges.
  */
 export function computeClosure(n: number, edges: Array<[number, number]>, limit = DEFAULT_CLOSURE_LIMIT): Closure {
-  // Compressed adjacency (child → parents) in two arrays.
-  const start = new Int32Array(n + 2);
-  for (const [child] of edges) start[child + 1]++;
-  for (let i = 1; i <= n + 1; i++) start[i] += start[i - 1];
-  const parents = new Int32Array(edges.length);
-  const fill = start.slice();
-  for (const [child, parent] of edges) parents[fill[child]++] = parent;
-
   let capacity = Math.max(16, edges.length * 4);
   let descendant = new Int32Array(capacity);
   let ancestor = new Int32Array(capacity);
@@ -57,33 +49,73 @@ export function computeClosure(n: number, edges: Array<[number, number]>, limit 
     h.set(depth);
     depth = h;
   };
+  walkAncestors(n, edges, (node, ancestors, depths, count) => {
+    for (let k = 0; k < count; k++) {
+      if (size === capacity) grow();
+      descendant[size] = node;
+      ancestor[size] = ancestors[k];
+      depth[size] = depths[k] > 32767 ? 32767 : depths[k];
+      size++;
+    }
+  });
+  return { size, descendant, ancestor, depth };
+}
+
+/**
+ * Visits every non-root concept 1..n once with its ancestors (`ancestors[0..count)`, in
+ * breadth-first order, `depths[k]` the shortest distance, 1 = direct parent). The arrays are
+ * reused between calls: copy what you keep. Memory is O(n + edges), whatever the closure's size,
+ * so callers can write the closure in batches (docs/terminology.md#hierarchy-storage).
+ */
+export function walkAncestors(
+  n: number,
+  edges: Array<[number, number]>,
+  visit: (node: number, ancestors: Int32Array, depths: Int32Array, count: number) => void,
+): void {
+  ancestorWalker(n, edges)(1, n, visit);
+}
+
+/** `walkAncestors` over a range of concepts at a time (the adjacency is built once). */
+export function ancestorWalker(
+  n: number,
+  edges: Array<[number, number]>,
+): (from: number, to: number, visit: (node: number, ancestors: Int32Array, depths: Int32Array, count: number) => void) => void {
+  // Compressed adjacency (child → parents) in two arrays.
+  const start = new Int32Array(n + 2);
+  for (const [child] of edges) start[child + 1]++;
+  for (let i = 1; i <= n + 1; i++) start[i] += start[i - 1];
+  const parents = new Int32Array(edges.length);
+  const fill = start.slice();
+  for (const [child, parent] of edges) parents[fill[child]++] = parent;
 
   const stamp = new Int32Array(n + 1);
   const queue = new Int32Array(n + 1);
   const dist = new Int32Array(n + 1);
-  for (let node = 1; node <= n; node++) {
-    if (start[node] === start[node + 1]) continue; // a root
-    stamp[node] = node;
-    let head = 0;
-    let tail = 0;
-    queue[tail++] = node;
-    dist[node] = 0;
-    while (head < tail) {
-      const current = queue[head++];
-      const d = dist[current] + 1;
-      for (let e = start[current]; e < start[current + 1]; e++) {
-        const p = parents[e];
-        if (stamp[p] === node) continue;
-        stamp[p] = node;
-        dist[p] = d;
-        queue[tail++] = p;
-        if (size === capacity) grow();
-        descendant[size] = node;
-        ancestor[size] = p;
-        depth[size] = d > 32767 ? 32767 : d;
-        size++;
+  const depths = new Int32Array(n + 1);
+  return (from, to, visit) => {
+    for (let node = from; node <= to; node++) {
+      if (start[node] === start[node + 1]) continue; // a root
+      stamp[node] = node;
+      let head = 0;
+      let tail = 0;
+      queue[tail++] = node;
+      dist[node] = 0;
+      while (head < tail) {
+        const current = queue[head++];
+        const d = dist[current] + 1;
+        for (let e = start[current]; e < start[current + 1]; e++) {
+          const p = parents[e];
+          if (stamp[p] === node) continue;
+          stamp[p] = node;
+          dist[p] = d;
+          queue[tail++] = p;
+        }
       }
+      // queue[1..tail) are the ancestors in breadth-first order.
+      const count = tail - 1;
+      const ancestors = queue.subarray(1, tail);
+      for (let k = 0; k < count; k++) depths[k] = dist[ancestors[k]];
+      visit(node, ancestors, depths, count);
     }
-  }
-  return { size, descendant, ancestor, depth };
+  };
 }

@@ -66,69 +66,121 @@ const VALUE_TYPES = ['Code', 'Coding', 'String', 'Integer', 'Boolean', 'DateTime
 
 /** Builds the index rows of a code system; duplicate codes are merged (a second occurrence adds a parent). */
 export function codeSystemRows(cs: CodeSystem): CodeSystemRows {
-  const ids = new Map<string, number>();
-  const concepts: ConceptRow[] = [];
-  const properties: PropertyRow[] = [];
-  const designations: DesignationRow[] = [];
-  const edgeKeys = new Set<string>();
-  const edges: Array<[number, number]> = [];
-  const related: Array<{ id: number; target: string; direction: 'parent' | 'child' }> = [];
-  const kind = propertyKinds(cs.property);
+  const builder = new CodeSystemRowBuilder(cs.property);
+  builder.add(cs.concept);
+  const { concepts, properties, designations } = builder.take();
+  return { concepts, properties, designations, edges: builder.edges() };
+}
 
-  const addEdge = (child: number, parent: number) => {
-    if (child === parent) return;
-    const key = `${child}:${parent}`;
-    if (edgeKeys.has(key)) return;
-    edgeKeys.add(key);
-    edges.push([child, parent]);
-  };
+/** Rows taken from a builder: concepts[i] has id firstId + i. */
+export interface RowBatch {
+  firstId: number;
+  concepts: ConceptRow[];
+  properties: PropertyRow[];
+  designations: DesignationRow[];
+}
 
-  // Iterative depth-first walk (deep hierarchies must not overflow the stack).
-  const stack: Array<{ concept: CodeSystemConcept; parent: number | undefined }> = [];
-  const pushAll = (list: CodeSystemConcept[] | undefined, parent: number | undefined) => {
-    for (let i = (list?.length ?? 0) - 1; i >= 0; i--) stack.push({ concept: (list as CodeSystemConcept[])[i], parent });
-  };
-  pushAll(cs.concept, undefined);
-  while (stack.length > 0) {
-    const { concept, parent } = stack.pop() as { concept: CodeSystemConcept; parent: number | undefined };
-    if (typeof concept?.code !== 'string' || concept.code === '') continue;
-    let id = ids.get(concept.code);
-    if (id === undefined) {
-      id = concepts.length + 1;
-      ids.set(concept.code, id);
-      concepts.push(conceptRow(concept, kind));
-      for (const p of concept.property ?? []) {
-        const k = kind(p.code);
-        if (k === 'parent' || k === 'child') {
-          const target = p.valueCode ?? p.valueCoding?.code ?? p.valueString;
-          if (target) related.push({ id, target, direction: k });
-          continue;
+/**
+ * Turns concepts into index rows incrementally, so a code system can be indexed while it is
+ * still being read (docs/terminology.md#cli-import): `add` concepts in document order (nested
+ * ones included), `take` the rows produced so far (and write them), and at the end `edges`
+ * resolves the `parent`/`child` properties, which may name codes that came later. What it keeps
+ * between batches is the code → id map and the edges.
+ */
+export class CodeSystemRowBuilder {
+  private readonly ids = new Map<string, number>();
+  private readonly kind: (code: string | undefined) => string | undefined;
+  private pending: RowBatch = { firstId: 1, concepts: [], properties: [], designations: [] };
+  private count = 0;
+  private readonly edgeKeys = new Set<number | string>();
+  private readonly edgeList: Array<[number, number]> = [];
+  private related: Array<{ id: number; target: string; direction: 'parent' | 'child' }> = [];
+
+  constructor(defs: CodeSystemProperty[] | undefined) {
+    this.kind = propertyKinds(defs);
+  }
+
+  /** Number of concepts so far (the last id given). */
+  get size(): number {
+    return this.count;
+  }
+
+  /** Rows of the concepts added since the last `take`. */
+  get pendingRows(): number {
+    return this.pending.concepts.length + this.pending.properties.length + this.pending.designations.length;
+  }
+
+  /** Adds concepts (and their nested concepts) in document order. */
+  add(list: CodeSystemConcept[] | undefined): void {
+    // Iterative depth-first walk (deep hierarchies must not overflow the stack).
+    const stack: Array<{ concept: CodeSystemConcept; parent: number | undefined }> = [];
+    const pushAll = (items: CodeSystemConcept[] | undefined, parent: number | undefined) => {
+      for (let i = (items?.length ?? 0) - 1; i >= 0; i--) stack.push({ concept: (items as CodeSystemConcept[])[i], parent });
+    };
+    pushAll(list, undefined);
+    const { kind } = this;
+    while (stack.length > 0) {
+      const { concept, parent } = stack.pop() as { concept: CodeSystemConcept; parent: number | undefined };
+      if (typeof concept?.code !== 'string' || concept.code === '') continue;
+      let id = this.ids.get(concept.code);
+      if (id === undefined) {
+        id = ++this.count;
+        this.ids.set(concept.code, id);
+        this.pending.concepts.push(conceptRow(concept, kind));
+        for (const p of concept.property ?? []) {
+          const k = kind(p.code);
+          if (k === 'parent' || k === 'child') {
+            const target = p.valueCode ?? p.valueCoding?.code ?? p.valueString;
+            if (target) this.related.push({ id, target, direction: k });
+            continue;
+          }
+          const row = propertyRow(id, p);
+          if (row) this.pending.properties.push(row);
         }
-        const row = propertyRow(id, p);
-        if (row) properties.push(row);
+        for (const d of concept.designation ?? []) {
+          if (typeof d.value !== 'string') continue;
+          this.pending.designations.push({
+            concept: id,
+            language: d.language,
+            useSystem: d.use?.system,
+            useCode: d.use?.code,
+            useDisplay: d.use?.display,
+            value: d.value,
+          });
+        }
       }
-      for (const d of concept.designation ?? []) {
-        if (typeof d.value !== 'string') continue;
-        designations.push({
-          concept: id,
-          language: d.language,
-          useSystem: d.use?.system,
-          useCode: d.use?.code,
-          useDisplay: d.use?.display,
-          value: d.value,
-        });
-      }
+      if (parent !== undefined) this.addEdge(id, parent);
+      pushAll(concept.concept, id);
     }
-    if (parent !== undefined) addEdge(id, parent);
-    pushAll(concept.concept, id);
   }
-  for (const r of related) {
-    const other = ids.get(r.target);
-    if (other === undefined) continue;
-    if (r.direction === 'parent') addEdge(r.id, other);
-    else addEdge(other, r.id);
+
+  /** The rows produced since the last call. */
+  take(): RowBatch {
+    const batch = this.pending;
+    this.pending = { firstId: this.count + 1, concepts: [], properties: [], designations: [] };
+    return batch;
   }
-  return { concepts, properties, designations, edges };
+
+  /** Every parent edge as [child id, parent id] (deduplicated); call after the last `add`. */
+  edges(): Array<[number, number]> {
+    for (const r of this.related) {
+      const other = this.ids.get(r.target);
+      if (other === undefined) continue;
+      if (r.direction === 'parent') this.addEdge(r.id, other);
+      else this.addEdge(other, r.id);
+    }
+    this.related = [];
+    return this.edgeList;
+  }
+
+  private addEdge(child: number, parent: number): void {
+    if (child === parent) return;
+    // A number key while ids fit 21 bits (2M concepts), else a string.
+    const key = child < 0x200000 && parent < 0x200000 ? child * 0x200000 + parent : `${child}:${parent}`;
+    if (this.edgeKeys.has(key)) return;
+    this.edgeKeys.add(key);
+    this.edgeList.push([child, parent]);
+  }
 }
 
 /**

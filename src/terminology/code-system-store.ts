@@ -2,8 +2,10 @@ import type { CodeSystem } from '@medplum/fhirtypes';
 import { badRequest } from '../fhir/outcome.js';
 import type { Queryable } from '../core/database.js';
 import { bulkInsert } from './bulk-insert.js';
-import { ClosureTooLarge, computeClosure } from './closure.js';
-import { codeSystemRows, DESIGNATION_COLUMNS, PROPERTY_COLUMNS, type ConceptRow, type DesignationRow, type PropertyRow } from './code-system-rows.js';
+import { ClosureTooLarge } from './closure.js';
+import { writeHierarchy } from './hierarchy-store.js';
+import { announceCodeSystemChange } from './index-cache.js';
+import { codeSystemRows, DESIGNATION_COLUMNS, PROPERTY_COLUMNS, type ConceptRow, type DesignationRow, type PropertyRow, type RowBatch } from './code-system-rows.js';
 
 /**
  * Write side of the terminology index: (re-)indexes one CodeSystem in the caller's transaction
@@ -19,7 +21,7 @@ export interface IndexTarget {
   lastUpdated: string;
 }
 
-const CHILD_TABLES = ['tx_concept', 'tx_concept_property', 'tx_designation', 'tx_closure'];
+export const CHILD_TABLES = ['tx_concept', 'tx_concept_property', 'tx_designation', 'tx_closure', 'tx_ancestors'];
 /** Code systems at least this large refresh the planner statistics after indexing. */
 const ANALYZE_THRESHOLD = 5_000;
 
@@ -54,17 +56,24 @@ export async function indexCodeSystem(
         JSON.stringify(cs.property ?? []),
       ],
     );
-    if (kept.rows.length > 0) return kept.rows[0].cs_key;
+    if (kept.rows.length > 0) {
+      await announceCodeSystemChange(q, target.resourceId);
+      return kept.rows[0].cs_key;
+    }
   }
   await removeCodeSystemIndex(q, target.resourceId);
   const rows = codeSystemRows(cs);
-  let closure;
-  try {
-    closure = computeClosure(rows.concepts.length, rows.edges);
-  } catch (err) {
-    if (err instanceof ClosureTooLarge) throw badRequest('CodeSystem hierarchy is too large to index', 'CodeSystem.concept');
-    throw err;
-  }
+  const key = await insertCodeSystemRow(q, cs, target, rows.concepts.length);
+  const { concepts, properties, designations } = rows;
+  const total = concepts.length * 2 + properties.length + designations.length;
+  let done = 0;
+  await insertRowBatch(q, key, { firstId: 1, concepts, properties, designations }, onProgress ? (n) => onProgress((done += n), total) : undefined);
+  await finishHierarchy(q, key, concepts.length, rows.edges, onProgress ? (n) => onProgress(done + n, total) : undefined);
+  return key;
+}
+
+/** The metadata row of an index (concepts follow under the key it returns). */
+export async function insertCodeSystemRow(q: Queryable, cs: CodeSystem, target: IndexTarget, conceptCount: number): Promise<number> {
   const inserted = await q.query<{ cs_key: number }>(
     `INSERT INTO tx_code_system (resource_id, project_id, scope, url, version, last_updated, content, case_sensitive,
        hierarchy_meaning, supplements, language, name, title, property_defs, concept_count)
@@ -84,21 +93,22 @@ export async function indexCodeSystem(
       cs.name ?? null,
       cs.title ?? null,
       JSON.stringify(cs.property ?? []),
-      rows.concepts.length,
+      conceptCount,
     ],
   );
-  const key = inserted.rows[0].cs_key;
+  return inserted.rows[0].cs_key;
+}
+
+/** Writes a batch of concept, property and designation rows of index `key`. */
+export async function insertRowBatch(q: Queryable, key: number, batch: RowBatch, onRows?: (rows: number) => void): Promise<void> {
   const k = { cs_key: { type: 'int', value: key } };
-  const { concepts, properties, designations } = rows;
-  const total = concepts.length + properties.length + designations.length + closure.size;
-  let done = 0;
-  const progress = onProgress ? (n: number) => onProgress((done += n), total) : undefined;
+  const { concepts, properties, designations, firstId } = batch;
   await bulkInsert<ConceptRow>(
     q,
     'tx_concept',
     k,
     [
-      { name: 'id', type: 'int', value: (_r, i) => i + 1 },
+      { name: 'id', type: 'int', value: (_r, i) => firstId + i },
       { name: 'code', type: 'text', value: (r) => r.code },
       { name: 'code_lower', type: 'text', value: (r) => r.code.toLowerCase() },
       { name: 'display', type: 'text', value: (r) => r.display },
@@ -109,49 +119,43 @@ export async function indexCodeSystem(
     ],
     concepts.length,
     (i) => concepts[i],
-    progress,
+    onRows,
   );
-  await bulkInsert<PropertyRow>(
-    q,
-    'tx_concept_property',
-    k,
-    PROPERTY_COLUMNS,
-    properties.length,
-    (i) => properties[i],
-    progress,
-  );
-  await bulkInsert<DesignationRow>(
-    q,
-    'tx_designation',
-    k,
-    DESIGNATION_COLUMNS,
-    designations.length,
-    (i) => designations[i],
-    progress,
-  );
-  await bulkInsert<number>(
-    q,
-    'tx_closure',
-    k,
-    [
-      { name: 'descendant', type: 'int', value: (i) => closure.descendant[i] },
-      { name: 'ancestor', type: 'int', value: (i) => closure.ancestor[i] },
-      { name: 'depth', type: 'smallint', value: (i) => closure.depth[i] },
-    ],
-    closure.size,
-    (i) => i,
-    progress,
-  );
+  await bulkInsert<PropertyRow>(q, 'tx_concept_property', k, PROPERTY_COLUMNS, properties.length, (i) => properties[i], onRows);
+  await bulkInsert<DesignationRow>(q, 'tx_designation', k, DESIGNATION_COLUMNS, designations.length, (i) => designations[i], onRows);
+}
+
+/**
+ * Writes the hierarchy of index `key` (n concepts) and refreshes the planner statistics after a
+ * large load. A hierarchy too large to index is the client's 400.
+ */
+export async function finishHierarchy(
+  q: Queryable,
+  key: number,
+  n: number,
+  edges: Array<[number, number]>,
+  onProgress?: (conceptsDone: number) => void,
+): Promise<void> {
+  try {
+    await writeHierarchy(q, key, n, edges, onProgress);
+  } catch (err) {
+    if (err instanceof ClosureTooLarge) throw badRequest('CodeSystem hierarchy is too large to index', 'CodeSystem.concept');
+    throw err;
+  }
   // Fresh statistics after a large load: PGlite has no autovacuum, and PostgreSQL's runs later;
-  // without them the planner misjudges the closure joins of the first requests.
-  if (concepts.length >= ANALYZE_THRESHOLD) await q.query(`ANALYZE ${['tx_concept', ...CHILD_TABLES.slice(1)].join(', ')}`);
-  return key;
+  // without them the planner misjudges the hierarchy joins of the first requests.
+  if (n >= ANALYZE_THRESHOLD) await q.query(`ANALYZE ${CHILD_TABLES.join(', ')}`);
 }
 
 /** Removes the index of one resource (no-op when it has none). */
 export async function removeCodeSystemIndex(q: Queryable, resourceId: string): Promise<void> {
+  // Every write of an index passes here (a re-index removes first): every node drops its copy.
+  await announceCodeSystemChange(q, resourceId);
   const found = await q.query<{ cs_key: number }>('DELETE FROM tx_code_system WHERE resource_id = $1 RETURNING cs_key', [resourceId]);
-  for (const { cs_key } of found.rows) {
-    for (const table of CHILD_TABLES) await q.query(`DELETE FROM ${table} WHERE cs_key = $1`, [cs_key]);
-  }
+  for (const { cs_key } of found.rows) await removeIndexRows(q, cs_key);
+}
+
+/** Removes the concept, property, designation and hierarchy rows of index `key`. */
+export async function removeIndexRows(q: Queryable, key: number): Promise<void> {
+  for (const table of CHILD_TABLES) await q.query(`DELETE FROM ${table} WHERE cs_key = $1`, [key]);
 }

@@ -1,16 +1,19 @@
 import type { ValueSet, ValueSetComposeInclude, ValueSetExpansionContains } from '@medplum/fhirtypes';
 import { badRequest } from '../fhir/outcome.js';
-import { findConcepts } from './concepts.js';
+import { findConcepts, indexOf } from './concepts.js';
+import { compileInclude } from './filter-match.js';
 import { SqlParams, filterPredicate, regexError } from './filters.js';
+import { checkComposeFilters, terminologyLimits } from './limits.js';
 import { msg } from './messages.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
-import { splitCanonical, versionMatches } from './versions.js';
+import { effectiveVersion, splitCanonical, versionMatches, type EffectiveVersion } from './versions.js';
 
 /**
  * Value-set membership (docs/terminology.md#value-set-membership), decided for the given codes — never by expanding
- * first. Each include becomes one SQL query over the candidate concepts (explicit concepts,
- * filters ANDed, the whole system); nested value sets (`include.valueSet`) are intersected
+ * first. Each include is compiled once per code-system index into a predicate over concept ids
+ * (filter-match.ts; explicit concepts, filters ANDed, the whole system) and the candidates are
+ * probed (`TermContext.sqlReference`: one SQL query per include instead); nested value sets (`include.valueSet`) are intersected
  * recursively for the same candidates; excludes are subtracted; `compose.inactive = false`
  * (or `activeOnly`) drops inactive concepts. A value set without `compose` is decided from its
  * `expansion`. Any number of codes costs a fixed number of queries (10k-coding requests).
@@ -21,6 +24,31 @@ export class UnknownValueSetError extends Error {
   constructor(readonly url: string) {
     super(`value set ${url} not found`);
   }
+}
+
+/** Why a code is a member: the code system version of the include that admits it. */
+export interface MemberHit {
+  /** undefined: the include names a code system (version) the server does not have, or a pre-expanded value set. */
+  cs: CodeSystemInfo | undefined;
+  version: EffectiveVersion;
+}
+
+/**
+ * The code system version an include is evaluated at: its effective version — the coding's
+ * version when the effective one is a pattern it matches, else the newest match; without one,
+ * the coding's version when it exists, else the newest.
+ */
+export async function includeCodeSystem(
+  tc: TermContext,
+  system: string,
+  effective: EffectiveVersion,
+  codingVersion: string | undefined,
+): Promise<CodeSystemInfo | undefined> {
+  if (effective.version !== undefined) {
+    const coding = codingVersion !== undefined && versionMatches(codingVersion, effective.version) ? await resolveCodeSystem(tc, system, codingVersion) : undefined;
+    return coding ?? resolveCodeSystem(tc, system, effective.version);
+  }
+  return (codingVersion !== undefined ? await resolveCodeSystem(tc, system, codingVersion) : undefined) ?? resolveCodeSystem(tc, system);
 }
 
 export interface MemberOptions {
@@ -36,7 +64,9 @@ export class ValueSetEvaluator {
     private readonly chain: string[] = [],
     /** The value set whose `contained` resolves `#id` references. */
     private readonly root: ValueSet = vs,
-  ) {}
+  ) {
+    checkComposeFilters(vs, terminologyLimits(tc.env));
+  }
 
   /** Systems the value set draws codes from (directly or through nested value sets), in order. */
   async includedSystems(): Promise<string[]> {
@@ -50,18 +80,29 @@ export class ValueSetEvaluator {
     return [...new Set(out)];
   }
 
-  /** The explicit versions the value set pins for a system (`include.version`). */
-  pinnedVersion(system: string): string | undefined {
+  /**
+   * The versions the includes of `system` are evaluated at (docs/terminology.md#version-parameters),
+   * in document order, nested value sets included.
+   */
+  async includeVersions(system: string): Promise<EffectiveVersion[]> {
+    const out: EffectiveVersion[] = [];
     for (const inc of this.vs.compose?.include ?? []) {
       const pinned = includeSystem(inc);
-      if (pinned.system === system && pinned.version) return pinned.version;
+      if (pinned.system === system) out.push(effectiveVersion(this.tc.versionRules, system, pinned.version));
+      else if (!pinned.system) for (const ref of inc.valueSet ?? []) out.push(...(await (await this.nested(ref)).includeVersions(system)));
     }
-    return undefined;
+    return out;
   }
 
-  /** Which of `codes` (of `system`, optionally `version`) are members. */
-  async members(system: string, version: string | undefined, codes: string[], options: MemberOptions = {}): Promise<Set<string>> {
-    const result = new Set<string>();
+  /**
+   * Which of `codes` (of `system`) are members, each with the code system version of the include
+   * that admits it. `version` is the coding's own version: a versionless include (no version
+   * rule either) is evaluated at it when it exists, else at the newest version; an include with a
+   * version is evaluated at that version whatever the coding says (validate-code reports the
+   * difference).
+   */
+  async members(system: string, version: string | undefined, codes: string[], options: MemberOptions = {}): Promise<Map<string, MemberHit>> {
+    const result = new Map<string, MemberHit>();
     if (codes.length === 0) return result;
     const compose = this.vs.compose;
     if (!compose) return this.expansionMembers(system, version, codes);
@@ -69,11 +110,11 @@ export class ValueSetEvaluator {
     for (const [i, inc] of (compose.include ?? []).entries()) {
       const remaining = codes.filter((c) => !result.has(c));
       if (remaining.length === 0) break;
-      for (const c of await this.includeMembers(inc, `ValueSet.compose.include[${i}]`, system, version, remaining, activeOnly)) result.add(c);
+      for (const [c, hit] of await this.includeMembers(inc, `ValueSet.compose.include[${i}]`, system, version, remaining, activeOnly)) result.set(c, hit);
     }
     for (const [i, exc] of (compose.exclude ?? []).entries()) {
       if (result.size === 0) break;
-      for (const c of await this.includeMembers(exc, `ValueSet.compose.exclude[${i}]`, system, version, [...result], false)) result.delete(c);
+      for (const c of (await this.includeMembers(exc, `ValueSet.compose.exclude[${i}]`, system, version, [...result.keys()], false)).keys()) result.delete(c);
     }
     return result;
   }
@@ -85,33 +126,31 @@ export class ValueSetEvaluator {
     version: string | undefined,
     codes: string[],
     activeOnly: boolean,
-  ): Promise<Set<string>> {
+  ): Promise<Map<string, MemberHit>> {
     const pinned = includeSystem(inc);
-    if (pinned.system !== undefined && pinned.system !== system) return new Set();
-    if (pinned.version && version && !versionMatches(version, pinned.version) && !versionMatches(pinned.version, version)) return new Set();
+    if (pinned.system !== undefined && pinned.system !== system) return new Map();
     let candidates = codes;
+    const nestedHits = new Map<string, MemberHit>();
     for (const ref of inc.valueSet ?? []) {
       const members = await (await this.nested(ref)).members(system, version, candidates, { activeOnly });
       candidates = candidates.filter((c) => members.has(c));
-      if (candidates.length === 0) return new Set();
+      for (const c of candidates) nestedHits.set(c, members.get(c) as MemberHit);
+      if (candidates.length === 0) return new Map();
     }
-    if (!pinned.system) return new Set(candidates);
+    if (!pinned.system) return nestedHits;
 
-    const cs = await resolveCodeSystem(this.tc, pinned.system, pinned.version ?? version);
+    const effective = effectiveVersion(this.tc.versionRules, pinned.system, pinned.version);
+    const cs = await includeCodeSystem(this.tc, pinned.system, effective, version);
+    const hits = (found: Iterable<string>) => new Map([...found].map((c) => [c, { cs, version: effective }] as const));
     if (!cs) {
       // Unknown system: only an explicit list can say anything (the caller reports the system).
       const listed = new Set((inc.concept ?? []).map((c) => c.code));
-      return new Set(inc.concept ? candidates.filter((c) => listed.has(c)) : []);
+      return hits(inc.concept ? candidates.filter((c) => listed.has(c)) : []);
     }
     const concepts = await findConcepts(this.tc, cs, candidates);
-    const p = new SqlParams();
-    const conditions = [`c.cs_key = ${p.add(cs.key)}`, `c.id = ANY(${p.add([...new Set([...concepts.values()].map((c) => c.id))])}::int[])`];
-    conditions.push(...(await includeConditions(this.tc, cs, inc, path, p, activeOnly)));
-    const ids = new Set(
-      (await runQuery(this.tc, `SELECT c.id FROM tx_concept c WHERE ${conditions.join(' AND ')}`, p.values)).rows.map(
-        (r) => (r as { id: number }).id,
-      ),
-    );
+    const ids = this.tc.sqlReference
+      ? await includeIdsSql(this.tc, cs, inc, path, activeOnly, [...new Set([...concepts.values()].map((c) => c.id))])
+      : await includeIdsInMemory(this.tc, cs, inc, path, activeOnly, [...concepts.values()].map((c) => c.id));
     const out = new Set<string>();
     for (const code of candidates) {
       const concept = concepts.get(code);
@@ -122,16 +161,16 @@ export class ValueSetEvaluator {
       const listed = new Set(inc.concept.map((c) => c.code));
       for (const code of candidates) if (!concepts.has(code) && listed.has(code)) out.add(code);
     }
-    return out;
+    return hits(out);
   }
 
-  private expansionMembers(system: string, version: string | undefined, codes: string[]): Set<string> {
+  private expansionMembers(system: string, version: string | undefined, codes: string[]): Map<string, MemberHit> {
     const wanted = new Set(codes);
-    const out = new Set<string>();
+    const out = new Map<string, MemberHit>();
     for (const c of flatten(this.vs.expansion?.contains)) {
       if (c.system !== system || !c.code || !wanted.has(c.code)) continue;
       if (version && c.version && c.version !== version) continue;
-      out.add(c.code);
+      out.set(c.code, { cs: undefined, version: { version: undefined, source: undefined, declared: undefined } });
     }
     return out;
   }
@@ -150,6 +189,21 @@ export class ValueSetEvaluator {
     if (!vs) throw new UnknownValueSetError(ref);
     return new ValueSetEvaluator(this.tc, vs, [...this.chain, ...self, key], ref.startsWith('#') ? this.root : vs);
   }
+}
+
+/** Which of `ids` an include selects, from the in-memory index (a compiled predicate). */
+async function includeIdsInMemory(tc: TermContext, cs: CodeSystemInfo, inc: ValueSetComposeInclude, path: string, activeOnly: boolean, ids: number[]): Promise<Set<number>> {
+  const match = await compileInclude(tc, cs, await indexOf(tc, cs), inc, path, activeOnly);
+  return new Set(ids.filter(match));
+}
+
+/** Which of `ids` an include selects, in SQL (the reference implementation). */
+async function includeIdsSql(tc: TermContext, cs: CodeSystemInfo, inc: ValueSetComposeInclude, path: string, activeOnly: boolean, ids: number[]): Promise<Set<number>> {
+  const p = new SqlParams();
+  const conditions = [`c.cs_key = ${p.add(cs.key)}`, `c.id = ANY(${p.add(ids)}::int[])`];
+  conditions.push(...(await includeConditions(tc, cs, inc, path, p, activeOnly)));
+  const rows = (await runQuery(tc, `SELECT c.id FROM tx_concept c WHERE ${conditions.join(' AND ')}`, p.values)).rows;
+  return new Set(rows.map((r) => (r as { id: number }).id));
 }
 
 /**

@@ -2,17 +2,20 @@ import { randomUUID } from 'node:crypto';
 import type { ValueSet, ValueSetComposeInclude, ValueSetExpansionContains, ValueSetExpansionParameter } from '@medplum/fhirtypes';
 import { FhirError, badRequest, issue } from '../fhir/outcome.js';
 import { UnknownValueSetError, ValueSetEvaluator, flatten, includeConditions, includeSystem, runQuery } from './compose.js';
-import { conceptsByIds, designationsOf } from './concepts.js';
+import { conceptsByIds, designationsOf, indexOf } from './concepts.js';
+import { compileInclude } from './filter-match.js';
 import { preferredDisplay, type LanguagePrefs } from './display.js';
 import { SqlParams } from './filters.js';
 import { msg } from './messages.js';
-import { resolveCodeSystem } from './resolve.js';
+import { toOutcomeIssue } from './issues.js';
+import { codeSystemVersions, resolveCodeSystem } from './resolve.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
+import { VERSION_RULE_PARAMETER, checkViolation, effectiveVersion } from './versions.js';
 
 /**
- * `$expand` (docs/terminology.md#expand) — the one operation that builds an expansion. Each include is one
- * SQL query returning concept ids (whole systems, concept lists, filters, the text filter, active
- * only); ids of one code system are merged and excludes subtracted as id sets, so only the
+ * `$expand` (docs/terminology.md#expand) — the one operation that builds an expansion. Each include
+ * yields concept ids from the in-memory index (whole systems, concept lists, filters compiled
+ * once, the text filter, active only; `TermContext.sqlReference`: one SQL query); ids of one code system are merged and excludes subtracted as id sets, so only the
  * requested page is ever turned into `contains` entries and `total` is the true total.
  */
 
@@ -26,6 +29,14 @@ export interface ExpandRequest {
   languages: LanguagePrefs;
   /** Parameters to echo in `expansion.parameter` (as given). */
   echo: ValueSetExpansionParameter[];
+}
+
+/** What an expansion drew on, echoed in `expansion.parameter`. */
+interface Used {
+  codeSystems: Set<string>;
+  valueSets: Set<string>;
+  /** Version parameters that decided the version of an include: `url|version` → parameter name. */
+  versionRules: Map<string, string>;
 }
 
 /** Without `count`, larger expansions are refused rather than built (use paging). */
@@ -45,7 +56,7 @@ interface Group {
 
 /** Expands `vs` (a page of it) into a ValueSet with `expansion`. */
 export async function expandValueSet(tc: TermContext, vs: ValueSet, req: ExpandRequest): Promise<ValueSet> {
-  const used = { codeSystems: new Set<string>(), valueSets: new Set<string>() };
+  const used: Used = { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map() };
   let groups: Group[];
   try {
     groups = await members(tc, new ValueSetEvaluator(tc, vs), req, used);
@@ -57,9 +68,10 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, req: ExpandR
   if (req.count === undefined && total > MAX_UNPAGED_EXPANSION) {
     throw new FhirError(422, [issue('too-costly', `ValueSet expansion has ${total} codes: more than ${MAX_UNPAGED_EXPANSION}; use count and offset`)]);
   }
-  const contains = await page(tc, groups, req.offset, req.count ?? total, req);
+  const contains = await page(tc, groups, req.offset, req.count ?? total, req, severalVersions(vs, groups));
   const parameter: ValueSetExpansionParameter[] = [
     ...req.echo,
+    ...[...used.versionRules].map(([canonical, name]) => ({ name, valueUri: canonical })),
     ...[...used.codeSystems].map((v) => ({ name: 'used-codesystem', valueUri: v })),
     ...[...used.valueSets].map((v) => ({ name: 'used-valueset', valueUri: v })),
   ];
@@ -82,7 +94,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, req: ExpandR
   return { ...rest, expansion };
 }
 
-async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandRequest, used: { codeSystems: Set<string>; valueSets: Set<string> }): Promise<Group[]> {
+async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandRequest, used: Used): Promise<Group[]> {
   const vs = ev.vs;
   if (!vs.compose) {
     const bySystem = new Map<string, Group>();
@@ -103,7 +115,7 @@ async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandReques
   for (const [i, exc] of (vs.compose.exclude ?? []).entries()) {
     if (result.length === 0) break;
     const noText = { ...req, filter: undefined };
-    result = subtract(result, await includeGroups(tc, ev, exc, `ValueSet.compose.exclude[${i}]`, noText, false, { codeSystems: new Set(), valueSets: new Set() }));
+    result = subtract(result, await includeGroups(tc, ev, exc, `ValueSet.compose.exclude[${i}]`, noText, false, { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map() }));
   }
   return result;
 }
@@ -115,7 +127,7 @@ async function includeGroups(
   path: string,
   req: ExpandRequest,
   activeOnly: boolean,
-  used: { codeSystems: Set<string>; valueSets: Set<string> },
+  used: Used,
 ): Promise<Group[]> {
   let nested: Group[] | undefined;
   for (const ref of inc.valueSet ?? []) {
@@ -127,7 +139,19 @@ async function includeGroups(
   const pinned = includeSystem(inc);
   if (!pinned.system) return nested ?? [];
 
-  const cs = await resolveCodeSystem(tc, pinned.system, pinned.version);
+  const effective = effectiveVersion(tc.versionRules, pinned.system, pinned.version);
+  if (effective.source !== undefined && effective.source !== 'include' && effective.version !== undefined) {
+    used.versionRules.set(`${pinned.system}|${effective.version}`, VERSION_RULE_PARAMETER[effective.source]);
+  }
+  const cs = await resolveCodeSystem(tc, pinned.system, effective.version);
+  if (!cs && effective.version !== undefined) {
+    const known = await codeSystemVersions(tc, pinned.system);
+    if (known.length > 0) throw expansionError('not-found', 'not-found', 'UNKNOWN_CODESYSTEM_VERSION_EXP', msg.cannotExpandVersion(pinned.system, effective.version, known));
+  }
+  const violated = cs ? checkViolation(tc.versionRules, cs.url, cs.version) : undefined;
+  if (cs && violated !== undefined) {
+    throw expansionError('exception', 'version-error', 'VALUESET_VERSION_CHECK', msg.versionNotAllowed(cs.version ?? '', cs.url, violated));
+  }
   if (!cs) {
     if (!inc.concept) throw badRequest(msg.cannotExpand(inc.system as string));
     const listed = inc.concept.filter((c) => !req.filter || textMatches(c.display, req.filter)).map((c) => ({ code: c.code, display: c.display }));
@@ -135,15 +159,50 @@ async function includeGroups(
     return nested ? intersect([group], nested) : [group];
   }
   used.codeSystems.add(cs.version ? `${cs.url}|${cs.version}` : cs.url);
+  const allowed = nested ? nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []) : undefined;
+  if (!tc.sqlReference) return [{ system: cs.url, cs, ids: await includeIdsInMemory(tc, cs, inc, path, activeOnly, req.filter, allowed) }];
   const p = new SqlParams();
   const conditions = [`c.cs_key = ${p.add(cs.key)}`, ...(await includeConditions(tc, cs, inc, path, p, activeOnly))];
   if (req.filter) conditions.push(textCondition(req.filter, p));
-  if (nested) {
-    const allowed = nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []);
-    conditions.push(`c.id = ANY(${p.add(allowed)}::int[])`);
-  }
+  if (allowed) conditions.push(`c.id = ANY(${p.add(allowed)}::int[])`);
   const rows = (await runQuery(tc, `SELECT c.id FROM tx_concept c WHERE ${conditions.join(' AND ')} ORDER BY c.id`, p.values)).rows;
   return [{ system: cs.url, cs, ids: rows.map((r) => (r as { id: number }).id) }];
+}
+
+/**
+ * The ids an include selects (ascending), from the in-memory index: the compiled include
+ * (filter-match.ts), the text filter on display and designations, and the nested value sets' ids.
+ */
+async function includeIdsInMemory(
+  tc: TermContext,
+  cs: CodeSystemInfo,
+  inc: ValueSetComposeInclude,
+  path: string,
+  activeOnly: boolean,
+  text: string | undefined,
+  allowed: number[] | undefined,
+): Promise<number[]> {
+  const index = await indexOf(tc, cs);
+  const match = await compileInclude(tc, cs, index, inc, path, activeOnly);
+  const words = text ? wordPrefix(text) : undefined;
+  const textMatch = (id: number) => !words || words.test(index.display(id) ?? '') || index.designations(id).some((d) => words.test(d.value));
+  const out: number[] = [];
+  if (allowed) {
+    for (const id of [...new Set(allowed)].sort((a, b) => a - b)) if (index.has(id) && match(id) && textMatch(id)) out.push(id);
+    return out;
+  }
+  for (let id = 1; id <= index.maxId; id++) if (index.has(id) && match(id) && textMatch(id)) out.push(id);
+  return out;
+}
+
+/** The text filter as in SQL (textCondition): the text at the start of a word, ignoring case. */
+function wordPrefix(text: string): RegExp {
+  return new RegExp(`(^|[^\\p{L}\\p{N}])${text.replace(/[\\.^$|?*+()[\]{}]/g, '\\$&')}`, 'iu');
+}
+
+/** A 400 whose one issue carries the tx-ecosystem issue type and message id (docs/terminology.md#version-parameters). */
+function expansionError(code: string, type: string, id: string, text: string): FhirError {
+  return new FhirError(400, [toOutcomeIssue({ severity: 'error', code, type, id, text })]);
 }
 
 /** Word-prefix, case-insensitive match of the `filter` text on the display and the designations. */
@@ -205,8 +264,33 @@ function subtract(a: Group[], b: Group[]): Group[] {
   });
 }
 
+/**
+ * Systems whose `contains` entries name their version: the value set includes the system at
+ * several versions (its includes state different ones), or the expansion holds several.
+ */
+function severalVersions(vs: ValueSet, groups: Group[]): Set<string> {
+  const versions = new Map<string, Set<string | undefined>>();
+  const add = (system: string, version: string | undefined) => versions.set(system, (versions.get(system) ?? new Set()).add(version));
+  for (const inc of vs.compose?.include ?? []) {
+    const { system, version } = includeSystem(inc);
+    if (system) add(system, version);
+  }
+  const out = new Set([...versions].filter(([, v]) => v.size > 1).map(([system]) => system));
+  const keys = new Map<string, Set<number>>();
+  for (const g of groups) if (g.cs) keys.set(g.system, (keys.get(g.system) ?? new Set()).add(g.cs.key));
+  for (const [system, k] of keys) if (k.size > 1) out.add(system);
+  return out;
+}
+
 /** Builds the `contains` entries of one page (only these concepts are read). */
-async function page(tc: TermContext, groups: Group[], offset: number, count: number, req: ExpandRequest): Promise<ValueSetExpansionContains[]> {
+async function page(
+  tc: TermContext,
+  groups: Group[],
+  offset: number,
+  count: number,
+  req: ExpandRequest,
+  withVersion: Set<string>,
+): Promise<ValueSetExpansionContains[]> {
   const out: ValueSetExpansionContains[] = [];
   let skip = offset;
   for (const g of groups) {
@@ -217,19 +301,19 @@ async function page(tc: TermContext, groups: Group[], offset: number, count: num
       continue;
     }
     const take = Math.min(size - skip, count - out.length);
-    if (g.cs && g.ids) out.push(...(await conceptEntries(tc, g.cs, g.ids.slice(skip, skip + take), req)));
+    if (g.cs && g.ids) out.push(...(await conceptEntries(tc, g.cs, g.ids.slice(skip, skip + take), req, withVersion.has(g.system))));
     else for (const c of (g.listed ?? []).slice(skip, skip + take)) out.push({ system: g.system, code: c.code, ...(c.display ? { display: c.display } : {}) });
     skip = 0;
   }
   return out;
 }
 
-async function conceptEntries(tc: TermContext, cs: CodeSystemInfo, ids: number[], req: ExpandRequest): Promise<ValueSetExpansionContains[]> {
+async function conceptEntries(tc: TermContext, cs: CodeSystemInfo, ids: number[], req: ExpandRequest, withVersion: boolean): Promise<ValueSetExpansionContains[]> {
   const concepts = await conceptsByIds(tc, cs, ids);
   const designations = await designationsOf(tc, cs, ids);
   return concepts.map((c) => {
     const ds = designations.get(c.id) ?? [];
-    const entry: ValueSetExpansionContains = { system: cs.url, code: c.code };
+    const entry: ValueSetExpansionContains = { system: cs.url, ...(withVersion && cs.version ? { version: cs.version } : {}), code: c.code };
     if (c.abstract) entry.abstract = true;
     if (c.inactive) entry.inactive = true;
     const display = preferredDisplay(cs, c, ds, req.languages);

@@ -6,7 +6,8 @@ import { msg } from './messages.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
 
 /**
- * `ValueSet.compose.include.filter` as SQL: each filter becomes a predicate over the concept
+ * `ValueSet.compose.include.filter` as SQL — the reference implementation; the engine evaluates
+ * filters over the in-memory index (filter-match.ts, same semantics): each filter becomes a predicate over the concept
  * alias `c` (a row of `tx_concept`), so membership of given codes and expansions are both one
  * query whatever the size of the code system. Hierarchy operators probe the closure table;
  * `regex` runs in PostgreSQL (`~`), whose automaton-based engine has no catastrophic
@@ -57,8 +58,10 @@ export async function filterPredicate(
     return value === 'true';
   };
   const idOf = async (code: string) => (await findConcept(tc, cs, code))?.id;
-  const closure = (descendant: string, ancestor: string, extra = '') =>
-    `EXISTS (SELECT 1 FROM tx_closure h WHERE h.cs_key = c.cs_key AND h.descendant = ${descendant} AND h.ancestor = ${ancestor}${extra})`;
+  // Transitive: the concept's ancestor array (docs/terminology.md#hierarchy-storage); `@>` lets
+  // a descendants query use the GIN index. Direct edges (child-of): tx_closure, depth 1.
+  const closure = (descendant: string, ancestor: string) =>
+    `EXISTS (SELECT 1 FROM tx_ancestors h WHERE h.cs_key = c.cs_key AND h.concept = ${descendant} AND h.ancestors @> ARRAY[${ancestor}]::int[])`;
 
   if (property === 'concept' || property === 'code') {
     switch (op) {
@@ -86,7 +89,7 @@ export async function filterPredicate(
       case 'generalizes':
         return `(c.id = ${X} OR ${closure(X, 'c.id')})`;
       case 'child-of':
-        return closure('c.id', X, ' AND h.depth = 1');
+        return `EXISTS (SELECT 1 FROM tx_closure h WHERE h.cs_key = c.cs_key AND h.descendant = c.id AND h.ancestor = ${X})`;
       case 'descendent-leaf':
         return `${closure('c.id', X)} AND NOT EXISTS (SELECT 1 FROM tx_closure k WHERE k.cs_key = c.cs_key AND k.ancestor = c.id)`;
     }
@@ -150,7 +153,7 @@ export async function filterPredicate(
  * FHIR regex filters match the whole value. A pattern whose groups do not balance could close
  * the anchoring group (`a)|(b` → `^(?:a)|(b)$`, which matches far more): it is refused.
  */
-function anchored(pattern: string, path: string): string {
+export function anchored(pattern: string, path: string): string {
   if (pattern.length > MAX_REGEX_LENGTH) throw invalidValueSet(msg.badRegex(pattern.slice(0, 40) + '…'), path);
   if (!groupsBalance(pattern)) throw invalidValueSet(msg.badRegex(pattern.slice(0, 40)), path);
   return `^(?:${pattern})$`;

@@ -2,6 +2,7 @@ import type { CodeSystem, Resource, ValueSet } from '@medplum/fhirtypes';
 import type { ResourceHook } from '../core/repository.js';
 import { announceTerminologyChange } from './binding-checker.js';
 import { indexCodeSystem, removeCodeSystemIndex } from './code-system-store.js';
+import { announceValueSetChange } from './index-cache.js';
 
 /**
  * Keeps the terminology index in step with stored resources, and tells every node's binding
@@ -37,10 +38,12 @@ export function terminologyHooks(): ResourceHook[] {
            ON CONFLICT (resource_id) DO UPDATE SET project_id = $2, url = $3, version = $4, last_updated = $5`,
           [vs.id, projectOf(resource) ?? null, vs.url ?? '', vs.version ?? null, resource.meta?.lastUpdated ?? new Date().toISOString()],
         );
+        await announceValueSetChange(tx, vs.id as string);
         await announceTerminologyChange(tx);
       },
       async afterDelete(tx, previous) {
         await tx.query('DELETE FROM tx_value_set WHERE resource_id = $1', [previous.id]);
+        await announceValueSetChange(tx, previous.id as string);
         await announceTerminologyChange(tx);
       },
     },

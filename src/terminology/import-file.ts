@@ -1,25 +1,32 @@
-import { createReadStream, readFileSync, statSync } from 'node:fs';
-import { createInterface } from 'node:readline';
-import type { CodeSystemConcept, Resource } from '@medplum/fhirtypes';
+import { createReadStream, statSync } from 'node:fs';
+import type { CodeSystem, CodeSystemConcept, Resource } from '@medplum/fhirtypes';
+import type { Queryable } from '../core/database.js';
 import type { TerminologyEnv } from './types.js';
-import { indexCodeSystem } from './code-system-store.js';
+import { jsonStream } from './json-stream.js';
+import { StagedCodeSystem } from './staged-import.js';
 
 /**
  * `lattice import <file>` (docs/terminology.md#cli-import): loads terminology resources from a CodeSystem or
  * ValueSet JSON file, a Bundle, or NDJSON (one resource per line), as shared content (or into
  * `projectId`), with progress on stderr.
  *
- * Memory: NDJSON is streamed line by line (memory bounded by the largest line); a JSON file is
- * parsed whole. A CodeSystem with more than LARGE_CODE_SYSTEM concepts is stored as a
- * `content: not-present` resource and its concepts go straight into the terminology index in
- * bulk (with progress), instead of into the resource, its history and the search index — the
- * layout used for SNOMED-size systems. Re-importing a file updates the same resources (matched
- * by id, else by url|version).
+ * Memory: the input is read as a stream (json-stream.ts) — a resource at a time, and a
+ * CodeSystem's `concept` array (or a Bundle's `entry` array) a batch of elements at a time, so
+ * memory is bounded by a batch, not by the file. A CodeSystem with more than LARGE_CODE_SYSTEM
+ * concepts is indexed into a staged index while it is read and switched in atomically with the
+ * write of the resource, stored as `content: not-present` (staged-import.ts) — the layout for
+ * SNOMED-size systems; smaller ones are written through the repository like any resource.
+ * Re-importing a file updates the same resources (matched by id, else by url|version).
  */
 
 export interface ImportOptions {
   /** Project that owns the imported resources; shared content (every project reads it) when absent. */
   projectId?: string;
+  /**
+   * Checked before each resource is written (with its id, when it has one); throws to refuse
+   * it. The server's import route validates and checks ownership here; the CLI trusts its file.
+   */
+  check?: (resource: Resource) => Promise<void>;
   /** Where progress goes (default stderr). */
   out?: NodeJS.WritableStream & { isTTY?: boolean };
 }
@@ -40,104 +47,158 @@ export const LARGE_CODE_SYSTEM = 20_000;
 
 /** Imports `path`; returns what was written. */
 export async function importFile(path: string, services: TerminologyEnv, options: ImportOptions = {}): Promise<ImportSummary> {
+  return importStream(createReadStream(path), services, { ...options, label: path, size: statSync(path).size });
+}
+
+/**
+ * Imports a stream of JSON (a resource, a Bundle, or NDJSON): the same for a file and for a
+ * request body (`lattice import --url`, docs/terminology.md#import-into-a-running-server).
+ */
+export async function importStream(
+  source: AsyncIterable<Buffer | string>,
+  services: TerminologyEnv,
+  options: ImportOptions & { label?: string; size?: number } = {},
+): Promise<ImportSummary> {
   const started = Date.now();
-  const size = statSync(path).size;
   const summary: ImportSummary = { resources: 0, codeSystems: 0, valueSets: 0, concepts: 0, skipped: 0, ms: 0 };
   const bar = progressBar(options.out ?? process.stderr);
+  const label = options.label ?? 'import';
+  const counted = (resource: Resource, concepts: number) => {
+    summary.concepts += concepts;
+    summary.resources++;
+    if (resource.resourceType === 'CodeSystem') summary.codeSystems++;
+    if (resource.resourceType === 'ValueSet') summary.valueSets++;
+  };
   const write = async (resource: Resource) => {
     if (!resource || typeof resource !== 'object' || !TYPES.has(resource.resourceType)) {
       summary.skipped++;
       return;
     }
-    summary.concepts += await writeResource(services, resource, options, bar);
-    summary.resources++;
-    if (resource.resourceType === 'CodeSystem') summary.codeSystems++;
-    if (resource.resourceType === 'ValueSet') summary.valueSets++;
+    const cs = resource.resourceType === 'CodeSystem' ? resource : undefined;
+    const concepts = cs ? countConcepts(cs.concept) : 0;
+    if (cs && concepts > LARGE_CODE_SYSTEM) {
+      // Parsed whole (e.g. `concept` not at the top level of its line): still indexed staged.
+      const staged = await StagedCodeSystem.begin(services.db, cs, options.projectId);
+      await finishLarge(services, { ...cs, concept: undefined }, staged, options, bar, () => staged.add(cs.concept ?? []));
+    } else {
+      await writeResource(services, resource, options);
+    }
+    counted(resource, concepts);
   };
 
-  if (await isNdjson(path)) {
-    let bytes = 0;
-    const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
-    let lineNo = 0;
-    for await (const line of lines) {
-      lineNo++;
-      bytes += Buffer.byteLength(line) + 1;
-      if (!line.trim()) continue;
-      let resource: Resource;
-      try {
-        resource = JSON.parse(line) as Resource;
-      } catch {
-        throw new Error(`${path}:${lineNo}: not valid JSON`);
+  // A top-level object whose `concept` (or Bundle `entry`) array is streamed.
+  let open: { key: string; header: Record<string, unknown>; buffered: unknown[]; bufferedConcepts: number; staged?: StagedCodeSystem } | undefined;
+  try {
+    for await (const event of jsonStream(source)) {
+      const size = options.size ?? 0;
+      switch (event.kind) {
+        case 'value':
+          await write(event.value as Resource);
+          break;
+        case 'header':
+          open = { key: event.key, header: event.header, buffered: [], bufferedConcepts: 0 };
+          break;
+        case 'items': {
+          const o = open as NonNullable<typeof open>;
+          if (o.key === 'entry' && o.header.resourceType === 'Bundle') {
+            for (const entry of event.items) await write((entry as { resource?: Resource })?.resource as Resource);
+          } else if (o.staged) {
+            await o.staged.add(event.items as CodeSystemConcept[]);
+          } else {
+            o.buffered.push(...event.items);
+            o.bufferedConcepts += countConcepts(event.items as CodeSystemConcept[]);
+            if (o.header.resourceType === 'CodeSystem' && o.bufferedConcepts > LARGE_CODE_SYSTEM) {
+              // Large: index straight into a staged index from here on (bounded memory).
+              o.staged = await StagedCodeSystem.begin(services.db, o.header as unknown as CodeSystem, options.projectId);
+              await o.staged.add(o.buffered as CodeSystemConcept[]);
+              o.buffered = [];
+            }
+          }
+          break;
+        }
+        case 'end': {
+          const o = open as NonNullable<typeof open>;
+          open = undefined;
+          const resource = { ...o.header, ...event.tail } as unknown as Resource;
+          if (o.key === 'entry' && o.header.resourceType === 'Bundle') break;
+          if (o.staged) {
+            const staged = o.staged;
+            await finishLarge(services, resource as CodeSystem, staged, options, bar);
+            counted(resource, staged.size);
+          } else {
+            await write({ ...resource, [o.key]: o.buffered });
+          }
+          break;
+        }
       }
-      await write(resource);
-      bar(`${path}`, bytes, size, `${summary.resources} resources`);
+      if (size > 0) bar(label, event.bytes, size, `bytes, ${summary.resources} resources`);
     }
-  } else {
-    const parsed = JSON.parse(readFileSync(path, 'utf8').replace(/^\uFEFF/, '')) as Resource;
-    const resources = parsed.resourceType === 'Bundle' ? ((parsed).entry ?? []).map((e) => e.resource as Resource) : [parsed];
-    for (const [i, r] of resources.entries()) {
-      await write(r);
-      bar(path, i + 1, resources.length, 'resources');
-    }
+  } catch (err) {
+    await open?.staged?.abandon().catch(() => undefined);
+    throw err;
   }
   bar.done();
   summary.ms = Date.now() - started;
   return summary;
 }
 
-/** NDJSON by extension, or when the first line alone is a complete resource. */
-async function isNdjson(path: string): Promise<boolean> {
-  if (/\.(ndjson|jsonl)$/i.test(path)) return true;
-  const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8', end: 1 << 20 }), crlfDelay: Infinity });
-  for await (const line of lines) {
-    if (!line.trim()) continue;
-    lines.close();
-    try {
-      const first = JSON.parse(line) as Resource;
-      return typeof first?.resourceType === 'string' && first.resourceType !== 'Bundle';
-    } catch {
-      return false;
-    }
-  }
-  return false;
+/** Writes one resource through the repository (and so through the index hooks). */
+async function writeResource(services: TerminologyEnv, input: Resource, options: ImportOptions): Promise<void> {
+  const repo = services.system;
+  const resource = ownedBy(input, options.projectId);
+  resource.id ??= await existingId(services.db, resource, options.projectId);
+  await options.check?.(resource);
+  if (resource.id) await repo.update(resource);
+  else await repo.create(resource);
 }
 
-/** Writes one resource; returns the number of concepts it indexed. */
-async function writeResource(services: TerminologyEnv, input: Resource, options: ImportOptions, bar: ProgressBar): Promise<number> {
-  const repo = services.system;
-  const resource = { ...input, meta: { ...(input.meta ?? {}), project: options.projectId } } as Resource;
-  if (!options.projectId) delete (resource.meta as { project?: string }).project;
-  resource.id ??= await existingId(services, resource, options.projectId);
-  const cs = resource.resourceType === 'CodeSystem' ? (resource) : undefined;
-  const concepts = cs ? countConcepts(cs.concept) : 0;
-  if (!cs || concepts <= LARGE_CODE_SYSTEM) {
-    if (resource.id) await repo.update(resource);
-    else await repo.create(resource);
-    return concepts;
+/**
+ * A large CodeSystem: completes its staged index, then stores the resource without its
+ * concepts (`content: not-present`) and switches the index in, in one transaction.
+ */
+async function finishLarge(
+  services: TerminologyEnv,
+  cs: CodeSystem,
+  staged: StagedCodeSystem,
+  options: ImportOptions,
+  bar: ProgressBar,
+  fill?: () => Promise<void>,
+): Promise<void> {
+  try {
+    await fill?.();
+    const label = `${cs.url ?? cs.id} (${staged.size.toLocaleString('en')} concepts)`;
+    await staged.complete((done, total) => bar(`${label} hierarchy`, done, total, 'concepts'));
+    const resource = ownedBy({ ...cs, content: 'not-present' }, options.projectId);
+    delete resource.concept;
+    resource.id ??= await existingId(services.db, resource, options.projectId);
+    // Before the switch transaction: a check that reads the database must not wait for it.
+    await options.check?.(resource);
+    await staged.publish(async (tx) => {
+      const repo = services.system.inTransaction(tx);
+      return resource.id ? (await repo.update(resource)).resource : await repo.create(resource);
+    });
+  } catch (err) {
+    await staged.abandon().catch(() => undefined);
+    throw err;
   }
-  // Large: the resource without its concepts, then the concepts straight into the index.
-  const stored = resource.id
-    ? (await repo.update({ ...cs, concept: undefined, content: 'not-present' })).resource
-    : await repo.create({ ...cs, concept: undefined, content: 'not-present' });
-  const label = `${cs.url ?? cs.id} (${concepts.toLocaleString('en')} concepts)`;
-  await services.db.transaction((tx) =>
-    indexCodeSystem(
-      tx,
-      { ...cs, content: cs.content === 'not-present' ? 'complete' : cs.content },
-      { resourceId: stored.id as string, projectId: options.projectId, lastUpdated: stored.meta?.lastUpdated ?? new Date().toISOString() },
-      (done, total) => bar(label, done, total, 'index rows'),
-    ),
-  );
-  return concepts;
+}
+
+/** The resource as stored by the import: in `projectId`, or shared (no `meta.project`, no empty `meta`). */
+function ownedBy<T extends Resource>(input: T, projectId: string | undefined): T {
+  const meta = { ...(input.meta ?? {}), project: projectId };
+  if (!projectId) delete meta.project;
+  const resource: T = { ...input, meta };
+  if (Object.keys(meta).length === 0) delete (resource as { meta?: unknown }).meta;
+  return resource;
 }
 
 /** The id of a stored resource with the same url|version in the same project (or shared), so a re-import updates it. */
-async function existingId(services: TerminologyEnv, r: Resource, projectId: string | undefined): Promise<string | undefined> {
+async function existingId(db: Queryable, r: Resource, projectId: string | undefined): Promise<string | undefined> {
   const { url, version } = r as { url?: string; version?: string };
   if (!url || (r.resourceType !== 'CodeSystem' && r.resourceType !== 'ValueSet')) return undefined;
   const table = r.resourceType === 'CodeSystem' ? 'tx_code_system' : 'tx_value_set';
   const scope = r.resourceType === 'CodeSystem' ? ' AND scope IS NULL' : '';
-  const res = await services.db.query<{ resource_id: string }>(
+  const res = await db.query<{ resource_id: string }>(
     `SELECT resource_id FROM ${table} WHERE url = $1 AND version IS NOT DISTINCT FROM $2${scope} AND project_id IS NOT DISTINCT FROM $3 LIMIT 1`,
     [url, version ?? null, projectId ?? null],
   );
@@ -155,10 +216,10 @@ function countConcepts(list: CodeSystemConcept[] | undefined): number {
   return n;
 }
 
-type ProgressBar = ((label: string, done: number, total: number, unit: string) => void) & { done(): void };
+export type ProgressBar = ((label: string, done: number, total: number, unit: string) => void) & { done(): void };
 
 /** A one-line progress bar on a terminal; a line per 10% otherwise (logs stay readable). */
-function progressBar(out: NodeJS.WritableStream & { isTTY?: boolean }): ProgressBar {
+export function progressBar(out: NodeJS.WritableStream & { isTTY?: boolean }): ProgressBar {
   let lastTenth = -1;
   let lastLabel = '';
   let drawn = false;

@@ -2,8 +2,9 @@ import type { CodeSystemConceptProperty, Coding } from '@medplum/fhirtypes';
 import { badRequest } from '../fhir/outcome.js';
 import type { Queryable } from '../core/database.js';
 import { bulkInsert } from './bulk-insert.js';
-import { computeClosure } from './closure.js';
+import { writeHierarchy } from './hierarchy-store.js';
 import { DESIGNATION_COLUMNS, PROPERTY_COLUMNS, propertyKinds, propertyRow, type DesignationRow, type PropertyRow } from './code-system-rows.js';
+import { announceCodeSystemChange } from './index-cache.js';
 import { msg } from './messages.js';
 import type { CodeSystemInfo } from './types.js';
 
@@ -29,6 +30,7 @@ const INCREMENTAL_EDGES = 500;
 /** Imports `items` into `cs` inside transaction `tx`; returns the number of concepts added. */
 export async function importIntoCodeSystem(tx: Queryable, cs: CodeSystemInfo, items: ImportItems): Promise<number> {
   await tx.query('SELECT cs_key FROM tx_code_system WHERE cs_key = $1 FOR UPDATE', [cs.key]);
+  await announceCodeSystemChange(tx, cs.resourceId);
   const codes = [...new Set([...items.concepts.map((c) => c.code), ...items.properties.map((p) => p.code), ...items.designations.map((d) => d.code)])];
   const ids = new Map<string, number>();
   const known = await tx.query<{ id: number; code: string }>('SELECT id, code FROM tx_concept WHERE cs_key = $1 AND code = ANY($2::text[])', [cs.key, codes]);
@@ -136,37 +138,44 @@ function valueOf(value: unknown, type: string | undefined): Partial<CodeSystemCo
   }
 }
 
-/** Adds one edge: every descendant of the child (itself included) gets every ancestor of the parent. */
+/**
+ * Adds one edge (docs/terminology.md#hierarchy-storage): the direct edge, and the parent with
+ * its ancestors added to the ancestor arrays of the child and of every descendant of the child.
+ * A concept is never its own ancestor (cycles).
+ */
 async function addEdge(tx: Queryable, key: number, child: number, parent: number): Promise<void> {
   if (child === parent) return;
+  const direct = await tx.query(
+    'INSERT INTO tx_closure (cs_key, descendant, ancestor, depth) VALUES ($1, $2, $3, 1) ON CONFLICT (cs_key, descendant, ancestor) DO NOTHING',
+    [key, child, parent],
+  );
+  if (direct.rowCount === 0) return;
   await tx.query(
-    `INSERT INTO tx_closure (cs_key, descendant, ancestor, depth)
-     SELECT $1, d.id, a.id, least(min(d.depth + a.depth + 1), 32767)::smallint
-     FROM (SELECT $2::int AS id, 0 AS depth UNION ALL SELECT descendant, depth FROM tx_closure WHERE cs_key = $1 AND ancestor = $2) d,
-          (SELECT $3::int AS id, 0 AS depth UNION ALL SELECT ancestor, depth FROM tx_closure WHERE cs_key = $1 AND descendant = $3) a
-     WHERE d.id <> a.id
-     GROUP BY d.id, a.id
-     ON CONFLICT (cs_key, descendant, ancestor) DO UPDATE SET depth = least(tx_closure.depth, EXCLUDED.depth)`,
+    `WITH up AS (
+       SELECT array_append(coalesce((SELECT ancestors FROM tx_ancestors WHERE cs_key = $1 AND concept = $3), '{}'::int[]), $3) AS a
+     ), targets AS (
+       SELECT $2::int AS concept UNION SELECT concept FROM tx_ancestors WHERE cs_key = $1 AND ancestors @> ARRAY[$2]::int[]
+     )
+     INSERT INTO tx_ancestors (cs_key, concept, ancestors)
+     SELECT $1, t.concept, (SELECT array_agg(DISTINCT x ORDER BY x) FROM unnest((SELECT a FROM up)) x WHERE x <> t.concept) FROM targets t
+     ON CONFLICT (cs_key, concept) DO UPDATE SET ancestors =
+       (SELECT array_agg(DISTINCT x ORDER BY x) FROM unnest(tx_ancestors.ancestors || EXCLUDED.ancestors) x WHERE x <> tx_ancestors.concept)`,
     [key, child, parent],
   );
 }
 
-/** Rebuilds the closure from the direct edges already indexed plus `added`. */
+/** Rebuilds the hierarchy from the direct edges already indexed plus `added`. */
 async function recomputeClosure(tx: Queryable, key: number, n: number, added: Array<[number, number]>): Promise<void> {
   const direct = await tx.query<{ descendant: number; ancestor: number }>('SELECT descendant, ancestor FROM tx_closure WHERE cs_key = $1 AND depth = 1', [key]);
-  const edges: Array<[number, number]> = [...direct.rows.map((r) => [r.descendant, r.ancestor] as [number, number]), ...added];
-  const closure = computeClosure(n, edges);
+  const seen = new Set<string>();
+  const edges: Array<[number, number]> = [];
+  for (const e of [...direct.rows.map((r) => [r.descendant, r.ancestor] as [number, number]), ...added]) {
+    const k = `${e[0]}:${e[1]}`;
+    if (e[0] === e[1] || seen.has(k)) continue;
+    seen.add(k);
+    edges.push(e);
+  }
   await tx.query('DELETE FROM tx_closure WHERE cs_key = $1', [key]);
-  await bulkInsert<number>(
-    tx,
-    'tx_closure',
-    { cs_key: { type: 'int', value: key } },
-    [
-      { name: 'descendant', type: 'int', value: (i) => closure.descendant[i] },
-      { name: 'ancestor', type: 'int', value: (i) => closure.ancestor[i] },
-      { name: 'depth', type: 'smallint', value: (i) => closure.depth[i] },
-    ],
-    closure.size,
-    (i) => i,
-  );
+  await tx.query('DELETE FROM tx_ancestors WHERE cs_key = $1', [key]);
+  await writeHierarchy(tx, key, n, edges);
 }

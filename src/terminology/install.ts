@@ -1,33 +1,57 @@
+import type { TerminologyCapabilities } from '@medplum/fhirtypes';
+import type { AppRoute } from '../core/app-route.js';
+import type { RequestContext } from '../core/context.js';
 import type { FeatureEnv } from '../core/feature.js';
 import type { OperationRegistry } from '../core/operation.js';
 import type { ResourceRepository } from '../core/repository.js';
 import type { BindingChecker } from '../core/validation.js';
 import { createBindingChecker } from './binding-checker.js';
 import { preloadBaseTerminology } from './base-terminology.js';
+import { terminologyCapabilities, type Software } from './capabilities.js';
+import { batchValidateCodeOperation } from './operations/batch-validate-code.js';
 import { expandOperation } from './operations/expand.js';
 import { importOperation } from './operations/import.js';
+import { importRoute } from './import-route.js';
 import { lookupOperation } from './operations/lookup.js';
 import { subsumesOperation } from './operations/subsumes.js';
+import { translateOperation } from './operations/translate.js';
 import { codeSystemValidateCodeOperation, valueSetValidateCodeOperation } from './operations/validate-code.js';
+import { terminologyCache } from './index-cache.js';
 import { pruneInlineCodeSystems } from './request-context.js';
+import { resolveCodeSystem } from './resolve.js';
+import type { TermContext } from './types.js';
+import { parseVersionRules } from './versions.js';
 
 /** How often request-scoped (tx-resource) indexes are pruned. */
 const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
 
+/** What the terminology feature gives the rest of the application. */
+export interface TerminologyFeature {
+  /** The TerminologyCapabilities statement (`GET [base]/metadata?mode=terminology`) for a caller. */
+  capabilities: (ctx: RequestContext, software: Software) => Promise<TerminologyCapabilities>;
+  /** Its non-FHIR routes: `POST /admin/terminology/import` (import-route.ts). */
+  routes: AppRoute[];
+  /** The codes of bound value sets, for resource validation (binding-checker.ts). */
+  bindings: BindingChecker;
+}
+
 /**
- * Wires the terminology feature: the terminology operations, the pruning of request-scoped
+ * Wires the terminology feature: the terminology operations, the import route (returned), the pruning of request-scoped
  * indexes and the base R4 terminologies (`config.baseTerminology`). The index hooks on
  * CodeSystem/ValueSet writes are part of the repository from the start (`terminologyHooks`, app.ts).
  * Returns the binding checker resource validation uses (`shared`: a repository that sees only
  * the shared content, where the bound value sets are resolved).
  */
-export function installTerminology(env: FeatureEnv, registry: OperationRegistry, shared: ResourceRepository): { bindings: BindingChecker } {
+export function installTerminology(env: FeatureEnv, registry: OperationRegistry, shared: ResourceRepository): TerminologyFeature {
   registry.register(lookupOperation(env));
-  registry.register(valueSetValidateCodeOperation(env));
+  const validateCode = valueSetValidateCodeOperation(env);
+  registry.register(validateCode);
   registry.register(codeSystemValidateCodeOperation(env));
   registry.register(subsumesOperation(env));
   registry.register(expandOperation(env));
   registry.register(importOperation(env));
+  registry.register(translateOperation(env));
+  registry.register(batchValidateCodeOperation(validateCode));
 
   let stopped = false;
   const jobs: Array<Promise<unknown>> = [];
@@ -37,6 +61,19 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry,
     });
     jobs.push(run);
   };
+  // The in-memory index cache hears index changes from every node; until it listens it keeps nothing.
+  const cache = terminologyCache(env.db, env.config.txCacheMb * 1024 * 1024, env.log);
+  background('index cache', async () => {
+    await cache.start();
+    // `config.txPreload`: indexes built now rather than on first use (start-up does not wait).
+    for (const canonical of env.config.txPreload) {
+      if (stopped) return;
+      const tc: TermContext = { db: env.db, repo: env.system, env, log: env.log, inlineCodeSystems: [], inlineValueSets: [], supplements: [], memo: new Map(), versionRules: parseVersionRules({}) };
+      const cs = await resolveCodeSystem(tc, canonical);
+      if (cs) await cache.index(cs);
+      else env.log.warn({ canonical }, 'terminology: LATTICE_TX_PRELOAD names an unknown code system');
+    }
+  });
   background('prune', () => pruneInlineCodeSystems(env.db));
   const timer = setInterval(() => background('prune', () => pruneInlineCodeSystems(env.db)), PRUNE_INTERVAL_MS);
   timer.unref();
@@ -48,7 +85,12 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry,
   env.onClose(async () => {
     stopped = true;
     clearInterval(timer);
+    cache.stop();
     await Promise.allSettled(jobs);
   });
-  return { bindings: createBindingChecker(env, shared) };
+  return {
+    capabilities: (ctx, software) => terminologyCapabilities(env, ctx, software, registry.definitions()),
+    routes: [importRoute(env)],
+    bindings: createBindingChecker(env, shared),
+  };
 }

@@ -25,10 +25,11 @@ export function txIssueOutcome(issues: TxIssue[]): OperationOutcome {
 
 /**
  * The `message` output: the texts of the errors and warnings (and of informational issues
- * flagged for it), joined with `; `; undefined when there are none.
+ * flagged for it, but not of issues flagged `inMessage: false`), joined with `; `; undefined
+ * when there are none.
  */
 export function messageOf(issues: TxIssue[]): string | undefined {
-  const texts = issues.filter((i) => i.severity !== 'information' || i.inMessage).map((i) => i.text);
+  const texts = issues.filter((i) => i.inMessage ?? i.severity !== 'information').map((i) => i.text);
   return texts.length > 0 ? [...new Set(texts)].join('; ') : undefined;
 }
 

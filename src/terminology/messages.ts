@@ -1,3 +1,5 @@
+import { versionList } from './versions.js';
+
 /**
  * The texts of terminology messages and issues. They follow what the HL7 reference server
  * (tx.fhir.org) answers, so clients and the HL7 conformance tests see the same wording
@@ -29,8 +31,19 @@ export const msg = {
   unknownSystem: (url: string, quoted: boolean) =>
     `A definition for CodeSystem ${quoted ? `'${url}'` : url} could not be found, so the code cannot be validated`,
   cannotExpand: (url: string) => `A definition for CodeSystem '${url}' could not be found, so the value set cannot be expanded`,
+  /** `valid`: the known versions, newest first (listed oldest first). */
   unknownSystemVersion: (url: string, version: string, valid: string[]) =>
-    `A definition for CodeSystem '${url}' version '${version}' could not be found, so the code cannot be validated. Valid versions: ${valid.length ? valid.join(', ') : '(none)'}`,
+    `A definition for CodeSystem '${url}' version '${version}' could not be found, so the code cannot be validated. ${validVersions(valid)}`,
+  cannotExpandVersion: (url: string, version: string, valid: string[]) =>
+    `A definition for CodeSystem '${url}' version '${version}' could not be found, so the value set cannot be expanded. ${validVersions(valid)}`,
+  versionMismatch: (system: string, version: string, value: string) =>
+    `The code system '${system}' version '${version}' in the ValueSet include is different to the one in the value ('${value}')`,
+  versionMismatchChanged: (system: string, version: string, declared: string, value: string) =>
+    `The code system '${system}' version '${version}' resulting from the version '${declared}' in the ValueSet include is different to the one in the value ('${value}')`,
+  versionMismatchVersionless: (system: string, version: string, value: string) =>
+    `The code system '${system}' version '${version}' for the versionless include in the ValueSet include is different to the one in the value ('${value}')`,
+  versionNotAllowed: (version: string, system: string, pattern: string) =>
+    `The version '${version}' is not allowed for system '${system}': required to be '${pattern}' by a version-check parameter`,
   unknownValueSet: (url: string) => `A definition for the value Set '${url}' could not be found`,
   /** `matches`: systems of the value set that have the code (several = ambiguous); else `systems` searched. */
   cannotInfer: (code: string, vs: string, matches: string[], systems: string[]) =>
@@ -65,7 +78,16 @@ export const msg = {
   valueSetNotFound: (url: string) => `ValueSet ${url} not found`,
   codeNotInSystem: (code: string, url: string) => `Code '${code}' not found in CodeSystem ${url}`,
   notIsA: (url: string) => `CodeSystem ${url} does not define an is-a hierarchy`,
+  instanceSystemMismatch: (named: string, url: string) => `The code system '${named}' is not the code system '${url}' the operation was invoked on`,
+  conceptMapNotFound: (url: string) => `ConceptMap ${url} not found`,
+  noTranslation: (codings: string) => `No translation found for ${codings}`,
+  /** `$batch-validate-code`: a validation that names nothing to validate (the reference server's text). */
+  nothingToValidate: () => 'Unable to find code to validate (looked for coding | codeableConcept | code+system | code+inferSystem in parameters',
 };
+
+function validVersions(valid: string[]): string {
+  return valid.length > 0 ? `Valid versions: ${versionList(valid)}` : 'No versions of this code system are known';
+}
 
 /** Choice list of a wrong-display message: `'Display 1' (en)` or `one of 2 choices: 'a' (en), 'b' (de)`. */
 export function displayChoices(choices: Array<{ value: string; language: string | undefined }>): string {

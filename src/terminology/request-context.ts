@@ -2,22 +2,26 @@ import { createHash } from 'node:crypto';
 import type { CodeSystem, Resource } from '@medplum/fhirtypes';
 import type { RequestContext } from '../core/context.js';
 import { badRequest, notFound } from '../fhir/outcome.js';
-import type { Database, Queryable } from '../core/database.js';
+import type { Database } from '../core/database.js';
 import { stableStringify } from '../storage/stable-stringify.js';
-import { indexCodeSystem, removeCodeSystemIndex } from './code-system-store.js';
+import { ClosureTooLarge } from './closure.js';
+import { indexFromRows, setRequestIndex, type CodeSystemIndex } from './code-system-index.js';
+import { codeSystemRows } from './code-system-rows.js';
+import { removeCodeSystemIndex } from './code-system-store.js';
+import { terminologyCache } from './index-cache.js';
 import { msg } from './messages.js';
-import { codeSystemInfoOf, resolveCodeSystem } from './resolve.js';
+import { resolveCodeSystem } from './resolve.js';
 import type { CodeSystemInfo, TermContext, TerminologyEnv } from './types.js';
+import { parseVersionRules } from './versions.js';
 
 /**
  * The engine's view of one request, including resources supplied inline (`tx-resource`).
  *
  * `useSupplement` canonicals are resolved here (404 when unknown or not a supplement).
  *
- * Inline CodeSystems are indexed like stored ones, under a request scope keyed by a hash of
- * their content: the one engine answers for both, and a client that sends the same resources
- * with every request (the HL7 test runner does) pays for indexing once. Scoped rows are never
- * visible to canonical resolution of other requests and are pruned when unused for an hour.
+ * Inline CodeSystems get an in-memory index like the one of a stored code system
+ * (docs/terminology.md#request-supplied-resources) and are never persisted: the one engine
+ * answers for both, and nobody else sees them.
  */
 export async function termContext(env: TerminologyEnv, ctx: RequestContext, input: object): Promise<TermContext> {
   rejectNul(input);
@@ -30,11 +34,16 @@ export async function termContext(env: TerminologyEnv, ctx: RequestContext, inpu
     inlineCodeSystems: [],
     inlineValueSets: [],
     supplements: [],
+    versionRules: parseVersionRules(input as Record<string, unknown>),
     memo: new Map(),
   };
   for (const r of Array.isArray(txResources) ? (txResources as Resource[]) : []) {
     if (r?.resourceType === 'ValueSet') tc.inlineValueSets.push(r);
-    else if (r?.resourceType === 'CodeSystem' && (r).url) tc.inlineCodeSystems.push(await inlineCodeSystem(env.db, r));
+    else if (r?.resourceType === 'CodeSystem' && r.url) {
+      const { info, index } = inlineCodeSystem(env, r);
+      tc.inlineCodeSystems.push(info);
+      setRequestIndex(tc, info.key, index);
+    }
   }
   const wanted = (input as { useSupplement?: unknown }).useSupplement;
   for (const url of Array.isArray(wanted) ? (wanted as string[]) : []) {
@@ -57,36 +66,50 @@ function rejectNul(value: unknown, depth = 0): void {
   }
 }
 
-/** Indexes (or reuses the index of) a request-supplied CodeSystem. */
-async function inlineCodeSystem(db: Database, cs: CodeSystem): Promise<CodeSystemInfo> {
-  const resourceId = `tx:${createHash('sha256').update(stableStringify(cs)).digest('hex').slice(0, 40)}`;
-  const existing = await byResourceId(db, resourceId);
-  if (existing) {
-    // Touch at most every ten minutes, so a hot resource is not pruned and not rewritten per request.
-    await db.query("UPDATE tx_code_system SET last_updated = now() WHERE cs_key = $1 AND last_updated < now() - interval '10 minutes'", [
-      existing.key,
-    ]);
-    return { ...existing, inline: true } as CodeSystemInfo;
+/**
+ * The in-memory index of a request-supplied CodeSystem (never written to the database): built
+ * from the same rows a stored one is indexed with, and kept in the index cache under its content
+ * hash, so a client that sends the same resource with every request pays for building it once.
+ */
+function inlineCodeSystem(env: TerminologyEnv, cs: CodeSystem): { info: CodeSystemInfo; index: CodeSystemIndex } {
+  const hash = createHash('sha256').update(stableStringify(cs)).digest('hex').slice(0, 40);
+  const cache = terminologyCache(env.db);
+  const key = cache.inlineKey(hash);
+  let index = cache.peek(key);
+  if (!index) {
+    try {
+      index = indexFromRows(codeSystemRows(cs));
+    } catch (err) {
+      if (err instanceof ClosureTooLarge) throw badRequest('CodeSystem hierarchy is too large to index', 'CodeSystem.concept');
+      throw err;
+    }
+    cache.keep(key, `tx:${hash}`, index);
   }
-  try {
-    await db.transaction((tx) =>
-      indexCodeSystem(tx, cs, { resourceId, projectId: undefined, scope: 'tx-resource', lastUpdated: new Date().toISOString() }),
-    );
-  } catch (err) {
-    // Another request indexed the same content at the same moment (unique resource_id).
-    if ((err as { code?: string }).code !== '23505') throw err;
-  }
-  const info = await byResourceId(db, resourceId);
-  if (!info) throw new Error('request-scoped code system vanished');
-  return { ...info, inline: true } as CodeSystemInfo;
+  const info: CodeSystemInfo & { inline: true } = {
+    key,
+    resourceId: `tx:${hash}`,
+    projectId: undefined,
+    url: cs.url as string,
+    version: cs.version,
+    lastUpdated: new Date().toISOString(),
+    content: cs.content ?? 'complete',
+    caseSensitive: cs.caseSensitive !== false,
+    hierarchyMeaning: cs.hierarchyMeaning,
+    supplements: cs.supplements,
+    language: cs.language,
+    name: cs.name,
+    title: cs.title,
+    propertyDefs: cs.property ?? [],
+    conceptCount: index.maxId,
+    inline: true,
+  };
+  return { info, index };
 }
 
-async function byResourceId(db: Queryable, resourceId: string): Promise<CodeSystemInfo | undefined> {
-  const res = await db.query<Parameters<typeof codeSystemInfoOf>[0]>('SELECT * FROM tx_code_system r WHERE r.resource_id = $1', [resourceId]);
-  return res.rows[0] ? codeSystemInfoOf(res.rows[0]) : undefined;
-}
-
-/** Removes request-scoped indexes unused for an hour (run periodically). */
+/**
+ * Removes request-scoped index rows, which earlier versions wrote for `tx-resource` code systems
+ * (run periodically; nothing writes them any more).
+ */
 export async function pruneInlineCodeSystems(db: Database): Promise<number> {
   const old = await db.query<{ resource_id: string }>(
     "SELECT resource_id FROM tx_code_system WHERE scope IS NOT NULL AND last_updated < now() - interval '1 hour'",

@@ -1,20 +1,21 @@
 import type { CodeSystemProperty, ValueSet } from '@medplum/fhirtypes';
-import type { ScopedTable } from '../core/scope.js';
 import { materializeBase } from './base-terminology.js';
+import { terminologyCache } from './index-cache.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
 import { newestFirst, splitCanonical, versionMatches } from './versions.js';
 
 /**
  * Canonical resolution (docs/terminology.md#canonicals-and-versions): `url|version`, or a separate version, else the newest
  * version; among equals the caller's project wins over shared content. Only what the caller's
- * repository can see is a candidate (its scope's predicate is applied to the index), then the
+ * repository can see is a candidate (its scope's rule is applied to the index rows), then the
  * resources supplied with the request, and last the base R4 terminologies, which are loaded into
  * the shared content on first use.
+ *
+ * The rows of every project for a canonical are cached in memory until the next terminology
+ * change on any node (index-cache.ts, docs/terminology.md#in-memory-index); the caller's
+ * visibility is applied to them per request with the tenancy rule's row check (`scope.canSee`,
+ * the same rule as its SQL predicate).
  */
-
-/** The index tables as tenancy sees them (storage/scope.ts): a project column, no account rows. */
-const CODE_SYSTEM_TABLE: ScopedTable = { alias: 'r', project: 'project_id' };
-const VALUE_SET_TABLE: ScopedTable = { alias: 'r', project: 'project_id' };
 
 interface CodeSystemRow {
   cs_key: number;
@@ -61,29 +62,39 @@ function codeSystemCandidates(tc: TermContext, url: string): Promise<CodeSystemI
   });
 }
 
-async function storedCodeSystems(tc: TermContext, url: string): Promise<CodeSystemInfo[]> {
-  const vis = tc.repo.scope.predicate(CODE_SYSTEM_TABLE, 2);
-  const res = await tc.db.query<CodeSystemRow>(
-    `SELECT * FROM tx_code_system r WHERE r.url = $1 AND r.scope IS NULL AND ${vis.sql}`,
-    [url, ...vis.params],
-  );
-  return res.rows.map(toInfo);
+/** Rows of `tx_code_system` (stored resources of every project) matching `column = value`, cached. */
+function cachedCodeSystems(tc: TermContext, column: 'url' | 'resource_id', value: string): Promise<CodeSystemInfo[]> {
+  return terminologyCache(tc.db).resolve(`cs ${column} ${value}`, async () => {
+    const res = await tc.db.query<CodeSystemRow>(`SELECT * FROM tx_code_system r WHERE r.${column} = $1 AND r.scope IS NULL`, [value]);
+    return res.rows.map(toInfo);
+  });
 }
 
-/** The code system with this index key (used for request-scoped ones). */
-export async function codeSystemByKey(tc: TermContext, key: number): Promise<CodeSystemInfo | undefined> {
-  const res = await tc.db.query<CodeSystemRow>('SELECT * FROM tx_code_system r WHERE r.cs_key = $1', [key]);
-  return res.rows[0] ? toInfo(res.rows[0]) : undefined;
+/**
+ * Every stored code system the caller sees (url, version, content), request-scoped ones left
+ * out — for the TerminologyCapabilities statement (docs/terminology.md#terminologycapabilities).
+ */
+export async function visibleCodeSystems(tc: TermContext): Promise<Array<{ url: string; version: string | undefined; content: string }>> {
+  const vis = tc.repo.scope.predicate({ alias: 'r', project: 'project_id' }, 1);
+  const res = await tc.db.query<{ url: string; version: string | null; content: string }>(
+    `SELECT DISTINCT r.url, r.version, r.content FROM tx_code_system r WHERE r.scope IS NULL AND ${vis.sql}`,
+    vis.params,
+  );
+  return res.rows.map((r) => ({ url: r.url, version: r.version ?? undefined, content: r.content }));
+}
+
+/** Those of `rows` the caller may see (its project's and shared content; super admins: all). */
+function visible<T extends { projectId: string | undefined }>(tc: TermContext, rows: T[]): T[] {
+  return rows.filter((r) => tc.repo.scope.canSee({ projectId: r.projectId ?? null }));
+}
+
+async function storedCodeSystems(tc: TermContext, url: string): Promise<CodeSystemInfo[]> {
+  return visible(tc, await cachedCodeSystems(tc, 'url', url));
 }
 
 /** The indexed code system of a stored CodeSystem resource visible to the caller (instance-level calls). */
 export async function codeSystemByResourceId(tc: TermContext, id: string): Promise<CodeSystemInfo | undefined> {
-  const vis = tc.repo.scope.predicate(CODE_SYSTEM_TABLE, 2);
-  const res = await tc.db.query<CodeSystemRow>(
-    `SELECT * FROM tx_code_system r WHERE r.resource_id = $1 AND r.scope IS NULL AND ${vis.sql}`,
-    [id, ...vis.params],
-  );
-  return res.rows[0] ? toInfo(res.rows[0]) : undefined;
+  return visible(tc, await cachedCodeSystems(tc, 'resource_id', id))[0];
 }
 
 /** Resolves a value set canonical for the caller; undefined when none is visible. */
@@ -101,25 +112,41 @@ export function resolveValueSet(tc: TermContext, canonical: string, version?: st
     const chosen = pick(tc, [...inline, ...stored], wanted);
     if (!chosen) return undefined;
     if ('vs' in chosen) return chosen.vs;
-    return tc.repo.tryRead<ValueSet>('ValueSet', chosen.resourceId);
+    // Its row is visible to the caller (checked above): the content is read once per version.
+    return terminologyCache(tc.db).resolve(`vs content ${chosen.resourceId} ${chosen.lastUpdated}`, () =>
+      tc.env.system.tryRead<ValueSet>('ValueSet', chosen.resourceId),
+    );
   });
+}
+
+/**
+ * A stored ValueSet by id, when the caller can see it (instance-level calls), from the cache;
+ * undefined when it is not indexed or not visible (the caller then reads it for the exact error).
+ */
+export async function valueSetByResourceId(tc: TermContext, id: string): Promise<ValueSet | undefined> {
+  const row = (await storedValueSets(tc, id, 'resource_id'))[0];
+  if (!row) return undefined;
+  return terminologyCache(tc.db).resolve(`vs content ${row.resourceId} ${row.lastUpdated}`, () => tc.env.system.tryRead<ValueSet>('ValueSet', row.resourceId));
 }
 
 async function storedValueSets(
   tc: TermContext,
-  url: string,
+  value: string,
+  column: 'url' | 'resource_id' = 'url',
 ): Promise<Array<{ resourceId: string; projectId: string | undefined; version: string | undefined; lastUpdated: string }>> {
-  const vis = tc.repo.scope.predicate(VALUE_SET_TABLE, 2);
-  const res = await tc.db.query<{ resource_id: string; project_id: string | null; version: string | null; last_updated: string | Date }>(
-    `SELECT r.resource_id, r.project_id, r.version, r.last_updated FROM tx_value_set r WHERE r.url = $1 AND ${vis.sql}`,
-    [url, ...vis.params],
-  );
-  return res.rows.map((r) => ({
-    resourceId: r.resource_id,
-    projectId: r.project_id ?? undefined,
-    version: r.version ?? undefined,
-    lastUpdated: iso(r.last_updated),
-  }));
+  const all = await terminologyCache(tc.db).resolve(`vs ${column} ${value}`, async () => {
+    const res = await tc.db.query<{ resource_id: string; project_id: string | null; version: string | null; last_updated: string | Date }>(
+      `SELECT r.resource_id, r.project_id, r.version, r.last_updated FROM tx_value_set r WHERE r.${column} = $1`,
+      [value],
+    );
+    return res.rows.map((r) => ({
+      resourceId: r.resource_id,
+      projectId: r.project_id ?? undefined,
+      version: r.version ?? undefined,
+      lastUpdated: iso(r.last_updated),
+    }));
+  });
+  return visible(tc, all);
 }
 
 /**

@@ -1,13 +1,17 @@
 import type { CodeSystemProperty, ValueSet } from '@medplum/fhirtypes';
 import type { Logger } from 'pino';
+import type { Config } from '../config.js';
 import type { Database } from '../core/database.js';
 import type { ResourceRepository, SystemRepository } from '../core/repository.js';
+import type { VersionRules } from './versions.js';
 
 /** What the terminology feature is wired with (src/app.ts): its tables and the system repository. */
 export interface TerminologyEnv {
   db: Database;
   system: SystemRepository;
   log: Logger;
+  /** The bounds of limits.ts (defaults when absent). */
+  config?: Pick<Config, 'terminologyLimits'>;
 }
 
 /** An indexed code system (one row of `tx_code_system`). */
@@ -61,14 +65,21 @@ export interface TermContext {
   /** What the feature was wired with (writing base terminologies on first use). */
   env: TerminologyEnv;
   log: Logger;
-  /** Request-scoped code systems (tx-resource), already indexed under a request scope. */
+  /** Request-scoped code systems (tx-resource), indexed in memory only (code-system-index.ts#requestIndex). */
   inlineCodeSystems: CodeSystemInfo[];
   /** Request-scoped value sets (tx-resource). */
   inlineValueSets: ValueSet[];
   /** Supplements the request asked for (`useSupplement`): their designations and properties apply. */
   supplements: CodeSystemInfo[];
+  /** `system-version`, `check-system-version`, `force-system-version` of the request. */
+  versionRules: VersionRules;
   /** Per-request memo of resolutions and lookups (keyed by purpose + arguments). */
   memo: Map<string, Promise<unknown>>;
+  /**
+   * Answer from SQL instead of the in-memory index (the reference implementation; the
+   * equivalence test compares both). Request-supplied code systems have no SQL rows.
+   */
+  sqlReference?: boolean;
 }
 
 /** A tx-ecosystem issue before it becomes an OperationOutcome issue. */
@@ -82,6 +93,6 @@ export interface TxIssue {
   id?: string;
   text: string;
   expression?: string;
-  /** Informational issues are left out of `message` unless this is set. */
+  /** Whether the text is part of `message`; default: errors and warnings are, informational issues are not. */
   inMessage?: boolean;
 }

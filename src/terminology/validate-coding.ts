@@ -1,9 +1,11 @@
-import type { ValueSetEvaluator } from './compose.js';
+import type { ValueSet } from '@medplum/fhirtypes';
+import { flatten, includeCodeSystem, type MemberHit, type ValueSetEvaluator } from './compose.js';
 import { designationsOf, findConcepts } from './concepts.js';
 import { checkDisplay, preferredDisplay, type LanguagePrefs } from './display.js';
 import { codingText, msg } from './messages.js';
 import { codeSystemVersions, resolveCodeSystem, resolveValueSet } from './resolve.js';
 import type { CodeSystemInfo, Concept, Designation, TermContext, TxIssue } from './types.js';
+import { checkViolation, versionMatches, type EffectiveVersion } from './versions.js';
 
 /**
  * Validates codings against a value set (or one code system), in batches: codings are grouped
@@ -114,28 +116,64 @@ async function validateGroup(
     }));
   }
 
-  const wantedVersion = version ?? o.systemVersion ?? vs?.evaluator.pinnedVersion(system);
-  const cs = target.kind === 'codeSystem' && system === target.cs.url && !wantedVersion ? target.cs : await resolveCodeSystem(tc, system, wantedVersion);
-  if (!cs) return unknownSystem(tc, target, system, wantedVersion, checks, notInVs, at);
-
+  const requested = version ?? o.systemVersion;
   const codes = checks.map((c) => c.input.code);
-  const concepts = await findConcepts(tc, cs, codes);
+  let plans: VersionPlan[];
+  let hits: Map<string, MemberHit> | undefined;
+  if (target.kind === 'valueSet') {
+    const vs = target;
+    const latest = await resolveCodeSystem(tc, system);
+    const requestedCs = requested !== undefined ? await resolveCodeSystem(tc, system, requested) : undefined;
+    const includes = await vs.evaluator.includeVersions(system);
+    if (!latest && !vs.evaluator.vs.compose && vs.evaluator.vs.expansion) {
+      return fromExpansion(vs.evaluator.vs, system, checks, (rest) => unknownSystem(tc, target, system, requested, rest, notInVs, at));
+    }
+    if (!latest || (requested !== undefined && !requestedCs && includes.length === 0)) return unknownSystem(tc, target, system, requested, checks, notInVs, at);
+    hits = await vs.evaluator.members(system, requested, codes, { activeOnly: o.activeOnly });
+    plans = [];
+    for (const c of checks) {
+      const hit = hits.get(c.input.code);
+      plans.push(await versionPlan(tc, system, requested, requestedCs, hit?.version ?? includes[0], hit?.cs, latest, c, at));
+    }
+  } else {
+    const rules = tc.versionRules;
+    const wanted = rules.forces.get(system) ?? requested ?? rules.defaults.get(system);
+    const cs = system === target.cs.url && !wanted ? target.cs : await resolveCodeSystem(tc, system, wanted);
+    if (!cs) return unknownSystem(tc, target, system, wanted, checks, notInVs, at);
+    plans = checks.map((c) => ({ cs, issues: versionCheckIssues(tc, system, cs, c, at), includeUnresolved: false }));
+  }
+
+  // Codes of one group may be evaluated at different versions (one value set including two).
+  const concepts = new Map<string, Concept>();
+  const designations = new Map<number, Map<number, Designation[]>>();
+  const needDesignations = checks.some((c) => c.input.display !== undefined) || o.languages.tags.length > 0;
+  for (const [cs, group] of groupByCodeSystem(plans, checks)) {
+    const found = await findConcepts(tc, cs, group);
+    for (const [code, concept] of found) concepts.set(`${cs.key} ${code}`, concept);
+    if (needDesignations) designations.set(cs.key, await designationsOf(tc, cs, [...new Set([...found.values()].map((c) => c.id))]));
+  }
+  const conceptOf = (i: number) => concepts.get(`${plans[i].cs.key} ${checks[i].input.code}`);
+
   let members: Set<string>;
   let membersIgnoringActivity = new Set<string>();
-  if (vs) {
-    members = await vs.evaluator.members(system, wantedVersion, codes, { activeOnly: o.activeOnly });
-    const inactiveOut = codes.filter((c) => !members.has(c) && concepts.get(c)?.inactive);
-    if (inactiveOut.length > 0) membersIgnoringActivity = await vs.evaluator.members(system, wantedVersion, inactiveOut, {});
+  if (vs && hits) {
+    members = new Set(hits.keys());
+    const inactiveOut = checks.filter((c, i) => !members.has(c.input.code) && conceptOf(i)?.inactive).map((c) => c.input.code);
+    if (inactiveOut.length > 0) membersIgnoringActivity = new Set((await vs.evaluator.members(system, requested, inactiveOut, {})).keys());
   } else {
-    members = new Set(codes.filter((c) => concepts.has(c) && !(o.activeOnly && concepts.get(c)?.inactive)));
-    membersIgnoringActivity = new Set(codes.filter((c) => concepts.has(c)));
+    members = new Set(checks.filter((c, i) => conceptOf(i) && !(o.activeOnly && conceptOf(i)?.inactive)).map((c) => c.input.code));
+    membersIgnoringActivity = new Set(checks.filter((c, i) => conceptOf(i)).map((c) => c.input.code));
   }
-  const needDesignations = checks.some((c) => c.input.display !== undefined) || o.languages.tags.length > 0;
-  const designations = needDesignations ? await designationsOf(tc, cs, [...new Set([...concepts.values()].map((c) => c.id))]) : new Map<number, Designation[]>();
 
-  return checks.map((c) => {
-    const concept = concepts.get(c.input.code);
-    const out: CodingOutcome = { member: members.has(c.input.code), issues: [], code: c.input.code, system, version: cs.version };
+  return checks.map((c, i) => {
+    const { cs, issues, causedBy, includeUnresolved } = plans[i];
+    const concept = conceptOf(i);
+    const out: CodingOutcome = { member: members.has(c.input.code), issues: [...issues], code: c.input.code, system, version: cs.version };
+    if (causedBy) out.causedByUnknownSystem = causedBy;
+    // An include whose version is unknown cannot be evaluated: that is the finding, not "not in the value set".
+    const reportNotInVs = () => {
+      if (vs && !out.member && !includeUnresolved) out.issues.push(notInVs(c));
+    };
     if (!concept) {
       if (!o.membershipOnly) {
         const fragment = cs.content === 'fragment' || cs.content === 'example';
@@ -149,15 +187,107 @@ async function validateGroup(
         });
         if (!fragment) out.member = false;
       }
-      if (vs && !out.member) out.issues.push(notInVs(c));
+      reportNotInVs();
       return out;
     }
-    const ds = designations.get(concept.id) ?? [];
+    const ds = designations.get(cs.key)?.get(concept.id) ?? [];
     out.display = preferredDisplay(cs, concept, ds, o.languages);
     if (!o.membershipOnly) conceptIssues(c, cs, concept, ds, out, o, at, membersIgnoringActivity.has(c.input.code));
-    if (vs && !out.member) out.issues.push(notInVs(c));
+    reportNotInVs();
     return out;
   });
+}
+
+/** The code system version a coding is evaluated at, and the version findings about it. */
+interface VersionPlan {
+  cs: CodeSystemInfo;
+  issues: TxIssue[];
+  /** `x-caused-by-unknown-system`: a version asked for (by the coding or the include) that is not known. */
+  causedBy?: string;
+  /** The include's own version is unknown, so the include could not be evaluated. */
+  includeUnresolved: boolean;
+}
+
+/**
+ * The version rules of docs/terminology.md#version-parameters for one coding against the include
+ * that admits it (or the first include of its system): the include's effective version wins over
+ * the coding's, and a difference is an error; a versionless include takes the coding's version
+ * when it exists (else the newest, with a warning); the version used must pass
+ * `check-system-version`.
+ */
+async function versionPlan(
+  tc: TermContext,
+  system: string,
+  requested: string | undefined,
+  requestedCs: CodeSystemInfo | undefined,
+  effective: EffectiveVersion | undefined,
+  memberCs: CodeSystemInfo | undefined,
+  latest: CodeSystemInfo,
+  c: CodingCheck,
+  at: (c: CodingCheck, element: string) => string,
+): Promise<VersionPlan> {
+  const issues: TxIssue[] = [];
+  let causedBy: string | undefined;
+  const unknownVersion = async (v: string) => {
+    issues.push({ severity: 'error', code: 'not-found', type: 'not-found', id: 'UNKNOWN_CODESYSTEM_VERSION', text: msg.unknownSystemVersion(system, v, await codeSystemVersions(tc, system)), expression: at(c, 'system') });
+    causedBy ??= `${system}|${v}`;
+  };
+  if (requested !== undefined && !requestedCs) await unknownVersion(requested);
+  let cs: CodeSystemInfo;
+  let includeUnresolved = false;
+  if (effective?.version !== undefined) {
+    const effectiveCs = memberCs ?? (await includeCodeSystem(tc, system, effective, requested));
+    if (!effectiveCs) await unknownVersion(effective.version);
+    if (requested !== undefined && !versionMatches(requested, effective.version)) {
+      const changed = effective.source !== 'include';
+      issues.push({
+        severity: 'error',
+        code: 'invalid',
+        type: 'vs-invalid',
+        id: changed ? 'VALUESET_VALUE_MISMATCH_CHANGED' : 'VALUESET_VALUE_MISMATCH',
+        text: changed
+          ? msg.versionMismatchChanged(system, effective.version, effective.declared ?? '', requested)
+          : msg.versionMismatch(system, effective.version, requested),
+        expression: at(c, 'version'),
+      });
+    }
+    const rules = tc.versionRules;
+    const fallback = rules.defaults.get(system) ?? rules.checks.get(system);
+    cs = effectiveCs ?? requestedCs ?? (fallback !== undefined ? await resolveCodeSystem(tc, system, fallback) : undefined) ?? latest;
+    includeUnresolved = !effectiveCs;
+  } else {
+    cs = memberCs ?? requestedCs ?? latest;
+    if (requested !== undefined && !requestedCs && effective) {
+      issues.push({
+        severity: 'warning',
+        code: 'invalid',
+        type: 'vs-invalid',
+        id: 'VALUESET_VALUE_MISMATCH_DEFAULT',
+        text: msg.versionMismatchVersionless(system, cs.version ?? '', requested),
+        expression: at(c, 'version'),
+        inMessage: false,
+      });
+    }
+  }
+  issues.push(...versionCheckIssues(tc, system, cs, c, at));
+  return { cs, issues, causedBy, includeUnresolved };
+}
+
+/** `check-system-version`: the version used must match the pattern. */
+function versionCheckIssues(tc: TermContext, system: string, cs: CodeSystemInfo, c: CodingCheck, at: (c: CodingCheck, element: string) => string): TxIssue[] {
+  const pattern = checkViolation(tc.versionRules, system, cs.version);
+  if (pattern === undefined) return [];
+  return [{ severity: 'error', code: 'exception', type: 'version-error', id: 'VALUESET_VERSION_CHECK', text: msg.versionNotAllowed(cs.version ?? '', system, pattern), expression: at(c, 'version') }];
+}
+
+function groupByCodeSystem(plans: VersionPlan[], checks: CodingCheck[]): Map<CodeSystemInfo, string[]> {
+  const byKey = new Map<number, [CodeSystemInfo, string[]]>();
+  plans.forEach((p, i) => {
+    const entry = byKey.get(p.cs.key) ?? [p.cs, []];
+    entry[1].push(checks[i].input.code);
+    byKey.set(p.cs.key, entry);
+  });
+  return new Map([...byKey.values()]);
 }
 
 /** Issues about a known concept: case, inactive, abstract, display. */
@@ -208,6 +338,29 @@ function conceptIssues(
 }
 
 /** Outcomes for codings whose code system is not known (or is a value set). */
+/**
+ * A pre-expanded value set (no `compose`) of a code system the server does not know: a code its
+ * `expansion` lists is valid as listed (docs/terminology.md#value-set-membership); the others are
+ * judged as codes of an unknown system.
+ */
+async function fromExpansion(
+  vs: ValueSet,
+  system: string,
+  checks: CodingCheck[],
+  others: (rest: CodingCheck[]) => Promise<CodingOutcome[]>,
+): Promise<CodingOutcome[]> {
+  const listed = flatten(vs.expansion?.contains);
+  const entryOf = (c: CodingCheck) =>
+    listed.find((e) => e.system === system && e.code === c.input.code && (!c.input.version || !e.version || e.version === c.input.version));
+  const rest = checks.filter((c) => !entryOf(c));
+  const judged = rest.length > 0 ? await others(rest) : [];
+  return checks.map((c) => {
+    const entry = entryOf(c);
+    if (!entry) return judged[rest.indexOf(c)];
+    return { member: true, issues: [], code: c.input.code, system, version: entry.version, display: entry.display, inactive: entry.inactive || undefined };
+  });
+}
+
 async function unknownSystem(
   tc: TermContext,
   target: ValidationTarget,
@@ -249,7 +402,9 @@ async function unknownSystem(
   return checks.map((c) => {
     const quoted = included || (!c.isCoding && !vsHasUnknown);
     const issues: TxIssue[] = [
-      { severity: 'error', code: 'not-found', type: 'not-found', id: 'UNKNOWN_CODESYSTEM', text: msg.unknownSystem(system, quoted), expression: at(c, 'system') },
+      version !== undefined
+        ? { severity: 'error', code: 'not-found', type: 'not-found', id: 'UNKNOWN_CODESYSTEM_VERSION_NONE', text: msg.unknownSystemVersion(system, version, []), expression: at(c, 'system') }
+        : { severity: 'error', code: 'not-found', type: 'not-found', id: 'UNKNOWN_CODESYSTEM', text: msg.unknownSystem(system, quoted), expression: at(c, 'system') },
     ];
     if (vs && !included) issues.unshift(notInVs(c));
     const out: CodingOutcome = { member: false, code: c.input.code, system, issues };

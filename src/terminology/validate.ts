@@ -146,7 +146,10 @@ async function validateConcept(
     }
   }
   const member = outcomes.find((o) => o.member);
-  if (!member && target.kind === 'valueSet') {
+  // A value set that could not be evaluated (a code system or version it needs is unknown) is
+  // reported as such, not as "no valid coding".
+  const unevaluable = outcomes.some((o) => o.causedByUnknownSystem);
+  if (!member && !unevaluable && target.kind === 'valueSet') {
     issues.unshift({ severity: 'error', code: 'code-invalid', type: 'not-in-vs', id: 'TX_GENERAL_CC_ERROR_MESSAGE', text: msg.noValidCoding(vsText) });
   }
   const unknown = outcomes.find((o) => o.unknownSystem)?.unknownSystem;

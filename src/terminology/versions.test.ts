@@ -58,6 +58,19 @@ describe('compareSemver', () => {
     assert.equal(sign('1.0.0-beta', '1.0.0-beta'), 0);
   });
 
+  test('numeric pre-release identifiers compare as numbers (alpha.10 > alpha.2)', () => {
+    assert.equal(sign('1.0.0-alpha.10', '1.0.0-alpha.2'), 1);
+    assert.equal(sign('1.0.0-alpha.2', '1.0.0-alpha.10'), -1);
+    assert.equal(sign('1.0.0-rc.11', '1.0.0-rc.9'), 1);
+  });
+
+  test('pre-release identifiers: numeric sorts before alphanumeric, a shorter prefix sorts first', () => {
+    assert.equal(sign('1.0.0-1', '1.0.0-alpha'), -1);
+    assert.equal(sign('1.0.0-alpha', '1.0.0-alpha.1'), -1);
+    assert.equal(sign('1.0.0-alpha.beta', '1.0.0-alpha.1'), 1);
+    assert.equal(sign('1.0.0-beta.2', '1.0.0-beta.11'), -1);
+  });
+
   test('build metadata is ignored', () => {
     assert.equal(sign('1.0.0+build.1', '1.0.0+build.2'), 0);
     assert.equal(sign('1.0.1+x', '1.0.0'), 1);
@@ -141,6 +154,31 @@ describe('newestFirst', () => {
     );
   });
 
+  test('the pick does not depend on the input order (semver, non-semver and missing versions mixed)', () => {
+    // Pairwise, 2.0.0 > 1.0.0 (semver), 1.0.0 > draft (updated later), draft > 2.0.0 (updated later):
+    // a pairwise comparator is not transitive here, so the result used to depend on row order.
+    const items = [c('2.0.0', '2020-01-01T00:00:00Z'), c('1.0.0', '2022-01-01T00:00:00Z'), c('draft', '2021-01-01T00:00:00Z'), c(undefined, '2019-01-01T00:00:00Z')];
+    const orders = [
+      [0, 1, 2, 3], [1, 2, 0, 3], [2, 0, 1, 3], [2, 1, 0, 3], [0, 2, 1, 3], [1, 0, 2, 3], [3, 2, 1, 0], [3, 0, 2, 1],
+    ];
+    const results = new Set(orders.map((o) => JSON.stringify(newestFirst(o.map((i) => items[i])).map((i) => i.version ?? null))));
+    assert.equal(results.size, 1, [...results].join(' | '));
+  });
+
+  test('semver versions keep semver order among themselves when other versions are interleaved', () => {
+    const items = [c('draft', '2021-01-01T00:00:00Z'), c('1.0.0', '2022-01-01T00:00:00Z'), c('2.0.0', '2020-01-01T00:00:00Z')];
+    const sorted = newestFirst(items).map((i) => i.version);
+    assert.ok(sorted.indexOf('2.0.0') < sorted.indexOf('1.0.0'), sorted.join(', '));
+  });
+
+  test('equal update times: the order is still independent of the input order', () => {
+    const items = [c('b-draft', '2021-01-01T00:00:00Z'), c('a-draft', '2021-01-01T00:00:00Z')];
+    assert.deepEqual(
+      newestFirst(items).map((i) => i.version),
+      newestFirst([...items].reverse()).map((i) => i.version),
+    );
+  });
+
   test('returns a new array and leaves the input as it was', () => {
     const items = [c('1.0.0', '2020-01-01T00:00:00Z'), c('2.0.0', '2020-01-01T00:00:00Z')];
     const sorted = newestFirst(items);
@@ -173,16 +211,22 @@ describe('versionMatches', () => {
     assert.equal(versionMatches(undefined, '*'), false);
   });
 
-  test('a prefix of the dot-separated parts matches: 1 and 1.0 match 1.0.3', () => {
-    assert.equal(versionMatches('1.0.3', '1'), true);
-    assert.equal(versionMatches('1.0.3', '1.0'), true);
-    assert.equal(versionMatches('1.0.3', '2'), false);
-    assert.equal(versionMatches('1.0.3', '1.1'), false);
+  test('a shorter version without wildcards is a version of its own, not a prefix: 1 and 1.0 do not match 1.0.3', () => {
+    assert.equal(versionMatches('1.0.3', '1'), false);
+    assert.equal(versionMatches('1.0.3', '1.0'), false);
+    assert.equal(versionMatches('1.0.0', '1'), false);
   });
 
-  test('parts match whole, not as string prefixes: 1.1 does not match 1.10.0', () => {
-    assert.equal(versionMatches('1.10.0', '1.1'), false);
-    assert.equal(versionMatches('10.0.0', '1'), false);
+  test('parts match whole, not as string prefixes: 1.1.x does not match 1.10.0', () => {
+    assert.equal(versionMatches('1.10.0', '1.1.x'), false);
+    assert.equal(versionMatches('10.0.0', '1.x'), false);
+  });
+
+  test('a trailing wildcard covers the remaining parts: 1.x matches 1.0.3, 1.0.x matches 1.0.3', () => {
+    assert.equal(versionMatches('1.0.3', '1.x'), true);
+    assert.equal(versionMatches('1.0.3', '1.0.x'), true);
+    assert.equal(versionMatches('1.2.0', '1.0.x'), false);
+    assert.equal(versionMatches('1.0.3', '1.X'), true);
   });
 
   test('a request longer than the stored version does not match: 1.0.3 does not match 1.0', () => {
@@ -201,9 +245,8 @@ describe('versionMatches', () => {
   });
 
   test('partial and wildcard matching applies only to semver-like stored versions', () => {
-    assert.equal(versionMatches('2020.01.draft', '2020'), false);
+    assert.equal(versionMatches('2020.01.draft', '2020.*'), false);
     assert.equal(versionMatches('2020.01.draft', '2020.x'), false);
-    assert.equal(versionMatches('v1.0.3', 'v1'), false);
     assert.equal(versionMatches('v1.0.3', 'v1.x'), false);
   });
 

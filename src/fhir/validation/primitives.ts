@@ -1,5 +1,5 @@
 import type { StructureDefinition } from '@medplum/fhirtypes';
-import { structureDefinition } from './structure-definitions.js';
+import { dataTypeDefinitionMap } from '../definitions.js';
 
 /** Checks one JSON value against an R4 primitive type; returns a problem or undefined. */
 export interface PrimitiveCheck {
@@ -35,7 +35,8 @@ const cache = new Map<string, PrimitiveCheck | null>();
 export function primitiveCheck(type: string): PrimitiveCheck | undefined {
   let result = cache.get(type);
   if (result === undefined) {
-    const sd = structureDefinition(type);
+    // Every R4 primitive is a data type: found without parsing the resources' definitions.
+    const sd = dataTypeDefinitionMap().get(type);
     result = sd?.kind === 'primitive-type' ? compile(type, sd) : null;
     cache.set(type, result);
   }

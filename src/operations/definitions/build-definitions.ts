@@ -40,6 +40,12 @@ const VALIDATE_CODE_OUTPUTS: Param[] = [
 
 /** Inputs the engine takes on both $validate-code operations (tx ecosystem). */
 const VALIDATE_CODE_ENGINE_INPUTS: Param[] = [
+  param('in', 'system-version', 0, '*', 'canonical',
+    'url|version: the version of a code system to use where the value set or the coding does not state one'),
+  param('in', 'check-system-version', 0, '*', 'canonical',
+    'url|version (wildcards allowed): the version of the code system used must match, else the result is an error'),
+  param('in', 'force-system-version', 0, '*', 'canonical',
+    'url|version (wildcards allowed): the version of the code system to use, whatever the value set or the coding states'),
   param('in', 'activeOnly', 0, '1', 'boolean', 'Only active concepts are valid'),
   param('in', 'lenient-display-validation', 0, '1', 'boolean', 'A wrong display is a warning, not an error'),
   param('in', 'valueset-membership-only', 0, '1', 'boolean', 'Only check value-set membership (no code-system or display checks)'),
@@ -136,6 +142,76 @@ function expand(): OperationDefinition {
   return def;
 }
 
+/**
+ * `ConceptMap/$translate` (docs/terminology.md#translate): the R4 definition plus the names the
+ * terminology ecosystem (R5, tx.fhir.org) uses for the same inputs — `sourceCode`, `sourceSystem`,
+ * `targetCode`, … — and its outputs: `match.originMap` (the map's canonical, where R4 says
+ * `match.source`) and `match.relationship`; `match.source` is the source Coding of a reverse
+ * translation, as the ecosystem answers it.
+ */
+function translate(): OperationDefinition {
+  const def = standard('ConceptMap-translate');
+  append(def, [
+    param('in', 'sourceCode', 0, '1', 'code', 'The code to translate (same as code)'),
+    param('in', 'sourceSystem', 0, '1', 'uri', 'The system of the code to translate (same as system)'),
+    param('in', 'sourceVersion', 0, '1', 'string', 'The version of the system of the code to translate (same as version)'),
+    param('in', 'sourceCoding', 0, '1', 'Coding', 'The coding to translate (same as coding)'),
+    param('in', 'sourceCodeableConcept', 0, '1', 'CodeableConcept', 'The codeable concept to translate (same as codeableConcept)'),
+    param('in', 'sourceScope', 0, '1', 'uri', 'The value set the source code is from (same as source)'),
+    param('in', 'targetCode', 0, '1', 'code', 'A target code: translate in reverse, to the source codes that map to it'),
+    param('in', 'targetCoding', 0, '1', 'Coding', 'A target coding: translate in reverse'),
+    param('in', 'targetCodeableConcept', 0, '1', 'CodeableConcept', 'A target codeable concept: translate in reverse'),
+    param('in', 'targetScope', 0, '1', 'uri', 'The value set the translation is sought in (same as target)'),
+    param('in', 'targetSystem', 0, '1', 'uri', 'The system the translation is sought in (same as targetsystem)'),
+    TX_RESOURCE,
+  ]);
+  const match = def.parameter?.find((p) => p.use === 'out' && p.name === 'match');
+  const source = match?.part?.find((p) => p.name === 'source');
+  if (!match?.part || !source) throw new Error('ConceptMap-translate has no match.source');
+  Object.assign(source, param('out', 'source', 0, '1', 'Coding', 'In a reverse translation: the source concept that maps to the given target'));
+  match.part.push(
+    param('out', 'originMap', 0, '1', 'canonical', 'The canonical (url|version) of the concept map the match comes from'),
+    param('out', 'relationship', 0, '1', 'code', 'The R5 relationship that corresponds to the equivalence'),
+  );
+  return def;
+}
+
+/**
+ * `ValueSet/$batch-validate-code` (docs/terminology.md#batch-validate-code), as the terminology
+ * ecosystem defines it: the inputs of `ValueSet/$validate-code` are defaults for every
+ * `validation` (a Parameters resource of `$validate-code` inputs); one `validation` answer each.
+ */
+function batchValidateCode(): OperationDefinition {
+  const single = valueSetValidateCode();
+  const inputs = (single.parameter ?? []).filter((p) => p.use === 'in');
+  return {
+    resourceType: 'OperationDefinition',
+    id: 'ValueSet-batch-validate-code',
+    name: 'ValueSetBatchValidateCode',
+    title: 'Validate a batch of codes against value sets',
+    status: 'active',
+    kind: 'operation',
+    description:
+      'Runs $validate-code once per validation parameter. The other inputs are defaults for every validation; a validation\'s own parameters win. Each answer is the $validate-code Parameters, or an OperationOutcome when that validation could not be run.',
+    affectsState: false,
+    code: 'batch-validate-code',
+    resource: ['ValueSet'],
+    system: false,
+    type: true,
+    instance: false,
+    parameter: [
+      ...inputs,
+      param('in', 'validation', 0, '*', 'Parameters', 'The inputs of one $validate-code'),
+      param('out', 'validation', 0, '*', 'Resource', 'The answer of one validation: Parameters, or an OperationOutcome'),
+    ],
+  };
+}
+
+/** `$versions` (R4 CapabilityStatement-versions): the FHIR versions this server answers. */
+function versions(): OperationDefinition {
+  return standard('CapabilityStatement-versions');
+}
+
 /** Lattice's own `$import` (docs/terminology.md#import): adds concepts, properties and designations to a stored CodeSystem. */
 function codeSystemImport(): OperationDefinition {
   const allowed = PROPERTY_VALUE_TYPES.map((t) => ({ url: ALLOWED_TYPE, valueUri: t }));
@@ -210,6 +286,9 @@ export function buildDefinitions(): Record<string, OperationDefinition> {
     'CodeSystem-subsumes': subsumes(),
     'ValueSet-expand': expand(),
     'CodeSystem-import': codeSystemImport(),
+    'ConceptMap-translate': translate(),
+    'ValueSet-batch-validate-code': batchValidateCode(),
+    'CapabilityStatement-versions': versions(),
     'Resource-validate': resourceValidate(),
     'Patient-everything': patientEverything(),
   };

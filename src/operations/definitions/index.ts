@@ -1,4 +1,7 @@
 import type { OperationDefinition } from '@medplum/fhirtypes';
+import capabilityStatementVersions from './CapabilityStatement-versions.json' with { type: 'json' };
+import conceptMapTranslate from './ConceptMap-translate.json' with { type: 'json' };
+import valueSetBatchValidateCode from './ValueSet-batch-validate-code.json' with { type: 'json' };
 import codeSystemImport from './CodeSystem-import.json' with { type: 'json' };
 import codeSystemLookup from './CodeSystem-lookup.json' with { type: 'json' };
 import codeSystemSubsumes from './CodeSystem-subsumes.json' with { type: 'json' };
@@ -19,6 +22,9 @@ const DEFINITIONS = {
   'CodeSystem-subsumes': codeSystemSubsumes,
   'ValueSet-expand': valueSetExpand,
   'CodeSystem-import': codeSystemImport,
+  'ConceptMap-translate': conceptMapTranslate,
+  'ValueSet-batch-validate-code': valueSetBatchValidateCode,
+  'CapabilityStatement-versions': capabilityStatementVersions,
   'Resource-validate': resourceValidate,
   'Patient-everything': patientEverything,
 } as const;

@@ -2,7 +2,7 @@ import type { ValueSet } from '@medplum/fhirtypes';
 import { badRequest, notFound } from '../../fhir/outcome.js';
 import type { OperationTarget } from '../../core/operation.js';
 import { msg } from '../messages.js';
-import { codeSystemByResourceId, resolveCodeSystem, resolveValueSet } from '../resolve.js';
+import { codeSystemByResourceId, resolveCodeSystem, resolveValueSet, valueSetByResourceId } from '../resolve.js';
 import type { CodeSystemInfo, TermContext } from '../types.js';
 
 /**
@@ -34,7 +34,7 @@ export async function requireValueSet(
   input: { url?: string; valueSet?: ValueSet; valueSetVersion?: string },
 ): Promise<ValueSet> {
   if (input.valueSet) return input.valueSet;
-  if (target.level === 'instance') return tc.repo.read<ValueSet>('ValueSet', target.id as string);
+  if (target.level === 'instance') return (await valueSetByResourceId(tc, target.id as string)) ?? tc.repo.read<ValueSet>('ValueSet', target.id as string);
   if (!input.url) throw badRequest('No ValueSet specified');
   const vs = await resolveValueSet(tc, input.url, input.valueSetVersion);
   if (!vs) throw valueSetNotFound(input.url);

@@ -1,13 +1,18 @@
 import type { CodeableConcept, Coding, ValueSet } from '@medplum/fhirtypes';
-import { badRequest, notFound } from '../../fhir/outcome.js';
+import { badRequest } from '../../fhir/outcome.js';
 import type { Operation } from '../../core/operation.js';
 import type { TerminologyEnv } from '../types.js';
 import { parseLanguages } from '../display.js';
+import { checkCodeableConcept, terminologyLimits } from '../limits.js';
 import { resolveCodeSystem } from '../resolve.js';
 import { acceptLanguage, termContext } from '../request-context.js';
 import { validateInCodeSystem, validateInValueSet, type ValidateRequest, type ValidateResult } from '../validate.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
 import { instanceCodeSystem, requireValueSet } from './target.js';
+import { messageOf, txIssueOutcome } from '../issues.js';
+import { msg } from '../messages.js';
+import type { TxIssue } from '../types.js';
+import { splitCanonical } from '../versions.js';
 
 interface ValidateInput {
   url?: string;
@@ -37,6 +42,7 @@ export function valueSetValidateCodeOperation(env: TerminologyEnv): Operation {
     definition: loadDefinition('ValueSet-validate-code'),
     alsoInstance: true,
     async handler(ctx, input: ValidateInput, target) {
+      checkCodeableConcept(input.codeableConcept, terminologyLimits(env)); // before any work
       const tc = await termContext(env, ctx, input);
       if (!input.url && !input.valueSet && target.level !== 'instance') throw badRequest('No ValueSet specified');
       requireCode(input);
@@ -52,12 +58,14 @@ export function codeSystemValidateCodeOperation(env: TerminologyEnv): Operation 
     definition: loadDefinition('CodeSystem-validate-code'),
     alsoInstance: true,
     async handler(ctx, input: ValidateInput, target) {
+      checkCodeableConcept(input.codeableConcept, terminologyLimits(env)); // before any work
       const tc = await termContext(env, ctx, input);
       requireCode(input);
       const version = input.version ?? input.systemVersion ?? input.coding?.version;
       if (target.level === 'instance') {
         const cs = await instanceCodeSystem(tc, target);
-        if (input.coding?.system && input.coding.system !== cs.url) throw notFound();
+        const mismatch = instanceMismatch(cs.url, input);
+        if (mismatch) return output(mismatch);
         return output(await validateInCodeSystem(tc, cs, cs.url, request(input, input.displayLanguage ?? acceptLanguage(ctx))));
       }
       const url = input.url ?? input.coding?.system ?? input.system ?? input.codeableConcept?.coding?.find((c) => c.system)?.system;
@@ -65,6 +73,25 @@ export function codeSystemValidateCodeOperation(env: TerminologyEnv): Operation 
       const cs = await resolveCodeSystem(tc, url, version);
       return output(await validateInCodeSystem(tc, cs, url, request(input, input.displayLanguage ?? acceptLanguage(ctx))));
     },
+  };
+}
+
+/**
+ * Instance level: a `url`, `coding.system` or `system` naming another code system than the
+ * instance is not an error of the request but an invalid code (docs/terminology.md#codesystem-validate-code).
+ */
+function instanceMismatch(url: string, input: ValidateInput): ValidateResult | undefined {
+  const [named, expression] =
+    input.url !== undefined ? [input.url, 'url'] : input.coding?.system !== undefined ? [input.coding.system, 'Coding.system'] : [input.system, 'system'];
+  if (named === undefined || splitCanonical(named).url === url) return undefined;
+  const issues: TxIssue[] = [{ severity: 'error', code: 'invalid', type: 'invalid-data', text: msg.instanceSystemMismatch(named, url), expression }];
+  return {
+    result: false,
+    message: messageOf(issues),
+    code: input.coding?.code ?? input.code,
+    system: named,
+    codeableConcept: input.codeableConcept,
+    issues: txIssueOutcome(issues),
   };
 }
 

@@ -4,10 +4,8 @@ import { isResourceType } from '../../../fhir/definitions.js';
 import type { Queryable } from '../../../core/database.js';
 import type { Scope } from '../../../core/scope.js';
 import { searchParameter } from '../parameters.js';
+import { tooManyIncluded } from './limits.js';
 import { SqlParams } from './sql-params.js';
-
-/** Most resources one `_include`/`_revinclude` adds to a page. */
-export const MAX_INCLUDED_PER_DIRECTIVE = 1000;
 /** Rounds of `:iterate` after the first (guards against long reference chains). */
 const MAX_ITERATIONS = 4;
 
@@ -45,13 +43,15 @@ export function parseDirectives(type: string, params: Array<[string, string]>): 
 /**
  * The resources the directives add to a page of `matches`: referenced ones (`_include`) and
  * referencing ones (`_revinclude`), visible to the caller and not deleted, each once and
- * never a resource that is already a match.
+ * never a resource that is already a match. More than `maxIncluded` of them in all is a 400
+ * `too-costly` (docs/rest.md#limits), never a silently cut page.
  */
 export async function loadIncluded(
   q: Queryable,
   scope: Scope,
   directives: Directive[],
   matches: Resource[],
+  maxIncluded: number,
 ): Promise<Resource[]> {
   const seen = new Set(matches.map(key));
   const included: Resource[] = [];
@@ -60,10 +60,14 @@ export async function loadIncluded(
     const found: Resource[] = [];
     for (const d of directives) {
       if (round > 0 && !d.iterate) continue;
-      for (const resource of await runDirective(q, scope, d, base)) {
+      // Rows already seen are skipped; one more than the room left tells "too many" apart
+      // from "exactly enough".
+      const room = maxIncluded - included.length - found.length;
+      for (const resource of await runDirective(q, scope, d, base, room + seen.size + 1)) {
         if (seen.has(key(resource))) continue;
         seen.add(key(resource));
         found.push(resource);
+        if (included.length + found.length > maxIncluded) throw tooManyIncluded(maxIncluded);
       }
     }
     included.push(...found);
@@ -77,6 +81,7 @@ async function runDirective(
   scope: Scope,
   d: Directive,
   base: Resource[],
+  limit: number,
 ): Promise<Resource[]> {
   const p = new SqlParams(scope);
   let sql: string;
@@ -95,7 +100,7 @@ async function runDirective(
       ` WHERE x.resource_type = ${p.add(d.source)} AND x.param = ${p.add(d.param)}` +
       ` AND (x.target_type, x.target_id) IN (SELECT * FROM unnest(${p.add(targets.map((r) => r.resourceType))}::text[], ${p.add(targets.map((r) => r.id))}::text[]))`;
   }
-  sql += ` AND NOT t.deleted AND ${p.visibility('t')} ORDER BY t.resource_type, t.id LIMIT ${MAX_INCLUDED_PER_DIRECTIVE}`;
+  sql += ` AND NOT t.deleted AND ${p.visibility('t')} ORDER BY t.resource_type, t.id LIMIT ${Math.max(1, limit)}`;
   const rows = await q.query<{ content: string }>(sql, p.values);
   return rows.rows.map((row) => JSON.parse(row.content) as Resource);
 }

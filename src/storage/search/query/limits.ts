@@ -15,13 +15,21 @@ export interface SearchLimits {
   maxValues: number;
   /** Links of one chained parameter (`subject:Patient.organization.name` has 2). */
   maxChain: number;
+  /** `_include`/`_revinclude` parameters of one search. */
+  maxIncludes: number;
+  /** Resources `_include`/`_revinclude` may add to one page (all directives and iterations). */
+  maxIncluded: number;
 }
 
-export const DEFAULT_SEARCH_LIMITS: SearchLimits = { maxParameters: 30, maxValues: 100, maxChain: 3 };
+export const DEFAULT_SEARCH_LIMITS: SearchLimits = { maxParameters: 30, maxValues: 100, maxChain: 3, maxIncludes: 10, maxIncluded: 1000 };
 
 /** Throws 400 `too-costly` naming the bound a search exceeds. */
 export function checkSearchLimits(params: Array<[string, string]>, limits: SearchLimits): void {
   const filters = params.filter(([name]) => !CONTROL_PARAMETERS.has(splitModifier(name)[0]));
+  const includes = params.filter(([name]) => /^_(rev)?include(:|$)/.test(name)).length;
+  if (includes > limits.maxIncludes) {
+    throw tooCostly(`Too many _include/_revinclude parameters: ${includes} (at most ${limits.maxIncludes})`);
+  }
   if (filters.length > limits.maxParameters) {
     throw tooCostly(`Too many search parameters: ${filters.length} (at most ${limits.maxParameters})`);
   }
@@ -33,6 +41,11 @@ export function checkSearchLimits(params: Array<[string, string]>, limits: Searc
       throw tooCostly(`Too many values for search parameter ${name.slice(0, 64)}: ${values} (at most ${limits.maxValues})`);
     }
   }
+}
+
+/** Throws 400 `too-costly`: `_include`/`_revinclude` would add more than `maxIncluded` resources. */
+export function tooManyIncluded(maxIncluded: number): FhirError {
+  return tooCostly(`_include/_revinclude would add more than ${maxIncluded} resources (at most ${maxIncluded}): narrow the search or lower _count`);
 }
 
 function tooCostly(text: string): FhirError {

@@ -65,7 +65,7 @@ export async function runSearch(q: Queryable, scope: Scope, query: SearchQuery, 
   const matches = rows.rows.map((row) => JSON.parse(row.content) as Resource);
   const lastPage = matches.length < controls.count && (matches.length > 0 || controls.offset === 0);
   const total = lastPage ? controls.offset + matches.length : await countTotal();
-  const included = directives.length > 0 ? await loadIncluded(q, scope, directives, matches) : [];
+  const included = directives.length > 0 ? await loadIncluded(q, scope, directives, matches, limits.maxIncluded) : [];
   return {
     resources: [...matches, ...included],
     total,

@@ -1,0 +1,293 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { benchPostgres } from './postgres.js';
+import { startBareProcess, startLatticeProcess, type BenchProcess } from './server-process.js';
+import { descendants, generateSnomedLike, isAncestorOrSelf, prng, SNOMED_LIKE_URL, VALUE_SET_BASE, writeNdjson, type SnomedLike } from './snomed-like.js';
+import { benchToken } from './token.js';
+
+/**
+ * The terminology-at-scale benchmark (README "Benchmarks", issue 12's table): generates the
+ * SNOMED-like system (bench/snomed-like.ts), imports it with `lattice import` as its own process
+ * (wall time, peak RSS), measures the database size, restarts the server and times start → first
+ * `$lookup`, then loads each operation with 32 connections after checking a sample of answers
+ * against the generator's model — on PGlite and on PostgreSQL, each beside a bare node:http
+ * server measured in the same run.
+ */
+
+export interface ScaleOptions {
+  size: number;
+  seconds: number;
+  connections: number;
+  drivers: Array<'pglite' | 'pg'>;
+  /** Answers checked per operation before it is loaded. */
+  samples: number;
+}
+
+interface Load {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+interface DriverResult {
+  driver: 'pglite' | 'pg';
+  importSeconds: number;
+  importPeakRss: number;
+  dbBytes: number;
+  firstLookupSeconds: number;
+  serverRss: number;
+  baseline: Load;
+  ops: Array<{ name: string; load: Load; checked: number }>;
+}
+
+const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
+const ADMIN_ENV = { LATTICE_ADMIN_EMAIL: 'admin@example.com', LATTICE_ADMIN_PASSWORD: 'admin-password-123', LATTICE_BASE_TERMINOLOGY: 'lazy', LOG_LEVEL: 'warn' };
+
+export async function benchScale(options: ScaleOptions): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'lattice-bench-scale-'));
+  try {
+    let started = performance.now();
+    const model = generateSnomedLike(options.size);
+    const file = join(dir, 'snomed-like.ndjson');
+    await writeNdjson(model, file);
+    const generated = `generated ${options.size.toLocaleString('en')} concepts (${countMulti(model)}% with 2–3 parents, depth ${Math.max(...model.level)}, is-a value set of ${model.focusMembers.toLocaleString('en')} members), ${(statSync(file).size / 1e6).toFixed(0)} MB NDJSON, in ${((performance.now() - started) / 1000).toFixed(1)} s`;
+    console.error(generated);
+    const results: DriverResult[] = [];
+    for (const driver of options.drivers) {
+      started = performance.now();
+      results.push(await benchDriver(driver, model, file, dir, options));
+      console.error(`${driver} done in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    }
+    return report(results, options, generated);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function benchDriver(driver: 'pglite' | 'pg', model: SnomedLike, file: string, dir: string, options: ScaleOptions): Promise<DriverResult> {
+  const postgres = driver === 'pg' ? await benchPostgres() : undefined;
+  const dataDir = join(dir, `data-${driver}`);
+  const storage: Record<string, string> = postgres ? { DATABASE_URL: postgres.url } : { LATTICE_DATA_DIR: dataDir };
+  try {
+    // The server creates the schema and the super admin, then the CLI imports on its own.
+    let server = await startLatticeProcess({ ...ADMIN_ENV, ...storage });
+    const token = await benchToken(server.url);
+    await server.stop();
+    console.error(`${driver}: importing …`);
+    const imported = await runImport(file, { ...process.env, ...ADMIN_ENV, ...storage });
+    const dbBytes = postgres ? await postgres.size() : folderSize(dataDir);
+
+    const auth = { authorization: `Bearer ${token}` };
+    const lookupPath = (i: number) => `/fhir/R4/CodeSystem/$lookup?system=${encodeURIComponent(SNOMED_LIKE_URL)}&code=${model.codes[i]}`;
+    const t0 = performance.now();
+    server = await startLatticeProcess({ ...ADMIN_ENV, ...storage }, async (url) => (await fetch(url + lookupPath(1), { headers: auth })).status === 200);
+    const firstLookupSeconds = (performance.now() - t0) / 1000;
+    try {
+      const ops = await loadOperations(server, model, auth, options);
+      const serverRss = vmStatus(server.pid, 'VmRSS');
+      const bare = await startBareProcess(JSON.stringify(lookupLike(model)));
+      let baseline: Load;
+      try {
+        baseline = await load(bare.url, [{ method: 'GET', path: '/' }], options);
+      } finally {
+        await bare.stop();
+      }
+      return { driver, importSeconds: imported.seconds, importPeakRss: imported.peakRss, dbBytes, firstLookupSeconds, serverRss, baseline, ops };
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    await postgres?.stop();
+  }
+}
+
+/** `lattice import <file>` as its own process: wall time and peak RSS (VmHWM, polled). */
+async function runImport(file: string, env: NodeJS.ProcessEnv): Promise<{ seconds: number; peakRss: number }> {
+  const started = performance.now();
+  const child = spawn(process.execPath, [MAIN, 'import', file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += String(c)));
+  child.stderr.on('data', (c: Buffer) => (out += String(c)));
+  let peakRss = 0;
+  const timer = setInterval(() => (peakRss = Math.max(peakRss, vmStatus(child.pid as number, 'VmHWM'))), 100);
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  clearInterval(timer);
+  if (code !== 0) throw new Error(`lattice import failed (${code}):\n${out.slice(-2000)}`);
+  return { seconds: (performance.now() - started) / 1000, peakRss };
+}
+
+type Req = { method: 'GET' | 'POST'; path: string; body?: string; headers?: Record<string, string> };
+
+/** The four operations: answers checked on a sample first, then loaded. */
+async function loadOperations(server: BenchProcess, m: SnomedLike, auth: Record<string, string>, options: ScaleOptions): Promise<DriverResult['ops']> {
+  const random = prng(42);
+  const pick = () => Math.floor(random() * m.size);
+  const members = descendants(m, m.focus);
+  const system = encodeURIComponent(SNOMED_LIKE_URL);
+  const json = { ...auth, 'content-type': 'application/fhir+json' };
+
+  const lookups = Array.from({ length: 2000 }, pick);
+  // $subsumes: half related pairs (an ancestor reached by walking up), half random pairs.
+  const pairs = Array.from({ length: 2000 }, (_, k) => {
+    const b = pick();
+    if (k % 2 === 1) return [pick(), b];
+    let a = b;
+    for (let up = 1 + Math.floor(random() * 6); up > 0 && m.parentStart[a + 1] > m.parentStart[a]; up--) {
+      a = m.parents[m.parentStart[a] + Math.floor(random() * (m.parentStart[a + 1] - m.parentStart[a]))];
+    }
+    return k % 4 === 0 ? [a, b] : [b, a];
+  });
+  const validations = Array.from({ length: 2000 }, (_, k) => (k % 2 === 0 ? members[Math.floor(random() * members.length)] : pick()));
+  const validateBody = (i: number) =>
+    JSON.stringify({
+      resourceType: 'Parameters',
+      parameter: [
+        { name: 'url', valueUri: `${VALUE_SET_BASE}/isa` },
+        { name: 'coding', valueCoding: { system: SNOMED_LIKE_URL, code: m.codes[i] } },
+      ],
+    });
+  const created = await (
+    await fetch(`${server.url}/fhir/R4/Patient`, { method: 'POST', headers: json, body: JSON.stringify({ resourceType: 'Patient', name: [{ family: 'Bench' }] }) })
+  ).json() as { id: string };
+
+  const ops: Array<{ name: string; requests: Req[]; check: (k: number, body: Record<string, unknown>) => boolean }> = [
+    {
+      name: '`GET CodeSystem/$lookup`',
+      requests: lookups.map((i) => ({ method: 'GET', path: `/fhir/R4/CodeSystem/$lookup?system=${system}&code=${m.codes[i]}` })),
+      check: (k, body) => param(body, 'display') === m.displays[lookups[k]],
+    },
+    {
+      name: '`GET CodeSystem/$subsumes`',
+      requests: pairs.map(([a, b]) => ({ method: 'GET', path: `/fhir/R4/CodeSystem/$subsumes?system=${system}&codeA=${m.codes[a]}&codeB=${m.codes[b]}` })),
+      check: (k, body) => {
+        const [a, b] = pairs[k];
+        const expected = a === b ? 'equivalent' : isAncestorOrSelf(m, a, b) ? 'subsumes' : isAncestorOrSelf(m, b, a) ? 'subsumed-by' : 'not-subsumed';
+        return param(body, 'outcome') === expected;
+      },
+    },
+    {
+      name: `\`POST ValueSet/$validate-code\` (is-a, ${Math.round(m.focusMembers / 1000)}k members)`,
+      requests: validations.map((i) => ({ method: 'POST', path: '/fhir/R4/ValueSet/$validate-code', body: validateBody(i), headers: json })),
+      check: (k, body) => param(body, 'result') === isAncestorOrSelf(m, m.focus, validations[k]),
+    },
+    {
+      name: '`GET Patient/<id>`',
+      requests: [{ method: 'GET', path: `/fhir/R4/Patient/${created.id}` }],
+      check: (_k, body) => body.id === created.id,
+    },
+  ];
+  const results: DriverResult['ops'] = [];
+  for (const op of ops) {
+    const n = Math.min(options.samples, op.requests.length);
+    for (let k = 0; k < n; k++) {
+      const r = op.requests[k];
+      const res = await fetch(server.url + r.path, { method: r.method, headers: r.headers ?? auth, body: r.body });
+      const body = (await res.json()) as Record<string, unknown>;
+      if (!res.ok || !op.check(k, body)) throw new Error(`wrong answer for ${op.name} ${r.path} ${r.body ?? ''}: ${res.status} ${JSON.stringify(body).slice(0, 400)}`);
+    }
+    console.error(`  ${op.name}: ${n}/${n} answers correct; loading …`);
+    const load_ = await load(server.url, op.requests.map((r) => ({ ...r, headers: r.headers ?? auth })), options);
+    results.push({ name: op.name, load: load_, checked: n });
+  }
+  return results;
+}
+
+function param(body: Record<string, unknown>, name: string): unknown {
+  const p = (body.parameter as Array<Record<string, unknown>> | undefined)?.find((x) => x.name === name);
+  return p && (p.valueString ?? p.valueCode ?? p.valueBoolean);
+}
+
+/** autocannon over a rotating list of requests. */
+async function load(url: string, requests: Req[], options: ScaleOptions): Promise<Load> {
+  let next = 0;
+  const result = await autocannon({
+    url,
+    duration: options.seconds,
+    connections: options.connections,
+    requests: [
+      {
+        setupRequest: (req) => {
+          const r = requests[next++ % requests.length];
+          return { ...req, method: r.method, path: r.path, body: r.body, headers: r.headers };
+        },
+      },
+    ],
+  });
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors, non2xx: result.non2xx };
+}
+
+/** A body like a `$lookup` answer, for the bare server. */
+function lookupLike(m: SnomedLike): unknown {
+  return {
+    resourceType: 'Parameters',
+    parameter: [
+      { name: 'name', valueString: 'SnomedLike' },
+      { name: 'version', valueString: '1' },
+      { name: 'display', valueString: m.displays[1] },
+    ],
+  };
+}
+
+function vmStatus(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  try {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function folderSize(path: string): number {
+  let total = 0;
+  for (const name of readdirSync(path)) {
+    const p = join(path, name);
+    const s = statSync(p);
+    total += s.isDirectory() ? folderSize(p) : s.size;
+  }
+  return total;
+}
+
+function countMulti(m: SnomedLike): number {
+  let n = 0;
+  for (let i = 0; i < m.size; i++) if (m.parentStart[i + 1] - m.parentStart[i] > 1) n++;
+  return Math.round((n / m.size) * 100);
+}
+
+const mb = (bytes: number) => (bytes >= 1e9 ? `${(bytes / 1e9).toFixed(2)} GB` : `${(bytes / 1e6).toFixed(0)} MB`);
+
+function report(results: DriverResult[], options: ScaleOptions, generated: string): string {
+  const names = { pglite: 'Lattice PGlite', pg: 'Lattice PostgreSQL' };
+  const goals = ['≥ 35%, p99 ≤ 10 ms', '≥ 35%, p99 ≤ 10 ms', '≥ 30%, p99 ≤ 10 ms', '≥ 30% on both'];
+  const lines = [
+    `## Terminology at scale (${options.size.toLocaleString('en')} concepts; ${options.connections} connections, ${options.seconds} s per case)`,
+    '',
+    generated,
+    '',
+    `| | ${results.map((r) => names[r.driver]).join(' | ')} | goal |`,
+    `|---|${results.map(() => '---|').join('')}---|`,
+    `| bare node:http (baseline, same run) | ${results.map((r) => `${fmt(r.baseline.rps)}/s`).join(' | ')} | |`,
+  ];
+  results[0]?.ops.forEach((op, k) => {
+    const cells = results.map((r) => {
+      const o = r.ops[k];
+      const bad = o.load.errors + o.load.non2xx > 0 ? `, ${o.load.errors} errors, ${o.load.non2xx} non-2xx` : '';
+      return `${fmt(o.load.rps)}/s = **${((o.load.rps / r.baseline.rps) * 100).toFixed(1)}%**, p50 ${o.load.p50} ms, p99 ${o.load.p99} ms (${o.checked} answers checked${bad})`;
+    });
+    lines.push(`| ${op.name} | ${cells.join(' | ')} | ${goals[k]} |`);
+  });
+  lines.push(`| import (CLI, process wall time, peak RSS) | ${results.map((r) => `${r.importSeconds.toFixed(1)} s, ${mb(r.importPeakRss)}`).join(' | ')} | ≤ 45 s, ≤ 1 GB |`);
+  lines.push(`| database size after import | ${results.map((r) => `${mb(r.dbBytes)}${r.driver === 'pglite' ? ' (data folder)' : ' (pg_database_size)'}`).join(' | ')} | ≤ 0.8 GB |`);
+  lines.push(`| start → first \`$lookup\` on the existing database | ${results.map((r) => `${r.firstLookupSeconds.toFixed(1)} s`).join(' | ')} | ≤ 2 s |`);
+  lines.push(`| server RSS after the load | ${results.map((r) => mb(r.serverRss)).join(' | ')} | |`);
+  return lines.join('\n') + '\n';
+}
+
+function fmt(n: number): string {
+  return Math.round(n).toLocaleString('en');
+}

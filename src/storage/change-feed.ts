@@ -1,0 +1,35 @@
+import { EventEmitter } from 'node:events';
+import type { Database, Queryable } from '../core/database.js';
+
+/**
+ * Cache invalidation across API nodes (docs/terminology.md#in-memory-index, docs/auth.md#revocation):
+ * a write announces what it changed inside its transaction; PostgreSQL delivers the NOTIFY to
+ * every listening node at commit (a rolled-back write announces nothing), and this process
+ * hears it at once through a local emitter as well — the NOTIFY reaches the writing node too,
+ * but asynchronously, and the writer's next request must already see its change.
+ *
+ * A cache built on this drops entries when it hears a change, and does not keep what it read
+ * while a change was announced (a generation check), so a stale answer never sticks.
+ */
+const local = new EventEmitter().setMaxListeners(0);
+
+/** Inside a write transaction: every node hears `payload` on `channel` at commit, this process at once. */
+export async function announceChange(tx: Queryable, channel: string, payload: string): Promise<void> {
+  await tx.query('SELECT pg_notify($1, $2)', [channel, payload]);
+  local.emit(channel, payload);
+}
+
+/**
+ * Calls `handler` for every change announced on `channel` (this process's at once, other
+ * nodes' at their commit). Resolves when the database listens; returns the unsubscribe.
+ */
+export async function subscribeChanges(db: Database, channel: string, handler: (payload: string) => void): Promise<() => void> {
+  local.on(channel, handler);
+  try {
+    await db.listen(channel, handler);
+  } catch (err) {
+    local.off(channel, handler);
+    throw err;
+  }
+  return () => local.off(channel, handler);
+}

@@ -1,0 +1,77 @@
+import type { OperationDefinition, TerminologyCapabilities, TerminologyCapabilitiesCodeSystem } from '@medplum/fhirtypes';
+import type { RequestContext } from '../core/context.js';
+import { baseCodeSystems } from './base-terminology.js';
+import { termContext } from './request-context.js';
+import { visibleCodeSystems } from './resolve.js';
+import type { TerminologyEnv } from './types.js';
+import { newestFirst } from './versions.js';
+
+/** `$expand` inputs that choose the value set rather than shape its expansion. */
+const NOT_EXPANSION_PARAMETERS = new Set(['url', 'valueSet', 'valueSetVersion', 'context', 'contextDirection']);
+
+/** The server's identity, as the CapabilityStatement states it. */
+export interface Software {
+  name: string;
+  version: string;
+  releaseDate?: string;
+}
+
+/**
+ * The TerminologyCapabilities statement (`GET [base]/metadata?mode=terminology`,
+ * docs/terminology.md#terminologycapabilities), built from what really answers: the code
+ * systems the caller can use (stored ones it sees plus the base R4 ones), the inputs of the
+ * registered `$expand`, and whether `$validate-code`, `$translate` and `$closure` are registered.
+ */
+export async function terminologyCapabilities(
+  env: TerminologyEnv,
+  ctx: RequestContext,
+  software: Software,
+  definitions: OperationDefinition[],
+): Promise<TerminologyCapabilities> {
+  const tc = await termContext(env, ctx, {});
+  const systems = [...(await visibleCodeSystems(tc)), ...baseCodeSystems()].filter((cs) => cs.content !== 'supplement');
+  const byUrl = new Map<string, Set<string>>();
+  for (const cs of systems) {
+    const versions = byUrl.get(cs.url) ?? new Set<string>();
+    if (cs.version !== undefined) versions.add(cs.version);
+    byUrl.set(cs.url, versions);
+  }
+  const codeSystem: TerminologyCapabilitiesCodeSystem[] = [...byUrl]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([uri, versions]) => {
+      const ordered = newestFirst([...versions].map((version) => ({ version, lastUpdated: '' }))).map((v) => v.version);
+      return ordered.length > 0 ? { uri, version: ordered.map((code, i) => (i === 0 ? { code, isDefault: true } : { code })) } : { uri };
+    });
+  const operation = (resource: string, code: string) =>
+    definitions.find((d) => d.code === code && (d.resource ?? []).includes(resource as never));
+  const expand = operation('ValueSet', 'expand');
+  return {
+    resourceType: 'TerminologyCapabilities',
+    url: `${ctx.fhirBaseUrl}/metadata?mode=terminology`,
+    version: software.version,
+    name: software.name,
+    title: `${software.name} terminology capabilities`,
+    status: 'active',
+    date: new Date().toISOString(),
+    kind: 'instance',
+    software,
+    implementation: { description: `${software.name} FHIR R4 terminology server`, url: ctx.fhirBaseUrl },
+    lockedDate: false,
+    codeSystem,
+    ...(expand
+      ? {
+          expansion: {
+            hierarchical: false,
+            paging: true,
+            incomplete: false,
+            parameter: (expand.parameter ?? [])
+              .filter((p) => p.use === 'in' && !NOT_EXPANSION_PARAMETERS.has(p.name))
+              .map((p) => ({ name: p.name, ...(p.documentation ? { documentation: p.documentation } : {}) })),
+          },
+        }
+      : {}),
+    ...(operation('ValueSet', 'validate-code') ? { validateCode: { translations: false } } : {}),
+    ...(operation('ConceptMap', 'translate') ? { translation: { needsMap: true } } : {}),
+    closure: { translation: false },
+  };
+}

@@ -1,0 +1,54 @@
+import type { Resource } from '@medplum/fhirtypes';
+import type { AppRoute } from '../core/app-route.js';
+import type { FeatureEnv } from '../core/feature.js';
+import { badRequest, forbidden, FhirError, notFound } from '../fhir/outcome.js';
+import { validateResource } from '../fhir/validation/validate-resource.js';
+import { importStream } from './import-file.js';
+import { JsonStreamError } from './json-stream.js';
+
+/** Progress is the client's business (it counts what it sends); the server writes none. */
+const NO_PROGRESS = { write: () => true, isTTY: false } as unknown as NodeJS.WritableStream;
+
+/**
+ * `POST /admin/terminology/import[?project=<id>]` (docs/terminology.md#import-into-a-running-server):
+ * the body — a CodeSystem or ValueSet, a Bundle, or NDJSON, of any size — is imported while it
+ * arrives, exactly as `lattice import <file>` would (import-file.ts: streamed, large code
+ * systems staged and switched in atomically), and the answer is the import summary.
+ * `lattice import --url` sends its file here.
+ *
+ * Who: a project admin imports into its own project; a super admin into shared content, or into
+ * the project named by `project`. Anyone else → 403. Resources are validated like REST writes,
+ * and an id held by another project is not found (as for PUT, docs/auth.md).
+ */
+export function importRoute(env: FeatureEnv): AppRoute {
+  return {
+    method: 'POST',
+    url: '/admin/terminology/import',
+    auth: true,
+    body: 'stream',
+    async handler(req) {
+      const { auth } = req.ctx;
+      if (!auth.superAdmin && !auth.projectAdmin) throw forbidden();
+      const wanted = req.query.project || undefined;
+      if (!auth.superAdmin && wanted !== undefined && wanted !== auth.projectId) throw forbidden();
+      const projectId = auth.superAdmin ? wanted : auth.projectId;
+      if (projectId !== undefined && !(await env.system.tryRead('Project', projectId))) throw notFound();
+      const body = req.body as AsyncIterable<Buffer> | undefined;
+      if (!body) throw badRequest('No content to import');
+      const check = async (resource: Resource) => {
+        const problems = validateResource(resource);
+        if (problems.length > 0) throw new FhirError(400, { resourceType: 'OperationOutcome', issue: problems });
+        if (!resource.id || auth.superAdmin) return;
+        const existing = await env.system.tryRead(resource.resourceType, resource.id);
+        if (existing && existing.meta?.project !== projectId) throw notFound();
+      };
+      try {
+        const summary = await importStream(body, env, { projectId, out: NO_PROGRESS, check });
+        return { status: 200, body: summary };
+      } catch (err) {
+        if (err instanceof JsonStreamError) throw badRequest(`Content could not be parsed: ${err.message}`);
+        throw err;
+      }
+    },
+  };
+}

@@ -1,0 +1,211 @@
+import type { Logger } from 'pino';
+import type { Database, Queryable } from '../core/database.js';
+import { announceChange, subscribeChanges } from '../storage/change-feed.js';
+import { loadIndex, type CodeSystemIndex } from './code-system-index.js';
+import type { CodeSystemInfo } from './types.js';
+
+/**
+ * The process's terminology caches (docs/terminology.md#in-memory-index): code-system indexes
+ * (LRU within a memory budget, loaded lazily, one load shared by concurrent first uses) and the
+ * rows canonical resolution reads (url → code systems / value sets, of every project; the
+ * caller's visibility is applied per request).
+ *
+ * Never stale: every write of the terminology index announces the resource it changed on
+ * `lattice_terminology` (storage/change-feed.ts) — every node hears it at commit, the writer at
+ * once. Hearing it drops the resource's index and every resolution entry, and marks loads in
+ * progress so their result is used once but not kept; resolution entries read while any change
+ * was announced are not kept either (generation check). Until the subscription is established,
+ * nothing is kept at all.
+ */
+
+/** NOTIFY channel of terminology index changes. */
+export const TERMINOLOGY_CHANNEL = 'lattice_terminology';
+
+/** Inside a write transaction: the index of CodeSystem `resourceId` changed (every node drops its copy). */
+export function announceCodeSystemChange(tx: Queryable, resourceId: string): Promise<void> {
+  return announceChange(tx, TERMINOLOGY_CHANNEL, `cs:${resourceId}`);
+}
+
+/** Inside a write transaction: ValueSet `resourceId` changed. */
+export function announceValueSetChange(tx: Queryable, resourceId: string): Promise<void> {
+  return announceChange(tx, TERMINOLOGY_CHANNEL, `vs:${resourceId}`);
+}
+
+/** Most resolution entries kept (unknown canonicals are cached too: bounded). */
+const MAX_RESOLUTION_ENTRIES = 20_000;
+
+interface Loading {
+  promise: Promise<CodeSystemIndex>;
+  resourceId: string;
+  stale: boolean;
+}
+
+export interface IndexCacheStats {
+  indexes: number;
+  bytes: number;
+  budget: number;
+  loads: number;
+  evictions: number;
+}
+
+export class TerminologyCache {
+  private readonly indexes = new Map<number, { index: CodeSystemIndex; resourceId: string }>();
+  private readonly loading = new Map<number, Loading>();
+  private readonly resolution = new Map<string, Promise<unknown>>();
+  private used = 0;
+  private generation = 0;
+  private listening = false;
+  private unsubscribe: (() => void) | undefined;
+  private loads = 0;
+  private readonly inlineKeys = new Map<string, number>();
+  private lastInlineKey = 0;
+  private evictions = 0;
+
+  constructor(
+    private readonly db: Database,
+    /** Memory budget of the indexes, in bytes. */
+    readonly budget: number,
+    private readonly log?: Logger,
+  ) {}
+
+  /** Starts hearing changes; until then nothing is cached. */
+  async start(): Promise<void> {
+    this.unsubscribe = await subscribeChanges(this.db, TERMINOLOGY_CHANNEL, (payload) => this.invalidate(payload));
+    this.listening = true;
+  }
+
+  stop(): void {
+    this.listening = false;
+    this.unsubscribe?.();
+    this.clear();
+  }
+
+  stats(): IndexCacheStats {
+    return { indexes: this.indexes.size, bytes: this.used, budget: this.budget, loads: this.loads, evictions: this.evictions };
+  }
+
+  /** The in-memory index of a stored code system (loaded on first use). */
+  async index(cs: CodeSystemInfo): Promise<CodeSystemIndex> {
+    const hit = this.indexes.get(cs.key);
+    if (hit) {
+      // Most recently used last (Map keeps insertion order).
+      this.indexes.delete(cs.key);
+      this.indexes.set(cs.key, hit);
+      return hit.index;
+    }
+    const pending = this.loading.get(cs.key);
+    if (pending) return pending.promise;
+    const loading: Loading = { promise: undefined as unknown as Promise<CodeSystemIndex>, resourceId: cs.resourceId, stale: !this.listening };
+    loading.promise = (async () => {
+      try {
+        const started = Date.now();
+        const index = await loadIndex(this.db, cs.key);
+        this.loads++;
+        if (index.maxId >= 10_000) this.log?.info({ url: cs.url, version: cs.version, concepts: index.maxId, mb: Math.round(index.bytes / 1e6), ms: Date.now() - started }, 'terminology index loaded');
+        if (!loading.stale) this.keep(cs.key, cs.resourceId, index);
+        return index;
+      } finally {
+        this.loading.delete(cs.key);
+      }
+    })();
+    this.loading.set(cs.key, loading);
+    return loading.promise;
+  }
+
+  /** Keeps an index (negative keys: request-supplied code systems, by content hash). */
+  keep(key: number, resourceId: string, index: CodeSystemIndex): void {
+    if (!this.listening || index.bytes > this.budget) return;
+    const old = this.indexes.get(key);
+    if (old) {
+      this.used -= old.index.bytes;
+      this.indexes.delete(key);
+    }
+    while (this.used + index.bytes > this.budget && this.indexes.size > 0) {
+      const [oldest, entry] = this.indexes.entries().next().value as [number, { index: CodeSystemIndex }];
+      this.indexes.delete(oldest);
+      this.used -= entry.index.bytes;
+      this.evictions++;
+    }
+    this.indexes.set(key, { index, resourceId });
+    this.used += index.bytes;
+  }
+
+  /** A stable negative key for a request-supplied code system's content hash. */
+  inlineKey(hash: string): number {
+    let key = this.inlineKeys.get(hash);
+    if (key === undefined) {
+      if (this.inlineKeys.size >= MAX_RESOLUTION_ENTRIES) this.inlineKeys.clear();
+      key = -++this.lastInlineKey;
+      this.inlineKeys.set(hash, key);
+    }
+    return key;
+  }
+
+  /** A kept index by key, if any (request-supplied code systems). */
+  peek(key: number): CodeSystemIndex | undefined {
+    return this.indexes.get(key)?.index;
+  }
+
+  /**
+   * A resolution answer (rows of the index tables) cached under `key` until the next change;
+   * concurrent callers share one read.
+   */
+  resolve<T>(key: string, read: () => Promise<T>): Promise<T> {
+    const hit = this.resolution.get(key) as Promise<T> | undefined;
+    if (hit) return hit;
+    const seen = this.generation;
+    const p = read();
+    if (!this.listening) return p;
+    if (this.resolution.size >= MAX_RESOLUTION_ENTRIES) this.resolution.clear();
+    this.resolution.set(key, p);
+    p.then(
+      () => {
+        if (seen !== this.generation && this.resolution.get(key) === p) this.resolution.delete(key);
+      },
+      () => {
+        if (this.resolution.get(key) === p) this.resolution.delete(key);
+      },
+    );
+    return p;
+  }
+
+  /**
+   * A change announced by any node: `cs:<resource id>` or `vs:<resource id>`; `*` when the
+   * listening connection was re-established (changes may have been missed: forget everything).
+   */
+  invalidate(payload: string): void {
+    if (payload === '*') return this.clear();
+    this.generation++;
+    this.resolution.clear();
+    if (payload === '*') return this.clear(); // notifications may have been missed (src/core/database.ts)
+    if (!payload.startsWith('cs:')) return;
+    const resourceId = payload.slice(3);
+    for (const [key, entry] of this.indexes) {
+      if (entry.resourceId !== resourceId) continue;
+      this.indexes.delete(key);
+      this.used -= entry.index.bytes;
+    }
+    for (const l of this.loading.values()) if (l.resourceId === resourceId) l.stale = true;
+  }
+
+  /** Forgets everything (a change may have been missed). */
+  clear(): void {
+    this.generation++;
+    this.resolution.clear();
+    this.indexes.clear();
+    this.used = 0;
+    for (const l of this.loading.values()) l.stale = true;
+  }
+}
+
+const caches = new WeakMap<Database, TerminologyCache>();
+
+/** The terminology cache of the application that owns `db` (created on first use). */
+export function terminologyCache(db: Database, budgetBytes = 512 * 1024 * 1024, log?: Logger): TerminologyCache {
+  let cache = caches.get(db);
+  if (!cache) {
+    cache = new TerminologyCache(db, budgetBytes, log);
+    caches.set(db, cache);
+  }
+  return cache;
+}

@@ -1,0 +1,37 @@
+import type { CodeableConcept, ValueSet } from '@medplum/fhirtypes';
+import type { Config } from '../config.js';
+import { FhirError, issue } from '../fhir/outcome.js';
+
+/**
+ * Bounds on the work one terminology request may ask for (docs/terminology.md#limits), the one
+ * place they are checked: filters of one value set's compose (each is a pass over a code
+ * system) and codings of one `codeableConcept`. Past them: 400 `too-costly`.
+ */
+export type TerminologyLimits = Config['terminologyLimits'];
+
+export const DEFAULT_TERMINOLOGY_LIMITS: TerminologyLimits = { maxFilters: 50, maxCodings: 10_000 };
+
+/** The configured bounds of a terminology environment. */
+export function terminologyLimits(env: { config?: Pick<Config, 'terminologyLimits'> }): TerminologyLimits {
+  return env.config?.terminologyLimits ?? DEFAULT_TERMINOLOGY_LIMITS;
+}
+
+/** Filters of `compose.include` and `compose.exclude` together (nested value sets count on their own). */
+export function checkComposeFilters(vs: ValueSet, limits: TerminologyLimits): void {
+  const compose = vs.compose;
+  if (!compose) return;
+  let filters = 0;
+  for (const part of [...(compose.include ?? []), ...(compose.exclude ?? [])]) filters += Array.isArray(part.filter) ? part.filter.length : 0;
+  if (filters > limits.maxFilters) {
+    const name = (vs.url ?? (vs.id ? `#${vs.id}` : 'value set')).slice(0, 200);
+    throw new FhirError(400, [issue('too-costly', `Too many filters in ValueSet ${name}: ${filters} (at most ${limits.maxFilters})`)]);
+  }
+}
+
+/** Codings of one `codeableConcept` input. */
+export function checkCodeableConcept(cc: CodeableConcept | undefined, limits: TerminologyLimits): void {
+  const codings = Array.isArray(cc?.coding) ? cc.coding.length : 0;
+  if (codings > limits.maxCodings) {
+    throw new FhirError(400, [issue('too-costly', `Too many codings in codeableConcept: ${codings} (at most ${limits.maxCodings})`, 'codeableConcept')]);
+  }
+}

@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { drivers, ooText, startServer, type ApiResponse, type TestServer } from './harness.js';
+import { startPrivatePostgres, type PrivatePostgres } from './support/private-postgres.js';
+
+/**
+ * PostgreSQL stopped and frozen (SIGSTOP) under load (docs/errors.md#database-limits,
+ * #health-check). Before the time limits, requests and `/healthz` hung for as long as the
+ * server was frozen. Now every request answers 503 with an OperationOutcome (never a 500,
+ * never a hang), `/healthz` says `unavailable`, and when PostgreSQL is back Lattice serves
+ * again without a restart. The cluster is the test's own (the suite's shared one must not be
+ * frozen).
+ */
+const DEADLINE_MS = 60_000; // "answers at all": far beyond every limit configured below
+
+/** `promise`, or a failure naming `what` when it has not settled by the deadline. */
+async function answersBy<T>(what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${DEADLINE_MS} ms`)), DEADLINE_MS)));
+  try {
+    return await Promise.race([promise, hung]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function assertUnavailable(res: ApiResponse, what: string): void {
+  assert.equal(res.status, 503, `${what}: ${res.status} ${res.text}`);
+  assert.equal(res.body?.resourceType, 'OperationOutcome', `${what}: ${res.text}`);
+  assert.ok(['transient', 'timeout'].includes(res.body.issue[0].code), res.text);
+  assert.match(ooText(res.body) ?? '', /^The database is (unavailable|busy); try again later$|^The request exceeded the database time limit/);
+}
+
+if (drivers.includes('pg')) {
+  describe('PostgreSQL outages', () => {
+    let cluster: PrivatePostgres;
+    let server: TestServer;
+    let patientId: string;
+    before(async () => {
+      cluster = await startPrivatePostgres();
+      const admin = new pg.Client({ connectionString: cluster.url });
+      await admin.connect();
+      await admin.query('CREATE DATABASE lattice');
+      await admin.end();
+      const databaseUrl = cluster.url.replace(/\/postgres$/, '/lattice');
+      // First start (migrations, accounts) with the default limits, then the test's tight ones.
+      await (await startServer('pg', { databaseUrl })).stop();
+      server = await startServer('pg', {
+        databaseUrl,
+        env: { LATTICE_DB_STATEMENT_TIMEOUT: '2000', LATTICE_DB_ACQUIRE_TIMEOUT: '1000', LATTICE_DB_POOL_SIZE: '4' },
+      });
+      const created = await server.fhir('POST', '/Patient', { body: { resourceType: 'Patient', name: [{ family: 'Before' }] } });
+      assert.equal(created.status, 201, created.text);
+      patientId = created.body.id;
+    });
+    after(async () => {
+      cluster?.thaw();
+      await server?.stop();
+      cluster?.destroy();
+    });
+
+    /** 24 requests at once, reads and writes, while the database is out. */
+    function load(): Array<Promise<ApiResponse>> {
+      return Array.from({ length: 24 }, (_, i) =>
+        i % 2 === 0
+          ? server.fhir('GET', `/Patient/${patientId}`)
+          : server.fhir('POST', '/Patient', { body: { resourceType: 'Patient', name: [{ family: `During${i}` }] } }),
+      );
+    }
+
+    async function recovers(): Promise<void> {
+      const start = Date.now();
+      for (;;) {
+        const res = await server.fhir('POST', '/Patient', { body: { resourceType: 'Patient', name: [{ family: 'After' }] } });
+        if (res.status === 201) break;
+        assertUnavailable(res, 'while recovering');
+        assert.ok(Date.now() - start < DEADLINE_MS, 'Lattice did not recover');
+        await sleep(500);
+      }
+      const health = await server.request('GET', '/healthz', { token: null });
+      assert.equal(health.status, 200, health.text);
+      assert.deepEqual(health.body, { status: 'ok', database: { driver: 'pg', state: 'ok' } });
+      assert.equal((await server.fhir('GET', `/Patient/${patientId}`)).status, 200);
+    }
+
+    test('frozen (SIGSTOP): clean 503s, /healthz unavailable, served again after SIGCONT', async () => {
+      cluster.freeze();
+      try {
+        const requests = load();
+        await sleep(300);
+        const health = await answersBy('/healthz', server.request('GET', '/healthz', { token: null }));
+        assert.equal(health.status, 503, health.text);
+        assert.deepEqual(health.body, { status: 'unavailable', database: { driver: 'pg', state: 'unavailable' } });
+        const answers = await answersBy('requests', Promise.all(requests));
+        answers.forEach((res, i) => assertUnavailable(res, `request ${i}`));
+      } finally {
+        cluster.thaw();
+      }
+      await recovers();
+    });
+
+    test('stopped: clean 503s, /healthz unavailable, served again once it is started', async () => {
+      cluster.stop();
+      try {
+        const [health, ...answers] = await answersBy('requests', Promise.all([server.request('GET', '/healthz', { token: null }), ...load()]));
+        assert.equal(health.status, 503, health.text);
+        assert.equal(health.body.database.state, 'unavailable');
+        answers.forEach((res, i) => assertUnavailable(res, `request ${i}`));
+      } finally {
+        cluster.start();
+      }
+      await recovers();
+    });
+  });
+}

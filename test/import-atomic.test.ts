@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { generateSnomedLike, SNOMED_LIKE_URL, writeNdjson, type SnomedLike } from '../bench/snomed-like.js';
+import { projectRoot } from '../src/paths.js';
+import { createTestDatabase, drivers, startServer, type TestServer } from './harness.js';
+
+/**
+ * Atomic imports (docs/terminology.md#atomic-imports), as a fault test: `lattice import` of a
+ * new version of a large code system is killed with SIGKILL while it runs; the previous version
+ * must answer exactly as before (also to lookups that name no version), the new one must not
+ * exist, and the next run must succeed and clean up what the killed one left.
+ */
+
+const cli = (args: string[], env: NodeJS.ProcessEnv) =>
+  spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'import', ...args], { cwd: projectRoot, env, encoding: 'utf8' });
+
+/** What the server answers for a few codes, without naming a version. */
+async function answers(server: TestServer, m: SnomedLike): Promise<string[]> {
+  const out: string[] = [];
+  for (const i of [1, 50, 5000, m.size - 1]) {
+    const res = await server.fhir('GET', `/CodeSystem/$lookup?system=${SNOMED_LIKE_URL}&code=${m.codes[i]}`);
+    const get = (name: string) => res.body.parameter?.find((p: { name: string }) => p.name === name);
+    out.push(`${res.status} ${get('version')?.valueString} ${get('display')?.valueString}`);
+  }
+  const parentOfLast = m.parents[m.parentStart[m.size - 1]];
+  const sub = await server.fhir('GET', `/CodeSystem/$subsumes?system=${SNOMED_LIKE_URL}&codeA=${m.codes[parentOfLast]}&codeB=${m.codes[m.size - 1]}`);
+  out.push(`${sub.status} ${sub.body.parameter?.[0]?.valueCode}`);
+  return out;
+}
+
+for (const driver of drivers) {
+  describe(`atomic import: kill -9 during lattice import (${driver})`, () => {
+    test('the previous version stays intact and answers unchanged; a re-run succeeds and cleans up', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'lattice-atomic-'));
+      try {
+        // Version 1: large enough for the staged path. Version 2: other displays, and big enough
+        // that the kill lands while it is still being imported.
+        const v1 = generateSnomedLike(25_000);
+        const v2 = generateSnomedLike(120_000, 7);
+        await writeNdjson(v1, join(dir, 'v1.ndjson'), '1');
+        await writeNdjson(v2, join(dir, 'v2.ndjson'), '2');
+        const storage = driver === 'pg' ? { databaseUrl: await createTestDatabase() } : { dataDir: join(dir, 'data') };
+        const env = {
+          ...process.env,
+          LOG_LEVEL: 'warn',
+          LATTICE_ADMIN_PASSWORD: 'admin-password-123',
+          LATTICE_BASE_TERMINOLOGY: 'lazy',
+          ...(storage.databaseUrl ? { DATABASE_URL: storage.databaseUrl } : { LATTICE_DATA_DIR: storage.dataDir }),
+        };
+        const first = cli([join(dir, 'v1.ndjson')], env);
+        assert.equal(first.status, 0, first.stderr);
+
+        let server = await startServer(driver, storage);
+        const before = await answers(server, v1);
+        assert.match(before[0], /^200 1 /);
+        await server.stop();
+
+        // Kill the import of version 2 once it is half-way through reading its concepts.
+        const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'import', join(dir, 'v2.ndjson')], { cwd: projectRoot, env });
+        let stderr = '';
+        const killed = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+        child.stdout.resume();
+        child.stderr.on('data', (chunk: Buffer) => {
+          stderr += String(chunk);
+          if (/\] ([5-9]\d)% [\d,]+\/[\d,]+ bytes/.test(stderr)) child.kill('SIGKILL');
+        });
+        assert.equal(await killed, 'SIGKILL', `the import ended before it could be killed:\n${stderr}`);
+
+        server = await startServer(driver, storage);
+        try {
+          assert.deepEqual(await answers(server, v1), before);
+          const v2lookup = await server.fhir('GET', `/CodeSystem/$lookup?system=${SNOMED_LIKE_URL}&version=2&code=${v2.codes[1]}`);
+          assert.equal(v2lookup.status, 404, v2lookup.text);
+          const remains = await server.app.db.query<{ n: number }>("SELECT count(*)::int AS n FROM tx_code_system WHERE scope LIKE 'staging %'");
+          assert.equal(remains.rows[0].n, 1, 'the killed import left its (invisible) staging index');
+        } finally {
+          await server.stop();
+        }
+
+        const rerun = cli([join(dir, 'v2.ndjson')], env);
+        assert.equal(rerun.status, 0, rerun.stderr);
+        assert.match(rerun.stdout, /imported 3 resources \(1 CodeSystems, 2 ValueSets, 120000 concepts/);
+
+        server = await startServer(driver, storage);
+        try {
+          const latest = await answers(server, v2);
+          assert.match(latest[0], /^200 2 /);
+          assert.equal(latest.at(-1), '200 subsumes');
+          const v1lookup = await server.fhir('GET', `/CodeSystem/$lookup?system=${SNOMED_LIKE_URL}&version=1&code=${v1.codes[50]}`);
+          assert.equal(v1lookup.status, 200, 'version 1 is still there beside version 2');
+          const remains = await server.app.db.query<{ n: number }>("SELECT count(*)::int AS n FROM tx_code_system WHERE scope LIKE 'staging %' OR scope = 'discarded'");
+          assert.equal(remains.rows[0].n, 0, 'the re-run removed the remains');
+        } finally {
+          await server.stop();
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+}
