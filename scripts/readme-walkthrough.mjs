@@ -28,6 +28,9 @@ const option = (name) => {
 const CHECKS = [
   { name: 'the token response names the project', example: /PROJECT=\$\(/, check: (out, vars) => /^[0-9a-f-]{36}$/.test(vars.PROJECT ?? '') || 'PROJECT is not a project id' },
   { name: 'search finds the patient just created', example: /Patient\?name=smi/, check: (out) => (/"total":1\b/.test(out) && out.includes('"family":"Smith"')) || 'no "total":1 with Ann Smith' },
+  { name: 'the compartment lists the observation', example: /Observation\?status=final/, check: (out) => (/"total":1\b/.test(out) && out.includes('"text":"pulse"')) || 'no pulse Observation' },
+  { name: '$everything answers a searchset with the patient', example: /\\\$everything/, check: (out) => (out.includes('"type":"searchset"') && out.includes('"resourceType":"Patient"')) || 'no searchset with the Patient' },
+  { name: '$validate reports the bad gender', example: /Patient\/\\\$validate/, check: (out) => out.includes('is not in the required value set') || 'no binding issue' },
   { name: '$lookup answers the display', example: /administrative-gender&code=male/, check: (out) => out.includes('"valueString":"Male"') || 'no display Male' },
   { name: '$validate-code says true', example: /ValueSet\/\\\$validate-code/, check: (out) => out.includes('"valueBoolean":true') || 'result is not true' },
   { name: '$subsumes answers subsumes', example: /codeA=_ActEncounterCode&codeB=AMB/, check: (out) => out.includes('"valueCode":"subsumes"') || 'outcome is not subsumes' },

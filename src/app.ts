@@ -1,6 +1,6 @@
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
-import { SYSTEM_AUTH, type AuthInfo } from './core/auth.js';
+import { ANONYMOUS, SYSTEM_AUTH, type AuthInfo } from './core/auth.js';
 import type { AppRoute } from './core/app-route.js';
 import type { Database } from './core/database.js';
 import type { FeatureEnv } from './core/feature.js';
@@ -18,6 +18,8 @@ import { installAuth } from './auth/install.js';
 import { installOperations } from './operations/install.js';
 import { terminologyHooks } from './terminology/hooks.js';
 import { installTerminology } from './terminology/install.js';
+import { createResourceValidator } from './fhir/validation/bindings.js';
+import { installRest } from './rest/install.js';
 import { installAdmin } from './admin/install.js';
 import { installEmail } from './email/install.js';
 
@@ -77,7 +79,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   try {
     const auth = await installAuth(env);
     const registry = installOperations(env);
-    const terminology = installTerminology(env, registry);
+    // Required bindings are checked against the shared terminologies (docs/rest.md#validation).
+    const terminology = installTerminology(env, registry, repository(ANONYMOUS));
+    const validator = createResourceValidator(terminology.bindings);
+    installRest(registry, validator);
     await installEmail(env);
     const adminRoutes = installAdmin(env);
     await registry.published();
@@ -92,6 +97,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       fhir: createFhirRouter(registry, {
         bundleMaxEntries: config.bundleMaxEntries,
         terminologyCapabilities: terminology.capabilities,
+        validator,
       }),
       routes,
     });

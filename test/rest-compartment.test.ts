@@ -97,6 +97,45 @@ for (const driver of drivers) {
       assert.equal((await server.fhir('GET', `/Patient/${gone.body.id}/Observation`)).status, 410);
     });
 
+    test('Patient/<id>/$everything: the patient and its compartment, paged with next links', async () => {
+      const all = await server.fhir('GET', `/Patient/${patient}/$everything`);
+      assert.equal(all.status, 200, all.text);
+      assert.equal(all.body.type, 'searchset');
+      assert.equal(all.body.total, 6);
+      assert.ok(ids(all).includes(`Patient/${patient}`));
+      assert.ok(!ids(all).some((id) => id.startsWith('Practitioner/')));
+      const page1 = await server.fhir('GET', `/Patient/${patient}/$everything?_count=4`);
+      assert.equal(page1.body.entry.length, 4);
+      const next = page1.body.link.find((l: { relation: string }) => l.relation === 'next').url as string;
+      assert.equal(next, `${server.fhirUrl}/Patient/${patient}/$everything?_count=4&_offset=4`);
+      const page2 = await server.request('GET', next.slice(server.baseUrl.length));
+      assert.equal(page2.status, 200, page2.text);
+      assert.equal(page2.body.entry.length, 2);
+      assert.deepEqual([...ids(page1), ...ids(page2)].sort(), ids(all).sort());
+      const posted = await server.fhir('POST', `/Patient/${patient}/$everything`, { body: { resourceType: 'Parameters', parameter: [{ name: '_type', valueCode: 'Condition,Encounter' }] } });
+      assert.deepEqual(ids(posted).sort(), [`Condition/${condition}`, `Encounter/${encounter}`].sort());
+    });
+
+    test('$everything _since keeps what changed since; bad inputs → 400; other project → 404', async () => {
+      const later = new Date(Date.now() + 60_000).toISOString();
+      const none = await server.fhir('GET', `/Patient/${patient}/$everything?_since=${encodeURIComponent(later)}`);
+      assert.equal(none.status, 200, none.text);
+      assert.equal(none.body.total, 0);
+      const since = await server.fhir('GET', `/Patient/${patient}/$everything?_since=2000-01-01`);
+      assert.equal(since.body.total, 6);
+      const bad = await server.fhir('GET', `/Patient/${patient}/$everything?_since=yesterday`);
+      assert.equal(bad.status, 400);
+      assert.equal(ooText(bad.body), "Invalid value 'yesterday' for _since");
+      const type = await server.fhir('GET', `/Patient/${patient}/$everything?_type=ValueSet`);
+      assert.equal(type.status, 400);
+      assert.equal(ooText(type.body), 'Resource type ValueSet is not in the Patient compartment');
+      const count = await server.fhir('GET', `/Patient/${patient}/$everything?_count=-1`);
+      assert.equal(count.status, 400);
+      const theirs = await server.fhir('POST', '/Patient', { token: other.adminToken, body: { resourceType: 'Patient' } });
+      assert.equal((await server.fhir('GET', `/Patient/${theirs.body.id}/$everything`)).status, 404);
+      assert.equal((await server.fhir('GET', '/Patient/$everything')).status, 404);
+    });
+
     test('the compartment path answers GET and HEAD only; other shapes name nothing', async () => {
       const post = await server.fhir('POST', `/Patient/${patient}/Observation`, { body: { resourceType: 'Observation' } });
       assert.equal(post.status, 405);

@@ -140,6 +140,10 @@ const OPERATION_INPUTS: Record<string, OperationInputs> = {
     own: { url: A_CM, system: A_CS, code: 'a1' },
     instance: { system: A_CS, code: 'a1' },
   },
+  // `$validate` is defined on Resource: asked on A's Patient (instance) and on Patient (type).
+  'Resource/$validate': {
+    instance: { mode: 'delete' },
+  },
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -269,6 +273,12 @@ const TABLE: Row[] = [
   // Instance level without a code: "no code" is checked before the instance, except by $lookup.
   [/^op CodeSystem\/\$lookup instance \w+ empty$/, { anonymous: 401, A: 400, otherAdmin: 404 }],
   [/^op (CodeSystem|ValueSet)\/\$(validate-code|subsumes) instance \w+ empty$/, { anonymous: 401, token: 400 }],
+  // $validate (docs/rest.md#validate): no resource → 400; on A's instance B's admin gets 404 first.
+  [/^op Resource\/\$validate type \w+ empty$/, { anonymous: 401, token: 400 }],
+  [/^op Resource\/\$validate instance \w+ empty$/, { anonymous: 401, A: 400, otherAdmin: 404 }],
+  [/^op Resource\/\$validate instance \w+ own$/, { anonymous: 401, A: 200, otherAdmin: 404 }, (res) => assert.equal(res.body?.issue?.[0]?.details?.text, 'All OK', res.text)],
+  // Patient/$everything (docs/rest.md#patient-everything) on A's patient.
+  [/^op Patient\/\$everything instance \w+ empty$/, { anonymous: 401, A: 200, otherAdmin: 404 }, (res) => assert.equal(res.body?.type, 'searchset', res.text)],
 ];
 
 /** What a route the table does not name must do. */
@@ -455,6 +465,17 @@ for (const driver of drivers) {
       // FHIR REST interactions.
       routes.push({ key: 'rest metadata', method: 'GET', path: '/fhir/R4/metadata', public: true, addressesA: false });
       routes.push({ key: 'rest metadata terminology', method: 'GET', path: '/fhir/R4/metadata?mode=terminology', public: true, addressesA: false });
+
+      // Compartment search on A's Patient: the patient itself is in its compartment (before the deletes).
+      routes.push({
+        key: 'rest compartment Patient',
+        method: 'GET',
+        path: `/fhir/R4/Patient/${t.Patient}/*`,
+        public: false,
+        addressesA: false,
+        target: { type: 'Patient', id: t.Patient },
+      });
+
       // Interaction by interaction (all deletes last), each on every type.
       const interactions: Array<[name: string, method: string, path: (type: string, id: string) => string]> = [
         ['create', 'POST', (type) => `/${type}`],
@@ -474,16 +495,6 @@ for (const driver of drivers) {
         }
       }
 
-      // Compartment search on A's Patient: the patient itself is in its compartment.
-      routes.push({
-        key: 'rest compartment Patient',
-        method: 'GET',
-        path: `/fhir/R4/Patient/${t.Patient}/*`,
-        public: false,
-        addressesA: false,
-        target: { type: 'Patient', id: t.Patient },
-      });
-
       // Operations, at every level their definition declares.
       for (const def of server.app.operations.definitions()) {
         const types = (def.resource ?? []) as string[];
@@ -495,7 +506,9 @@ for (const driver of drivers) {
         }
         for (const { level, type } of levels) {
           const inputs = OPERATION_INPUTS[`${type}/$${def.code}`] ?? {};
-          const base = level === 'system' ? '' : level === 'type' ? `/${type}` : `/${type}/${await instanceOf(type!)}`;
+          // Operations on every type (`Resource`) are asked on Patient.
+          const pathType = type === 'Resource' || type === 'DomainResource' ? 'Patient' : type;
+          const base = level === 'system' ? '' : level === 'type' ? `/${pathType}` : `/${pathType}/${await instanceOf(type!)}`;
           const name = level === 'system' ? `$${def.code}` : `${type}/$${def.code}`;
           const variants: Array<[string, Inputs]> =
             level === 'instance'

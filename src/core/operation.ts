@@ -41,6 +41,12 @@ export interface Operation {
    * (docs/operations.md#routes: the terminology operations are answered on `[base]/Type/<id>/$op`).
    */
   alsoInstance?: boolean;
+  /**
+   * A resource-typed input the handler validates itself (docs/operations.md#post), e.g.
+   * `$validate`'s `resource`: the framework does not validate the resource it carries, and a
+   * POST body that is a resource other than Parameters is taken as this input.
+   */
+  resourceInput?: string;
 }
 
 /** Where a `$code` request points: `[base]/$code`, `[base]/Type/$code` or `[base]/Type/id/$code`. */

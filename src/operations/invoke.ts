@@ -6,6 +6,16 @@ import { paramsOf } from './params.js';
 import { inputFromParameters } from './parameters-input.js';
 import { buildInput } from './parse-input.js';
 import { parseQueryInput } from './query-input.js';
+import { isObject } from '../fhir/json.js';
+
+/** The input of a POST: a Parameters body, or (for `resourceInput`, docs/operations.md#post) a bare resource. */
+function postedInput(operation: Operation, body: unknown): OperationValues {
+  const { definition, resourceInput } = operation;
+  if (resourceInput !== undefined && isObject(body) && typeof body.resourceType === 'string' && body.resourceType !== 'Parameters') {
+    return buildInput(paramsOf(definition.parameter, 'in'), [{ name: resourceInput, resource: body }]);
+  }
+  return inputFromParameters(definition, body, resourceInput);
+}
 
 /**
  * Runs one invocation of a resolved operation: reads the input from the query (GET) or the
@@ -18,7 +28,7 @@ export async function invokeOperation(req: FhirRequest, operation: Operation, ta
   const method = req.method === 'HEAD' ? 'GET' : req.method;
   let input: OperationValues;
   if (method === 'GET') input = buildInput(paramsOf(definition.parameter, 'in'), parseQueryInput(definition, req.query));
-  else if (method === 'POST') input = inputFromParameters(definition, req.body);
+  else if (method === 'POST') input = postedInput(operation, req.body);
   else {
     const allowed = definition.affectsState === true ? ['POST'] : ['GET', 'HEAD', 'POST'];
     throw methodNotAllowed(req.method, allowed, `Operation $${definition.code} cannot be invoked with ${req.method}`);

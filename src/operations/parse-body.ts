@@ -17,7 +17,7 @@ const MAX_ISSUES = 20;
  * StructureDefinition check (JSON types, primitive formats, nested datatypes and resources), so
  * handlers only ever see well-formed values. Every problem is a 400, never a throw of another kind.
  */
-export function parseParametersBody(input: unknown): InputEntry[] {
+export function parseParametersBody(input: unknown, unvalidated?: string): InputEntry[] {
   if (!isObject(input) || input.resourceType !== 'Parameters') throw badRequest('Expected a Parameters resource');
   const body = lenientBooleans(input, 0);
   // FHIR JSON forbids empty arrays, but `"parameter": []` is a common way of saying "no input".
@@ -25,7 +25,8 @@ export function parseParametersBody(input: unknown): InputEntry[] {
   const issues: OperationOutcomeIssue[] = [];
   checkEntries(body.parameter, 'Parameters.parameter', 0, issues);
   if (issues.length > 0) throw new FhirError(400, issues);
-  const problems = validateResource(body).filter((p) => !isMissingInsideResource(p));
+  const skipped = unvalidatedPaths(body.parameter, unvalidated);
+  const problems = validateResource(body).filter((p) => !isMissingInsideResource(p) && !(p.expression ?? []).some((e) => skipped.some((s) => e === s || e.startsWith(`${s}.`))));
   if (problems.length > 0) throw new FhirError(400, problems);
   return toEntries(body.parameter, 'Parameters.parameter');
 }
@@ -52,6 +53,15 @@ function lenientBooleans(parameters: Record<string, unknown>, depth: number): Re
   const body = { ...parameters };
   if (body.parameter !== undefined) body.parameter = fix(body.parameter, 0);
   return body;
+}
+
+/**
+ * Paths of the resources of the top-level `name` entries (`Parameters.parameter[<i>].resource`):
+ * the operation validates them itself (Operation.resourceInput).
+ */
+function unvalidatedPaths(list: unknown, name: string | undefined): string[] {
+  if (name === undefined || !Array.isArray(list)) return [];
+  return list.flatMap((entry, i) => (isObject(entry) && entry.name === name ? [`Parameters.parameter[${i}].resource`] : []));
 }
 
 /**

@@ -4,6 +4,8 @@ import type { Bundle, BundleEntry, OperationOutcome, Resource } from '@medplum/f
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import { isObject } from '../fhir/json.js';
 import type { ResourceRepository } from '../core/repository.js';
+import type { ResourceValidator } from '../core/validation.js';
+import { resourceTypesIn } from '../fhir/validation/bindings.js';
 import { FhirError, badRequest, internalError, preconditionFailed } from '../fhir/outcome.js';
 import { conditionalMatches, conditionalQuery, ifNoneExistParams } from './conditional.js';
 import { createResource } from './crud.js';
@@ -11,6 +13,8 @@ import { versionHeaders } from './headers.js';
 
 type JsonObject = Record<string, unknown>;
 type Route = (req: FhirRequest) => Promise<FhirResult>;
+/** The router, with the validator its interactions use (a transaction's answers from memory). */
+type RouteWith = (validator: ResourceValidator) => Route;
 
 /** FHIR processing order of a transaction (http.html#trules): DELETE, POST, PUT/PATCH, GET/HEAD. */
 const ORDER: Record<string, number> = { DELETE: 0, POST: 1, PUT: 2, PATCH: 2, GET: 3, HEAD: 3 };
@@ -36,7 +40,7 @@ interface EntryRequest {
  * - `batch`: entries run one by one, each on its own; a failure is that entry's OperationOutcome.
  * Each entry goes through the same interactions as a plain request (`route`).
  */
-export async function bundleInteraction(req: FhirRequest, route: Route, maxEntries: number): Promise<FhirResult> {
+export async function bundleInteraction(req: FhirRequest, routeWith: RouteWith, maxEntries: number, validator: ResourceValidator): Promise<FhirResult> {
   const body = req.body;
   if (body === undefined) throw badRequest('Request body is empty: expected a Bundle of type batch or transaction');
   if (!isObject(body) || body.resourceType !== 'Bundle') throw badRequest('Expected a Bundle of type batch or transaction');
@@ -56,7 +60,7 @@ export async function bundleInteraction(req: FhirRequest, route: Route, maxEntri
     for (let i = 0; i < rawEntries.length; i++) {
       try {
         const entry = parseEntry(rawEntries[i], i, base, false);
-        entries.push(responseEntry(await route(entryRequest(req, entry, req.ctx.repo))));
+        entries.push(responseEntry(await routeWith(validator)(entryRequest(req, entry, req.ctx.repo))));
       } catch (err) {
         if (!(err instanceof FhirError)) throw err;
         entries.push({ response: { status: statusLine(err.status), outcome: err.outcome } });
@@ -78,6 +82,11 @@ export async function bundleInteraction(req: FhirRequest, route: Route, maxEntri
     if (fullUrls.has(e.fullUrl)) throw badRequest(`Bundle.entry[${e.index}]: duplicate fullUrl '${e.fullUrl}'`);
     fullUrls.add(e.fullUrl);
   }
+  // Entries are validated inside the transaction: what validation needs is loaded first.
+  const inTransaction = await validator.prepare([
+    ...new Set(parsed.flatMap((e) => (e.type && (e.resource || e.method === 'PATCH') ? [e.type, ...resourceTypesIn(e.resource)] : []))),
+  ]);
+  const route = routeWith(inTransaction);
   const responses = await req.ctx.repo.transaction(async (repo) => {
     const out: BundleEntry[] = new Array<BundleEntry>(parsed.length);
     const { ids, existing } = await resolveTargets(repo, parsed);
@@ -93,7 +102,7 @@ export async function bundleInteraction(req: FhirRequest, route: Route, maxEntri
         if (entry.method === 'POST' && entry.type && !entry.path.slice(1).includes('/')) {
           const id = entry.fullUrl !== undefined ? ids.get(entry.fullUrl)?.split('/')[1] : undefined;
           delete entryReq.headers['if-none-exist']; // already resolved under the lock, above
-          return responseEntry(await createResource(entryReq, entry.type, { id }));
+          return responseEntry(await createResource(entryReq, entry.type, inTransaction, { id }));
         }
         return responseEntry(await route(entryReq));
       });

@@ -1,17 +1,17 @@
 import type { Resource } from '@medplum/fhirtypes';
 import { badRequest, conflict, informational, FhirError, issue, preconditionFailed } from '../fhir/outcome.js';
-import { validateResource } from '../fhir/validation/validate-resource.js';
 import { parseIfMatch, versionHeaders } from './headers.js';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import type { UpdateResult } from '../core/repository.js';
+import type { ResourceValidator } from '../core/validation.js';
 import { conditionalQuery, ifNoneExistParams, singleMatch } from './conditional.js';
 
 /**
  * POST [base]/Type → 201 with Location/ETag. A client-supplied id is ignored, even one that is
  * not a valid id (FHIR R4 http.html#create: "If an id is provided, the server SHALL ignore it").
  */
-export async function createResource(req: FhirRequest, type: string, options: { id?: string } = {}): Promise<FhirResult> {
-  const resource = checkedBody(req, type, { ignoreId: true });
+export async function createResource(req: FhirRequest, type: string, validator: ResourceValidator, options: { id?: string } = {}): Promise<FhirResult> {
+  const resource = await checkedBody(req, type, validator, { ignoreId: true });
   const criteria = ifNoneExistParams(type, req.headers['if-none-exist']);
   if (!criteria) return written(req, await req.ctx.repo.create(resource, options), 201, true);
   // Conditional create (http.html#ccreate): search and create in one transaction, under the
@@ -29,8 +29,8 @@ export async function createResource(req: FhirRequest, type: string, options: { 
  * PUT [base]/Type?search (http.html#cond-update): no match → create (with the body's id when
  * it has one and that id is free), one match → update it, several → 412 `Multiple matches`.
  */
-export async function conditionalUpdate(req: FhirRequest, type: string): Promise<FhirResult> {
-  const resource = checkedBody(req, type);
+export async function conditionalUpdate(req: FhirRequest, type: string, validator: ResourceValidator): Promise<FhirResult> {
+  const resource = await checkedBody(req, type, validator);
   const query = conditionalQuery(type, req.query, 'Conditional update');
   const ifMatch = parseIfMatch(req.headers['if-match']);
   const { resource: stored, created } = await req.ctx.repo.transaction(async (repo): Promise<UpdateResult> => {
@@ -71,8 +71,8 @@ export async function readVersion(req: FhirRequest, type: string, id: string, vi
 }
 
 /** PUT [base]/Type/id → 200 (update) or 201 (create with the client's id). */
-export async function updateResource(req: FhirRequest, type: string, id: string): Promise<FhirResult> {
-  const resource = checkedBody(req, type);
+export async function updateResource(req: FhirRequest, type: string, id: string, validator: ResourceValidator): Promise<FhirResult> {
+  const resource = await checkedBody(req, type, validator);
   if (resource.id !== id) throw badRequest('Resource ID does not match URL', `${type}.id`);
   const { resource: stored, created } = await req.ctx.repo.update(resource, { ifMatch: parseIfMatch(req.headers['if-match']) });
   return written(req, stored, created ? 201 : 200, created);
@@ -84,8 +84,8 @@ export async function deleteResource(req: FhirRequest, type: string, id: string)
   return { status: 200, body: informational('Deleted') };
 }
 
-/** The body of a create/update: a JSON object of the URL's type that passes validation. */
-function checkedBody(req: FhirRequest, type: string, options: { ignoreId?: boolean } = {}): Resource {
+/** The body of a create/update: a JSON object of the URL's type that passes validation (docs/rest.md#validation). */
+async function checkedBody(req: FhirRequest, type: string, validator: ResourceValidator, options: { ignoreId?: boolean } = {}): Promise<Resource> {
   const body = req.body as Record<string, unknown> | undefined;
   if (body === undefined) throw badRequest(`Request body is empty: expected a ${type} resource`);
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('Expected a JSON object resource');
@@ -97,7 +97,7 @@ function checkedBody(req: FhirRequest, type: string, options: { ignoreId?: boole
     const { id: _ignored, ...rest } = body;
     resource = rest;
   }
-  const problems = validateResource(resource);
+  const problems = await validator.validate(resource);
   if (problems.length > 0) throw new FhirError(400, problems);
   return resource as unknown as Resource;
 }

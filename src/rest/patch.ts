@@ -4,10 +4,11 @@ import r4 from 'fhirpath/fhir-context/r4';
 import type { Resource } from '@medplum/fhirtypes';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import type { UpdateResult } from '../core/repository.js';
+import type { ResourceValidator } from '../core/validation.js';
+import { resourceTypesIn } from '../fhir/validation/bindings.js';
 import { structureDefinitionMap } from '../fhir/definitions.js';
 import { isObject } from '../fhir/json.js';
 import { FhirError, badRequest, issue, notFound, preconditionFailed } from '../fhir/outcome.js';
-import { validateResource } from '../fhir/validation/validate-resource.js';
 import { conditionalQuery, singleMatch } from './conditional.js';
 import { written } from './crud.js';
 import { parseIfMatch } from './headers.js';
@@ -21,9 +22,13 @@ type JsonObject = Record<string, unknown>;
  * Patch (a Parameters body). The patched resource is validated and stored like an update, in
  * one transaction with the read it was computed from; `If-Match` names the version patched.
  */
-export async function patchInteraction(req: FhirRequest, type: string, id: string | undefined): Promise<FhirResult> {
+export async function patchInteraction(req: FhirRequest, type: string, id: string | undefined, validator: ResourceValidator): Promise<FhirResult> {
   const apply = parsePatch(req.body);
   const ifMatch = parseIfMatch(req.headers['if-match']);
+  // The validation below runs inside the transaction: load what it needs first (the types of
+  // the resource, of its contained resources and of any resource the patch adds).
+  const stored = id !== undefined ? await req.ctx.repo.tryRead(type, id) : undefined;
+  const inTransaction = await validator.prepare([type, ...resourceTypesIn(stored), ...resourceTypesIn(req.body)]);
   const { resource } = await req.ctx.repo.transaction(async (repo): Promise<UpdateResult> => {
     let targetId = id;
     if (targetId === undefined) {
@@ -38,7 +43,7 @@ export async function patchInteraction(req: FhirRequest, type: string, id: strin
     if (!isObject(patched)) throw badRequest('Patch result is not a resource');
     if (patched.resourceType !== type) throw badRequest('Patch must not change resourceType', 'resourceType');
     if (patched.id !== targetId) throw badRequest('Patch must not change id', `${type}.id`);
-    const problems = validateResource(patched);
+    const problems = await inTransaction.validate(patched);
     if (problems.length > 0) throw new FhirError(400, problems);
     return repo.update(patched as unknown as Resource, { ifMatch: version });
   });

@@ -1,6 +1,7 @@
 import { isResourceType } from '../fhir/definitions.js';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import type { OperationCall, OperationDispatcher } from '../core/operation.js';
+import type { ResourceValidator } from '../core/validation.js';
 import { FhirError, badRequest, issue, methodNotAllowed, notFound } from '../fhir/outcome.js';
 import { primitiveCheck } from '../fhir/validation/primitives.js';
 import { conditionalDelete, conditionalUpdate, createResource, deleteResource, readResource, readVersion, updateResource } from './crud.js';
@@ -19,12 +20,13 @@ export interface FhirRouterOptions {
   bundleMaxEntries: number;
   /** `GET [base]/metadata?mode=terminology` (the terminology feature answers it). */
   terminologyCapabilities: TerminologyCapabilitiesSource;
+  /** Validation of written resources: structure and required bindings (docs/rest.md#validation). */
+  validator: ResourceValidator;
 }
 
 /** The FHIR router over the interactions below and the given operations. */
 export function createFhirRouter(operations: OperationDispatcher, options: FhirRouterOptions): FhirRouter {
-  const router: FhirRouter = (req) => routeFhirRequest(req, operations, options, router);
-  return router;
+  return (req) => routeFhirRequest(req, operations, options);
 }
 
 /**
@@ -35,23 +37,27 @@ export function createFhirRouter(operations: OperationDispatcher, options: FhirR
  * URL does not support is 405 (with `Allow`), an id that is not a FHIR id is 400 — so the
  * storage layer never sees a key that cannot exist.
  */
-async function routeFhirRequest(req: FhirRequest, operations: OperationDispatcher, options: FhirRouterOptions, self: FhirRouter): Promise<FhirResult> {
+async function routeFhirRequest(req: FhirRequest, operations: OperationDispatcher, options: FhirRouterOptions): Promise<FhirResult> {
   const segments = pathSegments(req.path);
   const method = req.method === 'HEAD' ? 'GET' : req.method;
   const [first, second, third, fourth] = segments;
   checkMethod(req.method, segments); // from here on the path has one of the shapes `classify` accepts
 
-  if (segments.length === 0) return bundleInteraction(req, self, options.bundleMaxEntries);
+  if (segments.length === 0) {
+    // Bundle entries run through this router again, with the validator the Bundle chooses.
+    const routeWith = (validator: ResourceValidator): FhirRouter => (entry) => routeFhirRequest(entry, operations, { ...options, validator });
+    return bundleInteraction(req, routeWith, options.bundleMaxEntries, options.validator);
+  }
   if (segments.length === 1 && first === '_history') return historyInteraction(req, undefined);
   if (segments.length === 1 && first === 'metadata') return metadataInteraction(req, operations, options.terminologyCapabilities);
   if (first?.startsWith('$')) return operations.dispatch(req, { code: first.slice(1) });
   const type = first;
   if (segments.length === 1) {
     if (method === 'GET') return searchInteraction(req, type);
-    if (method === 'PUT') return conditionalUpdate(req, type);
+    if (method === 'PUT') return conditionalUpdate(req, type, options.validator);
     if (method === 'DELETE') return conditionalDelete(req, type);
-    if (method === 'PATCH') return patchInteraction(req, type, undefined);
-    return createResource(req, type);
+    if (method === 'PATCH') return patchInteraction(req, type, undefined, options.validator);
+    return createResource(req, type, options.validator);
   }
   if (segments.length === 2 && second.startsWith('$')) return operations.dispatch(req, { code: second.slice(1), resourceType: type });
   if (segments.length === 2 && second === '_search') return searchInteraction(req, type);
@@ -64,8 +70,8 @@ async function routeFhirRequest(req: FhirRequest, operations: OperationDispatche
   if (segments.length === 3) return historyInteraction(req, type, second);
   if (segments.length === 4) return readVersion(req, type, second, fourth);
   if (method === 'GET') return readResource(req, type, second);
-  if (method === 'PUT') return updateResource(req, type, second);
-  if (method === 'PATCH') return patchInteraction(req, type, second);
+  if (method === 'PUT') return updateResource(req, type, second, options.validator);
+  if (method === 'PATCH') return patchInteraction(req, type, second, options.validator);
   return deleteResource(req, type, second);
 }
 

@@ -3,6 +3,7 @@ import { isResourceType, structureDefinitionMap } from '../fhir/definitions.js';
 import { badRequest } from '../fhir/outcome.js';
 import { inCompartment } from '../storage/search/query/compartment.js';
 import type { SearchQuery } from '../core/repository.js';
+import type { RequestContext } from '../core/context.js';
 import { bundle, fullUrl, pageLinks } from './bundle.js';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 
@@ -22,7 +23,7 @@ const ALWAYS_KEPT = ['resourceType', 'id', 'meta'];
  */
 export async function searchInteraction(req: FhirRequest, type: string): Promise<FhirResult> {
   const params = [...req.query, ...formParams(req.body)].filter(([k]) => !FORMAT_PARAMS.has(k));
-  return { status: 200, body: await searchBundle(req, { resourceType: type, params }, `${req.ctx.fhirBaseUrl}/${type}`) };
+  return { status: 200, body: await searchBundle(req.ctx, { resourceType: type, params }, `${req.ctx.fhirBaseUrl}/${type}`) };
 }
 
 /**
@@ -44,7 +45,7 @@ export async function compartmentSearchInteraction(req: FhirRequest, compartment
   }
   const url = `${req.ctx.fhirBaseUrl}/${compartmentType}/${id}/${type}`;
   const linkParams = req.query.filter(([k]) => !FORMAT_PARAMS.has(k));
-  return { status: 200, body: await searchBundle(req, { resourceType: type, params, compartment }, url, linkParams) };
+  return { status: 200, body: await searchBundle(req.ctx, { resourceType: type, params, compartment }, url, linkParams) };
 }
 
 /** `_type` values of a compartment search: resource types of the compartment, else 400. */
@@ -57,10 +58,10 @@ export function checkedCompartmentTypes(types: string[]): string[] {
 }
 
 /** Runs `query` and answers the searchset Bundle, with paging links under `url` repeating `linkParams`. */
-export async function searchBundle(req: FhirRequest, query: SearchQuery, url: string, linkParams = query.params): Promise<Bundle> {
+export async function searchBundle(ctx: RequestContext, query: SearchQuery, url: string, linkParams = query.params): Promise<Bundle> {
   const { params } = query;
-  const result = await req.ctx.repo.search(query);
-  const base = req.ctx.fhirBaseUrl;
+  const result = await ctx.repo.search(query);
+  const base = ctx.fhirBaseUrl;
   const shape = shaper(params);
   return bundle(
     'searchset',

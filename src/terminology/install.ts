@@ -3,6 +3,9 @@ import type { AppRoute } from '../core/app-route.js';
 import type { RequestContext } from '../core/context.js';
 import type { FeatureEnv } from '../core/feature.js';
 import type { OperationRegistry } from '../core/operation.js';
+import type { ResourceRepository } from '../core/repository.js';
+import type { BindingChecker } from '../core/validation.js';
+import { createBindingChecker } from './binding-checker.js';
 import { preloadBaseTerminology } from './base-terminology.js';
 import { terminologyCapabilities, type Software } from './capabilities.js';
 import { batchValidateCodeOperation } from './operations/batch-validate-code.js';
@@ -28,14 +31,18 @@ export interface TerminologyFeature {
   capabilities: (ctx: RequestContext, software: Software) => Promise<TerminologyCapabilities>;
   /** Its non-FHIR routes: `POST /admin/terminology/import` (import-route.ts). */
   routes: AppRoute[];
+  /** The codes of bound value sets, for resource validation (binding-checker.ts). */
+  bindings: BindingChecker;
 }
 
 /**
  * Wires the terminology feature: the terminology operations, the import route (returned), the pruning of request-scoped
  * indexes and the base R4 terminologies (`config.baseTerminology`). The index hooks on
  * CodeSystem/ValueSet writes are part of the repository from the start (`terminologyHooks`, app.ts).
+ * Returns the binding checker resource validation uses (`shared`: a repository that sees only
+ * the shared content, where the bound value sets are resolved).
  */
-export function installTerminology(env: FeatureEnv, registry: OperationRegistry): TerminologyFeature {
+export function installTerminology(env: FeatureEnv, registry: OperationRegistry, shared: ResourceRepository): TerminologyFeature {
   registry.register(lookupOperation(env));
   const validateCode = valueSetValidateCodeOperation(env);
   registry.register(validateCode);
@@ -84,5 +91,6 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry)
   return {
     capabilities: (ctx, software) => terminologyCapabilities(env, ctx, software, registry.definitions()),
     routes: [importRoute(env)],
+    bindings: createBindingChecker(env, shared),
   };
 }

@@ -25,6 +25,8 @@ export interface ChildElement {
   readonly primitive?: PrimitiveCheck;
   /** True when the value is a resource (`contained`, `Bundle.entry.resource`, …). */
   readonly resource: boolean;
+  /** The ValueSet canonical of a `required` binding, for `code`, `Coding` and `CodeableConcept` elements. */
+  readonly binding?: string;
   /** Resolves the nested object's node (complex types, backbone elements, content references). */
   node(): ObjectNode | undefined;
 }
@@ -50,6 +52,9 @@ interface MutableNode extends ObjectNode {
   readonly required: RequiredElement[];
   readonly choices: Map<string, string[]>;
 }
+
+/** Types whose `required` bindings validation checks (docs/rest.md#validation). */
+const BOUND_TYPES = new Set(['code', 'Coding', 'CodeableConcept']);
 
 const SYSTEM_PREFIX = 'http://hl7.org/fhirpath/System.';
 const FHIR_TYPE_EXT = 'http://hl7.org/fhir/StructureDefinition/structuredefinition-fhir-type';
@@ -107,6 +112,7 @@ function addElement(
   const max = el.max === '*' || el.max === undefined ? Infinity : Number(el.max);
   const array = max > 1;
   const keys: string[] = [];
+  const binding = el.binding?.strength === 'required' ? el.binding.valueSet : undefined;
   if (el.contentReference) {
     // e.g. Questionnaire.item.item → #Questionnaire.item: same shape as the referenced element.
     const target = el.contentReference.slice(el.contentReference.indexOf('#') + 1);
@@ -118,14 +124,14 @@ function addElement(
     for (const t of el.type ?? []) {
       const type = typeCode(t);
       const key = base + type.charAt(0).toUpperCase() + type.slice(1);
-      parent.children.set(key, makeChild(key, name, min, max, array, type, undefined));
+      parent.children.set(key, makeChild(key, name, min, max, array, type, undefined, binding));
       keys.push(key);
     }
     parent.choices.set(base, keys);
   } else {
     // Resource.id is typed System.String in the R4 snapshots; its value space is `id`.
     const type = atRoot && name === 'id' && sd.kind === 'resource' ? 'id' : typeCode(el.type?.[0]);
-    parent.children.set(name, makeChild(name, name, min, max, array, type, inline));
+    parent.children.set(name, makeChild(name, name, min, max, array, type, inline, binding));
     keys.push(name);
   }
   if (min > 0) parent.required.push({ name, keys });
@@ -139,11 +145,13 @@ function makeChild(
   array: boolean,
   type: string,
   inline: ObjectNode | undefined,
+  binding: string | undefined,
 ): ChildElement {
   const resource = type === 'Resource' || structureDefinition(type)?.kind === 'resource';
   const primitive = inline || resource ? undefined : primitiveCheck(type);
   const node = inline ? () => inline : () => typeNode(type);
-  return { key, name, min, max, array, type, primitive, resource, node };
+  const child: ChildElement = { key, name, min, max, array, type, primitive, resource, node };
+  return binding && BOUND_TYPES.has(type) ? { ...child, binding } : child;
 }
 
 /** The FHIR type code of an element type, mapping FHIRPath System types back to FHIR primitives. */

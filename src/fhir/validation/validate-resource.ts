@@ -30,7 +30,7 @@ class Context {
 /**
  * Validates a resource (parsed JSON) against the R4 StructureDefinition of its type.
  * Returns one issue per problem (empty = valid). Structural only: element names, JSON types,
- * cardinality and primitive formats; FHIRPath invariants and terminology bindings are not checked.
+ * cardinality and primitive formats; FHIRPath invariants are not checked; required bindings are checked by bindings.ts (docs/rest.md#validation).
  * Never throws; at most {@link MAX_ISSUES} issues.
  */
 export function validateResource(resource: unknown): OperationOutcomeIssue[] {

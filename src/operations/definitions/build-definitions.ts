@@ -268,6 +268,28 @@ function codeSystemImport(): OperationDefinition {
   };
 }
 
+/**
+ * `$validate` (docs/rest.md#validate): the R4 definition without `profile` (validation is
+ * against the base StructureDefinitions only, so a nominated profile could not be honoured).
+ */
+function resourceValidate(): OperationDefinition {
+  const def = standard('Resource-validate');
+  def.parameter = (def.parameter ?? []).filter((p) => p.name !== 'profile');
+  return def;
+}
+
+/**
+ * `Patient/$everything` (docs/rest.md#patient-everything): instance level only (one patient), without
+ * `start`/`end` (care-date filtering is not implemented); `_since`, `_type`, `_count`, `_offset` page
+ * the compartment.
+ */
+function patientEverything(): OperationDefinition {
+  const def = standard('Patient-everything');
+  def.type = false;
+  def.parameter = (def.parameter ?? []).filter((p) => p.name !== 'start' && p.name !== 'end');
+  return def;
+}
+
 /** Every generated definition, by id (= file name without `.json`). */
 export function buildDefinitions(): Record<string, OperationDefinition> {
   return {
@@ -280,6 +302,8 @@ export function buildDefinitions(): Record<string, OperationDefinition> {
     'ConceptMap-translate': translate(),
     'ValueSet-batch-validate-code': batchValidateCode(),
     'CapabilityStatement-versions': versions(),
+    'Resource-validate': resourceValidate(),
+    'Patient-everything': patientEverything(),
   };
 }
 

@@ -6,6 +6,8 @@ import codeSystemImport from './CodeSystem-import.json' with { type: 'json' };
 import codeSystemLookup from './CodeSystem-lookup.json' with { type: 'json' };
 import codeSystemSubsumes from './CodeSystem-subsumes.json' with { type: 'json' };
 import codeSystemValidateCode from './CodeSystem-validate-code.json' with { type: 'json' };
+import patientEverything from './Patient-everything.json' with { type: 'json' };
+import resourceValidate from './Resource-validate.json' with { type: 'json' };
 import valueSetExpand from './ValueSet-expand.json' with { type: 'json' };
 import valueSetValidateCode from './ValueSet-validate-code.json' with { type: 'json' };
 
@@ -23,6 +25,8 @@ const DEFINITIONS = {
   'ConceptMap-translate': conceptMapTranslate,
   'ValueSet-batch-validate-code': valueSetBatchValidateCode,
   'CapabilityStatement-versions': capabilityStatementVersions,
+  'Resource-validate': resourceValidate,
+  'Patient-everything': patientEverything,
 } as const;
 
 /** Ids of the shipped definitions. */

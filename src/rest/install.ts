@@ -1,0 +1,13 @@
+import type { OperationRegistry } from '../core/operation.js';
+import type { ResourceValidator } from '../core/validation.js';
+import { everythingOperation } from './operations/everything.js';
+import { validateOperation } from './operations/validate.js';
+
+/**
+ * Registers the operations of the REST layer (docs/rest.md#validate, docs/rest.md#patient-everything):
+ * `$validate` on every type (with the same validator as create and update) and `Patient/$everything`.
+ */
+export function installRest(registry: OperationRegistry, validator: ResourceValidator): void {
+  registry.register(validateOperation(validator));
+  registry.register(everythingOperation());
+}

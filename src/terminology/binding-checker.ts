@@ -1,0 +1,118 @@
+import { EventEmitter } from 'node:events';
+import type { ValueSetExpansionContains } from '@medplum/fhirtypes';
+import type { Queryable } from '../core/database.js';
+import type { ResourceRepository } from '../core/repository.js';
+import type { BindingChecker, ValueSetCodes } from '../core/validation.js';
+import { parseLanguages } from './display.js';
+import { expandValueSet } from './expand.js';
+import { resolveCodeSystem, resolveValueSet } from './resolve.js';
+import type { TermContext, TerminologyEnv } from './types.js';
+import { parseVersionRules } from './versions.js';
+
+/** NOTIFY channel on which every node hears that a CodeSystem or ValueSet changed. */
+const CHANNEL = 'lattice_terminology';
+/** This process's own changes, heard at once (the NOTIFY arrives asynchronously). */
+const localChanges = new EventEmitter().setMaxListeners(0);
+
+/** Inside a CodeSystem/ValueSet write transaction: every node drops its binding codes (at commit). */
+export async function announceTerminologyChange(tx: Queryable): Promise<void> {
+  await tx.query('SELECT pg_notify($1, $2)', [CHANNEL, 'changed']);
+  localChanges.emit('change');
+}
+
+/**
+ * The codes of the value sets that `required` bindings name (docs/rest.md#validation), for
+ * resource validation. Each value set is resolved among the shared content (`shared` sees
+ * nothing else; base R4 value sets are loaded on first use) and expanded once with the engine's
+ * own `$expand`; the codes stay in memory — no database read once seen — until any CodeSystem or
+ * ValueSet is written on any node (NOTIFY on `lattice_terminology`, as for memberships). A value
+ * set that cannot be resolved or fully expanded (unknown or incomplete code systems, too large)
+ * gives undefined: not checked.
+ */
+export function createBindingChecker(env: TerminologyEnv & { onClose(fn: () => void): void }, shared: ResourceRepository): BindingChecker {
+  const cache = new Map<string, ValueSetCodes | undefined>();
+  let generation = 0;
+  const invalidate = () => {
+    generation++;
+    cache.clear();
+  };
+  localChanges.on('change', invalidate);
+  env.onClose(() => localChanges.off('change', invalidate));
+  const listening = env.db.listen(CHANNEL, invalidate).catch((err: unknown) => env.log.error({ err }, 'terminology: cannot listen for changes'));
+  return {
+    async codesOf(valueSets) {
+      await listening;
+      const out = new Map<string, ValueSetCodes | undefined>();
+      for (const canonical of new Set(valueSets)) {
+        if (cache.has(canonical)) {
+          out.set(canonical, cache.get(canonical));
+          continue;
+        }
+        // A change heard while expanding may have made the answer stale: expand again (resolving a
+        // base value set the first time stores it, which is such a change); keep only a stable answer.
+        let codes: ValueSetCodes | undefined;
+        for (let attempt = 0; attempt < 3; attempt++) {
+          const seen = generation;
+          codes = await expandCodes(env, shared, canonical);
+          if (seen === generation) {
+            cache.set(canonical, codes);
+            break;
+          }
+        }
+        out.set(canonical, codes);
+      }
+      return out;
+    },
+  };
+}
+
+async function expandCodes(env: TerminologyEnv, shared: ResourceRepository, canonical: string): Promise<ValueSetCodes | undefined> {
+  const tc: TermContext = {
+    db: env.db,
+    repo: shared,
+    env,
+    log: env.log,
+    inlineCodeSystems: [],
+    inlineValueSets: [],
+    supplements: [],
+    memo: new Map(),
+    versionRules: parseVersionRules({}),
+  };
+  try {
+    const vs = await resolveValueSet(tc, canonical);
+    if (!vs) return undefined;
+    const expanded = await expandValueSet(tc, vs, {
+      offset: 0,
+      count: undefined,
+      filter: undefined,
+      activeOnly: false,
+      includeDesignations: false,
+      includeDefinition: false,
+      languages: parseLanguages(undefined),
+      echo: [],
+    });
+    // Codes of a code system the server holds only in part (not-present, fragment, example) are unknown, not invalid.
+    for (const p of expanded.expansion?.parameter ?? []) {
+      if (p.name !== 'used-codesystem' || !p.valueUri) continue;
+      const cs = await resolveCodeSystem(tc, p.valueUri);
+      if (cs?.content !== 'complete') return undefined;
+    }
+    const pairs = new Set<string>();
+    const codes = new Set<string>();
+    const walk = (list: ValueSetExpansionContains[] | undefined) => {
+      for (const c of list ?? []) {
+        if (c.code) {
+          codes.add(c.code);
+          pairs.add(`${c.system ?? ''}|${c.code}`);
+        }
+        walk(c.contains);
+      }
+    };
+    walk(expanded.expansion?.contains);
+    if (codes.size === 0) return undefined;
+    return { has: (system, code) => (system === undefined ? codes.has(code) : pairs.has(`${system}|${code}`)) };
+  } catch (err) {
+    env.log.debug({ err, valueSet: canonical }, 'binding value set not checkable');
+    return undefined;
+  }
+}
