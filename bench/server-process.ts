@@ -63,16 +63,17 @@ async function waitFor(url: string, child: ChildProcess): Promise<void> {
 /** Polls `ok` (errors count as not yet) every 20 ms, for up to two minutes. */
 async function waitUntil(ok: () => Promise<boolean>, child: ChildProcess): Promise<void> {
   const deadline = Date.now() + 120_000;
+  let last = '';
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`process exited with ${child.exitCode}`);
     try {
       if (await ok()) return;
-    } catch {
-      /* not up yet */
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err); // not up yet
     }
     await new Promise((r) => setTimeout(r, 20));
   }
-  throw new Error('the server did not come up');
+  throw new Error(`the server did not come up: ${last}`);
 }
 
 function stopChild(child: ChildProcess): Promise<void> {

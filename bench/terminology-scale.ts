@@ -86,7 +86,11 @@ async function benchDriver(driver: 'pglite' | 'pg', model: SnomedLike, file: str
     const auth = { authorization: `Bearer ${token}` };
     const lookupPath = (i: number) => `/fhir/R4/CodeSystem/$lookup?system=${encodeURIComponent(SNOMED_LIKE_URL)}&code=${model.codes[i]}`;
     const t0 = performance.now();
-    server = await startLatticeProcess({ ...ADMIN_ENV, ...storage }, async (url) => (await fetch(url + lookupPath(1), { headers: auth })).status === 200);
+    server = await startLatticeProcess({ ...ADMIN_ENV, ...storage }, async (url) => {
+      const res = await fetch(url + lookupPath(1), { headers: auth });
+      if (res.status !== 200 && res.status !== 503) throw new Error(`first $lookup: ${res.status} ${(await res.text()).slice(0, 300)}`);
+      return res.status === 200;
+    });
     const firstLookupSeconds = (performance.now() - t0) / 1000;
     try {
       const ops = await loadOperations(server, model, auth, options);

@@ -7,8 +7,8 @@
 import { spawnSync } from 'node:child_process';
 import { build } from 'esbuild';
 
+// tsc writes its output also when it reports type errors; the build still fails at the end.
 const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], { stdio: 'inherit' });
-if (tsc.status !== 0) process.exit(tsc.status ?? 1);
 
 // The resource types, from 37 MB of StructureDefinitions: once here, not on every start.
 const { saveResourceTypes } = await import('../dist/src/fhir/definitions.js');
@@ -40,3 +40,5 @@ await build({
     ].join('\n'),
   },
 });
+
+if (tsc.status !== 0) process.exit(tsc.status ?? 1);

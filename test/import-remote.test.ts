@@ -45,7 +45,9 @@ for (const driver of drivers) {
     before(async () => {
       dir = mkdtempSync(join(tmpdir(), 'lattice-remote-'));
       const storage = driver === 'pg' ? { databaseUrl: await createTestDatabase() } : { dataDir: join(dir, 'data') };
-      server = await startServer(driver, storage);
+      // The first request builds the in-memory index; on a busy test machine that may exceed the
+      // default request time limit (docs/errors.md#database-limits).
+      server = await startServer(driver, { ...storage, env: { LATTICE_DB_STATEMENT_TIMEOUT: '0' } });
       project = await createProject(server, 'Remote import');
       model = generateSnomedLike(22_000); // above the staged-import threshold
       file = join(dir, 'snomed-like.ndjson');

@@ -36,7 +36,7 @@ describe('shipped OperationDefinitions', () => {
     assert.ok((loadDefinition('CodeSystem-lookup').parameter ?? []).length > 0);
   });
 
-  test('$lookup: R4 plus output definition after display, tx-resource/useSupplement and abstract', () => {
+  test('$lookup: R4 plus output definition after display, tx-resource/useSupplement, abstract, code, system, used-supplement', () => {
     const def = loadDefinition('CodeSystem-lookup');
     assert.equal(def.url, 'http://hl7.org/fhir/OperationDefinition/CodeSystem-lookup');
     const sig = signature(def);
@@ -53,9 +53,14 @@ describe('shipped OperationDefinitions', () => {
         'out designation 0..*',
         'out property 0..*',
         'out abstract 0..1 boolean',
+        'out code 0..1 code',
+        'out system 0..1 uri',
+        'out used-supplement 0..* canonical',
       ],
     );
     for (const p of ['in tx-resource 0..* Resource', 'in useSupplement 0..* canonical']) assert.ok(sig.includes(p), p);
+    const designation = def.parameter?.find((p) => p.use === 'out' && p.name === 'designation');
+    assert.deepEqual(designation?.part?.map((p) => p.name), ['language', 'use', 'value', 'source']);
   });
 
   for (const id of ['ValueSet-validate-code', 'CodeSystem-validate-code'] as const) {

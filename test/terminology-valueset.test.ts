@@ -90,6 +90,16 @@ const CASES: Array<[ValueSet, string[]]> = [
 const ALL = ['animal', 'mammal', 'dog', 'cat', 'bird', 'penguin', 'dodo'];
 
 /** An out-parameter of a Parameters body, by name. */
+/** The codes of a (nested) expansion, depth first. */
+function codesOf(contains: ValueSetExpansionContains[] | undefined): string[] {
+  return (contains ?? []).flatMap((c) => [c.code as string, ...codesOf(c.contains)]);
+}
+
+/** A nested expansion as `code(children…)` text, e.g. `animal(mammal(dog cat))`. */
+function tree(contains: ValueSetExpansionContains[] | undefined): string {
+  return (contains ?? []).map((c) => (c.contains ? `${c.code}(${tree(c.contains)})` : c.code)).join(' ');
+}
+
 function param(body: Parameters | undefined, name: string): ParametersParameter | undefined {
   return body?.parameter?.find((x) => x.name === name);
 }
@@ -144,7 +154,7 @@ for (const driver of drivers) {
         assert.equal(res.status, 200, res.text);
         assert.equal(res.body.resourceType, 'ValueSet');
         assert.equal(res.body.expansion.total, members.length);
-        assert.deepEqual((res.body.expansion.contains ?? []).map((c: ValueSetExpansionContains) => c.code).sort(), [...members].sort());
+        assert.deepEqual(codesOf(res.body.expansion.contains).sort(), [...members].sort());
       });
     }
 
@@ -199,7 +209,7 @@ for (const driver of drivers) {
       assert.equal(out(wrong.body, 'result'), false);
       assert.equal(
         out(wrong.body, 'message'),
-        `Wrong Display Name 'Wolf' for ${CS}#dog. Valid display is one of 2 choices: 'Dog' (en), 'Hund' (de) (for the language(s) '--')`,
+        `Wrong Display Name 'Wolf' for ${CS}#dog. Valid display is one of 2 choices: 'Dog' (en) or 'Hund' (de) (for the language(s) '--')`,
       );
       const de = await validate(url, 'dog', '&display=Dog&displayLanguage=de');
       assert.equal(out(de.body, 'result'), false);
@@ -324,9 +334,74 @@ for (const driver of drivers) {
       assert.deepEqual(filtered.body.expansion.contains.map((c: ValueSetExpansionContains) => c.code), ['penguin']);
       const de = await server.fhir('GET', `/ValueSet/$expand?url=${url}&filter=hu&displayLanguage=de&includeDesignations=true`);
       assert.equal(de.body.expansion.contains[0].display, 'Hund');
-      assert.equal(de.body.expansion.contains[0].designation[0].value, 'Hund');
+      // the designation that became the display is not repeated; the code system's display is listed instead
+      assert.deepEqual(
+        de.body.expansion.contains[0].designation.map((d: { language?: string; use?: { code?: string }; value: string }) => [d.language, d.use?.code, d.value]),
+        [['en', 'preferredForLanguage', 'Dog']],
+      );
       const inline = await post('/ValueSet/$expand', [{ name: 'valueSet', resource: vs('inline', inc([{ property: 'concept', op: '=', value: 'cat' }])) }]);
       assert.deepEqual(inline.body.expansion.contains.map((c: ValueSetExpansionContains) => c.code), ['cat']);
+    });
+
+    test('expand: nested by the hierarchy unless excludeNested; a dropped concept passes its children up', async () => {
+      const url = encodeURIComponent('http://example.org/fhir/ValueSet/whole');
+      const nestedRes = await server.fhir('GET', `/ValueSet/$expand?url=${url}`);
+      assert.equal(nestedRes.status, 200, nestedRes.text);
+      assert.equal(tree(nestedRes.body.expansion.contains), 'animal(mammal(dog cat) bird(penguin)) dodo');
+      assert.equal(nestedRes.body.expansion.total, 7);
+      assert.equal(nestedRes.body.expansion.offset, undefined, 'offset only when paging');
+      const flat = await server.fhir('GET', `/ValueSet/$expand?url=${url}&excludeNested=true`);
+      assert.equal(tree(flat.body.expansion.contains), 'animal mammal dog cat bird penguin dodo');
+      assert.deepEqual(flat.body.expansion.parameter[0], { name: 'excludeNested', valueBoolean: true });
+      // without mammal (is-not-a is not involved: a filter that drops it), dog and cat hang under animal
+      await put(vs('no-mammal', { include: [{ system: CS }], exclude: [{ system: CS, concept: [{ code: 'mammal' }] }] }));
+      const noMammal = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/no-mammal');
+      assert.equal(tree(noMammal.body.expansion.contains), 'animal(dog cat bird(penguin)) dodo');
+      // an enumeration stays flat, in its order
+      await put(vs('enum-parent', { include: [{ system: CS, concept: [{ code: 'dog' }, { code: 'mammal' }] }] }));
+      const enumerated = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/enum-parent');
+      assert.equal(enumerated.status, 200, enumerated.text);
+      assert.equal(tree(enumerated.body.expansion.contains), 'mammal dog');
+    });
+
+    test('expand: excludeNotForUI leaves out abstract concepts (their children move up) and is echoed', async () => {
+      const url = encodeURIComponent('http://example.org/fhir/ValueSet/whole');
+      const res = await server.fhir('GET', `/ValueSet/$expand?url=${url}&excludeNotForUI=true`);
+      assert.equal(res.status, 200, res.text);
+      assert.equal(tree(res.body.expansion.contains), 'mammal(dog cat) bird(penguin) dodo');
+      assert.equal(res.body.expansion.total, 6);
+      assert.deepEqual(res.body.expansion.parameter[0], { name: 'excludeNotForUI', valueBoolean: true });
+    });
+
+    test('expand: property returns concept properties (R4 extension form) and declares them', async () => {
+      const url = encodeURIComponent('http://example.org/fhir/ValueSet/whole');
+      const res = await server.fhir('GET', `/ValueSet/$expand?url=${url}&excludeNested=true&property=colour&property=definition`);
+      assert.equal(res.status, 200, res.text);
+      const dog = res.body.expansion.contains.find((c: ValueSetExpansionContains) => c.code === 'dog');
+      assert.deepEqual(dog.extension, [
+        {
+          url: 'http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.contains.property',
+          extension: [{ url: 'code', valueCode: 'colour' }, { url: 'value', valueString: 'brown' }],
+        },
+      ]);
+      const declared = res.body.expansion.extension.map((e: { extension: Array<{ url: string; valueCode?: string }> }) => e.extension[0].valueCode);
+      assert.ok(declared.includes('colour') && declared.includes('status'), JSON.stringify(declared));
+    });
+
+    test('expand: display language with a hard wildcard, designation filter, invalid displayLanguage', async () => {
+      const url = encodeURIComponent('http://example.org/fhir/ValueSet/whole');
+      const hard = await server.fhir('GET', `/ValueSet/$expand?url=${url}&excludeNested=true&displayLanguage=${encodeURIComponent('de,*; q=0')}`);
+      assert.equal(hard.status, 200, hard.text);
+      const byCode = new Map(hard.body.expansion.contains.map((c: ValueSetExpansionContains) => [c.code, c]));
+      assert.equal((byCode.get('dog') as ValueSetExpansionContains).display, 'Hund');
+      assert.equal((byCode.get('cat') as ValueSetExpansionContains).display, undefined, 'no German display and no fallback');
+      assert.deepEqual(hard.body.expansion.parameter.find((p: { name: string }) => p.name === 'displayLanguage'), { name: 'displayLanguage', valueCode: 'de, *; q=0' });
+      const soft = await server.fhir('GET', `/ValueSet/$expand?url=${url}&excludeNested=true&displayLanguage=de`);
+      assert.equal(soft.body.expansion.contains.find((c: ValueSetExpansionContains) => c.code === 'cat').display, 'Cat');
+      const only = await server.fhir('GET', `/ValueSet/$expand?url=${url}&excludeNested=true&includeDesignations=true&designation=${encodeURIComponent('urn:ietf:bcp:47|fr')}`);
+      assert.ok(!only.body.expansion.contains.some((c: ValueSetExpansionContains) => c.designation), 'no French designations');
+      const bad = await server.fhir('GET', `/ValueSet/$expand?url=${url}&displayLanguage=-`);
+      expectOO(bad, 400, 'processing', "Invalid displayLanguage: '-'");
     });
 
     test('tx-resource: code systems and value sets supplied with the request', async () => {

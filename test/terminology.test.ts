@@ -122,7 +122,9 @@ for (const driver of drivers) {
       assert.equal(o.get('display')?.[0].valueString, 'Dog');
       assert.equal(o.get('definition')?.[0].valueString, 'A domesticated canine');
       const designations = o.get('designation') ?? [];
-      assert.equal(designations.length, 2);
+      // the display itself (preferred for the code system's language), then the stored designations
+      assert.equal(designations.length, 3);
+      assert.deepEqual(designations[0].part?.map((p) => p.valueString ?? p.valueCode ?? p.valueCoding?.code), ['en', 'preferredForLanguage', 'Dog']);
       const fr = designations.find((d) => d.part?.some((p) => p.valueString === 'Chien'));
       assert.deepEqual(fr?.part?.find((p) => p.name === 'use')?.valueCoding, {
         system: 'http://snomed.info/sct',
@@ -241,7 +243,7 @@ for (const driver of drivers) {
         await lookup(`system=${URL_}&code=dog&useSupplement=http://example.org/nope`),
         404,
         'not-found',
-        'CodeSystem supplement http://example.org/nope not found',
+        'Required supplement not found: http://example.org/nope',
       );
     });
 

@@ -20,7 +20,7 @@ const UNLIMITED: DatabaseLimits = { statementTimeoutMs: 0, acquireTimeoutMs: 0 }
 /**
  * Bounds on the write-ahead log of an embedded folder. PostgreSQL's defaults (up to 1 GB kept)
  * suit a server; for an embedded database the WAL is pure overhead on disk, and after one large
- * import it would stay at 1 GB (docs/terminology.md#database-size).
+ * import it would stay at 1 GB (docs/errors.md#data-folder).
  */
 const WAL_BOUNDS = ['-c', 'max_wal_size=128MB', '-c', 'min_wal_size=32MB'];
 

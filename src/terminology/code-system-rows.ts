@@ -11,6 +11,50 @@ import type { Concept } from './types.js';
 
 export const CONCEPT_PROPERTIES = 'http://hl7.org/fhir/concept-properties';
 
+const SD = 'http://hl7.org/fhir/StructureDefinition';
+/** The standards-status extension: on a concept, its status (`deprecated`, `withdrawn`, …). */
+export const STANDARDS_STATUS = `${SD}/structuredefinition-standards-status`;
+
+/**
+ * Standard concept extensions kept as concept properties (docs/terminology.md#concept-extensions):
+ * order, label and weight under the concept-properties codes, the rendering extensions under
+ * their own url (an expansion repeats them as extensions).
+ */
+export const EXTENSION_PROPERTIES: Record<string, { code: string; type: string }> = {
+  [`${SD}/codesystem-conceptOrder`]: { code: 'order', type: 'decimal' },
+  [`${SD}/valueset-conceptOrder`]: { code: 'order', type: 'decimal' },
+  [`${SD}/codesystem-label`]: { code: 'label', type: 'string' },
+  [`${SD}/valueset-label`]: { code: 'label', type: 'string' },
+  [`${SD}/itemWeight`]: { code: 'weight', type: 'decimal' },
+  [`${SD}/rendering-style`]: { code: `${SD}/rendering-style`, type: 'string' },
+  [`${SD}/rendering-xhtml`]: { code: `${SD}/rendering-xhtml`, type: 'string' },
+};
+
+/** The concept-properties URI of a property an extension became (`weight` is `itemWeight`). */
+export const EXTENSION_PROPERTY_URIS: Record<string, string> = {
+  order: `${CONCEPT_PROPERTIES}#order`,
+  label: `${CONCEPT_PROPERTIES}#label`,
+  weight: `${CONCEPT_PROPERTIES}#itemWeight`,
+};
+
+/** True for a property row made from an extension (not one the code system declares). */
+export function isExtensionProperty(code: string, defs: CodeSystemProperty[]): boolean {
+  return (code in EXTENSION_PROPERTY_URIS || code.startsWith(`${SD}/rendering-`)) && !defs.some((d) => d.code === code);
+}
+
+/** Property rows for a concept's standard extensions (see EXTENSION_PROPERTIES). */
+export function extensionRows(concept: number, extensions: Array<{ url?: string; [k: string]: unknown }> | undefined): PropertyRow[] {
+  const out: PropertyRow[] = [];
+  for (const e of extensions ?? []) {
+    const target = e.url ? EXTENSION_PROPERTIES[e.url] : undefined;
+    if (!target) continue;
+    const value = e.valueInteger ?? e.valueDecimal ?? e.valueString ?? e.valueCode ?? e.valueMarkdown;
+    if (typeof value !== 'string' && typeof value !== 'number') continue;
+    out.push({ concept, code: target.code, type: target.type, value: String(value), system: undefined, display: undefined });
+  }
+  return out;
+}
+
 /** A concept as indexed: the stored `Concept` before it has its row id. */
 export type ConceptRow = Omit<Concept, 'id'>;
 
@@ -137,6 +181,7 @@ export class CodeSystemRowBuilder {
           const row = propertyRow(id, p);
           if (row) this.pending.properties.push(row);
         }
+        this.pending.properties.push(...extensionRows(id, concept.extension as Array<{ url?: string }> | undefined));
         for (const d of concept.designation ?? []) {
           if (typeof d.value !== 'string') continue;
           this.pending.designations.push({
@@ -212,6 +257,8 @@ export function conceptRow(concept: CodeSystemConcept, kind: (code: string | und
         break;
     }
   }
+  // Without a status property, the standards-status extension gives the status.
+  status ??= (concept.extension ?? []).find((e) => e.url === STANDARDS_STATUS)?.valueCode;
   // FHIR concept-properties: `retired` (and tx's `inactive`) status means the concept is not active.
   if (status === 'retired' || status === 'inactive') inactive = true;
   return { code: concept.code, display: concept.display, definition: concept.definition, inactive, abstract, status };

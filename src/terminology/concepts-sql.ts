@@ -100,10 +100,11 @@ export async function designationsOf(tc: TermContext, cs: CodeSystemInfo, ids: n
     use_code: string | null;
     use_display: string | null;
     value: string;
+    source: number | null;
   }>(
-    `SELECT d.concept, d.language, d.use_system, d.use_code, d.use_display, d.value FROM tx_designation d WHERE d.cs_key = $1 AND d.concept = ANY($2::int[])
+    `SELECT d.concept, d.language, d.use_system, d.use_code, d.use_display, d.value, NULL::int AS source FROM tx_designation d WHERE d.cs_key = $1 AND d.concept = ANY($2::int[])
      UNION ALL
-     SELECT c.id, d.language, d.use_system, d.use_code, d.use_display, d.value
+     SELECT c.id, d.language, d.use_system, d.use_code, d.use_display, d.value, d.cs_key
      FROM tx_concept c JOIN tx_concept s ON s.cs_key = ANY($3::int[]) AND s.code = c.code
      JOIN tx_designation d ON d.cs_key = s.cs_key AND d.concept = s.id
      WHERE c.cs_key = $1 AND c.id = ANY($2::int[])`,
@@ -115,7 +116,8 @@ export async function designationsOf(tc: TermContext, cs: CodeSystemInfo, ids: n
         ? { ...(r.use_system ? { system: r.use_system } : {}), ...(r.use_code ? { code: r.use_code } : {}), ...(r.use_display ? { display: r.use_display } : {}) }
         : undefined;
     const list = out.get(r.concept) ?? [];
-    list.push({ language: r.language ?? undefined, use, value: r.value });
+    const supplement = r.source === null ? undefined : tc.supplements.find((x) => x.key === r.source);
+    list.push({ language: r.language ?? undefined, use, value: r.value, ...(supplement ? { source: supplement.version ? `${supplement.url}|${supplement.version}` : supplement.url } : {}) });
     out.set(r.concept, list);
   }
   return out;

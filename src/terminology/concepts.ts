@@ -54,8 +54,12 @@ export async function conceptsByIds(tc: TermContext, cs: CodeSystemInfo, ids: nu
 
 /** Indexes of the requested supplements of `cs` (their canonical names its url). */
 async function supplementIndexes(tc: TermContext, cs: CodeSystemInfo): Promise<CodeSystemIndex[]> {
-  const sups = tc.supplements.filter((s) => splitCanonical(s.supplements ?? '').url === cs.url);
-  return Promise.all(sups.map((s) => indexOf(tc, s)));
+  return Promise.all(supplementsOf(tc, cs).map((s) => indexOf(tc, s)));
+}
+
+/** A supplement's canonical as designations cite it (`url|version`). */
+export function supplementCanonical(s: CodeSystemInfo): string {
+  return s.version ? `${s.url}|${s.version}` : s.url;
 }
 
 /**
@@ -67,14 +71,15 @@ export async function designationsOf(tc: TermContext, cs: CodeSystemInfo, ids: n
   const out = new Map<number, Designation[]>();
   if (ids.length === 0) return out;
   const index = await indexOf(tc, cs);
+  const supplements = supplementsOf(tc, cs);
   const sups = await supplementIndexes(tc, cs);
   for (const id of ids) {
     if (out.has(id) || !index.has(id)) continue;
     const list = index.designations(id);
-    for (const s of sups) {
+    sups.forEach((s, i) => {
       const sid = s.idOf(index.code(id), false);
-      if (sid > 0) list.push(...s.designations(sid));
-    }
+      if (sid > 0) list.push(...s.designations(sid).map((d) => ({ ...d, source: supplementCanonical(supplements[i]) })));
+    });
     if (list.length > 0) out.set(id, list);
   }
   return out;
@@ -105,4 +110,53 @@ export async function neighbours(tc: TermContext, cs: CodeSystemInfo, id: number
 export async function isAncestor(tc: TermContext, cs: CodeSystemInfo, ancestor: number, descendant: number): Promise<boolean> {
   if (tc.sqlReference) return sql.isAncestor(tc, cs, ancestor, descendant);
   return (await indexOf(tc, cs)).isAncestor(ancestor, descendant);
+}
+
+/** The stored properties (and those of the requested supplements) of several concepts, by concept id. */
+export async function propertiesOfConcepts(tc: TermContext, cs: CodeSystemInfo, ids: number[]): Promise<Map<number, StoredProperty[]>> {
+  const out = new Map<number, StoredProperty[]>();
+  for (const id of new Set(ids)) out.set(id, await propertiesOf(tc, cs, id));
+  return out;
+}
+
+/**
+ * For each of `ids`, its nearest ancestors that are themselves among `ids` (walking up the
+ * direct parents, in id order): what nests an expansion's `contains` (docs/terminology.md#expand).
+ */
+export async function ancestorsWithin(tc: TermContext, cs: CodeSystemInfo, ids: number[]): Promise<Map<number, number[]>> {
+  const out = new Map<number, number[]>();
+  if (ids.length === 0) return out;
+  const wanted = new Set(ids);
+  const parentsOf = new Map<number, number[]>();
+  const parents = async (id: number) => {
+    let p = parentsOf.get(id);
+    if (!p) parentsOf.set(id, (p = (await neighbours(tc, cs, id, true)).map((c) => c.id)));
+    return p;
+  };
+  for (const id of wanted) {
+    const seen = new Set<number>([id]);
+    let level = await parents(id);
+    while (level.length > 0) {
+      const hits = level.filter((x) => wanted.has(x));
+      if (hits.length > 0) {
+        out.set(id, hits);
+        break;
+      }
+      const next: number[] = [];
+      for (const x of level) {
+        for (const y of await parents(x)) {
+          if (seen.has(y)) continue;
+          seen.add(y);
+          next.push(y);
+        }
+      }
+      level = next;
+    }
+  }
+  return out;
+}
+
+/** The requested supplements that apply to `cs` (for `used-supplement`). */
+export function supplementsOf(tc: TermContext, cs: CodeSystemInfo): CodeSystemInfo[] {
+  return tc.supplements.filter((s) => splitCanonical(s.supplements ?? '').url === cs.url);
 }

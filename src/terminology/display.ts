@@ -1,3 +1,5 @@
+import { FhirError } from '../fhir/outcome.js';
+import { txIssueOutcome } from './issues.js';
 import { displayChoices, msg } from './messages.js';
 import type { CodeSystemInfo, Concept, Designation, TxIssue } from './types.js';
 
@@ -11,27 +13,113 @@ import type { CodeSystemInfo, Concept, Designation, TxIssue } from './types.js';
 export interface LanguagePrefs {
   /** As the client wrote it (echoed in messages), undefined when no language was requested. */
   raw: string | undefined;
-  /** Language tags in preference order (q-values dropped, `*` removed). */
+  /** Language tags in preference order (highest q first; `*` and tags with q=0 removed). */
   tags: string[];
+  /**
+   * The wildcard `*`: true when given with a weight above 0, false when excluded (`*; q=0`),
+   * undefined when not mentioned (docs/terminology.md#displays-and-languages).
+   */
+  wildcard?: boolean;
+  /** The normalised text to echo in `expansion.parameter` (`de, *; q=0`). */
+  echo?: string;
 }
 
-/** Parses a `displayLanguage` value or an Accept-Language header. */
-export function parseLanguages(raw: string | undefined): LanguagePrefs {
+/** A BCP-47 language tag (loosely: letters, then dash-separated alphanumerics) or `*`. */
+const LANGUAGE_TAG = /^(\*|[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*)$/;
+
+/** Thrown for a `displayLanguage` that is not a language list (the operation answers 400). */
+export class InvalidLanguageError extends Error {
+  constructor(readonly value: string) {
+    super(`Invalid displayLanguage: '${value}'`);
+  }
+}
+
+/**
+ * Parses a `displayLanguage` value or an Accept-Language header: comma-separated tags with
+ * optional `;q=` weights. `strict` (the parameter) refuses a malformed list.
+ */
+export function parseLanguages(raw: string | undefined, strict = false): LanguagePrefs {
   if (!raw || !raw.trim()) return { raw: undefined, tags: [] };
-  const tags = raw
-    .split(',')
-    .map((part) => part.split(';')[0].trim())
-    .filter((t) => t && t !== '*');
+  const entries: Array<{ tag: string; q: number; weighted: boolean }> = [];
+  for (const part of raw.split(',')) {
+    const [tagPart, ...params] = part.split(';');
+    const tag = tagPart.trim();
+    if (!tag) continue;
+    const qParam = params.map((x) => x.trim()).find((x) => x.startsWith('q='));
+    const q = qParam === undefined ? 1 : Number(qParam.slice(2));
+    if (!LANGUAGE_TAG.test(tag) || Number.isNaN(q)) {
+      if (strict) throw new InvalidLanguageError(raw);
+      continue;
+    }
+    entries.push({ tag, q, weighted: qParam !== undefined });
+  }
+  const star = entries.find((e) => e.tag === '*');
+  const tags = entries
+    .filter((e) => e.tag !== '*' && e.q > 0)
+    .map((e, i) => ({ ...e, i }))
+    .sort((a, b) => b.q - a.q || a.i - b.i)
+    .map((e) => e.tag);
   // `*` alone (fetch sends `Accept-Language: *`) is no preference at all.
-  return tags.length > 0 ? { raw, tags } : { raw: undefined, tags: [] };
+  if (tags.length === 0 && (!star || star.q > 0)) return { raw: undefined, tags: [] };
+  const echo = entries.some((e) => e.weighted) ? entries.map((e) => (e.weighted ? `${e.tag}; q=${e.q}` : e.tag)).join(', ') : raw;
+  return { raw, tags, wildcard: star ? star.q > 0 : undefined, echo };
 }
 
-/** `de` matches `de-CH` and the other way round; comparison ignores case. */
+/**
+ * The languages of a request whose `displayLanguage` parameter is `param` and whose effective
+ * language text is `raw`: a malformed parameter is a 400 (`Invalid displayLanguage: '<value>'`).
+ */
+export function parseRequestLanguages(raw: string | undefined, param: string | undefined): LanguagePrefs {
+  try {
+    return parseLanguages(raw, raw !== undefined && raw === param);
+  } catch (err) {
+    if (!(err instanceof InvalidLanguageError)) throw err;
+    throw new FhirError(400, txIssueOutcome([{ severity: 'error', code: 'processing', type: 'invalid-display', id: 'INVALID_DISPLAY_NAME', text: err.message }]));
+  }
+}
+
+const EXPANSION_PARAMETER = 'http://hl7.org/fhir/tools/StructureDefinition/valueset-expansion-parameter';
+const EXPANSION_PARAMETER_CORE = 'http://hl7.org/fhir/StructureDefinition/valueset-expansion-parameter';
+
+/**
+ * The display language of a request on a value set, by priority: the `displayLanguage`
+ * parameter, the value set's own `displayLanguage` expansion parameter (extension), the
+ * Accept-Language header (not `*`), the value set's `language`
+ * (docs/terminology.md#displays-and-languages).
+ */
+export function requestLanguage(
+  param: string | undefined,
+  vs: { language?: string; compose?: { extension?: Array<{ url?: string; extension?: Array<{ url?: string; valueCode?: string; valueString?: string }> }> } } | undefined,
+  header: string | undefined,
+): string | undefined {
+  if (param) return param;
+  for (const ext of vs?.compose?.extension ?? []) {
+    if (ext.url !== EXPANSION_PARAMETER && ext.url !== EXPANSION_PARAMETER_CORE) continue;
+    const name = ext.extension?.find((e) => e.url === 'name');
+    const value = ext.extension?.find((e) => e.url === 'value');
+    if ((name?.valueCode ?? name?.valueString) === 'displayLanguage') return value?.valueCode ?? value?.valueString;
+  }
+  if (header && header.trim() !== '*') return header;
+  return vs?.language;
+}
+
+/**
+ * `de` matches `de-CH` and the other way round; comparison ignores case. A display without a
+ * language (a code system that declares none) may be in any language.
+ */
 export function languageMatches(candidate: string | undefined, requested: string): boolean {
-  if (!candidate) return false;
+  if (!candidate) return true;
+  return languageRank(candidate, requested) !== undefined;
+}
+
+/** 0: the same tag; 1: the candidate is a regional variant of the request; 2: the reverse. */
+function languageRank(candidate: string, requested: string): number | undefined {
   const c = candidate.toLowerCase();
   const r = requested.toLowerCase();
-  return c === r || c.startsWith(`${r}-`) || r.startsWith(`${c}-`);
+  if (c === r) return 0;
+  if (c.startsWith(`${r}-`)) return 1;
+  if (r.startsWith(`${c}-`)) return 2;
+  return undefined;
 }
 
 interface Candidate {
@@ -49,12 +137,56 @@ export function displayCandidates(cs: CodeSystemInfo, concept: Concept, designat
 
 /** The display to answer with: the first one in a requested language, else the concept's display. */
 export function preferredDisplay(cs: CodeSystemInfo, concept: Concept, designations: Designation[], prefs: LanguagePrefs): string | undefined {
-  const all = displayCandidates(cs, concept, designations);
+  const choice = chooseDisplay(cs, concept, designations, prefs);
+  return choice.kind === 'none' ? (prefs.wildcard === false ? undefined : concept.display) : choice.value;
+}
+
+/** Where a display came from: the concept's own display, one of its designations, or nothing in the requested languages. */
+export type DisplayChoice = { kind: 'display'; value: string } | { kind: 'designation'; value: string; designation: Designation } | { kind: 'none' };
+
+/**
+ * Chooses the display for the requested languages (docs/terminology.md#displays-and-languages):
+ * per tag in preference order, the concept's display when its language matches, else a
+ * designation in that language (the same tag before a regional variant before the base
+ * language; designations without a `use`, or used as display, first). No tag → the display.
+ */
+export function chooseDisplay(cs: CodeSystemInfo, concept: Concept, designations: Designation[], prefs: LanguagePrefs): DisplayChoice {
+  if (prefs.tags.length === 0) return concept.display ? { kind: 'display', value: concept.display } : { kind: 'none' };
   for (const tag of prefs.tags) {
-    const found = all.find((c) => languageMatches(c.language, tag));
-    if (found) return found.value;
+    // A display without a language (the code system declares none) is the last resort.
+    const displayRank = concept.display ? (cs.language ? languageRank(cs.language, tag) : 3) : undefined;
+    let best: { d: Designation | undefined; score: number } | undefined = displayRank === undefined ? undefined : { d: undefined, score: displayRank * 2 };
+    for (const d of designations) {
+      if (!d.value) continue;
+      const rank = languageRank(d.language ?? cs.language ?? '', tag);
+      if (rank === undefined) continue;
+      const score = rank * 2 + (d.use && !isDisplayUse(d.use) ? 1 : 0);
+      if (!best || score < best.score) best = { d, score };
+    }
+    if (best?.d) return { kind: 'designation', value: best.d.value, designation: best.d };
+    if (best && concept.display) return { kind: 'display', value: concept.display };
   }
-  return concept.display ?? all[0]?.value;
+  if (prefs.wildcard === true && concept.display) return { kind: 'display', value: concept.display };
+  return { kind: 'none' };
+}
+
+/** The designation use of a concept's display listed among its designations. */
+export const PREFERRED_FOR_LANGUAGE = { system: 'http://terminology.hl7.org/CodeSystem/hl7TermMaintInfra', code: 'preferredForLanguage', display: 'Preferred For Language' };
+
+function isDisplayUse(use: NonNullable<Designation['use']>): boolean {
+  return use.code === PREFERRED_FOR_LANGUAGE.code || (use.system === 'http://snomed.info/sct' && use.code === '900000000000003001');
+}
+
+/**
+ * The designations shown with a display choice: when a designation became the display, it is
+ * not repeated and the concept's own display is listed instead, in the code system's language
+ * with use `preferredForLanguage` (also when no display was in the requested languages).
+ */
+export function designationsFor(cs: CodeSystemInfo, concept: Concept, designations: Designation[], choice: DisplayChoice): Designation[] {
+  if (choice.kind === 'display') return designations;
+  const rest = choice.kind === 'designation' ? designations.filter((d) => d !== choice.designation) : designations;
+  if (!concept.display) return rest;
+  return [{ language: cs.language, use: PREFERRED_FOR_LANGUAGE, value: concept.display }, ...rest];
 }
 
 const normalise = (s: string) => s.replace(/\s+/g, ' ').trim().toLowerCase();
@@ -75,7 +207,7 @@ export function checkDisplay(
 ): TxIssue[] {
   const all = displayCandidates(cs, concept, designations);
   if (all.length === 0) return [];
-  const inLanguage = prefs.tags.length === 0 ? all : all.filter((c) => prefs.tags.some((t) => languageMatches(c.language, t)));
+  const inLanguage = prefs.tags.length === 0 || prefs.wildcard === true ? all : all.filter((c) => prefs.tags.some((t) => languageMatches(c.language, t)));
   const same = (c: Candidate) => c.value.toLowerCase() === given.toLowerCase();
   const sameish = (c: Candidate) => normalise(c.value) === normalise(given);
   const languages = prefs.raw ?? '--';

@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import type { ValueSet, ValueSetComposeInclude, ValueSetExpansionContains, ValueSetExpansionParameter } from '@medplum/fhirtypes';
+import type { ValueSet, ValueSetComposeInclude, ValueSetComposeIncludeConcept, ValueSetExpansionContains, ValueSetExpansionParameter } from '@medplum/fhirtypes';
+import { EXTENSION_PROPERTY_URIS, extensionRows, isExtensionProperty } from './code-system-rows.js';
 import { FhirError, badRequest, issue } from '../fhir/outcome.js';
 import { UnknownValueSetError, ValueSetEvaluator, flatten, includeConditions, includeSystem, runQuery } from './compose.js';
-import { conceptsByIds, designationsOf, indexOf } from './concepts.js';
+import { ancestorsWithin, conceptsByIds, designationsOf, indexOf, propertiesOfConcepts, supplementsOf } from './concepts.js';
 import { compileInclude } from './filter-match.js';
-import { preferredDisplay, type LanguagePrefs } from './display.js';
+import { chooseDisplay, designationsFor, type LanguagePrefs } from './display.js';
 import { SqlParams } from './filters.js';
 import { msg } from './messages.js';
 import { toOutcomeIssue } from './issues.js';
 import { codeSystemVersions, resolveCodeSystem } from './resolve.js';
-import type { CodeSystemInfo, TermContext } from './types.js';
+import type { CodeSystemInfo, Designation, TermContext } from './types.js';
 import { VERSION_RULE_PARAMETER, checkViolation, effectiveVersion, NO_VERSION_RULES } from './versions.js';
 
 /**
@@ -22,10 +23,20 @@ import { VERSION_RULE_PARAMETER, checkViolation, effectiveVersion, NO_VERSION_RU
 export interface ExpandRequest {
   offset: number;
   count: number | undefined;
+  /** `offset` or `count` was given. */
+  paged?: boolean;
   filter: string | undefined;
   activeOnly: boolean;
   includeDesignations: boolean;
   includeDefinition: boolean;
+  /** Leave out concepts not for user interfaces (abstract / notSelectable). */
+  excludeNotForUI?: boolean;
+  /** Hierarchical `contains` unless true (docs/terminology.md#expand). */
+  excludeNested?: boolean;
+  /** `property`: concept properties to return per entry (`definition`, a code system property, …). */
+  properties?: string[];
+  /** `designation`: which designations to return, `system|code` of a use or `urn:ietf:bcp:47|<language>`. */
+  designations?: string[];
   languages: LanguagePrefs;
   /** Parameters to echo in `expansion.parameter` (as given). */
   echo: ValueSetExpansionParameter[];
@@ -44,7 +55,8 @@ export const MAX_UNPAGED_EXPANSION = 10_000;
 
 const EXT_EXPANSION_PROPERTY = 'http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.property';
 const EXT_CONTAINS_PROPERTY = 'http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.contains.property';
-const STATUS_URI = 'http://hl7.org/fhir/concept-properties#status';
+const CONCEPT_PROPERTIES = 'http://hl7.org/fhir/concept-properties';
+const LANGUAGE_SYSTEM = 'urn:ietf:bcp:47';
 
 /** Members of a value set from one code system (ids in document order) or listed for an unknown system. */
 interface Group {
@@ -64,34 +76,61 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, req: ExpandR
     if (err instanceof UnknownValueSetError) throw badRequest(msg.unknownValueSet(err.url));
     throw err;
   }
+  if (req.excludeNotForUI) groups = await selectable(tc, groups);
   const total = groups.reduce((n, g) => n + (g.ids?.length ?? g.listed?.length ?? 0), 0);
   if (req.count === undefined && total > MAX_UNPAGED_EXPANSION) {
     throw new FhirError(422, [issue('too-costly', `ValueSet expansion has ${total} codes: more than ${MAX_UNPAGED_EXPANSION}; use count and offset`)]);
   }
-  const contains = await page(tc, groups, req.offset, req.count ?? total, req, severalVersions(vs, groups));
+  const declared = new Map<string, string | undefined>();
+  // Nested only when the whole expansion is returned and the value set selects by system or
+  // filter (an enumeration stays flat).
+  const nest =
+    !req.excludeNested && req.offset === 0 && (req.count === undefined || req.count >= total) && !(vs.compose?.include ?? []).some((inc) => inc.concept);
+  // Concepts the value set lists: their display, designations and extensions apply.
+  const listed = new Map<string, ValueSetComposeIncludeConcept>();
+  for (const inc of vs.compose?.include ?? []) for (const c of inc.concept ?? []) if (inc.system && c.code) listed.set(`${includeSystem(inc).system}\u0000${c.code}`, c);
+  const contains = await page(tc, groups, req.offset, req.count ?? total, { req, declared, listed, withVersion: severalVersions(vs, groups) }, nest);
+  const supplements = [...new Set(groups.flatMap((g) => (g.cs ? supplementsOf(tc, g.cs) : [])))];
   const parameter: ValueSetExpansionParameter[] = [
     ...req.echo,
     ...[...used.versionRules].map(([canonical, name]) => ({ name, valueUri: canonical })),
     ...[...used.codeSystems].map((v) => ({ name: 'used-codesystem', valueUri: v })),
     ...[...used.valueSets].map((v) => ({ name: 'used-valueset', valueUri: v })),
+    ...supplements.map((s) => ({ name: 'used-supplement', valueUri: s.version ? `${s.url}|${s.version}` : s.url })),
   ];
   const expansion: NonNullable<ValueSet['expansion']> = {
     identifier: `urn:uuid:${randomUUID()}`,
     timestamp: new Date().toISOString(),
     total,
-    offset: req.offset,
+    // `offset` belongs to paging: present when the request paged (offset or count given).
+    ...(req.paged ? { offset: req.offset } : {}),
     ...(parameter.length > 0 ? { parameter } : {}),
     ...(contains.length > 0 ? { contains } : {}),
   };
-  if (contains.some((c) => c.extension?.some((e) => e.url === EXT_CONTAINS_PROPERTY))) {
-    expansion.extension = [
-      { url: EXT_EXPANSION_PROPERTY, extension: [{ url: 'code', valueCode: 'status' }, { url: 'uri', valueUri: STATUS_URI }] },
-    ];
+  if (declared.size > 0) {
+    expansion.extension = [...declared].map(([code, uri]) => ({
+      url: EXT_EXPANSION_PROPERTY,
+      extension: [{ url: 'code', valueCode: code }, ...(uri ? [{ url: 'uri', valueUri: uri }] : [])],
+    }));
   }
   // The definition (compose) is not repeated: the expansion is the answer, and the compose may
   // name contained or request-supplied value sets the client cannot resolve anyway.
   const { meta: _meta, text: _text, expansion: _old, compose: _compose, ...rest } = vs;
   return { ...rest, expansion };
+}
+
+/** The groups without their abstract (notSelectable) concepts. */
+async function selectable(tc: TermContext, groups: Group[]): Promise<Group[]> {
+  const out: Group[] = [];
+  for (const g of groups) {
+    if (!g.cs || !g.ids) {
+      out.push(g);
+      continue;
+    }
+    const abstract = new Set((await conceptsByIds(tc, g.cs, g.ids)).filter((c) => c.abstract).map((c) => c.id));
+    out.push({ ...g, ids: g.ids.filter((id) => !abstract.has(id)) });
+  }
+  return out;
 }
 
 async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandRequest, used: Used): Promise<Group[]> {
@@ -282,14 +321,17 @@ function severalVersions(vs: ValueSet, groups: Group[]): Set<string> {
   return out;
 }
 
-/** Builds the `contains` entries of one page (only these concepts are read). */
+/**
+ * Builds the `contains` entries of one page (only these concepts are read). With `nest`, each
+ * concept goes under its nearest ancestor in the expansion (the whole expansion is one page then).
+ */
 async function page(
   tc: TermContext,
   groups: Group[],
   offset: number,
   count: number,
-  req: ExpandRequest,
-  withVersion: Set<string>,
+  ctx: EntryContext,
+  nest: boolean,
 ): Promise<ValueSetExpansionContains[]> {
   const out: ValueSetExpansionContains[] = [];
   let skip = offset;
@@ -301,31 +343,142 @@ async function page(
       continue;
     }
     const take = Math.min(size - skip, count - out.length);
-    if (g.cs && g.ids) out.push(...(await conceptEntries(tc, g.cs, g.ids.slice(skip, skip + take), req, withVersion.has(g.system))));
-    else for (const c of (g.listed ?? []).slice(skip, skip + take)) out.push({ system: g.system, code: c.code, ...(c.display ? { display: c.display } : {}) });
+    if (g.cs && g.ids) {
+      const ids = g.ids.slice(skip, skip + take);
+      const entries = await conceptEntries(tc, g.cs, ids, ctx);
+      out.push(...(nest ? await nested(tc, g.cs, ids, entries) : entries));
+    } else for (const c of (g.listed ?? []).slice(skip, skip + take)) out.push({ system: g.system, code: c.code, ...(c.display ? { display: c.display } : {}) });
     skip = 0;
   }
   return out;
 }
 
-async function conceptEntries(tc: TermContext, cs: CodeSystemInfo, ids: number[], req: ExpandRequest, withVersion: boolean): Promise<ValueSetExpansionContains[]> {
+/** Puts each entry under the entry of its nearest ancestor among `ids` (entries[i] is ids[i]). */
+async function nested(tc: TermContext, cs: CodeSystemInfo, ids: number[], entries: ValueSetExpansionContains[]): Promise<ValueSetExpansionContains[]> {
+  const ancestors = await ancestorsWithin(tc, cs, ids);
+  if (ancestors.size === 0) return entries;
+  const byId = new Map(ids.map((id, i) => [id, entries[i]]));
+  const roots: ValueSetExpansionContains[] = [];
+  ids.forEach((id, i) => {
+    const parent = ancestors.get(id)?.[0];
+    const holder = parent === undefined ? undefined : byId.get(parent);
+    if (holder) (holder.contains ??= []).push(entries[i]);
+    else roots.push(entries[i]);
+  });
+  return roots;
+}
+
+/** What building `contains` entries needs besides the concepts. */
+interface EntryContext {
+  req: ExpandRequest;
+  /** Expansion properties used so far (code → uri), declared in `expansion`. */
+  declared: Map<string, string | undefined>;
+  /** The value set's `include.concept` entries, by `system NUL code`. */
+  listed: Map<string, ValueSetComposeIncludeConcept>;
+  /** Systems whose entries name their version (see severalVersions). */
+  withVersion: Set<string>;
+}
+
+/** Value-set concept extensions repeated on the expansion entry (valueset-concept-definition only with includeDefinition). */
+const ECHOED_CONCEPT_EXTENSIONS = new Set([
+  'http://hl7.org/fhir/StructureDefinition/valueset-deprecated',
+  'http://hl7.org/fhir/StructureDefinition/rendering-style',
+  'http://hl7.org/fhir/StructureDefinition/rendering-xhtml',
+]);
+const CONCEPT_DEFINITION_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-concept-definition';
+
+async function conceptEntries(tc: TermContext, cs: CodeSystemInfo, ids: number[], ctx: EntryContext): Promise<ValueSetExpansionContains[]> {
+  const { req, declared } = ctx;
   const concepts = await conceptsByIds(tc, cs, ids);
+  const wantedDesignations = req.designations ?? [];
+  const wantedProperties = req.properties ?? [];
+  const withDesignations = req.includeDesignations || wantedDesignations.length > 0;
   const designations = await designationsOf(tc, cs, ids);
-  return concepts.map((c) => {
-    const ds = designations.get(c.id) ?? [];
-    const entry: ValueSetExpansionContains = { system: cs.url, ...(withVersion && cs.version ? { version: cs.version } : {}), code: c.code };
+  const stored = await propertiesOfConcepts(tc, cs, ids);
+  const defs = [...cs.propertyDefs, ...supplementsOf(tc, cs).flatMap((s) => s.propertyDefs)];
+  return concepts.map((stored0) => {
+    const vsConcept = ctx.listed.get(`${cs.url}\u0000${stored0.code}`);
+    // A display the value set gives for the concept replaces the code system's.
+    const c = vsConcept?.display ? { ...stored0, display: vsConcept.display } : stored0;
+    const ds = [
+      ...(designations.get(c.id) ?? []),
+      ...(vsConcept?.designation ?? []).map((d) => ({ language: d.language, use: d.use, value: d.value })),
+    ];
+    const entry: ValueSetExpansionContains = { system: cs.url, ...(ctx.withVersion.has(cs.url) && cs.version ? { version: cs.version } : {}), code: c.code };
     if (c.abstract) entry.abstract = true;
     if (c.inactive) entry.inactive = true;
-    const display = preferredDisplay(cs, c, ds, req.languages);
-    if (display) entry.display = display;
-    if (req.includeDesignations && ds.length > 0) {
-      entry.designation = ds.map((d) => ({ ...(d.language ? { language: d.language } : {}), ...(d.use ? { use: d.use } : {}), value: d.value }));
+    const choice = chooseDisplay(cs, c, ds, req.languages);
+    if (choice.kind !== 'none') entry.display = choice.value;
+    else if (req.languages.wildcard !== false && c.display) entry.display = c.display;
+    if (withDesignations) {
+      const shown = (choice.kind === 'none' && entry.display ? ds : designationsFor(cs, c, ds, choice)).filter((d) => designationWanted(d, wantedDesignations));
+      if (shown.length > 0) entry.designation = shown.map((d) => ({ ...(d.language ? { language: d.language } : {}), ...(d.use ? { use: d.use } : {}), value: d.value }));
     }
-    if (c.status) {
-      entry.extension = [
-        { url: EXT_CONTAINS_PROPERTY, extension: [{ url: 'code', valueCode: 'status' }, { url: 'value', valueCode: c.status }] },
-      ];
+    const extensions: NonNullable<ValueSetExpansionContains['extension']> = [];
+    const props: Array<{ code: string; value: Record<string, unknown> }> = [];
+    if (c.status) props.push({ code: 'status', value: { valueCode: c.status } });
+    // Standard extensions of the code system concept (and its supplements), overridden by the
+    // value set's own (docs/terminology.md#concept-extensions).
+    const fromVs = extensionRows(c.id, vsConcept?.extension as Array<{ url?: string }> | undefined);
+    const extensionProps = [
+      ...(stored.get(c.id) ?? []).filter((p) => isExtensionProperty(p.code, defs) && !fromVs.some((v) => v.code === p.code)),
+      ...fromVs,
+    ];
+    for (const p of extensionProps) {
+      if (p.code in EXTENSION_PROPERTY_URIS) {
+        props.push({ code: p.code, value: propertyValue(p) });
+        declared.set(p.code, EXTENSION_PROPERTY_URIS[p.code]);
+      } else extensions.push({ url: p.code, valueString: p.value });
     }
+    for (const e of vsConcept?.extension ?? []) {
+      if (ECHOED_CONCEPT_EXTENSIONS.has(e.url) && !extensions.some((x) => x.url === e.url)) extensions.push(e);
+      if (e.url === CONCEPT_DEFINITION_EXTENSION && req.includeDefinition) extensions.push(e);
+    }
+    for (const code of wantedProperties) {
+      if (code === 'status' || props.some((p) => p.code === code)) continue;
+      if (code === 'definition') {
+        if (c.definition) props.push({ code, value: { valueString: c.definition } });
+        declared.set(code, `${CONCEPT_PROPERTIES}#definition`);
+        continue;
+      }
+      declared.set(code, defs.find((d) => d.code === code)?.uri);
+      for (const p of (stored.get(c.id) ?? []).filter((x) => x.code === code)) props.push({ code, value: propertyValue(p) });
+    }
+    if (props.some((p) => p.code === 'status')) declared.set('status', `${CONCEPT_PROPERTIES}#status`);
+    for (const p of props) extensions.push({ url: EXT_CONTAINS_PROPERTY, extension: [{ url: 'code', valueCode: p.code }, { url: 'value', ...p.value }] });
+    if (extensions.length > 0) entry.extension = extensions;
     return entry;
   });
+}
+
+/** Whether a designation passes the `designation` parameters (none given: all do). */
+function designationWanted(d: Designation, wanted: string[]): boolean {
+  if (wanted.length === 0) return true;
+  return wanted.some((w) => {
+    const bar = w.lastIndexOf('|');
+    const system = bar < 0 ? LANGUAGE_SYSTEM : w.slice(0, bar);
+    const code = bar < 0 ? w : w.slice(bar + 1);
+    if (system === LANGUAGE_SYSTEM) return d.language?.toLowerCase() === code.toLowerCase();
+    return d.use?.code === code && (!system || d.use.system === system);
+  });
+}
+
+/** A stored property value as the value[x] of an expansion property. */
+function propertyValue(p: { type: string; value: string; system?: string; display?: string }): Record<string, unknown> {
+  switch (p.type) {
+    case 'Coding':
+      return { valueCoding: { ...(p.system ? { system: p.system } : {}), code: p.value, ...(p.display ? { display: p.display } : {}) } };
+    case 'integer':
+      return { valueInteger: Number(p.value) };
+    case 'decimal':
+      return { valueDecimal: Number(p.value) };
+    case 'boolean':
+      return { valueBoolean: p.value === 'true' };
+    case 'string':
+      return { valueString: p.value };
+    case 'dateTime':
+      return { valueDateTime: p.value };
+    default:
+      return { valueCode: p.value };
+  }
 }

@@ -1,6 +1,7 @@
 import { notFound } from '../fhir/outcome.js';
-import { designationsOf, findConcept, findConcepts, neighbours, propertiesOf } from './concepts.js';
-import { preferredDisplay, type LanguagePrefs } from './display.js';
+import { designationsOf, findConcept, findConcepts, neighbours, propertiesOf, supplementCanonical, supplementsOf } from './concepts.js';
+import { PREFERRED_FOR_LANGUAGE, preferredDisplay, type LanguagePrefs } from './display.js';
+import { isExtensionProperty } from './code-system-rows.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
 
 /**
@@ -24,8 +25,10 @@ export interface LookupResult {
   abstract: boolean;
   code: string;
   system: string;
-  designation: Array<{ language?: string; use?: { system?: string; code?: string; display?: string }; value: string }>;
+  designation: Array<{ language?: string; use?: { system?: string; code?: string; display?: string }; value: string; source?: string }>;
   property: Array<{ code: string; value: Typed; description?: string }>;
+  /** The supplements that contributed (`url|version`). */
+  usedSupplements: string[];
 }
 
 /** Properties computed from the concept rather than stored as such. */
@@ -55,7 +58,7 @@ export async function lookupCode(
     for (const c of await neighbours(tc, cs, concept.id, false)) property.push(related('child', c.code, c.display));
   }
   if (wanted('inactive')) property.push({ code: 'inactive', value: { type: 'boolean', value: concept.inactive } });
-  const stored = (await propertiesOf(tc, cs, concept.id)).filter((p) => !COMPUTED.has(p.code) && wanted(p.code));
+  const stored = (await propertiesOf(tc, cs, concept.id)).filter((p) => !COMPUTED.has(p.code) && !isExtensionProperty(p.code, cs.propertyDefs) && wanted(p.code));
   // A code-valued property naming another concept of this system is described by its display.
   const targets = await findConcepts(
     tc,
@@ -77,12 +80,15 @@ export async function lookupCode(
     abstract: concept.abstract,
     code: concept.code,
     system: cs.url,
-    designation: designations.map((d) => ({
+    // The display is a designation too: the preferred one for the code system's language.
+    designation: [...(concept.display ? [{ language: cs.language, use: PREFERRED_FOR_LANGUAGE, value: concept.display }] : []), ...designations].map((d) => ({
       ...(d.language ? { language: d.language } : {}),
       ...(d.use ? { use: d.use } : {}),
       value: d.value,
+      ...(d.source ? { source: d.source } : {}),
     })),
     property,
+    usedSupplements: supplementsOf(tc, cs).map(supplementCanonical),
   };
 }
 

@@ -74,7 +74,7 @@ export const msg = {
   valueSetCycle: (url: string) => `Value set ${url} includes itself (circular reference)`,
   // Contract texts (docs/terminology.md#errors) for errors answered with a 4xx status.
   codeSystemNotFound: (url: string) => `CodeSystem ${url} not found`,
-  supplementNotFound: (url: string) => `CodeSystem supplement ${url} not found`,
+  supplementNotFound: (url: string) => `Required supplement not found: ${url}`,
   valueSetNotFound: (url: string) => `ValueSet ${url} not found`,
   codeNotInSystem: (code: string, url: string) => `Code '${code}' not found in CodeSystem ${url}`,
   notIsA: (url: string) => `CodeSystem ${url} does not define an is-a hierarchy`,
@@ -89,9 +89,10 @@ function validVersions(valid: string[]): string {
   return valid.length > 0 ? `Valid versions: ${versionList(valid)}` : 'No versions of this code system are known';
 }
 
-/** Choice list of a wrong-display message: `'Display 1' (en)` or `one of 2 choices: 'a' (en), 'b' (de)`. */
+/** Choice list of a wrong-display message: `'Display 1' (en)` or `one of 3 choices: 'a' (en), 'b' (de) or 'c' (fr)`. */
 export function displayChoices(choices: Array<{ value: string; language: string | undefined }>): string {
   const one = (c: { value: string; language: string | undefined }) => `'${c.value}'${c.language ? ` (${c.language})` : ''}`;
   if (choices.length === 1) return one(choices[0]);
-  return `one of ${choices.length} choices: ${choices.map(one).join(', ')}`;
+  const texts = choices.map(one);
+  return `one of ${choices.length} choices: ${texts.slice(0, -1).join(', ')} or ${texts[texts.length - 1]}`;
 }

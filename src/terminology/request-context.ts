@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { CodeSystem, Resource } from '@medplum/fhirtypes';
 import type { RequestContext } from '../core/context.js';
-import { badRequest, notFound } from '../fhir/outcome.js';
+import { FhirError, badRequest } from '../fhir/outcome.js';
 import type { Database } from '../core/database.js';
 import { stableStringify } from '../storage/stable-stringify.js';
 import { ClosureTooLarge } from './closure.js';
@@ -9,6 +9,7 @@ import { indexFromRows, setRequestIndex, type CodeSystemIndex } from './code-sys
 import { codeSystemRows } from './code-system-rows.js';
 import { removeCodeSystemIndex } from './code-system-store.js';
 import { terminologyCache } from './index-cache.js';
+import { txIssueOutcome } from './issues.js';
 import { msg } from './messages.js';
 import { resolveCodeSystem } from './resolve.js';
 import type { CodeSystemInfo, TermContext, TerminologyEnv } from './types.js';
@@ -48,7 +49,9 @@ export async function termContext(env: TerminologyEnv, ctx: RequestContext, inpu
   const wanted = (input as { useSupplement?: unknown }).useSupplement;
   for (const url of Array.isArray(wanted) ? (wanted as string[]) : []) {
     const supplement = await resolveCodeSystem(tc, url);
-    if (!supplement || supplement.content !== 'supplement') throw notFound(msg.supplementNotFound(url));
+    if (!supplement || supplement.content !== 'supplement') {
+      throw new FhirError(404, txIssueOutcome([{ severity: 'error', code: 'not-found', type: 'not-found', id: 'VALUESET_SUPPLEMENT_MISSING', text: msg.supplementNotFound(url) }]));
+    }
     tc.supplements.push(supplement);
   }
   return tc;

@@ -320,6 +320,10 @@ function conceptIssues(
     if (!out.member && o.activeOnly && memberIfActive) {
       out.issues.push({ severity: 'error', code: 'business-rule', type: 'code-rule', id: 'STATUS_CODE_WARNING_CODE', text: msg.notActive(c.input.code), expression: at(c, 'code') });
     }
+  } else if (concept.status === 'deprecated' || concept.status === 'withdrawn') {
+    // Still active, but its use should be reviewed (docs/terminology.md#valueset-validate-code).
+    out.status = concept.status;
+    out.issues.push({ severity: 'warning', code: 'business-rule', type: 'code-comment', id: 'INACTIVE_CONCEPT_FOUND', text: msg.inactiveConcept(c.input.code, concept.status), expression: c.whole });
   }
   if (!o.abstractAllowed && concept.abstract && out.member) {
     out.member = false;

@@ -105,7 +105,16 @@ function insert(def: OperationDefinition, added: Param[], after?: string): void 
 function lookup(): OperationDefinition {
   const def = standard('CodeSystem-lookup');
   insert(def, [param('out', 'definition', 0, '1', 'string', 'A statement of the meaning of the concept (CodeSystem.concept.definition)')], 'display');
-  append(def, [TX_RESOURCE, USE_SUPPLEMENT, param('out', 'abstract', 0, '1', 'boolean', 'The concept is abstract (not selectable)')]);
+  append(def, [
+    TX_RESOURCE,
+    USE_SUPPLEMENT,
+    param('out', 'abstract', 0, '1', 'boolean', 'The concept is abstract (not selectable)'),
+    param('out', 'code', 0, '1', 'code', 'The code that was looked up'),
+    param('out', 'system', 0, '1', 'uri', 'The code system of the code'),
+    param('out', 'used-supplement', 0, '*', 'canonical', 'A supplement (url|version) whose content was used'),
+  ]);
+  const designation = def.parameter?.find((p) => p.use === 'out' && p.name === 'designation');
+  designation?.part?.push(param('out', 'source', 0, '1', 'canonical', 'The supplement (url|version) the designation comes from'));
   return def;
 }
 
@@ -138,7 +147,11 @@ function subsumes(): OperationDefinition {
 
 function expand(): OperationDefinition {
   const def = standard('ValueSet-expand');
-  insert(def, [TX_RESOURCE, USE_SUPPLEMENT]);
+  insert(def, [
+    TX_RESOURCE,
+    USE_SUPPLEMENT,
+    param('in', 'property', 0, '*', 'string', 'A concept property to return with each concept of the expansion (R5): `definition`, or a property code of the code system'),
+  ]);
   return def;
 }
 

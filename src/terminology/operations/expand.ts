@@ -1,8 +1,8 @@
-import type { ValueSet } from '@medplum/fhirtypes';
+import type { ValueSet, ValueSetExpansionParameter } from '@medplum/fhirtypes';
 import { badRequest } from '../../fhir/outcome.js';
 import type { Operation } from '../../core/operation.js';
 import type { TerminologyEnv } from '../types.js';
-import { parseLanguages } from '../display.js';
+import { parseRequestLanguages, requestLanguage } from '../display.js';
 import { expandValueSet } from '../expand.js';
 import { acceptLanguage, termContext } from '../request-context.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
@@ -19,7 +19,11 @@ interface ExpandInput {
   includeDefinition?: boolean;
   activeOnly?: boolean;
   excludeNested?: boolean;
+  excludeNotForUI?: boolean;
+  excludePostCoordinated?: boolean;
   displayLanguage?: string;
+  property?: string[];
+  designation?: string[];
   'tx-resource'?: unknown[];
 }
 
@@ -32,7 +36,8 @@ const ECHOED: Array<[keyof ExpandInput, string]> = [
   ['includeDefinition', 'valueBoolean'],
   ['activeOnly', 'valueBoolean'],
   ['excludeNested', 'valueBoolean'],
-  ['displayLanguage', 'valueCode'],
+  ['excludeNotForUI', 'valueBoolean'],
+  ['excludePostCoordinated', 'valueBoolean'],
 ];
 
 /** `ValueSet/$expand` (docs/terminology.md#expand), type and instance level; answers the ValueSet itself. */
@@ -44,17 +49,23 @@ export function expandOperation(env: TerminologyEnv): Operation {
       const tc = await termContext(env, ctx, input);
       if ((input.offset ?? 0) < 0 || (input.count ?? 0) < 0) throw badRequest('offset and count must not be negative');
       const vs = await requireValueSet(tc, target, input);
-      const echo = ECHOED.filter(([name]) => input[name] !== undefined).map(
-        ([name, key]) => ({ name, [key]: input[name] }),
-      );
+      const languages = parseRequestLanguages(requestLanguage(input.displayLanguage, vs, acceptLanguage(ctx)), input.displayLanguage);
+      const echo: ValueSetExpansionParameter[] = ECHOED.filter(([name]) => input[name] !== undefined).map(([name, key]) => ({ name, [key]: input[name] }));
+      if (languages.raw) echo.push({ name: 'displayLanguage', valueCode: languages.echo ?? languages.raw });
+      for (const d of input.designation ?? []) echo.push({ name: 'designation', valueString: d });
       const expanded = await expandValueSet(tc, vs, {
         offset: input.offset ?? 0,
         count: input.count,
+        paged: input.offset !== undefined || input.count !== undefined,
         filter: input.filter?.trim() || undefined,
         activeOnly: input.activeOnly === true,
         includeDesignations: input.includeDesignations === true,
         includeDefinition: input.includeDefinition === true,
-        languages: parseLanguages(input.displayLanguage ?? acceptLanguage(ctx)),
+        excludeNested: input.excludeNested === true,
+        excludeNotForUI: input.excludeNotForUI === true,
+        properties: input.property ?? [],
+        designations: input.designation ?? [],
+        languages,
         echo,
       });
       return { return: expanded };

@@ -3,7 +3,7 @@ import { badRequest, notFound } from '../../fhir/outcome.js';
 import type { Operation } from '../../core/operation.js';
 import type { TerminologyEnv } from '../types.js';
 import { typed } from '../../operations/typed-value.js';
-import { parseLanguages } from '../display.js';
+import { parseRequestLanguages } from '../display.js';
 import { lookupCode } from '../lookup.js';
 import { acceptLanguage, termContext } from '../request-context.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
@@ -39,7 +39,7 @@ export function lookupOperation(env: TerminologyEnv): Operation {
         cs = await requireCodeSystem(tc, system, input.version ?? input.coding?.version);
       }
       if (!code) throw badRequest('No code specified');
-      const r = await lookupCode(tc, cs, code, parseLanguages(input.displayLanguage ?? acceptLanguage(ctx)), input.property);
+      const r = await lookupCode(tc, cs, code, parseRequestLanguages(input.displayLanguage ?? acceptLanguage(ctx), input.displayLanguage), input.property);
       return {
         name: r.name,
         version: r.version,
@@ -52,6 +52,9 @@ export function lookupOperation(env: TerminologyEnv): Operation {
             ? r.property.map((p) => ({ code: p.code, value: typed(p.value.type, p.value.value), description: p.description }))
             : undefined,
         abstract: r.abstract,
+        code: r.code,
+        system: r.system,
+        'used-supplement': r.usedSupplements.length > 0 ? r.usedSupplements : undefined,
       };
     },
   };

@@ -2,7 +2,7 @@ import type { CodeableConcept, Coding, ValueSet } from '@medplum/fhirtypes';
 import { badRequest } from '../../fhir/outcome.js';
 import type { Operation } from '../../core/operation.js';
 import type { TerminologyEnv } from '../types.js';
-import { parseLanguages } from '../display.js';
+import { parseRequestLanguages, requestLanguage } from '../display.js';
 import { checkCodeableConcept, terminologyLimits } from '../limits.js';
 import { resolveCodeSystem } from '../resolve.js';
 import { acceptLanguage, termContext } from '../request-context.js';
@@ -34,8 +34,6 @@ interface ValidateInput {
   'tx-resource'?: unknown[];
 }
 
-const EXPANSION_PARAMETER = 'http://hl7.org/fhir/StructureDefinition/valueset-expansion-parameter';
-
 /** `ValueSet/$validate-code` (docs/terminology.md#valueset-validate-code), type and instance level. */
 export function valueSetValidateCodeOperation(env: TerminologyEnv): Operation {
   return {
@@ -47,7 +45,7 @@ export function valueSetValidateCodeOperation(env: TerminologyEnv): Operation {
       if (!input.url && !input.valueSet && target.level !== 'instance') throw badRequest('No ValueSet specified');
       requireCode(input);
       const vs = await requireValueSet(tc, target, input);
-      return output(await validateInValueSet(tc, vs, request(input, languageOf(input, vs, acceptLanguage(ctx)))));
+      return output(await validateInValueSet(tc, vs, request(input, requestLanguage(input.displayLanguage, vs, acceptLanguage(ctx)))));
     },
   };
 }
@@ -114,26 +112,10 @@ function request(input: ValidateInput, language: string | undefined): ValidateRe
       abstractAllowed: input.abstract !== false,
       lenientDisplay: input['lenient-display-validation'] === true,
       membershipOnly: input['valueset-membership-only'] === true,
-      languages: parseLanguages(language),
+      languages: parseRequestLanguages(language, input.displayLanguage),
       systemVersion: input.systemVersion ?? input.version,
     },
   };
-}
-
-/**
- * The display language: the parameter, else the Accept-Language header, else the value set's
- * own expansion parameter, else the value set's language.
- */
-function languageOf(input: ValidateInput, vs: ValueSet, header: string | undefined): string | undefined {
-  if (input.displayLanguage) return input.displayLanguage;
-  if (header && header.trim() !== '*') return header;
-  for (const ext of vs.compose?.extension ?? []) {
-    if (ext.url !== EXPANSION_PARAMETER) continue;
-    const name = ext.extension?.find((e) => e.url === 'name')?.valueCode;
-    const value = ext.extension?.find((e) => e.url === 'value');
-    if (name === 'displayLanguage') return value?.valueCode ?? value?.valueString;
-  }
-  return vs.language;
 }
 
 /** Engine result → out-parameters (names of the definition). */
