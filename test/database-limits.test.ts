@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type { Resource } from '@medplum/fhirtypes';
@@ -36,13 +39,10 @@ for (const driver of drivers) {
     let server: TestServer;
     before(async () => {
       // The first start (migrations, first-start accounts) runs without the test's tight limits.
-      let databaseUrl: string | undefined;
-      if (driver === 'pg') {
-        databaseUrl = await createTestDatabase();
-        await (await startServer(driver, { databaseUrl })).stop();
-      }
+      const storage = driver === 'pg' ? { databaseUrl: await createTestDatabase() } : { dataDir: mkdtempSync(join(tmpdir(), 'lattice-limits-')) };
+      await (await startServer(driver, storage)).stop();
       server = await startServer(driver, {
-        databaseUrl,
+        ...storage,
         hooks: [holder()],
         env: { LATTICE_DB_STATEMENT_TIMEOUT: '1000', LATTICE_DB_ACQUIRE_TIMEOUT: '300', LATTICE_DB_POOL_SIZE: '1' },
       });

@@ -423,3 +423,10 @@ export async function clientCredentialsToken(
   if (res.status !== 200) throw new Error(`client_credentials failed: ${res.status} ${res.text}`);
   return res.body as TokenSet;
 }
+
+/** The entries of an `$expand` answer's `contains`, nested ones included (depth first, in order). */
+export function flatContains<T extends { contains?: T[] }>(contains: T[] | undefined): T[] {
+  const out: T[] = [];
+  for (const c of contains ?? []) out.push(c, ...flatContains(c.contains));
+  return out;
+}

@@ -8,6 +8,7 @@ import {
   loginAs,
   createProject,
   drivers,
+  flatContains,
   startServer,
   type ApiResponse,
   type TestMember,
@@ -177,7 +178,7 @@ const outcomeIs =
 const expands =
   (...codes: string[]): Check =>
   (res) => {
-    const got: string[] = (res.body?.expansion?.contains ?? []).map((c: { code: string }) => c.code);
+    const got: string[] = flatContains<{ code: string; contains?: [] }>(res.body?.expansion?.contains).map((c) => c.code);
     for (const code of codes) assert.ok(got.includes(code), `expansion lacks ${code}: ${res.text}`);
   };
 /** A/own-variant checks: A's callers get the answer; B's admin gets the not-found answer (status only, or `forB`). */
