@@ -574,7 +574,7 @@ for (const driver of drivers) {
           if (d.system) assert.ok(has(rest.operation, d), `${d.id} at system level`);
           for (const declared of d.type || d.instance ? (d.resource ?? []) : []) {
             // An operation on any resource (Resource, DomainResource) is listed on every type: check Patient.
-            const type = ['Resource', 'DomainResource'].includes(declared as string) ? 'Patient' : declared;
+            const type = ['Resource', 'DomainResource'].includes(declared) ? 'Patient' : declared;
             assert.ok(has(rest.resource.find((r: CapabilityStatementRestResource) => r.type === type)?.operation, d), `${d.id} on ${type}`);
           }
         }
