@@ -121,6 +121,46 @@ for (const driver of drivers) {
       }
     });
 
+    test('during a stream of transactions: each Bundle is there whole or not at all', async () => {
+      const data = await storage(driver);
+      let server: ServerProcess | undefined;
+      const SIZE = 5;
+      try {
+        server = await startServerProcess(serverEnv(data));
+        const token = await adminToken(server.baseUrl);
+        const acked = new Set<string>();
+        const attempted: string[] = [];
+        const running = server;
+        const streams = untilKilled(3, async (stream, n) => {
+          const key = `${stream}-${n}`;
+          attempted.push(key);
+          const entry = Array.from({ length: SIZE }, (_, i) => ({
+            fullUrl: `urn:uuid:00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+            resource: { resourceType: 'Patient', identifier: [{ system: 'urn:fault:tx', value: key }], name: [{ family: `t${i}` }] },
+            request: { method: 'POST', url: 'Patient' },
+          }));
+          const res = await call(running.baseUrl, 'POST', '/fhir/R4', { resourceType: 'Bundle', type: 'transaction', entry }, token);
+          assert.equal(res.status, 200, res.text);
+          acked.add(key);
+        });
+        while (acked.size < 10) await sleep(20);
+        await server.kill9();
+        await streams;
+        server = await startServerProcess(serverEnv(data));
+        const after = await adminToken(server.baseUrl);
+        for (const key of attempted) {
+          const res = await call(server.baseUrl, 'GET', `/fhir/R4/Patient?identifier=${encodeURIComponent(`urn:fault:tx|${key}`)}&_count=50`, undefined, after);
+          assert.equal(res.status, 200, res.text);
+          const found = (res.body.entry ?? []).length;
+          if (acked.has(key)) assert.equal(found, SIZE, `acknowledged transaction ${key} has ${found} of ${SIZE} entries`);
+          else assert.ok(found === 0 || found === SIZE, `transaction ${key} half-written: ${found} of ${SIZE} entries`);
+        }
+      } finally {
+        await server?.kill9();
+        data.cleanup();
+      }
+    });
+
     test('during invites: each invited person has user, profile and membership, or none of them', async () => {
       const data = await storage(driver);
       let server: ServerProcess | undefined;
