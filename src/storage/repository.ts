@@ -115,7 +115,15 @@ export class Repository implements SystemRepository {
     if (!id || !FHIR_ID.test(id)) throw badRequest('Invalid resource id', `${resourceType}.id`);
     this.scope.checkCreate(resourceType);
     const before = await this.visibleRow(this.db, resourceType, id);
-    await this.runBeforeWrite(resource, before && !before.deleted ? (JSON.parse(before.content) as Resource) : undefined);
+    const current = before && !before.deleted ? (JSON.parse(before.content) as Resource) : undefined;
+    await this.runBeforeWrite(resource, current);
+    // Identical to the version just read: nothing to write, so no transaction and no row lock (a
+    // PUT of unchanged content, every start's re-publication of definitions). Linearizable: the
+    // no-op takes effect at that read; a concurrent writer's version simply comes after it.
+    if (current && before && options.ifMatch === undefined && sameContent(current, resource)) {
+      this.scope.checkWrite(scopedRow(before));
+      return { resource: this.redact(current), created: false };
+    }
     return this.db.transaction(async (tx) => {
       let row = await this.lockRow(tx, resourceType, id);
       if (!row) {
