@@ -134,6 +134,9 @@ export async function startServer(driver: Driver, options: StartOptions = {}): P
     LATTICE_ADMIN_PASSWORD: 'admin-password-123',
     // Base terminologies are written when first used, so no test server pays for loading all.
     LATTICE_BASE_TERMINOLOGY: 'lazy',
+    // The cheapest allowed scrypt cost (1 MiB, ~2 ms a hash): the suite logs in thousands of
+    // times; test/password.test.ts checks the production default.
+    LATTICE_PASSWORD_COST: '10',
     ...options.env,
   };
   if (driver === 'pg') env.DATABASE_URL = options.databaseUrl ?? (await createTestDatabase());
@@ -329,7 +332,7 @@ export async function createMember(
   const lastName = options.lastName ?? 'Member';
   const userId =
     (await findUserIdByEmail(services.db, email)) ??
-    (await createUser(services.system, { email, password, firstName, lastName, ownerProjectId: projectId })).id!;
+    (await createUser(services.system, { email, password, passwordCost: server.config.passwordCost, firstName, lastName, ownerProjectId: projectId })).id!;
   const practitioner = await services.system.create<Practitioner>({
     resourceType: 'Practitioner',
     name: [{ given: [firstName], family: lastName }],
