@@ -18,6 +18,8 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, chmodSync, statSync, read
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
+import { build } from 'esbuild';
+import { bundleOptions } from './bundle-options.mjs';
 import { freePort } from './free-port.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -69,6 +71,14 @@ if (env.LATTICE_TEST_DRIVERS.split(',').includes('pglite') && !env.LATTICE_TEST_
   templateDir = mkdtempSync(join(tmpdir(), 'lattice-pglite-'));
   env.LATTICE_TEST_PGLITE_TEMPLATE = join(templateDir, 'template.tar');
   run(process.execPath, ['--import', 'tsx', 'test/support/make-pglite-template.ts', env.LATTICE_TEST_PGLITE_TEMPLATE]);
+}
+// The processes tests start (`lattice serve`, `import`, `admin`) run a bundle of the current
+// source, made here in a second: from the bundle a process starts in ~0.5 s, through tsx in
+// several (test/support/cli.ts). It lives under dist/ so it finds node_modules and the project root.
+if (!env.LATTICE_TEST_CLI) {
+  const outfile = join(root, 'dist', 'test-cli', 'lattice.js');
+  await build({ ...bundleOptions(outfile), absWorkingDir: root, sourcemap: false });
+  env.LATTICE_TEST_CLI = outfile;
 }
 console.log(`# drivers: ${env.LATTICE_TEST_DRIVERS}`);
 
