@@ -33,10 +33,22 @@ function run(cmd, cmdArgs, opts = {}) {
 }
 
 if (!quick) {
-  console.log('# type-check');
-  run('npx', ['tsc', '-p', '.', '--noEmit']);
-  console.log('# lint');
-  run('npx', ['eslint', '.']);
+  // Side by side (each is mostly one core): the run fails if either does.
+  console.log('# type-check and lint');
+  const results = await Promise.all([
+    runAsync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', '.', '--noEmit']),
+    runAsync(process.execPath, ['node_modules/eslint/bin/eslint.js', '.']),
+  ]);
+  const failed = results.find((code) => code !== 0);
+  if (failed !== undefined) process.exit(failed ?? 1);
+}
+
+/** Runs a command with inherited output; resolves with its exit code. */
+function runAsync(cmd, cmdArgs) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, cmdArgs, { stdio: 'inherit', cwd: root });
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
 }
 
 function findTests(dir) {
