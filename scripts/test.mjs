@@ -77,6 +77,11 @@ if (wantedDrivers.includes('pg') && !env.TEST_DATABASE_URL) {
   stopPostgres = started.stop;
 }
 env.LATTICE_TEST_DRIVERS = wantedDrivers.join(',');
+if (env.LATTICE_TEST_DRIVERS.split(',').includes('pg') && !env.LATTICE_TEST_PG_TEMPLATE) {
+  // One migrated database for the whole run: each test server's database is a copy of it.
+  env.LATTICE_TEST_PG_TEMPLATE = `lattice_test_template_${process.pid}`;
+  run(process.execPath, ['--import', 'tsx', 'test/support/make-pg-template.ts', env.TEST_DATABASE_URL, env.LATTICE_TEST_PG_TEMPLATE], { env });
+}
 if (env.LATTICE_TEST_DRIVERS.split(',').includes('pglite') && !env.LATTICE_TEST_PGLITE_TEMPLATE) {
   // One migrated PGlite data folder for the whole run: each test server loads it instead of
   // running initdb (several times faster on a small machine).

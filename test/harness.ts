@@ -95,14 +95,19 @@ export function testDatabaseServerUrl(): string {
   return url;
 }
 
-/** Creates an empty database on the test PostgreSQL server and returns its URL. */
-export async function createTestDatabase(): Promise<string> {
+/**
+ * Creates a database on the test PostgreSQL server and returns its URL: empty, or with
+ * `migrated` a copy of the run's migrated template (LATTICE_TEST_PG_TEMPLATE, made by
+ * scripts/test.mjs) — a few times cheaper than migrating an empty one for every test server.
+ */
+export async function createTestDatabase(options: { migrated?: boolean } = {}): Promise<string> {
+  const template = options.migrated ? process.env.LATTICE_TEST_PG_TEMPLATE : undefined;
   const serverUrl = testDatabaseServerUrl();
   const name = `lattice_test_${randomBytes(6).toString('hex')}`;
   const client = new pg.Client({ connectionString: serverUrl });
   await client.connect();
   try {
-    await client.query(`CREATE DATABASE ${name}`);
+    await client.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
   } finally {
     await client.end();
   }
@@ -139,7 +144,7 @@ export async function startServer(driver: Driver, options: StartOptions = {}): P
     LATTICE_PASSWORD_COST: '10',
     ...options.env,
   };
-  if (driver === 'pg') env.DATABASE_URL = options.databaseUrl ?? (await createTestDatabase());
+  if (driver === 'pg') env.DATABASE_URL = options.databaseUrl ?? (await createTestDatabase({ migrated: true }));
   else env.LATTICE_DATA_DIR = options.dataDir ?? 'memory://';
   const config = loadConfig(env);
   const app = await createApp(config, { log: pino({ level: config.logLevel }), db: await templateDatabase(driver, options, config), extraHooks: options.hooks });
