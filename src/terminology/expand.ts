@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ValueSet, ValueSetComposeInclude, ValueSetComposeIncludeConcept, ValueSetExpansionContains, ValueSetExpansionParameter } from '@medplum/fhirtypes';
-import { EXTENSION_PROPERTY_URIS, extensionRows, isExtensionProperty } from './code-system-rows.js';
+import { EXTENSION_PROPERTY_URIS, designationExtensions, extensionRows, isExtensionProperty } from './code-system-rows.js';
 import { FhirError, badRequest, issue } from '../fhir/outcome.js';
 import { UnknownValueSetError, ValueSetEvaluator, flatten, includeConditions, includeSystem, runQuery } from './compose.js';
 import { ancestorsWithin, conceptsByIds, designationsOf, indexOf, propertiesOfConcepts, supplementsOf } from './concepts.js';
@@ -402,7 +402,10 @@ async function conceptEntries(tc: TermContext, cs: CodeSystemInfo, ids: number[]
     const c = vsConcept?.display ? { ...stored0, display: vsConcept.display } : stored0;
     const ds = [
       ...(designations.get(c.id) ?? []),
-      ...(vsConcept?.designation ?? []).map((d) => ({ language: d.language, use: d.use, value: d.value })),
+      ...(vsConcept?.designation ?? []).map((d) => {
+        const extension = designationExtensions(d.extension);
+        return { language: d.language, use: d.use, value: d.value, ...(extension ? { extension: JSON.parse(extension) as Designation['extension'] } : {}) };
+      }),
     ];
     const entry: ValueSetExpansionContains = { system: cs.url, ...(ctx.withVersion.has(cs.url) && cs.version ? { version: cs.version } : {}), code: c.code };
     if (c.abstract) entry.abstract = true;
@@ -412,7 +415,7 @@ async function conceptEntries(tc: TermContext, cs: CodeSystemInfo, ids: number[]
     else if (req.languages.wildcard !== false && c.display) entry.display = c.display;
     if (withDesignations) {
       const shown = (choice.kind === 'none' && entry.display ? ds : designationsFor(cs, c, ds, choice)).filter((d) => designationWanted(d, wantedDesignations));
-      if (shown.length > 0) entry.designation = shown.map((d) => ({ ...(d.language ? { language: d.language } : {}), ...(d.use ? { use: d.use } : {}), value: d.value }));
+      if (shown.length > 0) entry.designation = shown.map((d) => ({ ...(d.extension ? { extension: d.extension } : {}), ...(d.language ? { language: d.language } : {}), ...(d.use ? { use: d.use } : {}), value: d.value }));
     }
     const extensions: NonNullable<ValueSetExpansionContains['extension']> = [];
     const props: Array<{ code: string; value: Record<string, unknown> }> = [];
