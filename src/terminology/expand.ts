@@ -7,7 +7,7 @@ import { ancestorsWithin, conceptsByIds, designationsOf, indexOf, propertiesOfCo
 import { compileInclude } from './filter-match.js';
 import { chooseDisplay, designationsFor, type LanguagePrefs } from './display.js';
 import { SqlParams } from './filters.js';
-import { msg } from './messages.js';
+import { msg, valueSetText } from './messages.js';
 import { toOutcomeIssue } from './issues.js';
 import { codeSystemVersions, resolveCodeSystem } from './resolve.js';
 import type { CodeSystemInfo, Designation, TermContext } from './types.js';
@@ -135,6 +135,9 @@ async function selectable(tc: TermContext, groups: Group[]): Promise<Group[]> {
 
 async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandRequest, used: Used): Promise<Group[]> {
   const vs = ev.vs;
+  if (!vs.compose && !vs.expansion) {
+    throw expansionError('invalid', 'vs-invalid', 'VS_EXP_NO_COMPOSE', msg.noDefinition(valueSetText(vs)));
+  }
   if (!vs.compose) {
     const bySystem = new Map<string, Group>();
     for (const c of flatten(vs.expansion?.contains)) {
@@ -191,12 +194,9 @@ async function includeGroups(
   if (cs && violated !== undefined) {
     throw expansionError('exception', 'version-error', 'VALUESET_VERSION_CHECK', msg.versionNotAllowed(cs.version ?? '', cs.url, violated));
   }
-  if (!cs) {
-    if (!inc.concept) throw badRequest(msg.cannotExpand(inc.system as string));
-    const listed = inc.concept.filter((c) => !req.filter || textMatches(c.display, req.filter)).map((c) => ({ code: c.code, display: c.display }));
-    const group: Group = { system: pinned.system, listed };
-    return nested ? intersect([group], nested) : [group];
-  }
+  // An unknown code system cannot be expanded, whether the include names concepts or not:
+  // nothing can say whether they exist or what they display (docs/terminology.md#expand).
+  if (!cs) throw expansionError('not-found', 'not-found', 'UNKNOWN_CODESYSTEM_EXP', msg.cannotExpand(pinned.system));
   used.codeSystems.add(cs.version ? `${cs.url}|${cs.version}` : cs.url);
   const allowed = nested ? nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []) : undefined;
   if (!tc.sqlReference) return [{ system: cs.url, cs, ids: await includeIdsInMemory(tc, cs, inc, path, activeOnly, req.filter, allowed) }];
