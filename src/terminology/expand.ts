@@ -31,6 +31,8 @@ export interface ExpandRequest {
   includeDefinition: boolean;
   /** Leave out concepts not for user interfaces (abstract / notSelectable). */
   excludeNotForUI?: boolean;
+  /** Past the size limit without `count`: answer the first codes (marked too costly) instead of refusing. */
+  limitedExpansion?: boolean;
   /** Hierarchical `contains` unless true (docs/terminology.md#expand). */
   excludeNested?: boolean;
   /** `property`: concept properties to return per entry (`definition`, a code system property, …). */
@@ -51,7 +53,8 @@ interface Used {
 }
 
 /** Without `count`, larger expansions are refused rather than built (use paging). */
-export const MAX_UNPAGED_EXPANSION = 10_000;
+export const MAX_UNPAGED_EXPANSION = 1000;
+const TOO_COSTLY_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-toocostly';
 
 const EXT_EXPANSION_PROPERTY = 'http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.property';
 const EXT_CONTAINS_PROPERTY = 'http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.contains.property';
@@ -67,7 +70,8 @@ interface Group {
 }
 
 /** Expands `vs` (a page of it) into a ValueSet with `expansion`. */
-export async function expandValueSet(tc: TermContext, vs: ValueSet, req: ExpandRequest): Promise<ValueSet> {
+export async function expandValueSet(tc: TermContext, vs: ValueSet, request: ExpandRequest): Promise<ValueSet> {
+  let req = request;
   const used: Used = { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map() };
   let groups: Group[];
   try {
@@ -78,9 +82,13 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, req: ExpandR
   }
   if (req.excludeNotForUI) groups = await selectable(tc, groups);
   const total = groups.reduce((n, g) => n + (g.ids?.length ?? g.listed?.length ?? 0), 0);
-  if (req.count === undefined && total > MAX_UNPAGED_EXPANSION) {
-    throw new FhirError(422, [issue('too-costly', `ValueSet expansion has ${total} codes: more than ${MAX_UNPAGED_EXPANSION}; use count and offset`)]);
+  // Without `count`, an expansion larger than the limit is refused, or cut to the limit with
+  // `limitedExpansion` (and marked as incomplete): docs/terminology.md#expand.
+  const tooCostly = req.count === undefined && total > MAX_UNPAGED_EXPANSION;
+  if (tooCostly && !req.limitedExpansion) {
+    throw new FhirError(422, [issue('too-costly', msg.expansionTooCostly(valueSetText(vs), total, MAX_UNPAGED_EXPANSION))]);
   }
+  if (tooCostly) req = { ...req, count: MAX_UNPAGED_EXPANSION, excludeNested: true };
   const declared = new Map<string, string | undefined>();
   // Nested only when the whole expansion is returned and the value set selects by system or
   // filter (an enumeration stays flat).
@@ -107,11 +115,12 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, req: ExpandR
     ...(parameter.length > 0 ? { parameter } : {}),
     ...(contains.length > 0 ? { contains } : {}),
   };
+  if (tooCostly) expansion.extension = [{ url: TOO_COSTLY_EXTENSION, valueBoolean: true }];
   if (declared.size > 0) {
-    expansion.extension = [...declared].map(([code, uri]) => ({
+    expansion.extension = [...(expansion.extension ?? []), ...[...declared].map(([code, uri]) => ({
       url: EXT_EXPANSION_PROPERTY,
       extension: [{ url: 'code', valueCode: code }, ...(uri ? [{ url: 'uri', valueUri: uri }] : [])],
-    }));
+    }))];
   }
   // The definition (compose) is not repeated: the expansion is the answer, and the compose may
   // name contained or request-supplied value sets the client cannot resolve anyway.

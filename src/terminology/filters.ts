@@ -180,10 +180,13 @@ export function invalidValueSet(text: string, expression: string, id?: string): 
 }
 
 /** Maps PostgreSQL's "invalid regular expression" error to a 400. */
-export function regexError(err: unknown): FhirError | undefined {
+export function regexError(err: unknown, pattern?: string, expression?: string): FhirError | undefined {
   const code = (err as { code?: string })?.code;
   if (code === '2201B') {
-    return new FhirError(400, txIssueOutcome([{ severity: 'error', code: 'invalid', type: 'vs-invalid', text: msg.badRegex(String((err as Error).message ?? '')) }]));
+    // The message names the pattern as the value set gives it (anchored() wraps it).
+    const given = pattern?.startsWith('^(?:') && pattern.endsWith(')$') ? pattern.slice(4, -2) : pattern;
+    const text = msg.badRegex(given ?? String((err as Error).message ?? ''));
+    return new FhirError(400, txIssueOutcome([{ severity: 'error', code: 'invalid', type: 'vs-invalid', text, expression }]));
   }
   return undefined;
 }

@@ -30,6 +30,8 @@ export const msg = {
    */
   unknownSystem: (url: string, quoted: boolean) =>
     `A definition for CodeSystem ${quoted ? `'${url}'` : url} could not be found, so the code cannot be validated`,
+  expansionTooCostly: (vs: string, total: number, limit: number) =>
+    `The value set '${vs}' expansion has too many codes to produce (>${limit}): ${total} codes; use count and offset`,
   noDefinition: (vs: string) => `The value set '${vs}' has no compose and no expansion, so it cannot be expanded`,
   cannotExpand: (url: string) => `A definition for CodeSystem '${url}' could not be found, so the value set cannot be expanded`,
   /** `valid`: the known versions, newest first (listed oldest first). */

@@ -156,6 +156,8 @@ function expand(): OperationDefinition {
     USE_SUPPLEMENT,
     param('in', 'property', 0, '*', 'string', 'A concept property to return with each concept of the expansion (R5): `definition`, or a property code of the code system'),
     DEFAULT_TO_LATEST,
+    param('in', 'limitedExpansion', 0, '1', 'boolean',
+      'Without count, an expansion larger than the server\'s limit (1000 codes) answers its first codes, marked with the valueset-toocostly extension, instead of an error'),
   ]);
   return def;
 }
