@@ -76,7 +76,8 @@ export const msg = {
   filterNotSupported: (system: string, property: string, op: string) =>
     `The filter with property = ${property}, op = ${op} is not supported for the system ${system}`,
   badRegex: (pattern: string) => `The regular expression '${pattern}' is not valid or too complex`,
-  valueSetCycle: (url: string) => `Value set ${url} includes itself (circular reference)`,
+  /** `pathway`: the value sets (`url|version`) from the root to the one whose reference closes the cycle. */
+  valueSetCycle: (target: string, pathway: string[]) => `Found a circularity pointing to ${target} processing ValueSet with pathway [${pathway.join(', ')}]`,
   // Contract texts (docs/terminology.md#errors) for errors answered with a 4xx status.
   codeSystemNotFound: (url: string) => `CodeSystem ${url} not found`,
   supplementNotFound: (url: string) => `Required supplement not found: ${url}`,
