@@ -77,7 +77,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
   try {
     groups = await members(tc, new ValueSetEvaluator(tc, vs), req, used);
   } catch (err) {
-    if (err instanceof UnknownValueSetError) throw badRequest(msg.unknownValueSet(err.url));
+    if (err instanceof UnknownValueSetError) throw badRequest(msg.unknownImport(err.url));
     throw err;
   }
   if (req.excludeNotForUI) groups = await selectable(tc, groups);

@@ -1,6 +1,6 @@
 import type { ValueSetComposeInclude, ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
 import type { CodeSystemIndex } from './code-system-index.js';
-import { anchored, filterOp, invalidValueSet, regexError } from './filters.js';
+import { anchored, booleanValues, filterOp, invalidValueSet, isNotSelectableProperty, regexError } from './filters.js';
 import { msg } from './messages.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
 
@@ -146,9 +146,9 @@ export async function filterMatcher(
     const b = bool();
     return op === 'exists' ? constant(b) : (id) => index.inactive(id) === b;
   }
-  if ((property === 'notSelectable' || property === 'abstract') && op === '=') {
-    const b = bool();
-    return (id) => index.abstract(id) === b;
+  if (isNotSelectableProperty(cs, property)) {
+    const wanted = booleanValues(op, value, list);
+    if (wanted) return wanted.length === 2 ? ALL : wanted.length === 0 ? NONE : (id) => index.abstract(id) === wanted[0];
   }
   if (property === 'display') {
     // As in SQL, a concept without display satisfies no comparison (NULL), only `exists false`.

@@ -48,6 +48,11 @@ export const msg = {
   versionNotAllowed: (version: string, system: string, pattern: string) =>
     `The version '${version}' is not allowed for system '${system}': required to be '${pattern}' by a version-check parameter`,
   unknownValueSet: (url: string) => `A definition for the value Set '${url}' could not be found`,
+  /** An imported value set (`include.valueSet`) not found: a pinned version is named as such. */
+  unknownImport: (ref: string) => {
+    const bar = ref.indexOf('|');
+    return bar < 0 ? msg.unknownValueSet(ref) : `Unable to find included value set '${ref.slice(0, bar)}' version '${ref.slice(bar + 1)}'`;
+  },
   /** `matches`: systems of the value set that have the code (several = ambiguous); else `systems` searched. */
   cannotInfer: (code: string, vs: string, matches: string[], systems: string[]) =>
     `The System URI could not be determined for the code '${code}' in the ValueSet '${vs}'` +
