@@ -1,5 +1,5 @@
 import type { ValueSet } from '@medplum/fhirtypes';
-import { flatten, includeCodeSystem, type MemberHit, type ValueSetEvaluator } from './compose.js';
+import { flatten, includeCodeSystem, includeSystem, type MemberHit, type ValueSetEvaluator } from './compose.js';
 import { designationsOf, findConcepts } from './concepts.js';
 import { checkDisplay, preferredDisplay, type LanguagePrefs } from './display.js';
 import { codingText, msg } from './messages.js';
@@ -185,7 +185,9 @@ async function validateGroup(
           text: fragment ? msg.unknownCodeInFragment(c.input.code, cs.url, cs.version) : msg.unknownCode(c.input.code, cs.url, cs.version),
           expression: at(c, 'code'),
         });
-        if (!fragment) out.member = false;
+        // A fragment does not list every code: an unknown one stays valid where the whole
+        // system is admitted (docs/terminology.md#valueset-validate-code).
+        out.member = fragment && (!vs || admitsWholeSystem(vs.evaluator.vs, system));
       }
       reportNotInVs();
       return out;
@@ -421,4 +423,13 @@ async function unknownSystem(
 async function hasUnknownSystem(tc: TermContext, systems: string[]): Promise<boolean> {
   for (const s of systems) if (!(await resolveCodeSystem(tc, s))) return true;
   return false;
+}
+
+/** Whether a value set includes every code of `system` (an include without concepts or filters, and nothing excluded from it). */
+function admitsWholeSystem(vs: ValueSet, system: string): boolean {
+  const compose = vs.compose;
+  if (!compose) return false;
+  const whole = (compose.include ?? []).some((inc) => includeSystem(inc).system === system && !inc.concept && !inc.filter && !inc.valueSet);
+  const excluded = (compose.exclude ?? []).some((exc) => !exc.system || includeSystem(exc).system === system);
+  return whole && !excluded;
 }
