@@ -65,6 +65,8 @@ export const msg = {
   inactiveConcept: (code: string, status: string) => `The concept '${code}' has a status of ${status} and its use should be reviewed`,
   /** A display that matches only an inactive (withdrawn / deprecated) designation. */
   inactiveDisplay: (display: string, code: string, status: string) => `'${display}' is no longer considered a correct display for code '${code}' (status = ${status})`,
+  deprecatedInValueSet: (code: string, system: string, vs: string, status: string) =>
+    `The presence of the concept '${code}' in the system '${system}' in the value set ${vs} is marked with a status of ${status} and its use should be reviewed`,
   notActive: (code: string) => `The concept '${code}' is valid but is not active`,
   abstractNotAllowed: (coding: string) => `The code '${coding}' is abstract, and not allowed in this context`,
   wrongDisplay: (display: string, system: string, code: string, choices: string, languages: string) =>

@@ -195,6 +195,17 @@ async function validateGroup(
     const ds = designations.get(cs.key)?.get(concept.id) ?? [];
     out.display = preferredDisplay(cs, concept, ds, o.languages);
     if (!o.membershipOnly) conceptIssues(c, cs, concept, ds, out, o, at, membersIgnoringActivity.has(c.input.code));
+    const listedStatus = vs && out.member ? includeConceptStatus(vs.evaluator.vs, system, concept.code) : undefined;
+    if (listedStatus) {
+      out.issues.push({
+        severity: 'warning',
+        code: 'business-rule',
+        type: 'code-comment',
+        id: 'CONCEPT_DEPRECATED_IN_VALUESET',
+        text: msg.deprecatedInValueSet(concept.code, system, vs?.vsText ?? '', listedStatus),
+        expression: c.whole,
+      });
+    }
     reportNotInVs();
     return out;
   });
@@ -432,4 +443,25 @@ function admitsWholeSystem(vs: ValueSet, system: string): boolean {
   const whole = (compose.include ?? []).some((inc) => includeSystem(inc).system === system && !inc.concept && !inc.filter && !inc.valueSet);
   const excluded = (compose.exclude ?? []).some((exc) => !exc.system || includeSystem(exc).system === system);
   return whole && !excluded;
+}
+
+const STANDARDS_STATUS_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status';
+const VALUESET_DEPRECATED_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-deprecated';
+
+/**
+ * The status the value set gives its listing of a concept (`include.concept` with a
+ * standards-status of `deprecated`/`withdrawn`, or `valueset-deprecated` true): the concept's
+ * inclusion in the value set is deprecated, whatever its status in the code system.
+ */
+function includeConceptStatus(vs: ValueSet, system: string, code: string): string | undefined {
+  for (const inc of vs.compose?.include ?? []) {
+    if (includeSystem(inc).system !== system) continue;
+    for (const listed of inc.concept ?? []) {
+      if (listed.code !== code) continue;
+      const status = listed.extension?.find((e) => e.url === STANDARDS_STATUS_EXTENSION)?.valueCode;
+      if (status === 'deprecated' || status === 'withdrawn') return status;
+      if (listed.extension?.some((e) => e.url === VALUESET_DEPRECATED_EXTENSION && e.valueBoolean === true)) return 'deprecated';
+    }
+  }
+  return undefined;
 }
