@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CodeSystem, OperationOutcome, Parameters, ParametersParameter, ValueSet, ValueSetExpansionContains } from '@medplum/fhirtypes';
-import { drivers, startServer, type ApiResponse, type TestServer } from './harness.js';
+import { drivers, ooText, startServer, type ApiResponse, type TestServer } from './harness.js';
 
 /**
  * Terminology rules of the HL7 tx-ecosystem specification that the fixture cases do not show
