@@ -179,6 +179,20 @@ for (const driver of drivers) {
       assert.ok(Date.now() - started < 5000);
     });
 
+    test('the text filter needs every word to start a word of the display or a designation, in any order', async () => {
+      const got = async (filter: string) => {
+        const res = await expand(vs('text', { include: [{ system: CS }] }), [{ name: 'filter', valueString: filter }]);
+        assert.equal(res.status, 200, res.text);
+        return codes(res.body.expansion?.contains);
+      };
+      assert.deepEqual(await got('on'), ['one']);
+      assert.deepEqual(await got('ein'), ['one']);
+      assert.deepEqual(await got('thee one'), ['one']);
+      assert.deepEqual(await got('one thee'), ['one']);
+      assert.deepEqual(await got('one two'), []);
+      assert.deepEqual(await got('ne'), []);
+    });
+
     test('notSelectable filters (=, in, not-in) use the abstract flag, also under a code declared by URI', async () => {
       const f = (op: '=' | 'in' | 'not-in', value: string, property = 'ns') => vs('ns', { include: [{ system: NS, filter: [{ property, op, value }] }] });
       const got = async (v: ValueSet) => {

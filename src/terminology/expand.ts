@@ -232,8 +232,12 @@ async function includeIdsInMemory(
 ): Promise<number[]> {
   const index = await indexOf(tc, cs);
   const match = await compileInclude(tc, cs, index, inc, path, activeOnly);
-  const words = text ? wordPrefix(text) : undefined;
-  const textMatch = (id: number) => !words || words.test(index.display(id) ?? '') || index.designations(id).some((d) => words.test(d.value));
+  const words = text ? wordPrefixes(text) : undefined;
+  const textMatch = (id: number) => {
+    if (!words) return true;
+    const texts = [index.display(id) ?? '', ...index.designations(id).map((d) => d.value)];
+    return words.every((w) => texts.some((t) => w.test(t)));
+  };
   const out: number[] = [];
   if (allowed) {
     for (const id of [...new Set(allowed)].sort((a, b) => a - b)) if (index.has(id) && match(id) && textMatch(id)) out.push(id);
@@ -243,9 +247,20 @@ async function includeIdsInMemory(
   return out;
 }
 
-/** The text filter as in SQL (textCondition): the text at the start of a word, ignoring case. */
-function wordPrefix(text: string): RegExp {
-  return new RegExp(`(^|[^\\p{L}\\p{N}])${text.replace(/[\\.^$|?*+()[\]{}]/g, '\\$&')}`, 'iu');
+/**
+ * The words of a text `filter` (split at anything but letters and digits): a concept matches
+ * when every word starts a word of its display or of one of its designations, ignoring case and
+ * order (docs/terminology.md#expand).
+ */
+function filterWords(text: string): string[] {
+  return text.split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+}
+
+const escapeRegex = (w: string) => w.replace(/[\\.^$|?*+()[\]{}]/g, '\\$&');
+
+/** One case-insensitive word-prefix pattern per filter word (as textCondition in SQL). */
+function wordPrefixes(text: string): RegExp[] {
+  return filterWords(text).map((w) => new RegExp(`(^|[^\\p{L}\\p{N}])${escapeRegex(w)}`, 'iu'));
 }
 
 /** A 400 whose one issue carries the tx-ecosystem issue type and message id (docs/terminology.md#version-parameters). */
@@ -253,15 +268,22 @@ function expansionError(code: string, type: string, id: string, text: string): F
   return new FhirError(400, [toOutcomeIssue({ severity: 'error', code, type, id, text })]);
 }
 
-/** Word-prefix, case-insensitive match of the `filter` text on the display and the designations. */
+/** The text filter in SQL: every word starts a word of the display or of a designation, ignoring case. */
 function textCondition(text: string, p: SqlParams): string {
-  const re = p.add(`(^|[^[:alnum:]])${text.replace(/[\\.^$|?*+()[\]{}]/g, '\\$&')}`);
-  return `(c.display ~* ${re} OR EXISTS (SELECT 1 FROM tx_designation d WHERE d.cs_key = c.cs_key AND d.concept = c.id AND d.value ~* ${re}))`;
+  const words = filterWords(text);
+  if (words.length === 0) return 'true';
+  return words
+    .map((w) => {
+      const re = p.add(`(^|[^[:alnum:]])${escapeRegex(w)}`);
+      return `(c.display ~* ${re} OR EXISTS (SELECT 1 FROM tx_designation d WHERE d.cs_key = c.cs_key AND d.concept = c.id AND d.value ~* ${re}))`;
+    })
+    .join(' AND ');
 }
 
 function textMatches(display: string | undefined, text: string): boolean {
-  const t = text.toLowerCase();
-  return (display ?? '').toLowerCase().split(/[^\p{L}\p{N}]+/u).some((w) => w.startsWith(t)) || (display ?? '').toLowerCase().startsWith(t);
+  const value = (display ?? '').toLowerCase();
+  const words = value.split(/[^\p{L}\p{N}]+/u);
+  return filterWords(text.toLowerCase()).every((w) => words.some((x) => x.startsWith(w)));
 }
 
 const groupKey = (g: Group) => (g.cs ? `#${g.cs.key}` : `s ${g.system}`);
