@@ -160,6 +160,23 @@ for (const driver of drivers) {
       assert.equal(issueText(unknown.body), "A definition for CodeSystem 'http://example.org/unknown' could not be found, so the value set cannot be expanded");
     });
 
+    test('default-valueset-version decides the version of a value set named without one (imports and url)', async () => {
+      await put(vs('rules-pick', { include: [{ system: CS, concept: [{ code: 'one' }] }] }));
+      await put(vs('rules-pick-2', { include: [{ system: CS, concept: [{ code: 'two' }] }] }, { url: 'http://example.org/fhir/ValueSet/rules-pick', version: '2' }));
+      const importer = vs('importer', { include: [{ valueSet: ['http://example.org/fhir/ValueSet/rules-pick'] }] });
+      const newest = await expand(importer);
+      assert.deepEqual(codes(newest.body.expansion?.contains), ['two']);
+      const pinned = await expand(importer, [{ name: 'default-valueset-version', valueCanonical: 'http://example.org/fhir/ValueSet/rules-pick|1' }]);
+      assert.equal(pinned.status, 200, pinned.text);
+      assert.deepEqual(codes(pinned.body.expansion?.contains), ['one']);
+      assert.ok(pinned.body.expansion?.parameter?.some((p) => p.name === 'default-valueset-version' && p.valueUri === 'http://example.org/fhir/ValueSet/rules-pick|1'), pinned.text);
+      const byUrl = await validate('http://example.org/fhir/ValueSet/rules-pick', CS, 'one', [{ name: 'default-valueset-version', valueCanonical: 'http://example.org/fhir/ValueSet/rules-pick|1' }]);
+      assert.equal(out(byUrl.body, 'result'), true, byUrl.text);
+      const missing = await validate('http://example.org/fhir/ValueSet/rules-pick', CS, 'one', [{ name: 'default-valueset-version', valueCanonical: 'http://example.org/fhir/ValueSet/rules-pick|7' }]);
+      assert.equal(missing.status, 400, missing.text);
+      assert.equal(issueText(missing.body), 'ValueSet http://example.org/fhir/ValueSet/rules-pick|7 not found');
+    });
+
     test('a pinned import that is not found names the version', async () => {
       const res = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/rules-import-pinned');
       assert.equal(res.status, 400, res.text);

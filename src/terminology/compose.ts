@@ -7,7 +7,7 @@ import { checkComposeFilters, terminologyLimits } from './limits.js';
 import { msg, valueSetText } from './messages.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
-import { effectiveVersion, splitCanonical, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from './versions.js';
+import { defaultValueSetVersion, effectiveVersion, splitCanonical, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from './versions.js';
 
 /**
  * Value-set membership (docs/terminology.md#value-set-membership), decided for the given codes — never by expanding
@@ -187,7 +187,8 @@ export class ValueSetEvaluator {
     if (ref.startsWith('#')) {
       vs = (this.root.contained ?? []).find((r) => r.resourceType === 'ValueSet' && r.id === ref.slice(1)) as ValueSet | undefined;
     } else {
-      vs = await resolveValueSet(this.tc, ref);
+      const split = splitCanonical(ref);
+      vs = await resolveValueSet(this.tc, ref, split.version ?? defaultValueSetVersion(this.tc.versionRules, split.url));
     }
     const target = vs?.url ? valueSetText(vs) : ref;
     // The reference (or the value set it resolves to) is already on the path.

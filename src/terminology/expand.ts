@@ -102,6 +102,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
   const parameter: ValueSetExpansionParameter[] = [
     ...req.echo,
     ...[...used.versionRules].map(([canonical, name]) => ({ name, valueUri: canonical })),
+    ...[...(tc.versionRules?.appliedValueSetDefaults ?? [])].map((canonical) => ({ name: 'default-valueset-version', valueUri: canonical })),
     ...[...used.codeSystems].map((v) => ({ name: 'used-codesystem', valueUri: v })),
     ...[...used.valueSets].map((v) => ({ name: 'used-valueset', valueUri: v })),
     ...supplements.map((s) => ({ name: 'used-supplement', valueUri: s.version ? `${s.url}|${s.version}` : s.url })),
