@@ -177,6 +177,21 @@ for (const driver of drivers) {
       assert.equal(issueText(missing.body), 'ValueSet http://example.org/fhir/ValueSet/rules-pick|7 not found');
     });
 
+    test('CodeSystem/$validate-code of a version that does not exist names it and the valid ones, in every form', async () => {
+      const text = `A definition for CodeSystem '${CS}' version '9.9' could not be found, so the code cannot be validated. Valid versions: 1.0.0`;
+      for (const parameter of [
+        [{ name: 'url', valueUri: CS }, { name: 'version', valueString: '9.9' }, { name: 'code', valueCode: 'one' }],
+        [{ name: 'url', valueUri: `${CS}|9.9` }, { name: 'code', valueCode: 'one' }],
+        [{ name: 'coding', valueCoding: { system: CS, version: '9.9', code: 'one' } }],
+      ]) {
+        const res = await post('/CodeSystem/$validate-code', parameter);
+        assert.equal(res.status, 200, res.text);
+        assert.equal(out(res.body, 'result'), false);
+        assert.equal(out(res.body, 'message'), text, JSON.stringify(parameter));
+        assert.equal(out(res.body, 'x-unknown-system'), `${CS}|9.9`);
+      }
+    });
+
     test('a pinned import that is not found names the version', async () => {
       const res = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/rules-import-pinned');
       assert.equal(res.status, 400, res.text);
