@@ -324,7 +324,7 @@ describe('propertyRow: one row per typed value', () => {
 });
 
 describe('codeSystemRows: designations', () => {
-  test('language and use are kept; a designation without a value is dropped', () => {
+  test('language, use and the standard extensions are kept; a designation without a value is dropped', () => {
     const rows = codeSystemRows(
       codeSystem([
         { code: 'x' },
@@ -335,14 +335,25 @@ describe('codeSystemRows: designations', () => {
             { value: 'plain' },
             { language: 'fr' } as unknown as { value: string },
             { language: 'nl', use: { code: 'short' }, value: 'kort' },
+            {
+              value: 'with extensions',
+              extension: [
+                { url: 'http://hl7.org/fhir/StructureDefinition/coding-sctdescid', valueId: '12345' },
+                { url: 'http://example.org/not-kept', valueString: 'x' },
+              ],
+            },
           ],
         },
       ]),
     );
     const expected: DesignationRow[] = [
-      { concept: 2, language: 'de', useSystem: 'http://snomed.info/sct', useCode: '900000000000013009', useDisplay: 'Synonym', value: 'Herzinfarkt' },
-      { concept: 2, language: undefined, useSystem: undefined, useCode: undefined, useDisplay: undefined, value: 'plain' },
-      { concept: 2, language: 'nl', useSystem: undefined, useCode: 'short', useDisplay: undefined, value: 'kort' },
+      { concept: 2, language: 'de', useSystem: 'http://snomed.info/sct', useCode: '900000000000013009', useDisplay: 'Synonym', value: 'Herzinfarkt', extension: undefined },
+      { concept: 2, language: undefined, useSystem: undefined, useCode: undefined, useDisplay: undefined, value: 'plain', extension: undefined },
+      { concept: 2, language: 'nl', useSystem: undefined, useCode: 'short', useDisplay: undefined, value: 'kort', extension: undefined },
+      {
+        concept: 2, language: undefined, useSystem: undefined, useCode: undefined, useDisplay: undefined, value: 'with extensions',
+        extension: JSON.stringify([{ url: 'http://hl7.org/fhir/StructureDefinition/coding-sctdescid', valueId: '12345' }]),
+      },
     ];
     assert.deepEqual(rows.designations, expected);
   });
@@ -365,7 +376,7 @@ describe('column lists', () => {
   });
 
   test('DESIGNATION_COLUMNS map a row to the tx_designation columns in order', () => {
-    const r: DesignationRow = { concept: 5, language: 'de', useSystem: 'http://u', useCode: 'syn', useDisplay: 'Synonym', value: 'Wert' };
+    const r: DesignationRow = { concept: 5, language: 'de', useSystem: 'http://u', useCode: 'syn', useDisplay: 'Synonym', value: 'Wert', extension: '[{"url":"http://e"}]' };
     assert.deepEqual(
       DESIGNATION_COLUMNS.map((c) => [c.name, c.type, c.value(r, 0)]),
       [
@@ -375,6 +386,7 @@ describe('column lists', () => {
         ['use_code', 'text', 'syn'],
         ['use_display', 'text', 'Synonym'],
         ['value', 'text', 'Wert'],
+        ['extension', 'text', '[{"url":"http://e"}]'],
       ],
     );
   });
