@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { benchPostgres } from './postgres.js';
-import { startBareProcess, startLatticeProcess, type BenchProcess } from './server-process.js';
+import { FatalError, startBareProcess, startLatticeProcess, type BenchProcess } from './server-process.js';
 import { descendants, generateSnomedLike, isAncestorOrSelf, prng, SNOMED_LIKE_URL, VALUE_SET_BASE, writeNdjson, type SnomedLike } from './snomed-like.js';
 import { benchToken } from './token.js';
 
@@ -47,7 +47,16 @@ interface DriverResult {
 }
 
 const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
-const ADMIN_ENV = { LATTICE_ADMIN_EMAIL: 'admin@example.com', LATTICE_ADMIN_PASSWORD: 'admin-password-123', LATTICE_BASE_TERMINOLOGY: 'lazy', LOG_LEVEL: 'warn' };
+// A fixed public URL: it is the tokens' issuer. Unset, it defaults to http://localhost:<port>, and
+// the restarted server (another free port) rejected the first server's token with 401 — why the
+// start → first `$lookup` step never answered.
+const ADMIN_ENV = {
+  LATTICE_ADMIN_EMAIL: 'admin@example.com',
+  LATTICE_ADMIN_PASSWORD: 'admin-password-123',
+  LATTICE_BASE_TERMINOLOGY: 'lazy',
+  LATTICE_PUBLIC_URL: 'http://lattice.bench',
+  LOG_LEVEL: 'warn',
+};
 
 export async function benchScale(options: ScaleOptions): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'lattice-bench-scale-'));
@@ -88,7 +97,7 @@ async function benchDriver(driver: 'pglite' | 'pg', model: SnomedLike, file: str
     const t0 = performance.now();
     server = await startLatticeProcess({ ...ADMIN_ENV, ...storage }, async (url) => {
       const res = await fetch(url + lookupPath(1), { headers: auth });
-      if (res.status !== 200 && res.status !== 503) throw new Error(`first $lookup: ${res.status} ${(await res.text()).slice(0, 300)}`);
+      if (res.status !== 200 && res.status !== 503) throw new FatalError(`first $lookup: ${res.status} ${(await res.text()).slice(0, 300)}`);
       return res.status === 200;
     });
     const firstLookupSeconds = (performance.now() - t0) / 1000;

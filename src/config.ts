@@ -44,6 +44,8 @@ export interface Config {
   txCacheMb: number;
   /** Code-system canonicals whose in-memory index is built at start, in the background. */
   txPreload: string[];
+  /** `LATTICE_READ_CACHE` (default on; `off`): current resource rows kept in memory (storage/row-cache.ts). */
+  readCache: boolean;
   /** Bounds on one terminology request (docs/terminology.md#limits). */
   terminologyLimits: { maxFilters: number; maxCodings: number };
   /** Outbox e-mail sender. */
@@ -76,6 +78,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl,
     baseTerminology,
     txCacheMb: intOf(env.LATTICE_TX_CACHE_MB, 1024, 'LATTICE_TX_CACHE_MB'),
+    readCache: (env.LATTICE_READ_CACHE ?? 'on') !== 'off',
     txPreload: (env.LATTICE_TX_PRELOAD ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     terminologyLimits: {
       maxFilters: intOf(env.LATTICE_TX_MAX_FILTERS, 50, 'LATTICE_TX_MAX_FILTERS'),

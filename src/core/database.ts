@@ -10,6 +10,11 @@ export interface QueryResult<T> {
 /** Something SQL can be sent to: the database itself or an open transaction. */
 export interface Queryable {
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T>>;
+  /**
+   * An open transaction (PostgreSQL): `fn` runs once it has ended, committed or rolled back,
+   * before its caller continues (the read cache drops what a concurrent read may have kept).
+   */
+  afterEnd?(fn: () => void): void;
 }
 
 /**
@@ -42,6 +47,16 @@ export interface Database extends Queryable {
    * On PostgreSQL a serialization failure or deadlock is retried a few times.
    */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * A long read-only pass (building an in-memory index from many chunked statements), outside
+   * a request's limits: no statement timeout and no transaction deadline, as it may take longer
+   * than one request may hold the database while the request that needs it waits. On
+   * PostgreSQL one REPEATABLE READ READ ONLY transaction (one snapshot); on PGlite each
+   * statement takes its own turn, so other requests interleave and there is no common
+   * snapshot — `consistent` is false there and the caller must detect concurrent changes
+   * (PGlite has no other writer than this process: the change feed tells it at once).
+   */
+  readPass<T>(fn: (q: Queryable, consistent: boolean) => Promise<T>): Promise<T>;
   /**
    * Subscribes to NOTIFY messages on a channel (cache invalidation across API nodes). When a
    * lost listening connection is re-established, every handler is called once with `*`:

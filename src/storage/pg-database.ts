@@ -58,11 +58,13 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
         const check = () => {
           if (Date.now() > deadline) throw databaseTimeout(statement);
         };
+        const ended: Array<() => void> = [];
         const tx: Queryable = {
           query: (sql, params) => {
             check();
             return run(client, sql, params);
           },
+          afterEnd: (f) => ended.push(f),
         };
         let broken: unknown;
         // A checked-out connection has no listener of the pool's: an error the server sends
@@ -83,10 +85,35 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
           if (!broken && code && RETRYABLE.has(code) && attempt < 5) continue;
           throw failure ?? err;
         } finally {
+          for (const f of ended) f();
           // A connection that failed is discarded (`release(err)`), never handed to the next request.
           client.removeListener('error', onError);
           client.release(broken === undefined ? undefined : broken instanceof Error ? broken : new Error('connection failed'));
         }
+      }
+    },
+    async readPass(fn) {
+      // One snapshot, without the request limits: the connection's statement and idle
+      // timeouts are lifted for this transaction only (SET LOCAL), no deadline is checked.
+      // The client-side read timeout still bounds each statement (a frozen server).
+      const client = await pool.connect().catch(fail);
+      let broken: unknown;
+      const onError = (err: Error) => (broken = err);
+      client.on('error', onError);
+      try {
+        await run(client, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+        await run(client, 'SET LOCAL statement_timeout = 0');
+        await run(client, 'SET LOCAL idle_in_transaction_session_timeout = 0');
+        const result = await fn({ query: (sql, params) => run(client, sql, params) }, true);
+        await run(client, 'COMMIT');
+        return result;
+      } catch (err) {
+        if (pgFailure(err, statement)?.status === 503) broken = err;
+        else await client.query('ROLLBACK').catch((e: unknown) => (broken = e));
+        throw err;
+      } finally {
+        client.removeListener('error', onError);
+        client.release(broken === undefined ? undefined : broken instanceof Error ? broken : new Error('connection failed'));
       }
     },
     health: () => health.check(),
