@@ -227,7 +227,9 @@ async function load(url: string, requests: Req[], options: ScaleOptions): Promis
       {
         setupRequest: (req) => {
           const r = requests[next++ % requests.length];
-          return { ...req, method: r.method, path: r.path, body: r.body, headers: r.headers };
+          // Headers merged, never undefined: autocannon reads them case-insensitively (the bare
+          // baseline's request has none of its own).
+          return { ...req, method: r.method, path: r.path, body: r.body, headers: { ...(req.headers ?? {}), ...(r.headers ?? {}) } };
         },
       },
     ],
