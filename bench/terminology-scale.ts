@@ -65,7 +65,7 @@ export async function benchScale(options: ScaleOptions): Promise<string> {
     const model = generateSnomedLike(options.size);
     const file = join(dir, 'snomed-like.ndjson');
     await writeNdjson(model, file);
-    const generated = `generated ${options.size.toLocaleString('en')} concepts (${countMulti(model)}% with 2–3 parents, depth ${Math.max(...model.level)}, is-a value set of ${model.focusMembers.toLocaleString('en')} members), ${(statSync(file).size / 1e6).toFixed(0)} MB NDJSON, in ${((performance.now() - started) / 1000).toFixed(1)} s`;
+    const generated = `generated ${options.size.toLocaleString('en')} concepts (${countMulti(model)}% with 2–3 parents, depth ${model.level.reduce((a, b) => Math.max(a, b), 0)}, is-a value set of ${model.focusMembers.toLocaleString('en')} members), ${(statSync(file).size / 1e6).toFixed(0)} MB NDJSON, in ${((performance.now() - started) / 1000).toFixed(1)} s`;
     console.error(generated);
     const results: DriverResult[] = [];
     for (const driver of options.drivers) {

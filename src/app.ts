@@ -72,7 +72,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   // the change feed (row-cache.ts). `LATTICE_READ_CACHE=off` reads the database every time.
   const rowCache = config.readCache ? new RowCache<ResourceRow>(db.driver === 'pg') : undefined;
   if (rowCache?.shared) {
-    const unsubscribe = await subscribeChanges(db, ROWS_CHANNEL, (key) => (key === '*' ? rowCache.clear() : rowCache.invalidate(key)));
+    const unsubscribe = await subscribeChanges(db, ROWS_CHANNEL, (key) =>
+      key === '-' || key === '*' ? rowCache.listening(key === '*') : rowCache.invalidate(key),
+    );
     rowCache.listening(true);
     closers.push(() => {
       rowCache.listening(false);

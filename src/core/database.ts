@@ -58,9 +58,10 @@ export interface Database extends Queryable {
    */
   readPass<T>(fn: (q: Queryable, consistent: boolean) => Promise<T>): Promise<T>;
   /**
-   * Subscribes to NOTIFY messages on a channel (cache invalidation across API nodes). When a
-   * lost listening connection is re-established, every handler is called once with `*`:
-   * notifications may have been missed, so anything cached may be stale.
+   * Subscribes to NOTIFY messages on a channel (cache invalidation across API nodes). When the
+   * listening connection is lost, every handler is called with `-` (nothing is heard until it
+   * is back: a cache must not serve meanwhile); when it is re-established, every handler is
+   * called once with `*`: notifications may have been missed, so anything cached may be stale.
    */
   listen(channel: string, handler: (payload: string) => void): Promise<void>;
   close(): Promise<void>;

@@ -127,8 +127,9 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
 }
 
 /**
- * The LISTEN connection. When it is lost (the server restarted) it is re-established every
- * second until it works, and every handler then hears `*` (docs: src/core/database.ts).
+ * The LISTEN connection. When it is lost (the server restarted) every handler hears `-`; it is
+ * re-established every second until it works, and every handler then hears `*` (docs:
+ * src/core/database.ts).
  */
 class Listener {
   private client: pg.Client | undefined;
@@ -158,6 +159,8 @@ class Listener {
       if (this.client !== client) return;
       this.client = undefined;
       void client.end().catch(() => undefined);
+      // Nothing is heard until the connection is back: caches must not be trusted meanwhile.
+      for (const list of this.handlers.values()) for (const h of list) h('-');
       this.scheduleReconnect();
     };
     client.on('error', lost);

@@ -14,7 +14,8 @@
  * when its transaction has ended (a read that ran concurrently with the transaction may have
  * cached the version before it). A read stores its row only if no change at all was heard
  * while it read (the generation check), and nothing is kept until the subscription is
- * established or after the listening connection was lost (`*`: everything is dropped). A
+ * established, nor while the listening connection is lost (`-`: everything is dropped until
+ * it is back, `*`). A
  * row from this cache may still lag a commit on another node by the NOTIFY's delivery time,
  * so a decision that must not act on a stale row (an update's no-op shortcut) reads the
  * database (`authoritative` is false).
@@ -50,6 +51,7 @@ export class RowCache<Row> {
   }
 
   get(key: string): Row | undefined {
+    if (!this.enabled) return undefined;
     const row = this.rows.get(key);
     if (row !== undefined) {
       // Most recently used last (Map keeps insertion order).

@@ -82,6 +82,7 @@ export class TerminologyCache {
   stop(): void {
     this.listening = false;
     this.unsubscribe?.();
+    this.unsubscribe = undefined;
     this.clear();
   }
 
@@ -184,11 +185,16 @@ export class TerminologyCache {
   }
 
   /**
-   * A change announced by any node: `cs:<resource id>` or `vs:<resource id>`; `*` when the
-   * listening connection was re-established (changes may have been missed: forget everything).
+   * A change announced by any node: `cs:<resource id>` or `vs:<resource id>`; `-` when the
+   * listening connection was lost, `*` when it was re-established (changes may have been
+   * missed: forget everything).
    */
   invalidate(payload: string): void {
-    if (payload === '*') return this.clear();
+    // `-`: the listening connection is lost, nothing is kept until it is back (`*`).
+    if (payload === '-' || payload === '*') {
+      this.listening = payload === '*' && this.unsubscribe !== undefined;
+      return this.clear();
+    }
     this.generation++;
     this.resolution.clear();
     if (payload === '*') return this.clear(); // notifications may have been missed (src/core/database.ts)
