@@ -64,6 +64,13 @@ export interface Database extends Queryable {
    * called once with `*`: notifications may have been missed, so anything cached may be stale.
    */
   listen(channel: string, handler: (payload: string) => void): Promise<void>;
+  /**
+   * Resolves once every change committed before the call has been delivered to this node's
+   * `listen` handlers. PostgreSQL: a round trip on the listening connection (the server sends
+   * a listener its pending notifications before the answer), shared by concurrent callers;
+   * rejects when the connection is lost. PGlite: at once (this process is the only writer).
+   */
+  caughtUp(): Promise<void>;
   close(): Promise<void>;
   /** PGlite only: the data folder as a tarball (used to make test templates). */
   dumpDataDir?(): Promise<Blob>;

@@ -118,6 +118,7 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
     },
     health: () => health.check(),
     listen: (channel, handler) => listener.listen(channel, handler),
+    caughtUp: () => listener.caughtUp(),
     async close() {
       listener.close();
       health.close();
@@ -148,6 +149,40 @@ class Listener {
     this.handlers.set(channel, list);
     if (!this.client) await this.connect();
     else if (first) await this.client.query(`LISTEN ${quote(channel)}`);
+  }
+
+  private inflight: Promise<void> | undefined;
+  private queued: Promise<void> | undefined;
+
+  /**
+   * A barrier on the listening connection: `SELECT 1` sent after the call. PostgreSQL sends a
+   * listening session its pending notifications before it answers a statement, and the client
+   * emits them before the statement's result, so when it resolves every change committed
+   * before the call has reached the handlers. Concurrent callers share one barrier: a caller
+   * arriving while one is in flight waits for the next (sent after it).
+   */
+  caughtUp(): Promise<void> {
+    if (this.queued) return this.queued;
+    const start = (): Promise<void> => {
+      const client = this.client;
+      const p = client ? client.query('SELECT 1').then(() => undefined) : Promise.reject(new Error('not listening'));
+      this.inflight = p;
+      void p.then(
+        () => this.inflight === p && (this.inflight = undefined),
+        () => this.inflight === p && (this.inflight = undefined),
+      );
+      return p;
+    };
+    if (!this.inflight) return start();
+    const queued = this.inflight.then(
+      () => undefined,
+      () => undefined,
+    ).then(() => {
+      this.queued = undefined;
+      return start();
+    });
+    this.queued = queued;
+    return queued;
   }
 
   private async connect(): Promise<void> {

@@ -119,6 +119,7 @@ export async function openPgliteDatabase(
         release();
       }
     },
+    caughtUp: async () => undefined,
     async listen(channel, handler) {
       await pg.listen(channel, handler);
     },

@@ -26,6 +26,9 @@ export interface ResourceRow {
   content: string;
 }
 
+/** Largest resource (JSON characters) the read cache keeps. */
+const MAX_CACHED_CONTENT = 256 * 1024;
+
 /** A FHIR id (R4 `id` datatype); no stored resource has any other. */
 const FHIR_ID = /^[A-Za-z0-9\-.]{1,64}$/;
 /** A version id as stored (a positive integer); the current version bounds it further. */
@@ -66,6 +69,7 @@ export class Repository implements SystemRepository {
       transaction: (fn) => fn(tx),
       readPass: (fn) => fn(tx, true),
       listen: (channel, handler) => db.listen(channel, handler),
+      caughtUp: () => db.caughtUp(),
       close: async () => undefined,
     };
     return new Repository(bound, this.auth, this.hooks, this.searchIndex, this.cache, true);
@@ -318,12 +322,21 @@ export class Repository implements SystemRepository {
     if (!FHIR_ID.test(id)) return undefined; // e.g. a NUL byte, which PostgreSQL text cannot even hold
     const cache = this.joined || (fresh && !this.cache?.authoritative) ? undefined : this.cache;
     const key = `${resourceType}/${id}`;
-    const cached = cache?.get(key);
+    let cached = cache?.get(key);
+    if (cached && cache?.shared) {
+      // Another node's commit is heard before this answer: the listening connection has caught
+      // up with every change committed before this read began (else the database is read).
+      cached = await this.db.caughtUp().then(
+        () => cache.get(key),
+        () => undefined,
+      );
+    }
     if (cached) return cached.version_id > 0 && this.scope.canSee(scopedRow(cached)) ? cached : undefined;
     const readAt = cache?.generation() ?? 0;
     const res = await q.query<ResourceRow>('SELECT * FROM resource r WHERE r.resource_type = $1 AND r.id = $2', [resourceType, id]);
     const row = res.rows[0];
-    if (row) cache?.set(key, row, readAt);
+    // Large rows (a CodeSystem with its concepts) are not kept: 20,000 of them would not fit.
+    if (row && row.content.length <= MAX_CACHED_CONTENT) cache?.set(key, row, readAt);
     return row && row.version_id > 0 && this.scope.canSee(scopedRow(row)) ? row : undefined;
   }
 

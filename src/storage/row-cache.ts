@@ -15,10 +15,10 @@
  * cached the version before it). A read stores its row only if no change at all was heard
  * while it read (the generation check), and nothing is kept until the subscription is
  * established, nor while the listening connection is lost (`-`: everything is dropped until
- * it is back, `*`). A
- * row from this cache may still lag a commit on another node by the NOTIFY's delivery time,
- * so a decision that must not act on a stale row (an update's no-op shortcut) reads the
- * database (`authoritative` is false).
+ * it is back, `*`). A NOTIFY arrives asynchronously, so a cached row is used only after
+ * `Database.caughtUp()` (a barrier on the listening connection shared by concurrent reads;
+ * repository.ts); a decision that must not act on a stale row at all (an update's no-op
+ * shortcut) reads the database (`authoritative` is false).
  */
 export class RowCache<Row> {
   private readonly rows = new Map<string, Row>();
