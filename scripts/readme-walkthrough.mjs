@@ -166,13 +166,15 @@ function runExamples(list, baseUrl, pw) {
 }
 
 /**
- * `node --import tsx src/main.ts serve` with an in-memory PGlite on a port the system assigns
+ * `lattice serve` (the source through tsx, or the bundle `npm test` made) with an in-memory PGlite on a port the system assigns
  * (PORT=0): the address is read from the server's own "Lattice listening" log line, so no other
  * server that happens to take a port we picked can answer in its place.
  */
 async function startServer(pw) {
   let log = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+  // Under `npm test`, the bundle of the current source it made (test/support/cli.ts).
+  const cli = process.env.LATTICE_TEST_CLI ? [process.env.LATTICE_TEST_CLI] : ['--import', 'tsx', 'src/main.ts'];
+  const child = spawn(process.execPath, [...cli, 'serve'], {
     cwd: root,
     env: {
       ...process.env,

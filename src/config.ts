@@ -24,6 +24,8 @@ export interface Config {
   trustedProxies: string[];
   /** Maximum request body in bytes (default 16 MiB). */
   bodyLimit: number;
+  /** scrypt cost (log2 N) of new password hashes (docs/auth.md#passwords-and-secrets). */
+  passwordCost: number;
   /** How long one request may use the database (docs/errors.md#database-limits); 0 = no limit. */
   database: { statementTimeoutMs: number; acquireTimeoutMs: number; poolSize: number };
   /** Bounds on one search (docs/rest.md#limits). */
@@ -46,6 +48,8 @@ export interface Config {
   txPreload: string[];
   /** `LATTICE_READ_CACHE` (default on; `off`): current resource rows kept in memory (storage/row-cache.ts). */
   readCache: boolean;
+  /** `lattice import`: a CodeSystem with more concepts is indexed staged (docs/terminology.md#atomic-imports). */
+  txStagedImportAbove: number;
   /** Bounds on one terminology request (docs/terminology.md#limits). */
   terminologyLimits: { maxFilters: number; maxCodings: number };
   /** Outbox e-mail sender. */
@@ -80,6 +84,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     txCacheMb: intOf(env.LATTICE_TX_CACHE_MB, 1024, 'LATTICE_TX_CACHE_MB'),
     readCache: (env.LATTICE_READ_CACHE ?? 'on') !== 'off',
     txPreload: (env.LATTICE_TX_PRELOAD ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    txStagedImportAbove: intOf(env.LATTICE_TX_STAGED_IMPORT_ABOVE, 20_000, 'LATTICE_TX_STAGED_IMPORT_ABOVE'),
     terminologyLimits: {
       maxFilters: intOf(env.LATTICE_TX_MAX_FILTERS, 50, 'LATTICE_TX_MAX_FILTERS'),
       maxCodings: intOf(env.LATTICE_TX_MAX_CODINGS, 10_000, 'LATTICE_TX_MAX_CODINGS'),
@@ -99,6 +104,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       .map((p) => p.trim())
       .filter(Boolean),
     bodyLimit: intOf(env.LATTICE_BODY_LIMIT, 16 * 1024 * 1024, 'LATTICE_BODY_LIMIT'),
+    passwordCost: passwordCostOf(env.LATTICE_PASSWORD_COST),
     searchLimits: {
       maxParameters: intOf(env.LATTICE_SEARCH_MAX_PARAMETERS, 30, 'LATTICE_SEARCH_MAX_PARAMETERS'),
       maxValues: intOf(env.LATTICE_SEARCH_MAX_VALUES, 100, 'LATTICE_SEARCH_MAX_VALUES'),
@@ -117,6 +123,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxAttempts: intOf(env.LATTICE_EMAIL_MAX_ATTEMPTS, 12, 'LATTICE_EMAIL_MAX_ATTEMPTS'),
     },
   };
+}
+
+/** scrypt cost bounds (log2 N): 10 = 1 MiB per hash, for tests only; 15 = 32 MiB; 17 = 128 MiB. */
+export const DEFAULT_PASSWORD_COST = 15;
+export const MIN_PASSWORD_COST = 10;
+export const MAX_PASSWORD_COST = 17;
+
+function passwordCostOf(value: string | undefined): number {
+  const cost = intOf(value, DEFAULT_PASSWORD_COST, 'LATTICE_PASSWORD_COST');
+  if (cost < MIN_PASSWORD_COST || cost > MAX_PASSWORD_COST) {
+    throw new Error(`LATTICE_PASSWORD_COST must be between ${MIN_PASSWORD_COST} and ${MAX_PASSWORD_COST}, got '${value}'`);
+  }
+  return cost;
 }
 
 function intOf(value: string | undefined, fallback: number, name: string): number {

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { projectRoot } from '../src/paths.js';
 import { createTestDatabase, drivers, loginAs, startServer, type StartOptions, type TestServer } from './harness.js';
+import { latticeArgs } from './support/cli.js';
 
 /** `lattice admin set-password`: the recovery for a lost password, checked by logging in over HTTP. */
 for (const driver of drivers) {
@@ -15,7 +16,7 @@ for (const driver of drivers) {
       try {
         const storage: StartOptions = driver === 'pg' ? { databaseUrl: await createTestDatabase() } : { dataDir: join(dir, 'data') };
         const cli = (args: string[], input = '') =>
-          spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'admin', 'set-password', ...args], {
+          spawnSync(process.execPath, latticeArgs('admin', 'set-password', ...args), {
             cwd: projectRoot,
             input,
             encoding: 'utf8',
@@ -69,7 +70,7 @@ for (const driver of drivers) {
     });
 
     test('without an e-mail it prints the usage and exits 2', () => {
-      const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'admin', 'set-password'], { cwd: projectRoot, encoding: 'utf8' });
+      const run = spawnSync(process.execPath, latticeArgs('admin', 'set-password'), { cwd: projectRoot, encoding: 'utf8' });
       assert.equal(run.status, 2);
       assert.match(run.stderr, /lattice admin set-password <email>/);
     });

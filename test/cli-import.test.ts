@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { projectRoot } from '../src/paths.js';
 import { createTestDatabase, drivers, startServer } from './harness.js';
+import { latticeArgs } from './support/cli.js';
 
 const codeSystem = (i: number) => ({
   resourceType: 'CodeSystem',
@@ -32,7 +33,7 @@ for (const driver of drivers) {
           LATTICE_BASE_TERMINOLOGY: 'lazy',
           ...(storage.databaseUrl ? { DATABASE_URL: storage.databaseUrl } : { LATTICE_DATA_DIR: storage.dataDir }),
         };
-        const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'import', file], { cwd: projectRoot, env, encoding: 'utf8' });
+        const run = spawnSync(process.execPath, latticeArgs('import', file), { cwd: projectRoot, env, encoding: 'utf8' });
         assert.equal(run.status, 0, run.stderr);
         assert.match(run.stdout, /imported 2 resources \(2 CodeSystems, 0 ValueSets, 4 concepts; 0 skipped\)/);
 
@@ -50,7 +51,7 @@ for (const driver of drivers) {
     });
 
     test('without a file argument it prints the usage and exits 2', () => {
-      const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'import'], { cwd: projectRoot, encoding: 'utf8' });
+      const run = spawnSync(process.execPath, latticeArgs('import'), { cwd: projectRoot, encoding: 'utf8' });
       assert.equal(run.status, 2);
       assert.match(run.stderr, /Usage:/);
     });

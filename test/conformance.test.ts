@@ -49,12 +49,12 @@ const PASSING_AT_LEAST: Record<Setup, Record<string, number>> = {
   // of: metadata 2, simple-cases 15, parameters 35, language 26, language2 25, validation 51
   // (+3 set apart), version 180 (+26 set apart), errors 7, case 6, translate 2, batch 2
   put: {
-    metadata: 2, 'simple-cases': 15, parameters: 34, language: 26, language2: 25, validation: 51,
-    version: 180, errors: 5, case: 6, translate: 2, batch: 1,
+    metadata: 2, 'simple-cases': 15, parameters: 35, language: 26, language2: 25, validation: 51,
+    version: 180, errors: 5, case: 6, translate: 2, batch: 2,
   },
   'tx-resource': {
-    metadata: 2, 'simple-cases': 15, parameters: 34, language: 26, language2: 25, validation: 51,
-    version: 180, errors: 7, case: 6, translate: 2, batch: 1,
+    metadata: 2, 'simple-cases': 15, parameters: 35, language: 26, language2: 25, validation: 51,
+    version: 180, errors: 7, case: 6, translate: 2, batch: 2,
   },
 };
 

@@ -7,6 +7,7 @@ import { describe, test } from 'node:test';
 import { projectRoot } from '../src/paths.js';
 import { DataFolderInUse } from '../src/storage/data-folder-lock.js';
 import { openPgliteDatabase } from '../src/storage/pglite-database.js';
+import { latticeArgs } from './support/cli.js';
 
 /**
  * One owner per embedded data folder (docs/errors.md#data-folder). Two processes on one PGlite
@@ -86,7 +87,7 @@ describe('embedded data folder: one owner at a time', () => {
       try {
         const file = join(dir, 'cs.json');
         writeFileSync(file, JSON.stringify({ resourceType: 'CodeSystem', url: 'http://example.org/cs/lock', status: 'active', content: 'complete', concept: [{ code: 'a' }] }));
-        const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'import', file], {
+        const run = spawnSync(process.execPath, latticeArgs('import', file), {
           cwd: projectRoot,
           env: { ...process.env, LOG_LEVEL: 'warn', LATTICE_DATA_DIR: data, LATTICE_ADMIN_PASSWORD: 'admin-password-123' },
           encoding: 'utf8',

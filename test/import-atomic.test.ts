@@ -7,6 +7,7 @@ import { describe, test } from 'node:test';
 import { generateSnomedLike, SNOMED_LIKE_URL, writeNdjson, type SnomedLike } from '../bench/snomed-like.js';
 import { projectRoot } from '../src/paths.js';
 import { createTestDatabase, drivers, startServer, type TestServer } from './harness.js';
+import { latticeArgs } from './support/cli.js';
 
 /**
  * Atomic imports (docs/terminology.md#atomic-imports), as a fault test: `lattice import` of a
@@ -18,8 +19,11 @@ import { createTestDatabase, drivers, startServer, type TestServer } from './har
 /** The first request builds the in-memory index; on a busy test machine that may exceed the default request time limit. */
 const NO_TIME_LIMIT = { LATTICE_DB_STATEMENT_TIMEOUT: '0' };
 
+/** LATTICE_TX_STAGED_IMPORT_ABOVE of the imports. */
+const STAGED_ABOVE = 5_000;
+
 const cli = (args: string[], env: NodeJS.ProcessEnv) =>
-  spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'import', ...args], { cwd: projectRoot, env, encoding: 'utf8' });
+  spawnSync(process.execPath, latticeArgs('import', ...args), { cwd: projectRoot, env, encoding: 'utf8' });
 
 /** What the server answers for a few codes, without naming a version. */
 async function answers(server: TestServer, m: SnomedLike): Promise<string[]> {
@@ -40,10 +44,12 @@ for (const driver of drivers) {
     test('the previous version stays intact and answers unchanged; a re-run succeeds and cleans up', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'lattice-atomic-'));
       try {
-        // Version 1: large enough for the staged path. Version 2: other displays, and big enough
-        // that the kill lands while it is still being imported.
-        const v1 = generateSnomedLike(21_000);
-        const v2 = generateSnomedLike(30_000, 7);
+        // Imports above STAGED_ABOVE concepts take the staged path (the 20,000 default, lowered
+        // so the test imports 30,000 concepts per driver instead of 81,000). Version 1: large
+        // enough for it. Version 2: other displays, and big enough that the kill lands while it
+        // is still being imported.
+        const v1 = generateSnomedLike(STAGED_ABOVE + 1_000);
+        const v2 = generateSnomedLike(STAGED_ABOVE * 2 + 2_000, 7);
         await writeNdjson(v1, join(dir, 'v1.ndjson'), '1');
         await writeNdjson(v2, join(dir, 'v2.ndjson'), '2');
         const storage = driver === 'pg' ? { databaseUrl: await createTestDatabase() } : { dataDir: join(dir, 'data') };
@@ -53,6 +59,7 @@ for (const driver of drivers) {
           LATTICE_ADMIN_PASSWORD: 'admin-password-123',
           LATTICE_BASE_TERMINOLOGY: 'lazy',
           LATTICE_DB_STATEMENT_TIMEOUT: '0',
+          LATTICE_TX_STAGED_IMPORT_ABOVE: String(STAGED_ABOVE),
           ...(storage.databaseUrl ? { DATABASE_URL: storage.databaseUrl } : { LATTICE_DATA_DIR: storage.dataDir }),
         };
         const first = cli([join(dir, 'v1.ndjson')], env);
@@ -63,15 +70,16 @@ for (const driver of drivers) {
         assert.match(before[0], /^200 1 /);
         await server.stop();
 
-        // Kill the import of version 2 once it has read 80% of its concepts: past LARGE_CODE_SYSTEM
-        // (20,000 of 30,000), so its staged index exists and is being filled.
-        const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'import', join(dir, 'v2.ndjson')], { cwd: projectRoot, env });
+        // Kill the import of version 2 once it has read half its file (progress is printed per
+        // 2,000-concept batch, after the batch is written): past STAGED_ABOVE (5,000 of 12,000),
+        // so its staged index exists and is being filled, with half the concepts still to come.
+        const child = spawn(process.execPath, latticeArgs('import', join(dir, 'v2.ndjson')), { cwd: projectRoot, env });
         let stderr = '';
         const killed = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
         child.stdout.resume();
         child.stderr.on('data', (chunk: Buffer) => {
           stderr += String(chunk);
-          if (/\] ([89]\d)% [\d,]+\/[\d,]+ bytes/.test(stderr)) child.kill('SIGKILL');
+          if (/\] ([5-9]\d)% [\d,]+\/[\d,]+ bytes/.test(stderr)) child.kill('SIGKILL');
         });
         assert.equal(await killed, 'SIGKILL', `the import ended before it could be killed:\n${stderr}`);
 
@@ -88,7 +96,7 @@ for (const driver of drivers) {
 
         const rerun = cli([join(dir, 'v2.ndjson')], env);
         assert.equal(rerun.status, 0, rerun.stderr);
-        assert.match(rerun.stdout, /imported 3 resources \(1 CodeSystems, 2 ValueSets, 30000 concepts/);
+        assert.match(rerun.stdout, new RegExp(`imported 3 resources \\(1 CodeSystems, 2 ValueSets, ${v2.size} concepts`));
 
         server = await startServer(driver, { ...storage, env: NO_TIME_LIMIT });
         try {

@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { generateSnomedLike, SNOMED_LIKE_URL, writeNdjson, type SnomedLike } from '../bench/snomed-like.js';
 import { projectRoot } from '../src/paths.js';
 import { createClient, createMember, createProject, createTestDatabase, drivers, startServer, type TestProject, type TestServer } from './harness.js';
+import { latticeArgs } from './support/cli.js';
 
 /**
  * `lattice import --url` (docs/terminology.md#import-into-a-running-server): the CLI streams a
@@ -25,7 +26,7 @@ interface Run {
 /** The CLI as a real process (asynchronous: the server answering it runs in this process). */
 function cli(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'import', ...args], { cwd: projectRoot, env });
+    const child = spawn(process.execPath, latticeArgs('import', ...args), { cwd: projectRoot, env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += String(c)));

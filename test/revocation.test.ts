@@ -59,7 +59,7 @@ for (const driver of drivers) {
       const member = await createMember(server, p.projectId);
       const tokens = await loginTokens(server, member.email, member.password, { projectId: p.projectId });
       assert.equal((await server.fhir('GET', '/Patient', { token: tokens.access_token })).status, 200);
-      await setPassword(server.app.system, member.userId, 'a-brand-new-password');
+      await setPassword(server.app.system, member.userId, 'a-brand-new-password', server.config.passwordCost);
       assertUnauthorized(await server.fhir('GET', '/Patient', { token: tokens.access_token }));
       assertUnauthorized(await server.fhir('GET', '/Patient', { token: member.token }));
       const refresh = await server.request('POST', '/oauth2/token', {

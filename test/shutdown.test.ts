@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
 import { test } from 'node:test';
 import { projectRoot } from '../src/paths.js';
+import { latticeArgs } from './support/cli.js';
 
 /**
  * The port the server reports in its "Lattice listening" log line (it listens on PORT=0, so no
@@ -33,7 +34,7 @@ async function waitUp(url: string): Promise<void> {
 }
 
 test('SIGTERM lets an in-flight request finish, then the process exits 0', async () => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+  const child = spawn(process.execPath, latticeArgs('serve'), {
     cwd: projectRoot,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LATTICE_DATA_DIR: 'memory://', LOG_LEVEL: 'info', LATTICE_ADMIN_PASSWORD: 'admin-password-123' },
     stdio: ['ignore', 'pipe', 'ignore'],

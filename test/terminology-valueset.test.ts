@@ -266,9 +266,12 @@ for (const driver of drivers) {
       await put(vs('cycle-b', { include: [{ system: CS, valueSet: ['http://example.org/fhir/ValueSet/cycle-a'] }] }));
       const res = await validate('http://example.org/fhir/ValueSet/cycle-a', 'dog');
       assert.equal(res.status, 400, res.text);
-      assert.match(ooText(res.body) ?? '', /circular/);
+      const A = 'http://example.org/fhir/ValueSet/cycle-a|1';
+      const B = 'http://example.org/fhir/ValueSet/cycle-b|1';
+      assert.equal(ooText(res.body), `Found a circularity pointing to ${A} processing ValueSet with pathway [${A}, ${B}]`);
       const exp = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/cycle-b');
       assert.equal(exp.status, 400, exp.text);
+      assert.equal(ooText(exp.body), `Found a circularity pointing to ${B} processing ValueSet with pathway [${B}, ${A}]`);
     });
 
     test('a missing nested value set makes the code invalid with a not-found issue', async () => {
@@ -315,7 +318,14 @@ for (const driver of drivers) {
       // and a whole-system expansion that large needs paging
       await put(vs('big-all', { include: [{ system: 'http://example.org/big' }] }));
       const tooBig = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/big-all');
-      expectOO(tooBig, 422, 'too-costly', 'ValueSet expansion has 10050 codes: more than 10000; use count and offset');
+      expectOO(tooBig, 422, 'too-costly', "The value set 'http://example.org/fhir/ValueSet/big-all|1' expansion has too many codes to produce (>1000): 10050 codes; use count and offset");
+      // limitedExpansion: the first 1000 codes instead, flat, marked as too costly
+      const limited = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/big-all&limitedExpansion=true');
+      assert.equal(limited.status, 200, limited.text.slice(0, 500));
+      assert.equal(limited.body.expansion.total, 10_050);
+      assert.equal(limited.body.expansion.contains.length, 1000);
+      assert.deepEqual(limited.body.expansion.extension, [{ url: 'http://hl7.org/fhir/StructureDefinition/valueset-toocostly', valueBoolean: true }]);
+      assert.deepEqual(limited.body.expansion.parameter[0], { name: 'limitedExpansion', valueBoolean: true });
       const paged = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/big-all&offset=10000&count=100');
       assert.equal(paged.body.expansion.total, 10_050);
       assert.equal(paged.body.expansion.contains.length, 50);

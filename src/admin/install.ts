@@ -7,7 +7,7 @@ import { TxWriter } from './tx-writer.js';
 /** Wires the admin feature: the invite endpoint and the set-password page and endpoint. */
 export function installAdmin(env: FeatureEnv): AppRoute[] {
   const writer = new TxWriter(env.system);
-  const deps: InviteDeps = { db: env.db, system: env.system, writer };
+  const deps: InviteDeps = { db: env.db, system: env.system, writer, passwordCost: env.config.passwordCost };
   return [
     {
       method: 'POST',
@@ -18,6 +18,6 @@ export function installAdmin(env: FeatureEnv): AppRoute[] {
         return { status: 200, body: membership, contentType: 'application/fhir+json; charset=utf-8' };
       },
     },
-    ...setPasswordRoutes(env.db, writer),
+    ...setPasswordRoutes(env.db, writer, env.config.passwordCost),
   ];
 }

@@ -36,6 +36,8 @@ export interface InviteDeps {
   db: Database;
   system: ResourceRepository;
   writer: TxWriter;
+  /** scrypt cost of a password given in the invite (`config.passwordCost`). */
+  passwordCost: number;
 }
 
 /**
@@ -51,7 +53,7 @@ export async function inviteUser(deps: InviteDeps, ctx: RequestContext, projectI
   const project = await deps.system.tryRead<Project>('Project', projectId);
   if (!project) throw notFound();
   const req = parseInviteRequest(body);
-  const passwordHash = req.password ? await hashPassword(req.password) : undefined; // scrypt: not inside the transaction
+  const passwordHash = req.password ? await hashPassword(req.password, deps.passwordCost) : undefined; // scrypt: not inside the transaction
   for (let attempt = 1; ; attempt++) {
     try {
       return await deps.db.transaction((tx) =>

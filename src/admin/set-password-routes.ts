@@ -12,7 +12,7 @@ const HTML = 'text/html; charset=utf-8';
  * `GET /setpassword/:id/:secret` (the page the e-mail links to) and
  * `POST /auth/setpassword {id, secret, password}` (JSON; or the page's plain form post).
  */
-export function setPasswordRoutes(db: Database, writer: TxWriter): AppRoute[] {
+export function setPasswordRoutes(db: Database, writer: TxWriter, passwordCost: number): AppRoute[] {
   return [
     {
       method: 'GET',
@@ -41,10 +41,10 @@ export function setPasswordRoutes(db: Database, writer: TxWriter): AppRoute[] {
       async handler(req) {
         const input = (req.body ?? {}) as { id?: unknown; secret?: unknown; password?: unknown; confirm?: unknown };
         if (!isFormPost(req)) {
-          await setPasswordWithLink(db, writer, input);
+          await setPasswordWithLink(db, writer, input, passwordCost);
           return { status: 200, body: informational('Password set'), contentType: 'application/fhir+json; charset=utf-8' };
         }
-        return html(await formPost(db, writer, input));
+        return html(await formPost(db, writer, input, passwordCost));
       },
     },
   ];
@@ -55,12 +55,13 @@ async function formPost(
   db: Database,
   writer: TxWriter,
   input: { id?: unknown; secret?: unknown; password?: unknown; confirm?: unknown },
+  passwordCost: number,
 ): Promise<Page> {
   if (input.confirm !== undefined && input.confirm !== input.password) {
     return messagePage(400, 'Password not set', 'Passwords do not match. Go back and try again.');
   }
   try {
-    await setPasswordWithLink(db, writer, input);
+    await setPasswordWithLink(db, writer, input, passwordCost);
     return messagePage(200, 'Password set', PASSWORD_SET_TEXT);
   } catch (err) {
     // Presentation only: the contract's error text, shown as a page for a browser form post.

@@ -57,6 +57,7 @@ export async function setPasswordWithLink(
   db: Database,
   writer: TxWriter,
   input: { id?: unknown; secret?: unknown; password?: unknown },
+  passwordCost: number,
 ): Promise<void> {
   const link = await checkSetPasswordLink(db, input.id, input.secret);
   if (link.state !== 'valid') throw linkError(link.state);
@@ -64,7 +65,7 @@ export async function setPasswordWithLink(
   if (typeof password !== 'string' || password.length < MIN_PASSWORD_LENGTH) {
     throw badRequest(`Password must be at least ${MIN_PASSWORD_LENGTH} characters`, 'password');
   }
-  const passwordHash = await hashPassword(password); // slow (scrypt): outside the transaction
+  const passwordHash = await hashPassword(password, passwordCost); // slow (scrypt): outside the transaction
   await db.transaction(async (tx) => {
     // The conditional UPDATE is the single-use guarantee: of two concurrent submissions one
     // marks the link used, the other updates nothing.

@@ -86,6 +86,8 @@ export interface NewUser {
   lastName: string;
   /** Plain password (hashed here); omit for a user who sets one later (e.g. an invite). */
   password?: string;
+  /** scrypt cost of the hash (`config.passwordCost`). */
+  passwordCost: number;
   /** Project that owns the User resource (`meta.project`). */
   ownerProjectId: string;
   /** Set for a project-scoped user (e-mail unique in that project only). */
@@ -106,17 +108,17 @@ export async function createUser(system: ResourceRepository, input: NewUser): Pr
   if (input.scopedToProject) user.project = { reference: `Project/${input.ownerProjectId}` };
   if (input.password !== undefined) {
     checkPasswordStrength(input.password);
-    user.passwordHash = await hashPassword(input.password);
+    user.passwordHash = await hashPassword(input.password, input.passwordCost);
   }
   return system.create(user, input.id ? { id: input.id } : {});
 }
 
-/** Sets (replaces) a user's password. */
-export async function setPassword(system: ResourceRepository, userId: string, password: string): Promise<void> {
+/** Sets (replaces) a user's password, hashed at `passwordCost`. */
+export async function setPassword(system: ResourceRepository, userId: string, password: string, passwordCost: number): Promise<void> {
   checkPasswordStrength(password);
   const repo = system;
   const user = await repo.read<User>('User', userId);
-  await repo.update({ ...user, passwordHash: await hashPassword(password) });
+  await repo.update({ ...user, passwordHash: await hashPassword(password, passwordCost) });
 }
 
 /** Input of `createMembership`. */

@@ -57,6 +57,7 @@ export async function bootstrapSuperAdmin(env: FeatureEnv): Promise<void> {
       firstName: 'Super',
       lastName: 'Admin',
       password: env.config.adminPassword ?? generated,
+      passwordCost: env.config.passwordCost,
       ownerProjectId: SUPER_PROJECT_ID,
     }),
   );

@@ -54,7 +54,7 @@ async function login(state: AuthState, body: unknown, ip: string) {
   const attempt = await state.throttle.claim(email, ip);
   const userId = await findUserIdByEmail(db, email, projectId);
   const hash = userId ? await passwordHashOf(db, userId) : undefined;
-  const valid = await verifyPassword(password, hash ?? (await (dummyHash ??= hashPassword(randomSecret()))));
+  const valid = await verifyPassword(password, hash ?? (await (dummyHash ??= hashPassword(randomSecret(), state.env.config.passwordCost))));
   if (!valid || !userId || !hash) {
     await state.throttle.recordFailure(email, ip);
     throw badRequest(INVALID_CREDENTIALS);

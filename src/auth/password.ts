@@ -1,7 +1,13 @@
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { MAX_PASSWORD_COST, MIN_PASSWORD_COST } from '../config.js';
 
-/** scrypt cost (N=2^15, r=8, p=1: ~32 MiB and tens of ms per hash — memory-hard, salted). */
-const PARAMS = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
+/**
+ * scrypt cost as log2 N (r=8, p=1): 15 = ~32 MiB and tens of ms per hash — memory-hard, salted.
+ * `LATTICE_PASSWORD_COST` (docs/auth.md#passwords-and-secrets) sets it for new hashes; a stored hash keeps
+ * the cost it was made with, so changing it never locks anyone out.
+ */
+/** scrypt needs 128·N·r bytes; maxmem leaves room for the highest cost. */
+const PARAMS = { r: 8, p: 1, maxmem: 2 * 128 * 8 * 2 ** MAX_PASSWORD_COST };
 const KEY_LENGTH = 32;
 
 export const MIN_PASSWORD_LENGTH = 8;
@@ -12,11 +18,13 @@ function scrypt(password: string, salt: Buffer, keylen: number, options: ScryptO
   );
 }
 
-/** Hashes a password as `scrypt$N$r$p$<salt b64>$<hash b64>`. */
-export async function hashPassword(password: string): Promise<string> {
+/** Hashes a password as `scrypt$N$r$p$<salt b64>$<hash b64>`, with N = 2^cost. */
+export async function hashPassword(password: string, cost: number): Promise<string> {
+  if (!Number.isInteger(cost) || cost < MIN_PASSWORD_COST || cost > MAX_PASSWORD_COST) throw new Error(`password cost ${cost} out of range`);
+  const N = 2 ** cost;
   const salt = randomBytes(16);
-  const key = await scrypt(password, salt, KEY_LENGTH, PARAMS);
-  return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64'), key.toString('base64')].join('$');
+  const key = await scrypt(password, salt, KEY_LENGTH, { ...PARAMS, N });
+  return ['scrypt', N, PARAMS.r, PARAMS.p, salt.toString('base64'), key.toString('base64')].join('$');
 }
 
 /** Checks a password against a stored hash in constant time; false for malformed hashes. */

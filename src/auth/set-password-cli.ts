@@ -27,7 +27,7 @@ export interface SetPasswordOutcome {
  * log in at once. Throws when there is no such user or the password is too short.
  */
 export async function setPasswordByEmail(
-  services: { db: Database; system: SystemRepository },
+  services: { db: Database; system: SystemRepository; config: { passwordCost: number } },
   email: string,
   password: string,
   projectId?: string,
@@ -35,7 +35,7 @@ export async function setPasswordByEmail(
   const normalized = normalizeEmail(email) ?? '';
   const userId = await findUserIdByEmail(services.db, normalized, projectId);
   if (!userId) throw new Error(`No user logs in with ${normalized}${projectId ? ` in project ${projectId}` : ''}`);
-  await setPassword(services.system, userId, password);
+  await setPassword(services.system, userId, password, services.config.passwordCost);
   await new LoginThrottle(services.db).clearAccount(normalized);
   return { userId, email: normalized };
 }

@@ -104,7 +104,7 @@ export class CodeSystemIndex {
       if (!this.byCode.has(c.code)) this.byCode.set(c.code, c.id);
       text += c.code.length + (c.display?.length ?? 0) + (c.definition?.length ?? 0);
     }
-    const d = csr(n, [...source.designations].map((x) => ({ concept: x.concept, language: x.language, use: x.use, value: x.value })));
+    const d = csr(n, [...source.designations].map((x) => ({ concept: x.concept, language: x.language, use: x.use, value: x.value, ...(x.extension ? { extension: x.extension } : {}) })));
     this.designationStart = d.start;
     this.designationList = d.list.map(({ concept: _c, ...rest }) => rest);
     const p = csr(n, [...source.properties]);
@@ -246,7 +246,7 @@ export function indexFromRows(rows: CodeSystemRows): CodeSystemIndex {
   return new CodeSystemIndex({
     maxId: rows.concepts.length,
     concepts: rows.concepts.map((c, i) => ({ ...c, id: i + 1 })),
-    designations: rows.designations.map((d) => ({ concept: d.concept, language: d.language, use: use(d), value: d.value })),
+    designations: rows.designations.map((d) => ({ concept: d.concept, language: d.language, use: use(d), value: d.value, ...(d.extension ? { extension: JSON.parse(d.extension) as Designation['extension'] } : {}) })),
     properties: rows.properties.map((p: PropertyRow) => ({ concept: p.concept, code: p.code, type: p.type, value: p.value, system: p.system, display: p.display })),
     edges: rows.edges,
   });
@@ -291,8 +291,8 @@ export async function loadIndex(tx: Queryable, key: number): Promise<CodeSystemI
       concepts.push({ id: r.id, code: r.code, display: r.display ?? undefined, definition: r.definition ?? undefined, inactive: r.inactive, abstract: r.abstract, status: r.status ?? undefined });
     }
     // No ORDER BY: within a concept, rows come in storage order, as the SQL read path returns them.
-    const d = await tx.query<{ concept: number; language: string | null; use_system: string | null; use_code: string | null; use_display: string | null; value: string }>(
-      'SELECT concept, language, use_system, use_code, use_display, value FROM tx_designation WHERE cs_key = $1 AND concept BETWEEN $2 AND $3',
+    const d = await tx.query<{ concept: number; language: string | null; use_system: string | null; use_code: string | null; use_display: string | null; value: string; extension: string | null }>(
+      'SELECT concept, language, use_system, use_code, use_display, value, extension FROM tx_designation WHERE cs_key = $1 AND concept BETWEEN $2 AND $3',
       range,
     );
     for (const r of d.rows) designations.push({ concept: r.concept, ...designationOf(r) });
@@ -311,10 +311,10 @@ export async function loadIndex(tx: Queryable, key: number): Promise<CodeSystemI
 }
 
 /** A designation as stored in `tx_designation`. */
-export function designationOf(r: { language: string | null; use_system: string | null; use_code: string | null; use_display: string | null; value: string }): Designation {
+export function designationOf(r: { language: string | null; use_system: string | null; use_code: string | null; use_display: string | null; value: string; extension?: string | null }): Designation {
   const use =
     r.use_system || r.use_code
       ? { ...(r.use_system ? { system: r.use_system } : {}), ...(r.use_code ? { code: r.use_code } : {}), ...(r.use_display ? { display: r.use_display } : {}) }
       : undefined;
-  return { language: r.language ?? undefined, use, value: r.value };
+  return { language: r.language ?? undefined, use, value: r.value, ...(r.extension ? { extension: JSON.parse(r.extension) as Designation['extension'] } : {}) };
 }

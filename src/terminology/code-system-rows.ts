@@ -74,6 +74,20 @@ export interface DesignationRow {
   useCode: string | undefined;
   useDisplay: string | undefined;
   value: string;
+  /** JSON of the designation's standard extensions (designationExtensions), undefined when none. */
+  extension?: string;
+}
+
+/** Designation extensions kept (others are ignored): the SNOMED description id and the standards status. */
+export const DESIGNATION_EXTENSIONS = new Set([
+  'http://hl7.org/fhir/StructureDefinition/coding-sctdescid',
+  'http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status',
+]);
+
+/** The standard extensions of a designation as stored (a JSON array), undefined when it has none. */
+export function designationExtensions(extension: Array<{ url?: string }> | undefined): string | undefined {
+  const kept = (extension ?? []).filter((e) => e.url && DESIGNATION_EXTENSIONS.has(e.url));
+  return kept.length > 0 ? JSON.stringify(kept) : undefined;
 }
 
 /** Columns of `tx_concept_property` (besides `cs_key`), shared by indexing and `$import`. */
@@ -94,6 +108,7 @@ export const DESIGNATION_COLUMNS: BulkColumn<DesignationRow>[] = [
   { name: 'use_code', type: 'text', value: (r) => r.useCode },
   { name: 'use_display', type: 'text', value: (r) => r.useDisplay },
   { name: 'value', type: 'text', value: (r) => r.value },
+  { name: 'extension', type: 'text', value: (r) => r.extension },
 ];
 
 export interface CodeSystemRows {
@@ -191,6 +206,7 @@ export class CodeSystemRowBuilder {
             useCode: d.use?.code,
             useDisplay: d.use?.display,
             value: d.value,
+            extension: designationExtensions(d.extension),
           });
         }
       }

@@ -4,10 +4,10 @@ import { findConcepts, indexOf } from './concepts.js';
 import { compileInclude } from './filter-match.js';
 import { SqlParams, filterPredicate, regexError } from './filters.js';
 import { checkComposeFilters, terminologyLimits } from './limits.js';
-import { msg } from './messages.js';
+import { msg, valueSetText } from './messages.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
-import { effectiveVersion, splitCanonical, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from './versions.js';
+import { defaultValueSetVersion, effectiveVersion, splitCanonical, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from './versions.js';
 
 /**
  * Value-set membership (docs/terminology.md#value-set-membership), decided for the given codes — never by expanding
@@ -64,6 +64,8 @@ export class ValueSetEvaluator {
     private readonly chain: string[] = [],
     /** The value set whose `contained` resolves `#id` references. */
     private readonly root: ValueSet = vs,
+    /** The value sets (`url|version`) from the root to this one's parent, for the cycle message. */
+    private readonly pathway: string[] = [],
   ) {
     checkComposeFilters(vs, terminologyLimits(tc.env));
   }
@@ -179,15 +181,20 @@ export class ValueSetEvaluator {
   async nested(ref: string): Promise<ValueSetEvaluator> {
     const key = ref.startsWith('#') ? `${this.root.url ?? ''}${ref}` : ref;
     const self = this.vs.url ? (this.vs.version ? [this.vs.url, `${this.vs.url}|${this.vs.version}`] : [this.vs.url]) : [];
-    if ([...this.chain, ...self].includes(key)) throw badRequest(msg.valueSetCycle(ref));
+    const pathway = [...this.pathway, valueSetText(this.vs)];
+    const cycle = (target: string) => badRequest(msg.valueSetCycle(target, pathway));
     let vs: ValueSet | undefined;
     if (ref.startsWith('#')) {
       vs = (this.root.contained ?? []).find((r) => r.resourceType === 'ValueSet' && r.id === ref.slice(1)) as ValueSet | undefined;
     } else {
-      vs = await resolveValueSet(this.tc, ref);
+      const split = splitCanonical(ref);
+      vs = await resolveValueSet(this.tc, ref, split.version ?? defaultValueSetVersion(this.tc.versionRules, split.url));
     }
+    const target = vs?.url ? valueSetText(vs) : ref;
+    // The reference (or the value set it resolves to) is already on the path.
+    if ([...this.chain, ...self].includes(key) || (vs?.url && pathway.includes(target))) throw cycle(target);
     if (!vs) throw new UnknownValueSetError(ref);
-    return new ValueSetEvaluator(this.tc, vs, [...this.chain, ...self, key], ref.startsWith('#') ? this.root : vs);
+    return new ValueSetEvaluator(this.tc, vs, [...this.chain, ...self, key], ref.startsWith('#') ? this.root : vs, pathway);
   }
 }
 

@@ -100,11 +100,12 @@ export async function designationsOf(tc: TermContext, cs: CodeSystemInfo, ids: n
     use_code: string | null;
     use_display: string | null;
     value: string;
+    extension: string | null;
     source: number | null;
   }>(
-    `SELECT d.concept, d.language, d.use_system, d.use_code, d.use_display, d.value, NULL::int AS source FROM tx_designation d WHERE d.cs_key = $1 AND d.concept = ANY($2::int[])
+    `SELECT d.concept, d.language, d.use_system, d.use_code, d.use_display, d.value, d.extension, NULL::int AS source FROM tx_designation d WHERE d.cs_key = $1 AND d.concept = ANY($2::int[])
      UNION ALL
-     SELECT c.id, d.language, d.use_system, d.use_code, d.use_display, d.value, d.cs_key
+     SELECT c.id, d.language, d.use_system, d.use_code, d.use_display, d.value, d.extension, d.cs_key
      FROM tx_concept c JOIN tx_concept s ON s.cs_key = ANY($3::int[]) AND s.code = c.code
      JOIN tx_designation d ON d.cs_key = s.cs_key AND d.concept = s.id
      WHERE c.cs_key = $1 AND c.id = ANY($2::int[])`,
@@ -117,7 +118,7 @@ export async function designationsOf(tc: TermContext, cs: CodeSystemInfo, ids: n
         : undefined;
     const list = out.get(r.concept) ?? [];
     const supplement = r.source === null ? undefined : tc.supplements.find((x) => x.key === r.source);
-    list.push({ language: r.language ?? undefined, use, value: r.value, ...(supplement ? { source: supplement.version ? `${supplement.url}|${supplement.version}` : supplement.url } : {}) });
+    list.push({ language: r.language ?? undefined, use, value: r.value, ...(r.extension ? { extension: JSON.parse(r.extension) as Designation['extension'] } : {}), ...(supplement ? { source: supplement.version ? `${supplement.url}|${supplement.version}` : supplement.url } : {}) });
     out.set(r.concept, list);
   }
   return out;

@@ -125,14 +125,33 @@ function languageRank(candidate: string, requested: string): number | undefined 
 interface Candidate {
   value: string;
   language: string | undefined;
+  /** The status of an inactive designation (`withdrawn`, `deprecated`): valid, but no longer current. */
+  inactive?: string;
 }
 
-/** The display and the designations of a concept, each with its language (default: the code system's). */
+/**
+ * The displays a client may give for a concept: its display and the designations that are
+ * displays — without a `use`, or with a display use (docs/terminology.md#displays-and-languages);
+ * a designation with another use (an abbreviation, a historic form, …) is not a display. Each
+ * with its language (default: the code system's).
+ */
 export function displayCandidates(cs: CodeSystemInfo, concept: Concept, designations: Designation[]): Candidate[] {
   const out: Candidate[] = [];
   if (concept.display) out.push({ value: concept.display, language: cs.language });
-  for (const d of designations) if (d.value) out.push({ value: d.value, language: d.language ?? cs.language });
+  for (const d of designations) {
+    if (!d.value || (d.use && !isDisplayDesignationUse(d.use))) continue;
+    const inactive = designationStatus(d);
+    out.push({ value: d.value, language: d.language ?? cs.language, ...(inactive ? { inactive } : {}) });
+  }
   return out;
+}
+
+const STANDARDS_STATUS = 'http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status';
+
+/** `withdrawn` / `deprecated` when the designation's standards status makes it inactive, else undefined. */
+export function designationStatus(d: Designation): string | undefined {
+  const status = d.extension?.find((e) => e.url === STANDARDS_STATUS)?.valueCode;
+  return status === 'withdrawn' || status === 'deprecated' ? status : undefined;
 }
 
 /** The display to answer with: the first one in a requested language, else the concept's display. */
@@ -175,6 +194,13 @@ export const PREFERRED_FOR_LANGUAGE = { system: 'http://terminology.hl7.org/Code
 
 function isDisplayUse(use: NonNullable<Designation['use']>): boolean {
   return use.code === PREFERRED_FOR_LANGUAGE.code || (use.system === 'http://snomed.info/sct' && use.code === '900000000000003001');
+}
+
+/** Uses under which a designation is a display: none, preferred for a language, display, SNOMED FSN or synonym. */
+const DISPLAY_USES = new Set(['preferredForLanguage', 'display', '900000000000003001', '900000000000013009']);
+
+function isDisplayDesignationUse(use: NonNullable<Designation['use']>): boolean {
+  return use.code !== undefined && DISPLAY_USES.has(use.code);
 }
 
 /**
@@ -227,8 +253,13 @@ export function checkDisplay(
     }
     return [issue('NO_VALID_DISPLAY_FOUND_NONE_FOR_LANG_ERR', msg.noDisplayForLanguageWrong(given, system, concept.code, languages, concept.display ?? all[0].value))];
   }
-  if (inLanguage.some(same)) return [];
-  const choices = displayChoices(unique(inLanguage));
+  const current = inLanguage.filter((c) => !c.inactive);
+  if (current.some(same)) return [];
+  const retired = inLanguage.find(same);
+  if (retired?.inactive) {
+    return [{ ...issue('INACTIVE_DISPLAY_FOUND', msg.inactiveDisplay(given, concept.code, retired.inactive), 'warning'), code: 'business-rule', type: 'display-comment' }];
+  }
+  const choices = displayChoices(unique(current.length > 0 ? current : inLanguage));
   if (inLanguage.some(sameish)) return [issue('Display_Name_WS_for__should_be_one_of__instead_of', msg.wrongWhitespace(given, system, concept.code, choices, languages))];
   return [issue('Display_Name_for__should_be_one_of__instead_of', msg.wrongDisplay(given, system, concept.code, choices, languages))];
 }

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { ValueSet, ValueSetComposeInclude, ValueSetComposeIncludeConcept, ValueSetExpansionContains, ValueSetExpansionParameter } from '@medplum/fhirtypes';
-import { EXTENSION_PROPERTY_URIS, extensionRows, isExtensionProperty } from './code-system-rows.js';
+import { EXTENSION_PROPERTY_URIS, designationExtensions, extensionRows, isExtensionProperty } from './code-system-rows.js';
 import { FhirError, badRequest, issue } from '../fhir/outcome.js';
 import { UnknownValueSetError, ValueSetEvaluator, flatten, includeConditions, includeSystem, runQuery } from './compose.js';
 import { ancestorsWithin, conceptsByIds, designationsOf, indexOf, propertiesOfConcepts, supplementsOf } from './concepts.js';
 import { compileInclude } from './filter-match.js';
 import { chooseDisplay, designationsFor, type LanguagePrefs } from './display.js';
 import { SqlParams } from './filters.js';
-import { msg } from './messages.js';
+import { msg, valueSetText } from './messages.js';
 import { toOutcomeIssue } from './issues.js';
 import { codeSystemVersions, resolveCodeSystem } from './resolve.js';
 import type { CodeSystemInfo, Designation, TermContext } from './types.js';
@@ -31,6 +31,8 @@ export interface ExpandRequest {
   includeDefinition: boolean;
   /** Leave out concepts not for user interfaces (abstract / notSelectable). */
   excludeNotForUI?: boolean;
+  /** Past the size limit without `count`: answer the first codes (marked too costly) instead of refusing. */
+  limitedExpansion?: boolean;
   /** Hierarchical `contains` unless true (docs/terminology.md#expand). */
   excludeNested?: boolean;
   /** `property`: concept properties to return per entry (`definition`, a code system property, …). */
@@ -51,7 +53,8 @@ interface Used {
 }
 
 /** Without `count`, larger expansions are refused rather than built (use paging). */
-export const MAX_UNPAGED_EXPANSION = 10_000;
+export const MAX_UNPAGED_EXPANSION = 1000;
+const TOO_COSTLY_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-toocostly';
 
 const EXT_EXPANSION_PROPERTY = 'http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.property';
 const EXT_CONTAINS_PROPERTY = 'http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.contains.property';
@@ -67,20 +70,25 @@ interface Group {
 }
 
 /** Expands `vs` (a page of it) into a ValueSet with `expansion`. */
-export async function expandValueSet(tc: TermContext, vs: ValueSet, req: ExpandRequest): Promise<ValueSet> {
+export async function expandValueSet(tc: TermContext, vs: ValueSet, request: ExpandRequest): Promise<ValueSet> {
+  let req = request;
   const used: Used = { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map() };
   let groups: Group[];
   try {
     groups = await members(tc, new ValueSetEvaluator(tc, vs), req, used);
   } catch (err) {
-    if (err instanceof UnknownValueSetError) throw badRequest(msg.unknownValueSet(err.url));
+    if (err instanceof UnknownValueSetError) throw badRequest(msg.unknownImport(err.url));
     throw err;
   }
   if (req.excludeNotForUI) groups = await selectable(tc, groups);
   const total = groups.reduce((n, g) => n + (g.ids?.length ?? g.listed?.length ?? 0), 0);
-  if (req.count === undefined && total > MAX_UNPAGED_EXPANSION) {
-    throw new FhirError(422, [issue('too-costly', `ValueSet expansion has ${total} codes: more than ${MAX_UNPAGED_EXPANSION}; use count and offset`)]);
+  // Without `count`, an expansion larger than the limit is refused, or cut to the limit with
+  // `limitedExpansion` (and marked as incomplete): docs/terminology.md#expand.
+  const tooCostly = req.count === undefined && total > MAX_UNPAGED_EXPANSION;
+  if (tooCostly && !req.limitedExpansion) {
+    throw new FhirError(422, [issue('too-costly', msg.expansionTooCostly(valueSetText(vs), total, MAX_UNPAGED_EXPANSION))]);
   }
+  if (tooCostly) req = { ...req, count: MAX_UNPAGED_EXPANSION, excludeNested: true };
   const declared = new Map<string, string | undefined>();
   // Nested only when the whole expansion is returned and the value set selects by system or
   // filter (an enumeration stays flat).
@@ -94,6 +102,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, req: ExpandR
   const parameter: ValueSetExpansionParameter[] = [
     ...req.echo,
     ...[...used.versionRules].map(([canonical, name]) => ({ name, valueUri: canonical })),
+    ...[...(tc.versionRules?.appliedValueSetDefaults ?? [])].map((canonical) => ({ name: 'default-valueset-version', valueUri: canonical })),
     ...[...used.codeSystems].map((v) => ({ name: 'used-codesystem', valueUri: v })),
     ...[...used.valueSets].map((v) => ({ name: 'used-valueset', valueUri: v })),
     ...supplements.map((s) => ({ name: 'used-supplement', valueUri: s.version ? `${s.url}|${s.version}` : s.url })),
@@ -107,11 +116,12 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, req: ExpandR
     ...(parameter.length > 0 ? { parameter } : {}),
     ...(contains.length > 0 ? { contains } : {}),
   };
+  if (tooCostly) expansion.extension = [{ url: TOO_COSTLY_EXTENSION, valueBoolean: true }];
   if (declared.size > 0) {
-    expansion.extension = [...declared].map(([code, uri]) => ({
+    expansion.extension = [...(expansion.extension ?? []), ...[...declared].map(([code, uri]) => ({
       url: EXT_EXPANSION_PROPERTY,
       extension: [{ url: 'code', valueCode: code }, ...(uri ? [{ url: 'uri', valueUri: uri }] : [])],
-    }));
+    }))];
   }
   // The definition (compose) is not repeated: the expansion is the answer, and the compose may
   // name contained or request-supplied value sets the client cannot resolve anyway.
@@ -135,6 +145,9 @@ async function selectable(tc: TermContext, groups: Group[]): Promise<Group[]> {
 
 async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandRequest, used: Used): Promise<Group[]> {
   const vs = ev.vs;
+  if (!vs.compose && !vs.expansion) {
+    throw expansionError('invalid', 'vs-invalid', 'VS_EXP_NO_COMPOSE', msg.noDefinition(valueSetText(vs)));
+  }
   if (!vs.compose) {
     const bySystem = new Map<string, Group>();
     for (const c of flatten(vs.expansion?.contains)) {
@@ -191,12 +204,9 @@ async function includeGroups(
   if (cs && violated !== undefined) {
     throw expansionError('exception', 'version-error', 'VALUESET_VERSION_CHECK', msg.versionNotAllowed(cs.version ?? '', cs.url, violated));
   }
-  if (!cs) {
-    if (!inc.concept) throw badRequest(msg.cannotExpand(inc.system as string));
-    const listed = inc.concept.filter((c) => !req.filter || textMatches(c.display, req.filter)).map((c) => ({ code: c.code, display: c.display }));
-    const group: Group = { system: pinned.system, listed };
-    return nested ? intersect([group], nested) : [group];
-  }
+  // An unknown code system cannot be expanded, whether the include names concepts or not:
+  // nothing can say whether they exist or what they display (docs/terminology.md#expand).
+  if (!cs) throw expansionError('not-found', 'not-found', 'UNKNOWN_CODESYSTEM_EXP', msg.cannotExpand(pinned.system));
   used.codeSystems.add(cs.version ? `${cs.url}|${cs.version}` : cs.url);
   const allowed = nested ? nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []) : undefined;
   if (!tc.sqlReference) return [{ system: cs.url, cs, ids: await includeIdsInMemory(tc, cs, inc, path, activeOnly, req.filter, allowed) }];
@@ -223,8 +233,12 @@ async function includeIdsInMemory(
 ): Promise<number[]> {
   const index = await indexOf(tc, cs);
   const match = await compileInclude(tc, cs, index, inc, path, activeOnly);
-  const words = text ? wordPrefix(text) : undefined;
-  const textMatch = (id: number) => !words || words.test(index.display(id) ?? '') || index.designations(id).some((d) => words.test(d.value));
+  const words = text ? wordPrefixes(text) : undefined;
+  const textMatch = (id: number) => {
+    if (!words) return true;
+    const texts = [index.display(id) ?? '', ...index.designations(id).map((d) => d.value)];
+    return words.every((w) => texts.some((t) => w.test(t)));
+  };
   const out: number[] = [];
   if (allowed) {
     for (const id of [...new Set(allowed)].sort((a, b) => a - b)) if (index.has(id) && match(id) && textMatch(id)) out.push(id);
@@ -234,9 +248,20 @@ async function includeIdsInMemory(
   return out;
 }
 
-/** The text filter as in SQL (textCondition): the text at the start of a word, ignoring case. */
-function wordPrefix(text: string): RegExp {
-  return new RegExp(`(^|[^\\p{L}\\p{N}])${text.replace(/[\\.^$|?*+()[\]{}]/g, '\\$&')}`, 'iu');
+/**
+ * The words of a text `filter` (split at anything but letters and digits): a concept matches
+ * when every word starts a word of its display or of one of its designations, ignoring case and
+ * order (docs/terminology.md#expand).
+ */
+function filterWords(text: string): string[] {
+  return text.split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+}
+
+const escapeRegex = (w: string) => w.replace(/[\\.^$|?*+()[\]{}]/g, '\\$&');
+
+/** One case-insensitive word-prefix pattern per filter word (as textCondition in SQL). */
+function wordPrefixes(text: string): RegExp[] {
+  return filterWords(text).map((w) => new RegExp(`(^|[^\\p{L}\\p{N}])${escapeRegex(w)}`, 'iu'));
 }
 
 /** A 400 whose one issue carries the tx-ecosystem issue type and message id (docs/terminology.md#version-parameters). */
@@ -244,15 +269,22 @@ function expansionError(code: string, type: string, id: string, text: string): F
   return new FhirError(400, [toOutcomeIssue({ severity: 'error', code, type, id, text })]);
 }
 
-/** Word-prefix, case-insensitive match of the `filter` text on the display and the designations. */
+/** The text filter in SQL: every word starts a word of the display or of a designation, ignoring case. */
 function textCondition(text: string, p: SqlParams): string {
-  const re = p.add(`(^|[^[:alnum:]])${text.replace(/[\\.^$|?*+()[\]{}]/g, '\\$&')}`);
-  return `(c.display ~* ${re} OR EXISTS (SELECT 1 FROM tx_designation d WHERE d.cs_key = c.cs_key AND d.concept = c.id AND d.value ~* ${re}))`;
+  const words = filterWords(text);
+  if (words.length === 0) return 'true';
+  return words
+    .map((w) => {
+      const re = p.add(`(^|[^[:alnum:]])${escapeRegex(w)}`);
+      return `(c.display ~* ${re} OR EXISTS (SELECT 1 FROM tx_designation d WHERE d.cs_key = c.cs_key AND d.concept = c.id AND d.value ~* ${re}))`;
+    })
+    .join(' AND ');
 }
 
 function textMatches(display: string | undefined, text: string): boolean {
-  const t = text.toLowerCase();
-  return (display ?? '').toLowerCase().split(/[^\p{L}\p{N}]+/u).some((w) => w.startsWith(t)) || (display ?? '').toLowerCase().startsWith(t);
+  const value = (display ?? '').toLowerCase();
+  const words = value.split(/[^\p{L}\p{N}]+/u);
+  return filterWords(text.toLowerCase()).every((w) => words.some((x) => x.startsWith(w)));
 }
 
 const groupKey = (g: Group) => (g.cs ? `#${g.cs.key}` : `s ${g.system}`);
@@ -402,7 +434,10 @@ async function conceptEntries(tc: TermContext, cs: CodeSystemInfo, ids: number[]
     const c = vsConcept?.display ? { ...stored0, display: vsConcept.display } : stored0;
     const ds = [
       ...(designations.get(c.id) ?? []),
-      ...(vsConcept?.designation ?? []).map((d) => ({ language: d.language, use: d.use, value: d.value })),
+      ...(vsConcept?.designation ?? []).map((d) => {
+        const extension = designationExtensions(d.extension);
+        return { language: d.language, use: d.use, value: d.value, ...(extension ? { extension: JSON.parse(extension) as Designation['extension'] } : {}) };
+      }),
     ];
     const entry: ValueSetExpansionContains = { system: cs.url, ...(ctx.withVersion.has(cs.url) && cs.version ? { version: cs.version } : {}), code: c.code };
     if (c.abstract) entry.abstract = true;
@@ -412,7 +447,7 @@ async function conceptEntries(tc: TermContext, cs: CodeSystemInfo, ids: number[]
     else if (req.languages.wildcard !== false && c.display) entry.display = c.display;
     if (withDesignations) {
       const shown = (choice.kind === 'none' && entry.display ? ds : designationsFor(cs, c, ds, choice)).filter((d) => designationWanted(d, wantedDesignations));
-      if (shown.length > 0) entry.designation = shown.map((d) => ({ ...(d.language ? { language: d.language } : {}), ...(d.use ? { use: d.use } : {}), value: d.value }));
+      if (shown.length > 0) entry.designation = shown.map((d) => ({ ...(d.extension ? { extension: d.extension } : {}), ...(d.language ? { language: d.language } : {}), ...(d.use ? { use: d.use } : {}), value: d.value }));
     }
     const extensions: NonNullable<ValueSetExpansionContains['extension']> = [];
     const props: Array<{ code: string; value: Record<string, unknown> }> = [];

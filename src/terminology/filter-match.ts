@@ -1,6 +1,6 @@
 import type { ValueSetComposeInclude, ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
 import type { CodeSystemIndex } from './code-system-index.js';
-import { anchored, filterOp, invalidValueSet, regexError } from './filters.js';
+import { anchored, booleanValues, filterOp, invalidValueSet, isNotSelectableProperty, regexError } from './filters.js';
 import { msg } from './messages.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
 
@@ -117,7 +117,7 @@ export async function filterMatcher(
         return (id) => !set.has(codeOf(id));
       }
       case 'regex': {
-        const ids = await regexIds(tc, cs, index, { kind: 'code' }, anchored(value, path));
+        const ids = await regexIds(tc, cs, index, { kind: 'code' }, anchored(value, path), path);
         return (id) => ids.has(id);
       }
       case 'exists':
@@ -146,9 +146,9 @@ export async function filterMatcher(
     const b = bool();
     return op === 'exists' ? constant(b) : (id) => index.inactive(id) === b;
   }
-  if ((property === 'notSelectable' || property === 'abstract') && op === '=') {
-    const b = bool();
-    return (id) => index.abstract(id) === b;
+  if (isNotSelectableProperty(cs, property)) {
+    const wanted = booleanValues(op, value, list);
+    if (wanted) return wanted.length === 2 ? ALL : wanted.length === 0 ? NONE : (id) => index.abstract(id) === wanted[0];
   }
   if (property === 'display') {
     // As in SQL, a concept without display satisfies no comparison (NULL), only `exists false`.
@@ -156,7 +156,7 @@ export async function filterMatcher(
       case '=':
         return (id) => index.display(id) === value;
       case 'regex': {
-        const ids = await regexIds(tc, cs, index, { kind: 'display' }, anchored(value, path));
+        const ids = await regexIds(tc, cs, index, { kind: 'display' }, anchored(value, path), path);
         return (id) => ids.has(id);
       }
       case 'in': {
@@ -193,7 +193,7 @@ export async function filterMatcher(
       return (id) => !values(id).some((v) => set.has(v));
     }
     case 'regex': {
-      const ids = await regexIds(tc, cs, index, { kind: 'property', code: property }, anchored(value, path));
+      const ids = await regexIds(tc, cs, index, { kind: 'property', code: property }, anchored(value, path), path);
       return (id) => ids.has(id);
     }
     case 'exists': {
@@ -223,7 +223,7 @@ type RegexTarget = { kind: 'code' } | { kind: 'display' } | { kind: 'property'; 
  * computed once per index and pattern by PostgreSQL over the index's own values (so a
  * request-supplied code system is matched the same way as a stored one).
  */
-async function regexIds(tc: TermContext, cs: CodeSystemInfo, index: CodeSystemIndex, target: RegexTarget, pattern: string): Promise<Set<number>> {
+async function regexIds(tc: TermContext, cs: CodeSystemInfo, index: CodeSystemIndex, target: RegexTarget, pattern: string, path?: string): Promise<Set<number>> {
   const key = `regex ${target.kind} ${target.kind === 'property' ? target.code : ''} ${pattern}`;
   const memo = index.memo.get(key) as Set<number> | undefined;
   if (memo) return memo;
@@ -253,7 +253,7 @@ async function regexIds(tc: TermContext, cs: CodeSystemInfo, index: CodeSystemIn
     const res = await tc.db.query<{ id: number }>('SELECT DISTINCT t.id FROM unnest($1::int[], $2::text[]) AS t(id, v) WHERE t.v ~ $3', [ids, values, pattern]);
     matched = new Set(res.rows.map((r) => r.id));
   } catch (err) {
-    throw regexError(err) ?? err;
+    throw regexError(err, pattern, path) ?? err;
   }
   index.memo.set(key, matched);
   return matched;

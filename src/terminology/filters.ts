@@ -97,7 +97,10 @@ export async function filterPredicate(
   }
 
   if (property === 'inactive' && (op === '=' || op === 'exists')) return op === 'exists' ? (bool() ? 'true' : 'false') : `c.inactive = ${bool()}`;
-  if ((property === 'notSelectable' || property === 'abstract') && op === '=') return `c.abstract = ${bool()}`;
+  if (isNotSelectableProperty(cs, property)) {
+    const wanted = booleanValues(op, value, list);
+    if (wanted) return wanted.length === 2 ? 'true' : wanted.length === 0 ? 'false' : `c.abstract = ${wanted[0]}`;
+  }
   if (property === 'display') {
     switch (op) {
       case '=':
@@ -174,16 +177,43 @@ function groupsBalance(pattern: string): boolean {
   return depth === 0 && !inBracket;
 }
 
+const NOT_SELECTABLE_URI = 'http://hl7.org/fhir/concept-properties#notSelectable';
+
+/**
+ * Whether a filter's property is the concept's notSelectable (abstract) flag: by its
+ * conventional code (`notSelectable`, `abstract`), or a property the code system declares with
+ * the concept-properties#notSelectable URI under another code (docs/terminology.md#value-set-membership).
+ */
+export function isNotSelectableProperty(cs: CodeSystemInfo, property: string): boolean {
+  if (property === 'notSelectable' || property === 'abstract') return !cs.propertyDefs.some((d) => d.code === property && d.uri && d.uri !== NOT_SELECTABLE_URI);
+  return cs.propertyDefs.some((d) => d.code === property && d.uri === NOT_SELECTABLE_URI);
+}
+
+/**
+ * The flag values a boolean filter selects (`=`, `in`, `not-in`; a concept without the property
+ * is `false`), or undefined for another operator. Values other than true/false are refused.
+ */
+export function booleanValues(op: string, value: string, list: () => string[]): boolean[] | undefined {
+  if (op !== '=' && op !== 'in' && op !== 'not-in') return undefined;
+  const given = op === '=' ? [value] : list();
+  if (given.some((v) => v !== 'true' && v !== 'false')) return undefined;
+  const named = [true, false].filter((b) => given.includes(String(b)));
+  return op === 'not-in' ? [true, false].filter((b) => !named.includes(b)) : named;
+}
+
 /** A value set that cannot be evaluated: 400 with a tx `vs-invalid` issue at the filter. */
 export function invalidValueSet(text: string, expression: string, id?: string): FhirError {
   return new FhirError(400, txIssueOutcome([{ severity: 'error', code: 'invalid', type: 'vs-invalid', id, text, expression }]));
 }
 
 /** Maps PostgreSQL's "invalid regular expression" error to a 400. */
-export function regexError(err: unknown): FhirError | undefined {
+export function regexError(err: unknown, pattern?: string, expression?: string): FhirError | undefined {
   const code = (err as { code?: string })?.code;
   if (code === '2201B') {
-    return new FhirError(400, txIssueOutcome([{ severity: 'error', code: 'invalid', type: 'vs-invalid', text: msg.badRegex(String((err as Error).message ?? '')) }]));
+    // The message names the pattern as the value set gives it (anchored() wraps it).
+    const given = pattern?.startsWith('^(?:') && pattern.endsWith(')$') ? pattern.slice(4, -2) : pattern;
+    const text = msg.badRegex(given ?? String((err as Error).message ?? ''));
+    return new FhirError(400, txIssueOutcome([{ severity: 'error', code: 'invalid', type: 'vs-invalid', text, expression }]));
   }
   return undefined;
 }

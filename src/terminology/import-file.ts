@@ -42,7 +42,10 @@ export interface ImportSummary {
 
 /** Resource types the terminology import accepts (others in a Bundle/NDJSON are skipped). */
 const TYPES = new Set(['CodeSystem', 'ValueSet', 'ConceptMap', 'NamingSystem']);
-/** Above this many concepts a CodeSystem is indexed directly (see the module comment). */
+/**
+ * Above this many concepts a CodeSystem is indexed directly (see the module comment); the
+ * default of `LATTICE_TX_STAGED_IMPORT_ABOVE`.
+ */
 export const LARGE_CODE_SYSTEM = 20_000;
 
 /** Imports `path`; returns what was written. */
@@ -60,6 +63,7 @@ export async function importStream(
   options: ImportOptions & { label?: string; size?: number } = {},
 ): Promise<ImportSummary> {
   const started = Date.now();
+  const large = services.config?.txStagedImportAbove ?? LARGE_CODE_SYSTEM;
   const summary: ImportSummary = { resources: 0, codeSystems: 0, valueSets: 0, concepts: 0, skipped: 0, ms: 0 };
   const bar = progressBar(options.out ?? process.stderr);
   const label = options.label ?? 'import';
@@ -76,7 +80,7 @@ export async function importStream(
     }
     const cs = resource.resourceType === 'CodeSystem' ? resource : undefined;
     const concepts = cs ? countConcepts(cs.concept) : 0;
-    if (cs && concepts > LARGE_CODE_SYSTEM) {
+    if (cs && concepts > large) {
       // Parsed whole (e.g. `concept` not at the top level of its line): still indexed staged.
       const staged = await StagedCodeSystem.begin(services.db, cs, options.projectId);
       await finishLarge(services, { ...cs, concept: undefined }, staged, options, bar, () => staged.add(cs.concept ?? []));
@@ -107,7 +111,7 @@ export async function importStream(
           } else {
             o.buffered.push(...event.items);
             o.bufferedConcepts += countConcepts(event.items as CodeSystemConcept[]);
-            if (o.header.resourceType === 'CodeSystem' && o.bufferedConcepts > LARGE_CODE_SYSTEM) {
+            if (o.header.resourceType === 'CodeSystem' && o.bufferedConcepts > large) {
               // Large: index straight into a staged index from here on (bounded memory).
               o.staged = await StagedCodeSystem.begin(services.db, o.header as unknown as CodeSystem, options.projectId);
               await o.staged.add(o.buffered as CodeSystemConcept[]);

@@ -3,7 +3,7 @@ import { badRequest } from '../fhir/outcome.js';
 import type { Queryable } from '../core/database.js';
 import { bulkInsert } from './bulk-insert.js';
 import { writeHierarchy } from './hierarchy-store.js';
-import { DESIGNATION_COLUMNS, PROPERTY_COLUMNS, propertyKinds, propertyRow, type DesignationRow, type PropertyRow } from './code-system-rows.js';
+import { DESIGNATION_COLUMNS, PROPERTY_COLUMNS, designationExtensions, propertyKinds, propertyRow, type DesignationRow, type PropertyRow } from './code-system-rows.js';
 import { announceCodeSystemChange } from './index-cache.js';
 import { msg } from './messages.js';
 import type { CodeSystemInfo } from './types.js';
@@ -21,7 +21,7 @@ export interface ImportItems {
   concepts: Array<{ code: string; display?: string }>;
   /** `value` is the JSON value of the property; `type` its FHIR type when known. */
   properties: Array<{ code: string; property: string; value: unknown; type?: string }>;
-  designations: Array<{ code: string; language?: string; use?: Coding; value: string }>;
+  designations: Array<{ code: string; language?: string; use?: Coding; value: string; extension?: Array<{ url?: string }> }>;
 }
 
 /** Above this many new edges the closure is recomputed rather than extended edge by edge. */
@@ -104,6 +104,7 @@ export async function importIntoCodeSystem(tx: Queryable, cs: CodeSystemInfo, it
     useCode: d.use?.code,
     useDisplay: d.use?.display,
     value: d.value,
+    extension: designationExtensions(d.extension),
   }));
   await bulkInsert(
     tx,

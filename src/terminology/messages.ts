@@ -30,6 +30,9 @@ export const msg = {
    */
   unknownSystem: (url: string, quoted: boolean) =>
     `A definition for CodeSystem ${quoted ? `'${url}'` : url} could not be found, so the code cannot be validated`,
+  expansionTooCostly: (vs: string, total: number, limit: number) =>
+    `The value set '${vs}' expansion has too many codes to produce (>${limit}): ${total} codes; use count and offset`,
+  noDefinition: (vs: string) => `The value set '${vs}' has no compose and no expansion, so it cannot be expanded`,
   cannotExpand: (url: string) => `A definition for CodeSystem '${url}' could not be found, so the value set cannot be expanded`,
   /** `valid`: the known versions, newest first (listed oldest first). */
   unknownSystemVersion: (url: string, version: string, valid: string[]) =>
@@ -45,6 +48,11 @@ export const msg = {
   versionNotAllowed: (version: string, system: string, pattern: string) =>
     `The version '${version}' is not allowed for system '${system}': required to be '${pattern}' by a version-check parameter`,
   unknownValueSet: (url: string) => `A definition for the value Set '${url}' could not be found`,
+  /** An imported value set (`include.valueSet`) not found: a pinned version is named as such. */
+  unknownImport: (ref: string) => {
+    const bar = ref.indexOf('|');
+    return bar < 0 ? msg.unknownValueSet(ref) : `Unable to find included value set '${ref.slice(0, bar)}' version '${ref.slice(bar + 1)}'`;
+  },
   /** `matches`: systems of the value set that have the code (several = ambiguous); else `systems` searched. */
   cannotInfer: (code: string, vs: string, matches: string[], systems: string[]) =>
     `The System URI could not be determined for the code '${code}' in the ValueSet '${vs}'` +
@@ -55,6 +63,10 @@ export const msg = {
   localSystem: () => 'Coding.system must be an absolute reference, not a local reference',
   noSystem: () => 'Coding has no system. A code with no system has no defined meaning, and it cannot be validated. A system should be provided',
   inactiveConcept: (code: string, status: string) => `The concept '${code}' has a status of ${status} and its use should be reviewed`,
+  /** A display that matches only an inactive (withdrawn / deprecated) designation. */
+  inactiveDisplay: (display: string, code: string, status: string) => `'${display}' is no longer considered a correct display for code '${code}' (status = ${status})`,
+  deprecatedInValueSet: (code: string, system: string, vs: string, status: string) =>
+    `The presence of the concept '${code}' in the system '${system}' in the value set ${vs} is marked with a status of ${status} and its use should be reviewed`,
   notActive: (code: string) => `The concept '${code}' is valid but is not active`,
   abstractNotAllowed: (coding: string) => `The code '${coding}' is abstract, and not allowed in this context`,
   wrongDisplay: (display: string, system: string, code: string, choices: string, languages: string) =>
@@ -71,7 +83,8 @@ export const msg = {
   filterNotSupported: (system: string, property: string, op: string) =>
     `The filter with property = ${property}, op = ${op} is not supported for the system ${system}`,
   badRegex: (pattern: string) => `The regular expression '${pattern}' is not valid or too complex`,
-  valueSetCycle: (url: string) => `Value set ${url} includes itself (circular reference)`,
+  /** `pathway`: the value sets (`url|version`) from the root to the one whose reference closes the cycle. */
+  valueSetCycle: (target: string, pathway: string[]) => `Found a circularity pointing to ${target} processing ValueSet with pathway [${pathway.join(', ')}]`,
   // Contract texts (docs/terminology.md#errors) for errors answered with a 4xx status.
   codeSystemNotFound: (url: string) => `CodeSystem ${url} not found`,
   supplementNotFound: (url: string) => `Required supplement not found: ${url}`,

@@ -47,14 +47,31 @@ export async function termContext(env: TerminologyEnv, ctx: RequestContext, inpu
     }
   }
   const wanted = (input as { useSupplement?: unknown }).useSupplement;
-  for (const url of Array.isArray(wanted) ? (wanted as string[]) : []) {
-    const supplement = await resolveCodeSystem(tc, url);
-    if (!supplement || supplement.content !== 'supplement') {
-      throw new FhirError(404, txIssueOutcome([{ severity: 'error', code: 'not-found', type: 'not-found', id: 'VALUESET_SUPPLEMENT_MISSING', text: msg.supplementNotFound(url) }]));
-    }
-    tc.supplements.push(supplement);
-  }
+  for (const url of Array.isArray(wanted) ? (wanted as string[]) : []) await useSupplement(tc, url);
   return tc;
+}
+
+const VALUESET_SUPPLEMENT = 'http://hl7.org/fhir/StructureDefinition/valueset-supplement';
+
+/**
+ * Makes a supplement apply to the request (its designations and properties): the
+ * `useSupplement` parameter, or a value set's `valueset-supplement` extension. 404 when the
+ * canonical names no supplement the caller can see.
+ */
+export async function useSupplement(tc: TermContext, url: string): Promise<void> {
+  const supplement = await resolveCodeSystem(tc, url);
+  if (!supplement || supplement.content !== 'supplement') {
+    throw new FhirError(404, txIssueOutcome([{ severity: 'error', code: 'not-found', type: 'not-found', id: 'VALUESET_SUPPLEMENT_MISSING', text: msg.supplementNotFound(url) }]));
+  }
+  if (!tc.supplements.some((s) => s.key === supplement.key)) tc.supplements.push(supplement);
+}
+
+/** The supplements a value set asks for with the `valueset-supplement` extension (docs/terminology.md#supplements). */
+export async function useValueSetSupplements(tc: TermContext, vs: { extension?: Array<{ url?: string; valueCanonical?: string; valueUri?: string }> }): Promise<void> {
+  for (const e of vs.extension ?? []) {
+    const url = e.url === VALUESET_SUPPLEMENT ? (e.valueCanonical ?? e.valueUri) : undefined;
+    if (url) await useSupplement(tc, url);
+  }
 }
 
 /**

@@ -11,7 +11,7 @@ export interface TerminologyEnv {
   system: SystemRepository;
   log: Logger;
   /** The bounds of limits.ts (defaults when absent). */
-  config?: Pick<Config, 'terminologyLimits'>;
+  config?: Pick<Config, 'terminologyLimits' | 'txStagedImportAbove'>;
 }
 
 /** An indexed code system (one row of `tx_code_system`). */
@@ -50,6 +50,8 @@ export interface Designation {
   language: string | undefined;
   use: { system?: string; code?: string; display?: string } | undefined;
   value: string;
+  /** The designation's standard extensions (coding-sctdescid, standards-status), as given. */
+  extension?: Array<{ url: string } & Record<string, unknown>>;
   /** The supplement (`url|version`) the designation comes from, when not from the code system itself. */
   source?: string;
 }

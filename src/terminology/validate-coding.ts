@@ -1,5 +1,5 @@
 import type { ValueSet } from '@medplum/fhirtypes';
-import { flatten, includeCodeSystem, type MemberHit, type ValueSetEvaluator } from './compose.js';
+import { flatten, includeCodeSystem, includeSystem, type MemberHit, type ValueSetEvaluator } from './compose.js';
 import { designationsOf, findConcepts } from './concepts.js';
 import { checkDisplay, preferredDisplay, type LanguagePrefs } from './display.js';
 import { codingText, msg } from './messages.js';
@@ -185,7 +185,9 @@ async function validateGroup(
           text: fragment ? msg.unknownCodeInFragment(c.input.code, cs.url, cs.version) : msg.unknownCode(c.input.code, cs.url, cs.version),
           expression: at(c, 'code'),
         });
-        if (!fragment) out.member = false;
+        // A fragment does not list every code: an unknown one stays valid where the whole
+        // system is admitted (docs/terminology.md#valueset-validate-code).
+        out.member = fragment && (!vs || admitsWholeSystem(vs.evaluator.vs, system));
       }
       reportNotInVs();
       return out;
@@ -193,6 +195,17 @@ async function validateGroup(
     const ds = designations.get(cs.key)?.get(concept.id) ?? [];
     out.display = preferredDisplay(cs, concept, ds, o.languages);
     if (!o.membershipOnly) conceptIssues(c, cs, concept, ds, out, o, at, membersIgnoringActivity.has(c.input.code));
+    const listedStatus = vs && out.member ? includeConceptStatus(vs.evaluator.vs, system, concept.code) : undefined;
+    if (listedStatus) {
+      out.issues.push({
+        severity: 'warning',
+        code: 'business-rule',
+        type: 'code-comment',
+        id: 'CONCEPT_DEPRECATED_IN_VALUESET',
+        text: msg.deprecatedInValueSet(concept.code, system, vs?.vsText ?? '', listedStatus),
+        expression: c.whole,
+      });
+    }
     reportNotInVs();
     return out;
   });
@@ -421,4 +434,34 @@ async function unknownSystem(
 async function hasUnknownSystem(tc: TermContext, systems: string[]): Promise<boolean> {
   for (const s of systems) if (!(await resolveCodeSystem(tc, s))) return true;
   return false;
+}
+
+/** Whether a value set includes every code of `system` (an include without concepts or filters, and nothing excluded from it). */
+function admitsWholeSystem(vs: ValueSet, system: string): boolean {
+  const compose = vs.compose;
+  if (!compose) return false;
+  const whole = (compose.include ?? []).some((inc) => includeSystem(inc).system === system && !inc.concept && !inc.filter && !inc.valueSet);
+  const excluded = (compose.exclude ?? []).some((exc) => !exc.system || includeSystem(exc).system === system);
+  return whole && !excluded;
+}
+
+const STANDARDS_STATUS_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status';
+const VALUESET_DEPRECATED_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-deprecated';
+
+/**
+ * The status the value set gives its listing of a concept (`include.concept` with a
+ * standards-status of `deprecated`/`withdrawn`, or `valueset-deprecated` true): the concept's
+ * inclusion in the value set is deprecated, whatever its status in the code system.
+ */
+function includeConceptStatus(vs: ValueSet, system: string, code: string): string | undefined {
+  for (const inc of vs.compose?.include ?? []) {
+    if (includeSystem(inc).system !== system) continue;
+    for (const listed of inc.concept ?? []) {
+      if (listed.code !== code) continue;
+      const status = listed.extension?.find((e) => e.url === STANDARDS_STATUS_EXTENSION)?.valueCode;
+      if (status === 'deprecated' || status === 'withdrawn') return status;
+      if (listed.extension?.some((e) => e.url === VALUESET_DEPRECATED_EXTENSION && e.valueBoolean === true)) return 'deprecated';
+    }
+  }
+  return undefined;
 }

@@ -61,7 +61,7 @@ export async function validateInValueSet(tc: TermContext, vs: ValueSet, req: Val
     return single((await validateCodings(tc, target, [check], req.options))[0]);
   } catch (err) {
     if (err instanceof UnknownValueSetError) {
-      const issues: TxIssue[] = [{ severity: 'error', code: 'not-found', type: 'not-found', id: 'Unable_to_resolve_value_Set_', text: msg.unknownValueSet(err.url) }];
+      const issues: TxIssue[] = [{ severity: 'error', code: 'not-found', type: 'not-found', id: 'Unable_to_resolve_value_Set_', text: msg.unknownImport(err.url) }];
       return { result: false, message: messageOf(issues), codeableConcept: req.codeableConcept, issues: txIssueOutcome(issues) };
     }
     throw err;

@@ -116,6 +116,17 @@ export interface VersionRules {
   defaults: Map<string, string>;
   checks: Map<string, string>;
   forces: Map<string, string>;
+  /** `default-valueset-version`: the version of a value set a reference without version means, by url. */
+  valueSetDefaults?: Map<string, string>;
+  /** The `default-valueset-version` canonicals that decided a reference (echoed in `expansion.parameter`). */
+  appliedValueSetDefaults?: Set<string>;
+}
+
+/** The version a value-set reference without version means (`default-valueset-version`), noted as applied. */
+export function defaultValueSetVersion(rules: VersionRules | undefined, url: string): string | undefined {
+  const version = rules?.valueSetDefaults?.get(url);
+  if (version !== undefined) rules?.appliedValueSetDefaults?.add(`${url}|${version}`);
+  return version;
 }
 
 /** The parameter name of each rule (echoed in `expansion.parameter` when a rule was applied). */
@@ -133,7 +144,13 @@ export function parseVersionRules(input: Record<string, unknown>): VersionRules 
     }
     return out;
   };
-  return { defaults: read(VERSION_RULE_PARAMETER.default), checks: read(VERSION_RULE_PARAMETER.check), forces: read(VERSION_RULE_PARAMETER.force) };
+  return {
+    defaults: read(VERSION_RULE_PARAMETER.default),
+    checks: read(VERSION_RULE_PARAMETER.check),
+    forces: read(VERSION_RULE_PARAMETER.force),
+    valueSetDefaults: read('default-valueset-version'),
+    appliedValueSetDefaults: new Set(),
+  };
 }
 
 export const NO_VERSION_RULES: VersionRules = { defaults: new Map(), checks: new Map(), forces: new Map() };

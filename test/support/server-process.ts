@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { projectRoot } from '../../src/paths.js';
+import { latticeArgs } from './cli.js';
 
 /** A Lattice server in a process of its own (`src/main.ts serve`), which a test may kill -9. */
 export interface ServerProcess {
@@ -13,9 +14,9 @@ export interface ServerProcess {
 
 /** Starts `serve` with `env` (PORT=0: the port is read from the "Lattice listening" log line). */
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+  const child = spawn(process.execPath, latticeArgs('serve'), {
     cwd: projectRoot,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LATTICE_BASE_TERMINOLOGY: 'lazy', ...env, LOG_LEVEL: 'info' }, // info: the "Lattice listening" line carries the port
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LATTICE_BASE_TERMINOLOGY: 'lazy', LATTICE_PASSWORD_COST: '10', ...env, LOG_LEVEL: 'info' }, // info: the "Lattice listening" line carries the port
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

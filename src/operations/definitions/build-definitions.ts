@@ -38,6 +38,12 @@ const VALIDATE_CODE_OUTPUTS: Param[] = [
     'Issues found during validation, with details.coding from http://hl7.org/fhir/tools/CodeSystem/tx-issue-type and expression pointing at the input'),
 ];
 
+const DEFAULT_TO_LATEST = param('in', 'default-to-latest-version', 0, '1', 'boolean',
+  'Where neither the request, the value set nor the coding states a version of a code system or an imported value set, use the newest version known (the default, and what the server does)');
+
+const DEFAULT_VALUESET_VERSION = param('in', 'default-valueset-version', 0, '*', 'canonical',
+  'url|version: the version of a value set that the request or an import (include.valueSet) names without a version');
+
 /** Inputs the engine takes on both $validate-code operations (tx ecosystem). */
 const VALIDATE_CODE_ENGINE_INPUTS: Param[] = [
   param('in', 'system-version', 0, '*', 'canonical',
@@ -46,6 +52,8 @@ const VALIDATE_CODE_ENGINE_INPUTS: Param[] = [
     'url|version (wildcards allowed): the version of the code system used must match, else the result is an error'),
   param('in', 'force-system-version', 0, '*', 'canonical',
     'url|version (wildcards allowed): the version of the code system to use, whatever the value set or the coding states'),
+  DEFAULT_TO_LATEST,
+  DEFAULT_VALUESET_VERSION,
   param('in', 'activeOnly', 0, '1', 'boolean', 'Only active concepts are valid'),
   param('in', 'lenient-display-validation', 0, '1', 'boolean', 'A wrong display is a warning, not an error'),
   param('in', 'valueset-membership-only', 0, '1', 'boolean', 'Only check value-set membership (no code-system or display checks)'),
@@ -151,6 +159,10 @@ function expand(): OperationDefinition {
     TX_RESOURCE,
     USE_SUPPLEMENT,
     param('in', 'property', 0, '*', 'string', 'A concept property to return with each concept of the expansion (R5): `definition`, or a property code of the code system'),
+    DEFAULT_TO_LATEST,
+    DEFAULT_VALUESET_VERSION,
+    param('in', 'limitedExpansion', 0, '1', 'boolean',
+      'Without count, an expansion larger than the server\'s limit (1000 codes) answers its first codes, marked with the valueset-toocostly extension, instead of an error'),
   ]);
   return def;
 }

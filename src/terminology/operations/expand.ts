@@ -21,6 +21,7 @@ interface ExpandInput {
   excludeNested?: boolean;
   excludeNotForUI?: boolean;
   excludePostCoordinated?: boolean;
+  limitedExpansion?: boolean;
   displayLanguage?: string;
   property?: string[];
   designation?: string[];
@@ -38,6 +39,7 @@ const ECHOED: Array<[keyof ExpandInput, string]> = [
   ['excludeNested', 'valueBoolean'],
   ['excludeNotForUI', 'valueBoolean'],
   ['excludePostCoordinated', 'valueBoolean'],
+  ['limitedExpansion', 'valueBoolean'],
 ];
 
 /** `ValueSet/$expand` (docs/terminology.md#expand), type and instance level; answers the ValueSet itself. */
@@ -63,6 +65,7 @@ export function expandOperation(env: TerminologyEnv): Operation {
         includeDefinition: input.includeDefinition === true,
         excludeNested: input.excludeNested === true,
         excludeNotForUI: input.excludeNotForUI === true,
+        limitedExpansion: input.limitedExpansion === true,
         properties: input.property ?? [],
         designations: input.designation ?? [],
         languages,

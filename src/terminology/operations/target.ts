@@ -2,6 +2,8 @@ import type { ValueSet } from '@medplum/fhirtypes';
 import { badRequest, notFound } from '../../fhir/outcome.js';
 import type { OperationTarget } from '../../core/operation.js';
 import { msg } from '../messages.js';
+import { useValueSetSupplements } from '../request-context.js';
+import { defaultValueSetVersion, splitCanonical } from '../versions.js';
 import { codeSystemByResourceId, resolveCodeSystem, resolveValueSet, valueSetByResourceId } from '../resolve.js';
 import type { CodeSystemInfo, TermContext } from '../types.js';
 
@@ -33,11 +35,20 @@ export async function requireValueSet(
   target: OperationTarget,
   input: { url?: string; valueSet?: ValueSet; valueSetVersion?: string },
 ): Promise<ValueSet> {
+  const vs = await findValueSet(tc, target, input);
+  // A value set may name the supplements its expansion and validation use.
+  await useValueSetSupplements(tc, vs);
+  return vs;
+}
+
+async function findValueSet(tc: TermContext, target: OperationTarget, input: { url?: string; valueSet?: ValueSet; valueSetVersion?: string }): Promise<ValueSet> {
   if (input.valueSet) return input.valueSet;
   if (target.level === 'instance') return (await valueSetByResourceId(tc, target.id as string)) ?? tc.repo.read<ValueSet>('ValueSet', target.id as string);
   if (!input.url) throw badRequest('No ValueSet specified');
-  const vs = await resolveValueSet(tc, input.url, input.valueSetVersion);
-  if (!vs) throw valueSetNotFound(input.url);
+  const split = splitCanonical(input.url);
+  const byDefault = (input.valueSetVersion ?? split.version) !== undefined ? undefined : defaultValueSetVersion(tc.versionRules, split.url);
+  const vs = await resolveValueSet(tc, input.url, input.valueSetVersion ?? byDefault);
+  if (!vs) throw valueSetNotFound(byDefault ? `${split.url}|${byDefault}` : input.url);
   return vs;
 }
 

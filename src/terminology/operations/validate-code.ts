@@ -12,7 +12,7 @@ import { instanceCodeSystem, requireValueSet } from './target.js';
 import { messageOf, txIssueOutcome } from '../issues.js';
 import { msg } from '../messages.js';
 import type { TxIssue } from '../types.js';
-import { splitCanonical } from '../versions.js';
+import { splitCanonical, versionMatches } from '../versions.js';
 
 interface ValidateInput {
   url?: string;
@@ -68,8 +68,14 @@ export function codeSystemValidateCodeOperation(env: TerminologyEnv): Operation 
       }
       const url = input.url ?? input.coding?.system ?? input.system ?? input.codeableConcept?.coding?.find((c) => c.system)?.system;
       if (!url) throw badRequest('No code system specified');
-      const cs = await resolveCodeSystem(tc, url, version);
-      return output(await validateInCodeSystem(tc, cs, url, request(input, input.displayLanguage ?? acceptLanguage(ctx))));
+      // A version that does not exist of a known code system is the coding's finding (unknown
+      // version, with the valid ones), not an unknown code system: validate against the newest.
+      const split = splitCanonical(url);
+      const wanted = version ?? split.version;
+      const cs = (await resolveCodeSystem(tc, url, version)) ?? (wanted !== undefined ? await resolveCodeSystem(tc, split.url) : undefined);
+      const req = request(input, input.displayLanguage ?? acceptLanguage(ctx));
+      if (cs && wanted !== undefined && cs.version !== undefined && !versionMatches(cs.version, wanted)) req.options.systemVersion = wanted;
+      return output(await validateInCodeSystem(tc, cs, cs ? cs.url : url, req));
     },
   };
 }
