@@ -60,7 +60,10 @@ async function waitFor(url: string, child: ChildProcess): Promise<void> {
   await waitUntil(async () => (await fetch(url)).ok, child);
 }
 
-/** Polls `ok` (errors count as not yet) every 20 ms, for up to two minutes. */
+/** A wrong answer from a server that is up: `waitUntil` stops polling and fails at once. */
+export class FatalError extends Error {}
+
+/** Polls `ok` (errors count as not yet, but a FatalError fails) every 20 ms, for up to two minutes. */
 async function waitUntil(ok: () => Promise<boolean>, child: ChildProcess): Promise<void> {
   const deadline = Date.now() + 120_000;
   let last = '';
@@ -69,6 +72,10 @@ async function waitUntil(ok: () => Promise<boolean>, child: ChildProcess): Promi
     try {
       if (await ok()) return;
     } catch (err) {
+      if (err instanceof FatalError) {
+        child.kill('SIGTERM');
+        throw err;
+      }
       last = err instanceof Error ? err.message : String(err); // not up yet
     }
     await new Promise((r) => setTimeout(r, 20));

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { benchPostgres } from './postgres.js';
-import { startBareProcess, startLatticeProcess, type BenchProcess } from './server-process.js';
+import { FatalError, startBareProcess, startLatticeProcess, type BenchProcess } from './server-process.js';
 import { descendants, generateSnomedLike, isAncestorOrSelf, prng, SNOMED_LIKE_URL, VALUE_SET_BASE, writeNdjson, type SnomedLike } from './snomed-like.js';
 import { benchToken } from './token.js';
 
@@ -47,7 +47,16 @@ interface DriverResult {
 }
 
 const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
-const ADMIN_ENV = { LATTICE_ADMIN_EMAIL: 'admin@example.com', LATTICE_ADMIN_PASSWORD: 'admin-password-123', LATTICE_BASE_TERMINOLOGY: 'lazy', LOG_LEVEL: 'warn' };
+// A fixed public URL: it is the tokens' issuer. Unset, it defaults to http://localhost:<port>, and
+// the restarted server (another free port) rejected the first server's token with 401 — why the
+// start → first `$lookup` step never answered.
+const ADMIN_ENV = {
+  LATTICE_ADMIN_EMAIL: 'admin@example.com',
+  LATTICE_ADMIN_PASSWORD: 'admin-password-123',
+  LATTICE_BASE_TERMINOLOGY: 'lazy',
+  LATTICE_PUBLIC_URL: 'http://lattice.bench',
+  LOG_LEVEL: 'warn',
+};
 
 export async function benchScale(options: ScaleOptions): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'lattice-bench-scale-'));
@@ -56,7 +65,7 @@ export async function benchScale(options: ScaleOptions): Promise<string> {
     const model = generateSnomedLike(options.size);
     const file = join(dir, 'snomed-like.ndjson');
     await writeNdjson(model, file);
-    const generated = `generated ${options.size.toLocaleString('en')} concepts (${countMulti(model)}% with 2–3 parents, depth ${Math.max(...model.level)}, is-a value set of ${model.focusMembers.toLocaleString('en')} members), ${(statSync(file).size / 1e6).toFixed(0)} MB NDJSON, in ${((performance.now() - started) / 1000).toFixed(1)} s`;
+    const generated = `generated ${options.size.toLocaleString('en')} concepts (${countMulti(model)}% with 2–3 parents, depth ${model.level.reduce((a, b) => Math.max(a, b), 0)}, is-a value set of ${model.focusMembers.toLocaleString('en')} members), ${(statSync(file).size / 1e6).toFixed(0)} MB NDJSON, in ${((performance.now() - started) / 1000).toFixed(1)} s`;
     console.error(generated);
     const results: DriverResult[] = [];
     for (const driver of options.drivers) {
@@ -88,7 +97,7 @@ async function benchDriver(driver: 'pglite' | 'pg', model: SnomedLike, file: str
     const t0 = performance.now();
     server = await startLatticeProcess({ ...ADMIN_ENV, ...storage }, async (url) => {
       const res = await fetch(url + lookupPath(1), { headers: auth });
-      if (res.status !== 200 && res.status !== 503) throw new Error(`first $lookup: ${res.status} ${(await res.text()).slice(0, 300)}`);
+      if (res.status !== 200 && res.status !== 503) throw new FatalError(`first $lookup: ${res.status} ${(await res.text()).slice(0, 300)}`);
       return res.status === 200;
     });
     const firstLookupSeconds = (performance.now() - t0) / 1000;
@@ -218,7 +227,9 @@ async function load(url: string, requests: Req[], options: ScaleOptions): Promis
       {
         setupRequest: (req) => {
           const r = requests[next++ % requests.length];
-          return { ...req, method: r.method, path: r.path, body: r.body, headers: r.headers };
+          // Headers merged, never undefined: autocannon reads them case-insensitively (the bare
+          // baseline's request has none of its own).
+          return { ...req, method: r.method, path: r.path, body: r.body, headers: { ...(req.headers ?? {}), ...(r.headers ?? {}) } };
         },
       },
     ],

@@ -9,7 +9,8 @@ import type { ResourceHook, ResourceRepository, SystemRepository } from './core/
 import { buildHttpServer, type HttpServer } from './http/server.js';
 import { createFhirRouter } from './rest/router.js';
 import { openDatabase } from './storage/open-database.js';
-import { Repository, type ResourceRow } from './storage/repository.js';
+import { Repository, ROWS_CHANNEL, type ResourceRow } from './storage/repository.js';
+import { subscribeChanges } from './storage/change-feed.js';
 import { RowCache } from './storage/row-cache.js';
 import { ResourceHooks } from './storage/resource-hooks.js';
 import { createSearchIndex } from './storage/search/sql-search-index.js';
@@ -67,8 +68,19 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 
   const hooks = new ResourceHooks([...authHooks(), ...terminologyHooks(), ...(options.extraHooks ?? [])]);
   const searchIndex = createSearchIndex(config.searchLimits);
-  // Only an embedded PGlite is guaranteed to see every write in this process (see row-cache.ts).
-  const rowCache = db.driver === 'pglite' ? new RowCache<ResourceRow>() : undefined;
+  // PGlite sees every write in this process; on PostgreSQL every node hears every write through
+  // the change feed (row-cache.ts). `LATTICE_READ_CACHE=off` reads the database every time.
+  const rowCache = config.readCache ? new RowCache<ResourceRow>(db.driver === 'pg') : undefined;
+  if (rowCache?.shared) {
+    const unsubscribe = await subscribeChanges(db, ROWS_CHANNEL, (key) =>
+      key === '-' || key === '*' ? rowCache.listening(key === '*') : rowCache.invalidate(key),
+    );
+    rowCache.listening(true);
+    closers.push(() => {
+      rowCache.listening(false);
+      unsubscribe();
+    });
+  }
   const repository = (auth: AuthInfo) => new Repository(db, auth, hooks, searchIndex, rowCache);
   const system = repository(SYSTEM_AUTH);
   const env: FeatureEnv = { config, log, db, system, onClose: (fn) => closers.push(fn) };

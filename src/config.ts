@@ -46,6 +46,8 @@ export interface Config {
   txCacheMb: number;
   /** Code-system canonicals whose in-memory index is built at start, in the background. */
   txPreload: string[];
+  /** `LATTICE_READ_CACHE` (default on; `off`): current resource rows kept in memory (storage/row-cache.ts). */
+  readCache: boolean;
   /** `lattice import`: a CodeSystem with more concepts is indexed staged (docs/terminology.md#atomic-imports). */
   txStagedImportAbove: number;
   /** Bounds on one terminology request (docs/terminology.md#limits). */
@@ -80,6 +82,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl,
     baseTerminology,
     txCacheMb: intOf(env.LATTICE_TX_CACHE_MB, 1024, 'LATTICE_TX_CACHE_MB'),
+    readCache: (env.LATTICE_READ_CACHE ?? 'on') !== 'off',
     txPreload: (env.LATTICE_TX_PRELOAD ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     txStagedImportAbove: intOf(env.LATTICE_TX_STAGED_IMPORT_ABOVE, 20_000, 'LATTICE_TX_STAGED_IMPORT_ABOVE'),
     terminologyLimits: {

@@ -10,6 +10,11 @@ export interface QueryResult<T> {
 /** Something SQL can be sent to: the database itself or an open transaction. */
 export interface Queryable {
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T>>;
+  /**
+   * An open transaction (PostgreSQL): `fn` runs once it has ended, committed or rolled back,
+   * before its caller continues (the read cache drops what a concurrent read may have kept).
+   */
+  afterEnd?(fn: () => void): void;
 }
 
 /**
@@ -43,11 +48,29 @@ export interface Database extends Queryable {
    */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /**
-   * Subscribes to NOTIFY messages on a channel (cache invalidation across API nodes). When a
-   * lost listening connection is re-established, every handler is called once with `*`:
-   * notifications may have been missed, so anything cached may be stale.
+   * A long read-only pass (building an in-memory index from many chunked statements), outside
+   * a request's limits: no statement timeout and no transaction deadline, as it may take longer
+   * than one request may hold the database while the request that needs it waits. On
+   * PostgreSQL one REPEATABLE READ READ ONLY transaction (one snapshot); on PGlite each
+   * statement takes its own turn, so other requests interleave and there is no common
+   * snapshot — `consistent` is false there and the caller must detect concurrent changes
+   * (PGlite has no other writer than this process: the change feed tells it at once).
+   */
+  readPass<T>(fn: (q: Queryable, consistent: boolean) => Promise<T>): Promise<T>;
+  /**
+   * Subscribes to NOTIFY messages on a channel (cache invalidation across API nodes). When the
+   * listening connection is lost, every handler is called with `-` (nothing is heard until it
+   * is back: a cache must not serve meanwhile); when it is re-established, every handler is
+   * called once with `*`: notifications may have been missed, so anything cached may be stale.
    */
   listen(channel: string, handler: (payload: string) => void): Promise<void>;
+  /**
+   * Resolves once every change committed before the call has been delivered to this node's
+   * `listen` handlers. PostgreSQL: a round trip on the listening connection (the server sends
+   * a listener its pending notifications before the answer), shared by concurrent callers;
+   * rejects when the connection is lost. PGlite: at once (this process is the only writer).
+   */
+  caughtUp(): Promise<void>;
   close(): Promise<void>;
   /** PGlite only: the data folder as a tarball (used to make test templates). */
   dumpDataDir?(): Promise<Blob>;

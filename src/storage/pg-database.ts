@@ -58,11 +58,13 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
         const check = () => {
           if (Date.now() > deadline) throw databaseTimeout(statement);
         };
+        const ended: Array<() => void> = [];
         const tx: Queryable = {
           query: (sql, params) => {
             check();
             return run(client, sql, params);
           },
+          afterEnd: (f) => ended.push(f),
         };
         let broken: unknown;
         // A checked-out connection has no listener of the pool's: an error the server sends
@@ -83,14 +85,40 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
           if (!broken && code && RETRYABLE.has(code) && attempt < 5) continue;
           throw failure ?? err;
         } finally {
+          for (const f of ended) f();
           // A connection that failed is discarded (`release(err)`), never handed to the next request.
           client.removeListener('error', onError);
           client.release(broken === undefined ? undefined : broken instanceof Error ? broken : new Error('connection failed'));
         }
       }
     },
+    async readPass(fn) {
+      // One snapshot, without the request limits: the connection's statement and idle
+      // timeouts are lifted for this transaction only (SET LOCAL), no deadline is checked.
+      // The client-side read timeout still bounds each statement (a frozen server).
+      const client = await pool.connect().catch(fail);
+      let broken: unknown;
+      const onError = (err: Error) => (broken = err);
+      client.on('error', onError);
+      try {
+        await run(client, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+        await run(client, 'SET LOCAL statement_timeout = 0');
+        await run(client, 'SET LOCAL idle_in_transaction_session_timeout = 0');
+        const result = await fn({ query: (sql, params) => run(client, sql, params) }, true);
+        await run(client, 'COMMIT');
+        return result;
+      } catch (err) {
+        if (pgFailure(err, statement)?.status === 503) broken = err;
+        else await client.query('ROLLBACK').catch((e: unknown) => (broken = e));
+        throw err;
+      } finally {
+        client.removeListener('error', onError);
+        client.release(broken === undefined ? undefined : broken instanceof Error ? broken : new Error('connection failed'));
+      }
+    },
     health: () => health.check(),
     listen: (channel, handler) => listener.listen(channel, handler),
+    caughtUp: () => listener.caughtUp(),
     async close() {
       listener.close();
       health.close();
@@ -100,8 +128,9 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
 }
 
 /**
- * The LISTEN connection. When it is lost (the server restarted) it is re-established every
- * second until it works, and every handler then hears `*` (docs: src/core/database.ts).
+ * The LISTEN connection. When it is lost (the server restarted) every handler hears `-`; it is
+ * re-established every second until it works, and every handler then hears `*` (docs:
+ * src/core/database.ts).
  */
 class Listener {
   private client: pg.Client | undefined;
@@ -122,6 +151,40 @@ class Listener {
     else if (first) await this.client.query(`LISTEN ${quote(channel)}`);
   }
 
+  private inflight: Promise<void> | undefined;
+  private queued: Promise<void> | undefined;
+
+  /**
+   * A barrier on the listening connection: `SELECT 1` sent after the call. PostgreSQL sends a
+   * listening session its pending notifications before it answers a statement, and the client
+   * emits them before the statement's result, so when it resolves every change committed
+   * before the call has reached the handlers. Concurrent callers share one barrier: a caller
+   * arriving while one is in flight waits for the next (sent after it).
+   */
+  caughtUp(): Promise<void> {
+    if (this.queued) return this.queued;
+    const start = (): Promise<void> => {
+      const client = this.client;
+      const p = client ? client.query('SELECT 1').then(() => undefined) : Promise.reject(new Error('not listening'));
+      this.inflight = p;
+      void p.then(
+        () => this.inflight === p && (this.inflight = undefined),
+        () => this.inflight === p && (this.inflight = undefined),
+      );
+      return p;
+    };
+    if (!this.inflight) return start();
+    const queued = this.inflight.then(
+      () => undefined,
+      () => undefined,
+    ).then(() => {
+      this.queued = undefined;
+      return start();
+    });
+    this.queued = queued;
+    return queued;
+  }
+
   private async connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.connectionString, connectionTimeoutMillis: 5000 });
     client.on('notification', (msg) => {
@@ -131,6 +194,8 @@ class Listener {
       if (this.client !== client) return;
       this.client = undefined;
       void client.end().catch(() => undefined);
+      // Nothing is heard until the connection is back: caches must not be trusted meanwhile.
+      for (const list of this.handlers.values()) for (const h of list) h('-');
       this.scheduleReconnect();
     };
     client.on('error', lost);

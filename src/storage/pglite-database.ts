@@ -99,6 +99,8 @@ export async function openPgliteDatabase(
           return result;
         });
       }),
+    // Each statement its own turn, without the request deadline (see Database.readPass).
+    readPass: (fn) => fn({ query: (sql, params) => withTurn(() => wrap(pg, Infinity).query(sql, params)) }, false),
     async health(): Promise<DatabaseHealth> {
       // Never waits for a turn: when a request holds the database, what can be said honestly
       // is whether it is still within its time limit.
@@ -117,6 +119,7 @@ export async function openPgliteDatabase(
         release();
       }
     },
+    caughtUp: async () => undefined,
     async listen(channel, handler) {
       await pg.listen(channel, handler);
     },

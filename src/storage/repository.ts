@@ -7,9 +7,13 @@ import type { Scope } from '../core/scope.js';
 import { badRequest, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
 import type { ResourceHooks } from './resource-hooks.js';
 import type { SearchIndex } from './search/search-index.js';
+import { announceChange } from './change-feed.js';
 import { RowCache } from './row-cache.js';
 import { resourceTable, scopeFor } from './scope.js';
 import { stableStringify } from './stable-stringify.js';
+
+/** NOTIFY channel of resource writes (the PostgreSQL read cache of every node, row-cache.ts). */
+export const ROWS_CHANNEL = 'lattice_rows';
 
 /** A row of the `resource` table. */
 export interface ResourceRow {
@@ -21,6 +25,9 @@ export interface ResourceRow {
   deleted: boolean;
   content: string;
 }
+
+/** Largest resource (JSON characters) the read cache keeps. */
+const MAX_CACHED_CONTENT = 256 * 1024;
 
 /** A FHIR id (R4 `id` datatype); no stored resource has any other. */
 const FHIR_ID = /^[A-Za-z0-9\-.]{1,64}$/;
@@ -40,7 +47,7 @@ export class Repository implements SystemRepository {
     readonly auth: AuthInfo,
     private readonly hooks: ResourceHooks,
     private readonly searchIndex: SearchIndex,
-    /** Current rows in memory (PGlite only); writes always invalidate, reads use it unless `joined`. */
+    /** Current rows in memory (row-cache.ts); writes always invalidate, reads use it unless `joined`. */
     private readonly cache?: RowCache<ResourceRow>,
     /** True for a repository joined to a caller's transaction (`inTransaction`). */
     private readonly joined = false,
@@ -60,7 +67,9 @@ export class Repository implements SystemRepository {
       health: () => db.health(),
       query: (sql, params) => tx.query(sql, params),
       transaction: (fn) => fn(tx),
+      readPass: (fn) => fn(tx, true),
       listen: (channel, handler) => db.listen(channel, handler),
+      caughtUp: () => db.caughtUp(),
       close: async () => undefined,
     };
     return new Repository(bound, this.auth, this.hooks, this.searchIndex, this.cache, true);
@@ -94,7 +103,7 @@ export class Repository implements SystemRepository {
 
   /** Reads one version (vread). A deleted version answers 410. */
   async readVersion(resourceType: string, id: string, versionId: string): Promise<Resource> {
-    const current = await this.visibleRow(this.db, resourceType, id);
+    const current = await this.visibleRow(this.db, resourceType, id, true);
     if (!current || !VERSION_ID.test(versionId) || Number(versionId) > current.version_id) throw notFound();
     const res = await this.db.query<ResourceRow>(
       'SELECT * FROM resource_history WHERE resource_type = $1 AND id = $2 AND version_id = $3',
@@ -114,7 +123,9 @@ export class Repository implements SystemRepository {
     const { resourceType, id } = resource;
     if (!id || !FHIR_ID.test(id)) throw badRequest('Invalid resource id', `${resourceType}.id`);
     this.scope.checkCreate(resourceType);
-    const before = await this.visibleRow(this.db, resourceType, id);
+    // Fresh: the no-op shortcut below must compare with the stored version, never with a
+    // cached row another node may already have replaced (that update would be lost).
+    const before = await this.visibleRow(this.db, resourceType, id, true);
     const current = before && !before.deleted ? (JSON.parse(before.content) as Resource) : undefined;
     await this.runBeforeWrite(resource, current);
     // Identical to the version just read: nothing to write, so no transaction and no row lock (a
@@ -154,7 +165,7 @@ export class Repository implements SystemRepository {
       for (const hook of this.hooks.for(resourceType)) await hook.beforeDelete?.(previous, this.auth, tx);
       const version = row.version_id + 1;
       const now = new Date().toISOString();
-      this.cache?.invalidate(`${resourceType}/${id}`);
+      await this.changed(tx, `${resourceType}/${id}`);
       await tx.query(
         'UPDATE resource SET version_id = $3, last_updated = $4, deleted = true WHERE resource_type = $1 AND id = $2',
         [resourceType, id, version, now],
@@ -251,7 +262,7 @@ export class Repository implements SystemRepository {
     const resource = { ...input, meta } as Resource;
     const content = JSON.stringify(resource);
     const args = [resource.resourceType, resource.id, version, projectId ?? null, now, content];
-    this.cache?.invalidate(`${resource.resourceType}/${resource.id}`);
+    await this.changed(tx, `${resource.resourceType}/${resource.id}`);
     if (version === 1 && !placeholderInserted) {
       await tx.query(
         `INSERT INTO resource (resource_type, id, version_id, project_id, last_updated, deleted, content)
@@ -280,7 +291,7 @@ export class Repository implements SystemRepository {
    * request won the race, or the id is taken by another project).
    */
   private async insertPlaceholder(tx: Queryable, resource: Resource): Promise<boolean> {
-    this.cache?.invalidate(`${resource.resourceType}/${resource.id}`);
+    await this.changed(tx, `${resource.resourceType}/${resource.id}`);
     const res = await tx.query(
       `INSERT INTO resource (resource_type, id, version_id, project_id, last_updated, deleted, content)
        VALUES ($1, $2, 0, $3, now(), true, '{}') ON CONFLICT (resource_type, id) DO NOTHING RETURNING id`,
@@ -289,16 +300,43 @@ export class Repository implements SystemRepository {
     return res.rows.length === 1;
   }
 
-  private async visibleRow(q: Queryable, resourceType: string, id: string): Promise<ResourceRow | undefined> {
+  /**
+   * Inside a write transaction: row `key` changes. The cache drops it now; on PostgreSQL every
+   * node hears it at commit (NOTIFY) and this one drops it again when the transaction ended.
+   */
+  private async changed(tx: Queryable, key: string): Promise<void> {
+    const cache = this.cache;
+    if (!cache) return;
+    cache.invalidate(key);
+    if (!cache.shared) return;
+    await announceChange(tx, ROWS_CHANNEL, key);
+    tx.afterEnd?.(() => cache.invalidate(key));
+  }
+
+  /**
+   * The current row if the caller may see it. `fresh`: read from the database unless the cache
+   * cannot be stale (PGlite) — for decisions that must not act on a row another node has
+   * already replaced.
+   */
+  private async visibleRow(q: Queryable, resourceType: string, id: string, fresh = false): Promise<ResourceRow | undefined> {
     if (!FHIR_ID.test(id)) return undefined; // e.g. a NUL byte, which PostgreSQL text cannot even hold
-    const cache = this.joined ? undefined : this.cache;
+    const cache = this.joined || (fresh && !this.cache?.authoritative) ? undefined : this.cache;
     const key = `${resourceType}/${id}`;
-    const cached = cache?.get(key);
+    let cached = cache?.get(key);
+    if (cached && cache?.shared) {
+      // Another node's commit is heard before this answer: the listening connection has caught
+      // up with every change committed before this read began (else the database is read).
+      cached = await this.db.caughtUp().then(
+        () => cache.get(key),
+        () => undefined,
+      );
+    }
     if (cached) return cached.version_id > 0 && this.scope.canSee(scopedRow(cached)) ? cached : undefined;
     const readAt = cache?.generation() ?? 0;
     const res = await q.query<ResourceRow>('SELECT * FROM resource r WHERE r.resource_type = $1 AND r.id = $2', [resourceType, id]);
     const row = res.rows[0];
-    if (row) cache?.set(key, row, readAt);
+    // Large rows (a CodeSystem with its concepts) are not kept: 20,000 of them would not fit.
+    if (row && row.content.length <= MAX_CACHED_CONTENT) cache?.set(key, row, readAt);
     return row && row.version_id > 0 && this.scope.canSee(scopedRow(row)) ? row : undefined;
   }
 

@@ -268,48 +268,46 @@ export function requestIndex(tc: TermContext, key: number): CodeSystemIndex | un
 }
 
 /** Concepts read per statement while an index loads (bounds the memory of one result). */
-const LOAD_CHUNK = 50_000;
+const LOAD_CHUNK = 20_000;
 
 /**
- * Reads the database index of code system `key` into memory, in id ranges, inside one
- * REPEATABLE READ transaction (a consistent snapshot even while an import runs).
+ * Reads the database index of code system `key` into memory, in id ranges. The caller runs it
+ * in a `Database.readPass` (one snapshot on PostgreSQL even while an import runs; on PGlite
+ * the caller reloads when the code system changed meanwhile — index-cache.ts).
  */
-export async function loadIndex(q: { transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> }, key: number): Promise<CodeSystemIndex> {
-  return q.transaction(async (tx) => {
-    await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ');
-    const maxId = (await tx.query<{ n: number }>('SELECT coalesce(max(id), 0)::int AS n FROM tx_concept WHERE cs_key = $1', [key])).rows[0].n;
-    const concepts: Concept[] = [];
-    const designations: Array<{ concept: number } & Designation> = [];
-    const properties: Array<{ concept: number } & StoredProperty> = [];
-    const edges: Array<[number, number]> = [];
-    for (let from = 1; from <= maxId; from += LOAD_CHUNK) {
-      const range = [key, from, from + LOAD_CHUNK - 1];
-      const c = await tx.query<{ id: number; code: string; display: string | null; definition: string | null; inactive: boolean; abstract: boolean; status: string | null }>(
-        'SELECT id, code, display, definition, inactive, abstract, status FROM tx_concept WHERE cs_key = $1 AND id BETWEEN $2 AND $3',
-        range,
-      );
-      for (const r of c.rows) {
-        concepts.push({ id: r.id, code: r.code, display: r.display ?? undefined, definition: r.definition ?? undefined, inactive: r.inactive, abstract: r.abstract, status: r.status ?? undefined });
-      }
-      // No ORDER BY: within a concept, rows come in storage order, as the SQL read path returns them.
-      const d = await tx.query<{ concept: number; language: string | null; use_system: string | null; use_code: string | null; use_display: string | null; value: string; extension: string | null }>(
-        'SELECT concept, language, use_system, use_code, use_display, value, extension FROM tx_designation WHERE cs_key = $1 AND concept BETWEEN $2 AND $3',
-        range,
-      );
-      for (const r of d.rows) designations.push({ concept: r.concept, ...designationOf(r) });
-      const p = await tx.query<{ concept: number; code: string; type: string; value: string; system: string | null; display: string | null }>(
-        'SELECT concept, code, type, value, system, display FROM tx_concept_property WHERE cs_key = $1 AND concept BETWEEN $2 AND $3',
-        range,
-      );
-      for (const r of p.rows) properties.push({ concept: r.concept, code: r.code, type: r.type, value: r.value, system: r.system ?? undefined, display: r.display ?? undefined });
-      const e = await tx.query<{ descendant: number; ancestor: number }>(
-        'SELECT descendant, ancestor FROM tx_closure WHERE cs_key = $1 AND depth = 1 AND descendant BETWEEN $2 AND $3',
-        range,
-      );
-      for (const r of e.rows) edges.push([r.descendant, r.ancestor]);
+export async function loadIndex(tx: Queryable, key: number): Promise<CodeSystemIndex> {
+  const maxId = (await tx.query<{ n: number }>('SELECT coalesce(max(id), 0)::int AS n FROM tx_concept WHERE cs_key = $1', [key])).rows[0].n;
+  const concepts: Concept[] = [];
+  const designations: Array<{ concept: number } & Designation> = [];
+  const properties: Array<{ concept: number } & StoredProperty> = [];
+  const edges: Array<[number, number]> = [];
+  for (let from = 1; from <= maxId; from += LOAD_CHUNK) {
+    const range = [key, from, from + LOAD_CHUNK - 1];
+    const c = await tx.query<{ id: number; code: string; display: string | null; definition: string | null; inactive: boolean; abstract: boolean; status: string | null }>(
+      'SELECT id, code, display, definition, inactive, abstract, status FROM tx_concept WHERE cs_key = $1 AND id BETWEEN $2 AND $3',
+      range,
+    );
+    for (const r of c.rows) {
+      concepts.push({ id: r.id, code: r.code, display: r.display ?? undefined, definition: r.definition ?? undefined, inactive: r.inactive, abstract: r.abstract, status: r.status ?? undefined });
     }
-    return new CodeSystemIndex({ maxId, concepts, designations, properties, edges });
-  });
+    // No ORDER BY: within a concept, rows come in storage order, as the SQL read path returns them.
+    const d = await tx.query<{ concept: number; language: string | null; use_system: string | null; use_code: string | null; use_display: string | null; value: string; extension: string | null }>(
+      'SELECT concept, language, use_system, use_code, use_display, value, extension FROM tx_designation WHERE cs_key = $1 AND concept BETWEEN $2 AND $3',
+      range,
+    );
+    for (const r of d.rows) designations.push({ concept: r.concept, ...designationOf(r) });
+    const p = await tx.query<{ concept: number; code: string; type: string; value: string; system: string | null; display: string | null }>(
+      'SELECT concept, code, type, value, system, display FROM tx_concept_property WHERE cs_key = $1 AND concept BETWEEN $2 AND $3',
+      range,
+    );
+    for (const r of p.rows) properties.push({ concept: r.concept, code: r.code, type: r.type, value: r.value, system: r.system ?? undefined, display: r.display ?? undefined });
+    const e = await tx.query<{ descendant: number; ancestor: number }>(
+      'SELECT descendant, ancestor FROM tx_closure WHERE cs_key = $1 AND depth = 1 AND descendant BETWEEN $2 AND $3',
+      range,
+    );
+    for (const r of e.rows) edges.push([r.descendant, r.ancestor]);
+  }
+  return new CodeSystemIndex({ maxId, concepts, designations, properties, edges });
 }
 
 /** A designation as stored in `tx_designation`. */

@@ -38,7 +38,12 @@ interface Loading {
   promise: Promise<CodeSystemIndex>;
   resourceId: string;
   stale: boolean;
+  /** A change of this code system was announced while it loaded. */
+  changed: boolean;
 }
+
+/** Reloads of an index whose code system changed while it loaded without a snapshot (PGlite). */
+const MAX_RELOADS = 3;
 
 export interface IndexCacheStats {
   indexes: number;
@@ -77,6 +82,7 @@ export class TerminologyCache {
   stop(): void {
     this.listening = false;
     this.unsubscribe?.();
+    this.unsubscribe = undefined;
     this.clear();
   }
 
@@ -95,11 +101,20 @@ export class TerminologyCache {
     }
     const pending = this.loading.get(cs.key);
     if (pending) return pending.promise;
-    const loading: Loading = { promise: undefined as unknown as Promise<CodeSystemIndex>, resourceId: cs.resourceId, stale: !this.listening };
+    const loading: Loading = { promise: undefined as unknown as Promise<CodeSystemIndex>, resourceId: cs.resourceId, stale: !this.listening, changed: false };
     loading.promise = (async () => {
       try {
         const started = Date.now();
-        const index = await loadIndex(this.db, cs.key);
+        // Outside the request's statement limit: the first request waits for the whole build,
+        // however long it takes on a loaded machine (Database.readPass). Without a snapshot
+        // (PGlite), a build the code system changed under is mixed: it is read again.
+        let index: CodeSystemIndex;
+        for (let attempt = 1; ; attempt++) {
+          loading.changed = false;
+          const [built, consistent] = await this.db.readPass(async (q, consistent) => [await loadIndex(q, cs.key), consistent] as const);
+          index = built;
+          if (consistent || !loading.changed || attempt > MAX_RELOADS) break;
+        }
         this.loads++;
         if (index.maxId >= 10_000) this.log?.info({ url: cs.url, version: cs.version, concepts: index.maxId, mb: Math.round(index.bytes / 1e6), ms: Date.now() - started }, 'terminology index loaded');
         if (!loading.stale) this.keep(cs.key, cs.resourceId, index);
@@ -170,11 +185,16 @@ export class TerminologyCache {
   }
 
   /**
-   * A change announced by any node: `cs:<resource id>` or `vs:<resource id>`; `*` when the
-   * listening connection was re-established (changes may have been missed: forget everything).
+   * A change announced by any node: `cs:<resource id>` or `vs:<resource id>`; `-` when the
+   * listening connection was lost, `*` when it was re-established (changes may have been
+   * missed: forget everything).
    */
   invalidate(payload: string): void {
-    if (payload === '*') return this.clear();
+    // `-`: the listening connection is lost, nothing is kept until it is back (`*`).
+    if (payload === '-' || payload === '*') {
+      this.listening = payload === '*' && this.unsubscribe !== undefined;
+      return this.clear();
+    }
     this.generation++;
     this.resolution.clear();
     if (payload === '*') return this.clear(); // notifications may have been missed (src/core/database.ts)
@@ -185,7 +205,7 @@ export class TerminologyCache {
       this.indexes.delete(key);
       this.used -= entry.index.bytes;
     }
-    for (const l of this.loading.values()) if (l.resourceId === resourceId) l.stale = true;
+    for (const l of this.loading.values()) if (l.resourceId === resourceId) l.stale = l.changed = true;
   }
 
   /** Forgets everything (a change may have been missed). */
@@ -194,7 +214,7 @@ export class TerminologyCache {
     this.resolution.clear();
     this.indexes.clear();
     this.used = 0;
-    for (const l of this.loading.values()) l.stale = true;
+    for (const l of this.loading.values()) l.stale = l.changed = true;
   }
 }
 
