@@ -66,7 +66,7 @@ export async function useSupplement(tc: TermContext, url: string): Promise<void>
   if (!tc.supplements.some((s) => s.key === supplement.key)) tc.supplements.push(supplement);
 }
 
-/** The supplements a value set asks for with the `valueset-supplement` extension (docs/terminology.md#supplements). */
+/** The supplements a value set asks for with the `valueset-supplement` extension (docs/terminology.md#expand). */
 export async function useValueSetSupplements(tc: TermContext, vs: { extension?: Array<{ url?: string; valueCanonical?: string; valueUri?: string }> }): Promise<void> {
   for (const e of vs.extension ?? []) {
     const url = e.url === VALUESET_SUPPLEMENT ? (e.valueCanonical ?? e.valueUri) : undefined;
