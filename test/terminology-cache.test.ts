@@ -95,6 +95,7 @@ for (const driver of drivers) {
       try {
         for (const path of paths) {
           assert.equal((await server.fhir('GET', path)).status, 200);
+          await terminologyCache(server.app.db).settled(); // the index the first request started building
           // Background jobs (the e-mail outbox) may query meanwhile: only the request's own statements count.
           db.query = (sql, params) => {
             if (!/outbox/i.test(sql)) statements.push(sql);
@@ -108,6 +109,49 @@ for (const driver of drivers) {
       } finally {
         db.query = query;
       }
+    });
+
+    test('no request waits for an index build: while it runs, $lookup and $subsumes answer from SQL, then from memory', async () => {
+      const url = 'http://example.org/cold/cs';
+      assert.equal((await server.fhir('PUT', '/CodeSystem/cold', { body: codeSystem('cold', url, 300, 'Cold') })).status, 201);
+      // Hold every index build until released: the requests below must be answered meanwhile.
+      const db = server.app.db;
+      const readPass = db.readPass.bind(db);
+      let release = () => {};
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let builds = 0;
+      db.readPass = async (fn) => {
+        builds++;
+        await gate;
+        return readPass(fn);
+      };
+      try {
+        const s = encodeURIComponent(url);
+        assert.equal(await lookupDisplay(server, url, 'C7'), 'Cold 7');
+        const sub = await server.fhir('GET', `/CodeSystem/$subsumes?system=${s}&codeA=C1&codeB=C7`);
+        assert.equal(param(sub.body, 'outcome')?.valueCode, 'subsumes', sub.text);
+        const lookup = await server.fhir('GET', `/CodeSystem/$lookup?system=${s}&code=C7&property=parent&property=child`);
+        assert.equal(lookup.status, 200, lookup.text);
+        assert.equal(builds, 1, 'one build started, in the background');
+      } finally {
+        db.readPass = readPass;
+        release();
+      }
+      await terminologyCache(db).settled();
+      // Built: the same answers, now without a database statement.
+      const counted = db as { query: (sql: string, params?: unknown[]) => Promise<unknown> };
+      const query = counted.query;
+      const statements: string[] = [];
+      counted.query = (sql, params) => {
+        if (!/outbox/i.test(sql)) statements.push(sql);
+        return query.call(db, sql, params);
+      };
+      try {
+        assert.equal(await lookupDisplay(server, url, 'C7'), 'Cold 7');
+      } finally {
+        counted.query = query;
+      }
+      assert.deepEqual(statements, []);
     });
 
     test('a CodeSystem sent as tx-resource is answered from memory and leaves no row in the terminology tables', async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CodeSystem, CodeSystemConcept, ValueSet, ValueSetComposeInclude } from '@medplum/fhirtypes';
 import { ValueSetEvaluator } from '../src/terminology/compose.js';
+import { indexOf } from '../src/terminology/concepts.js';
 import { parseLanguages } from '../src/terminology/display.js';
 import { expandValueSet } from '../src/terminology/expand.js';
 import { terminologyCache } from '../src/terminology/index-cache.js';
@@ -161,6 +162,7 @@ for (const driver of drivers) {
       for (const url of ['http://example.org/gen/cs', 'http://example.org/gen/ci']) {
         const cs = await resolveCodeSystem(memory, url);
         assert.ok(cs);
+        await indexOf(memory, cs); // built before comparing: until then the memory path answers from SQL too
         systems.push({ url, cs });
       }
     });

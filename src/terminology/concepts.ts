@@ -11,11 +11,13 @@ export { CONCEPT_COLUMNS, toConcept } from './concepts-sql.js';
  * Read side of the concept index: concepts by code (batched), designations, properties and
  * the direct neighbours in the hierarchy — answered from the in-memory index of the code
  * system version (docs/terminology.md#in-memory-index), loaded from the database index on first
- * use. `TermContext.sqlReference` answers from SQL instead (concepts-sql.ts, the reference the
- * equivalence test compares with).
+ * use. Until that index is in memory these point reads answer from SQL (concepts-sql.ts, the
+ * reference path, same ids and same answers) while it builds in the background, so no request
+ * waits for the build of a large system; `TermContext.sqlReference` answers from SQL always
+ * (the equivalence test compares the two).
  */
 
-/** The in-memory index of `cs`: request-supplied, or the cached copy of the database index. */
+/** The in-memory index of `cs`: request-supplied, or the cached copy of the database index (waits for its build). */
 export function indexOf(tc: TermContext, cs: CodeSystemInfo): Promise<CodeSystemIndex> {
   const inline = requestIndex(tc, cs.key);
   if (inline) return Promise.resolve(inline);
@@ -23,14 +25,25 @@ export function indexOf(tc: TermContext, cs: CodeSystemInfo): Promise<CodeSystem
 }
 
 /**
+ * The index to answer a point read from now, or undefined to answer from SQL: always under
+ * `sqlReference`, and for a stored code system whose index is not in memory yet (its build is
+ * started in the background). A request-supplied code system has no rows: always its index.
+ */
+function readyIndex(tc: TermContext, cs: CodeSystemInfo): CodeSystemIndex | undefined {
+  const inline = requestIndex(tc, cs.key);
+  if (inline) return inline;
+  if (tc.sqlReference || cs.key <= 0) return undefined;
+  return terminologyCache(tc.db).ready(cs);
+}
+
+/**
  * Finds the concepts of `codes`. Exact matches win; in a case-insensitive system a code also
  * matches up to case (the lowest id). The map is keyed by the given code.
  */
 export async function findConcepts(tc: TermContext, cs: CodeSystemInfo, codes: string[]): Promise<Map<string, Concept>> {
-  if (tc.sqlReference) return sql.findConcepts(tc, cs, codes);
+  const index = readyIndex(tc, cs);
+  if (!index) return sql.findConcepts(tc, cs, codes);
   const found = new Map<string, Concept>();
-  if (codes.length === 0) return found;
-  const index = await indexOf(tc, cs);
   for (const code of codes) {
     if (found.has(code)) continue;
     const id = index.idOf(code, !cs.caseSensitive);
@@ -46,9 +59,8 @@ export async function findConcept(tc: TermContext, cs: CodeSystemInfo, code: str
 
 /** Concepts by id, in id order. */
 export async function conceptsByIds(tc: TermContext, cs: CodeSystemInfo, ids: number[]): Promise<Concept[]> {
-  if (tc.sqlReference) return sql.conceptsByIds(tc, cs, ids);
-  if (ids.length === 0) return [];
-  const index = await indexOf(tc, cs);
+  const index = readyIndex(tc, cs);
+  if (!index) return sql.conceptsByIds(tc, cs, ids);
   return [...new Set(ids)].filter((id) => index.has(id)).sort((a, b) => a - b).map((id) => index.concept(id));
 }
 
@@ -67,10 +79,9 @@ export function supplementCanonical(s: CodeSystemInfo): string {
  * requested supplements of the code system, matched by code.
  */
 export async function designationsOf(tc: TermContext, cs: CodeSystemInfo, ids: number[]): Promise<Map<number, Designation[]>> {
-  if (tc.sqlReference) return sql.designationsOf(tc, cs, ids);
+  const index = readyIndex(tc, cs);
+  if (!index) return sql.designationsOf(tc, cs, ids);
   const out = new Map<number, Designation[]>();
-  if (ids.length === 0) return out;
-  const index = await indexOf(tc, cs);
   const supplements = supplementsOf(tc, cs);
   const sups = await supplementIndexes(tc, cs);
   for (const id of ids) {
@@ -87,8 +98,8 @@ export async function designationsOf(tc: TermContext, cs: CodeSystemInfo, ids: n
 
 /** The stored properties of one concept (and those its requested supplements add). */
 export async function propertiesOf(tc: TermContext, cs: CodeSystemInfo, id: number): Promise<StoredProperty[]> {
-  if (tc.sqlReference) return sql.propertiesOf(tc, cs, id);
-  const index = await indexOf(tc, cs);
+  const index = readyIndex(tc, cs);
+  if (!index) return sql.propertiesOf(tc, cs, id);
   if (!index.has(id)) return [];
   const list = index.properties(id);
   for (const s of await supplementIndexes(tc, cs)) {
@@ -100,16 +111,17 @@ export async function propertiesOf(tc: TermContext, cs: CodeSystemInfo, id: numb
 
 /** Direct parents (`up`) or children of a concept, in id order. */
 export async function neighbours(tc: TermContext, cs: CodeSystemInfo, id: number, up: boolean): Promise<Concept[]> {
-  if (tc.sqlReference) return sql.neighbours(tc, cs, id, up);
-  const index = await indexOf(tc, cs);
+  const index = readyIndex(tc, cs);
+  if (!index) return sql.neighbours(tc, cs, id, up);
   if (!index.has(id)) return [];
   return [...(up ? index.parents(id) : index.children(id))].map((n) => index.concept(n));
 }
 
 /** True when `ancestor` is a proper ancestor of `descendant`. */
 export async function isAncestor(tc: TermContext, cs: CodeSystemInfo, ancestor: number, descendant: number): Promise<boolean> {
-  if (tc.sqlReference) return sql.isAncestor(tc, cs, ancestor, descendant);
-  return (await indexOf(tc, cs)).isAncestor(ancestor, descendant);
+  const index = readyIndex(tc, cs);
+  if (!index) return sql.isAncestor(tc, cs, ancestor, descendant);
+  return index.isAncestor(ancestor, descendant);
 }
 
 /** The stored properties (and those of the requested supplements) of several concepts, by concept id. */

@@ -65,6 +65,8 @@ export class TerminologyCache {
   private readonly inlineKeys = new Map<string, number>();
   private lastInlineKey = 0;
   private evictions = 0;
+  /** Code systems whose index is larger than the whole budget: answered from SQL, never rebuilt for nothing. */
+  private readonly oversized = new Set<number>();
 
   constructor(
     private readonly db: Database,
@@ -90,15 +92,38 @@ export class TerminologyCache {
     return { indexes: this.indexes.size, bytes: this.used, budget: this.budget, loads: this.loads, evictions: this.evictions };
   }
 
-  /** The in-memory index of a stored code system (loaded on first use). */
-  async index(cs: CodeSystemInfo): Promise<CodeSystemIndex> {
+  /** The kept index of `cs`, marked most recently used; undefined when none is kept. */
+  private hit(cs: CodeSystemInfo): CodeSystemIndex | undefined {
     const hit = this.indexes.get(cs.key);
-    if (hit) {
-      // Most recently used last (Map keeps insertion order).
-      this.indexes.delete(cs.key);
-      this.indexes.set(cs.key, hit);
-      return hit.index;
-    }
+    if (!hit) return undefined;
+    // Most recently used last (Map keeps insertion order).
+    this.indexes.delete(cs.key);
+    this.indexes.set(cs.key, hit);
+    return hit.index;
+  }
+
+  /**
+   * The index of `cs` if it is in memory now. Otherwise undefined, and its build is started in
+   * the background (once; only while this node hears changes, so the result can be kept): the
+   * caller answers from SQL meanwhile, so no request waits for a build
+   * (docs/terminology.md#in-memory-index).
+   */
+  ready(cs: CodeSystemInfo): CodeSystemIndex | undefined {
+    const hit = this.hit(cs);
+    if (hit || !this.listening || this.loading.has(cs.key) || this.oversized.has(cs.key)) return hit;
+    this.index(cs).catch((err: unknown) => this.log?.error({ err, url: cs.url, version: cs.version }, 'terminology index build failed'));
+    return undefined;
+  }
+
+  /** Resolves when no index build is running (tests, and a warm-up that wants them done). */
+  async settled(): Promise<void> {
+    while (this.loading.size > 0) await Promise.allSettled([...this.loading.values()].map((l) => l.promise));
+  }
+
+  /** The in-memory index of a stored code system (loaded on first use; the caller waits for it). */
+  async index(cs: CodeSystemInfo): Promise<CodeSystemIndex> {
+    const hit = this.hit(cs);
+    if (hit) return hit;
     const pending = this.loading.get(cs.key);
     if (pending) return pending.promise;
     const loading: Loading = { promise: undefined as unknown as Promise<CodeSystemIndex>, resourceId: cs.resourceId, stale: !this.listening, changed: false };
@@ -129,6 +154,7 @@ export class TerminologyCache {
 
   /** Keeps an index (negative keys: request-supplied code systems, by content hash). */
   keep(key: number, resourceId: string, index: CodeSystemIndex): void {
+    if (index.bytes > this.budget) this.oversized.add(key);
     if (!this.listening || index.bytes > this.budget) return;
     const old = this.indexes.get(key);
     if (old) {
@@ -200,6 +226,7 @@ export class TerminologyCache {
     if (payload === '*') return this.clear(); // notifications may have been missed (src/core/database.ts)
     if (!payload.startsWith('cs:')) return;
     const resourceId = payload.slice(3);
+    this.oversized.clear(); // cheap to learn again, and the changed system may fit now
     for (const [key, entry] of this.indexes) {
       if (entry.resourceId !== resourceId) continue;
       this.indexes.delete(key);
@@ -213,6 +240,7 @@ export class TerminologyCache {
     this.generation++;
     this.resolution.clear();
     this.indexes.clear();
+    this.oversized.clear();
     this.used = 0;
     for (const l of this.loading.values()) l.stale = l.changed = true;
   }
