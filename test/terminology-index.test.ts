@@ -187,17 +187,17 @@ for (const driver of drivers) {
       }
     }
 
-    test('2,000 random $lookups per system answer identically', async () => {
+    test('1,000 random $lookups per system answer identically', async () => {
       const languages = parseLanguages('de');
       for (const { cs } of systems) {
         let found = 0;
-        for (const code of codes(1, 2000)) {
+        for (const code of codes(1, 1000)) {
           const a = await outcome(() => lookupCode(memory, cs, code, languages, undefined));
           const b = await outcome(() => lookupCode(reference, cs, code, languages, undefined));
           assert.deepEqual(a, b, `lookup ${cs.url} ${code}`);
           if (typeof a !== 'string') found++;
         }
-        assert.ok(found > 1500, `only ${found} codes found`);
+        assert.ok(found > 750, `only ${found} codes found`);
       }
     });
 
