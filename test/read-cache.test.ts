@@ -11,6 +11,7 @@ import { ResourceHooks } from '../src/storage/resource-hooks.js';
 import { RowCache } from '../src/storage/row-cache.js';
 import { createSearchIndex } from '../src/storage/search/sql-search-index.js';
 import { createTestDatabase, drivers, startServer, type TestServer } from './harness.js';
+import { latticeArgs } from './support/cli.js';
 
 /**
  * The read cache on PostgreSQL (storage/row-cache.ts, docs/rest.md#read-cache): two server
@@ -24,7 +25,7 @@ const PUBLIC_URL = 'http://lattice.test';
 
 /** A second node: `lattice serve` as its own process on the same database. */
 async function startNode(databaseUrl: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+  const child = spawn(process.execPath, latticeArgs('serve'), {
     cwd: projectRoot,
     env: {
       ...process.env,

@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import type { CodeSystem, CodeSystemConcept, Parameters } from '@medplum/fhirtypes';
 import { terminologyCache } from '../src/terminology/index-cache.js';
 import { createTestDatabase, drivers, startServer, type TestServer } from './harness.js';
+import { startServerProcess } from './support/server-process.js';
 
 /**
  * The caches behind the terminology operations (docs/terminology.md#in-memory-index): never
@@ -208,19 +209,29 @@ if (drivers.includes('pg')) {
       const databaseUrl = await createTestDatabase();
       const env = { LATTICE_PUBLIC_URL: 'http://lattice.test' };
       const a = await startServer('pg', { databaseUrl, env });
-      const b = await startServer('pg', { databaseUrl, env });
+      // The other node is a process of its own: only the change feed can tell it (same issuer
+      // and signing keys, so A's member token works there too).
+      const node = await startServerProcess({ DATABASE_URL: databaseUrl, ...env, LATTICE_ADMIN_PASSWORD: 'admin-password-123' });
+      const b = {
+        fhir: async (method: string, path: string) => {
+          const res = await fetch(`${node.baseUrl}/fhir/R4${path}`, { method, headers: { authorization: `Bearer ${a.memberToken}` } });
+          const text = await res.text();
+          return { status: res.status, text, body: JSON.parse(text) as Parameters };
+        },
+      } as unknown as TestServer;
       try {
-        // Both nodes' default members belong to A's default project: B's token is A's.
-        b.memberToken = a.memberToken;
         const url = 'http://example.org/two-nodes/cs';
         const vsUrl = 'http://example.org/two-nodes/vs';
         const cs = codeSystem('two-nodes', url, 50, 'First');
         const vs = { resourceType: 'ValueSet', id: 'two-nodes', url: vsUrl, status: 'active', compose: { include: [{ system: url, filter: [{ property: 'concept', op: 'is-a', value: 'C1' }] }] } };
         assert.equal((await a.fhir('PUT', '/CodeSystem/two-nodes', { body: cs })).status, 201);
         assert.equal((await a.fhir('PUT', '/ValueSet/two-nodes', { body: vs })).status, 201);
-        // B has answered from (and cached) the first versions.
-        assert.equal(await lookupDisplay(b, url, 'C3'), 'First 3');
-        assert.equal(await validateResult(b, vsUrl, url, 'C3'), true);
+        // B has answered from (and, its background build done, cached) the first versions.
+        for (let i = 0; i < 3; i++) {
+          assert.equal(await lookupDisplay(b, url, 'C3'), 'First 3');
+          assert.equal(await validateResult(b, vsUrl, url, 'C3'), true);
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
 
         for (let round = 1; round <= 3; round++) {
           const label = `Round${round}`;
@@ -234,7 +245,7 @@ if (drivers.includes('pg')) {
         }
       } finally {
         await a.stop();
-        await b.stop();
+        await node.stop();
       }
     });
   });

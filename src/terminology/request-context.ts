@@ -26,6 +26,11 @@ import { parseVersionRules } from './versions.js';
  */
 export async function termContext(env: TerminologyEnv, ctx: RequestContext, input: object): Promise<TermContext> {
   rejectNul(input);
+  // Every change committed before this request has reached the caches (PostgreSQL: one round
+  // trip on the listening connection, shared by concurrent requests), so none answers from a
+  // version another node already replaced (docs/terminology.md#in-memory-index). When the
+  // connection is lost the caches keep nothing anyway.
+  await env.db.caughtUp().catch(() => undefined);
   const txResources = (input as { 'tx-resource'?: unknown })['tx-resource'];
   const tc: TermContext = {
     db: env.db,
