@@ -54,7 +54,9 @@ export interface IndexCacheStats {
 }
 
 export class TerminologyCache {
-  private readonly indexes = new Map<number, { index: CodeSystemIndex; resourceId: string }>();
+  /** Kept indexes; `used` is a recency stamp (LRU eviction takes the lowest). */
+  private readonly indexes = new Map<number, { index: CodeSystemIndex; resourceId: string; used: number }>();
+  private clock = 0;
   private readonly loading = new Map<number, Loading>();
   private readonly resolution = new Map<string, Promise<unknown>>();
   private used = 0;
@@ -96,9 +98,9 @@ export class TerminologyCache {
   private hit(cs: CodeSystemInfo): CodeSystemIndex | undefined {
     const hit = this.indexes.get(cs.key);
     if (!hit) return undefined;
-    // Most recently used last (Map keeps insertion order).
-    this.indexes.delete(cs.key);
-    this.indexes.set(cs.key, hit);
+    // A stamp, not a delete and re-insert into the Map: that churn rehashed the Map often
+    // enough to be 4% of a $lookup's CPU in a profile.
+    hit.used = ++this.clock;
     return hit.index;
   }
 
@@ -162,12 +164,15 @@ export class TerminologyCache {
       this.indexes.delete(key);
     }
     while (this.used + index.bytes > this.budget && this.indexes.size > 0) {
-      const [oldest, entry] = this.indexes.entries().next().value as [number, { index: CodeSystemIndex }];
+      let oldest = 0;
+      let entry: { index: CodeSystemIndex; used: number } | undefined;
+      for (const [k, e] of this.indexes) if (!entry || e.used < entry.used) [oldest, entry] = [k, e];
+      if (!entry) break;
       this.indexes.delete(oldest);
       this.used -= entry.index.bytes;
       this.evictions++;
     }
-    this.indexes.set(key, { index, resourceId });
+    this.indexes.set(key, { index, resourceId, used: ++this.clock });
     this.used += index.bytes;
   }
 
