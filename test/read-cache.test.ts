@@ -1,17 +1,15 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import type { Patient } from '@medplum/fhirtypes';
 import { SYSTEM_AUTH } from '../src/core/auth.js';
 import type { Database } from '../src/core/database.js';
-import { projectRoot } from '../src/paths.js';
 import { openPgDatabase } from '../src/storage/pg-database.js';
 import { Repository, type ResourceRow } from '../src/storage/repository.js';
 import { ResourceHooks } from '../src/storage/resource-hooks.js';
 import { RowCache } from '../src/storage/row-cache.js';
 import { createSearchIndex } from '../src/storage/search/sql-search-index.js';
 import { createTestDatabase, drivers, startServer, type TestServer } from './harness.js';
-import { latticeArgs } from './support/cli.js';
+import { startServerProcess, type ServerProcess } from './support/server-process.js';
 
 /**
  * The read cache on PostgreSQL (storage/row-cache.ts, docs/rest.md#read-cache): two server
@@ -23,58 +21,24 @@ import { latticeArgs } from './support/cli.js';
 
 const PUBLIC_URL = 'http://lattice.test';
 
-/** A second node: `lattice serve` as its own process on the same database. */
-async function startNode(databaseUrl: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, latticeArgs('serve'), {
-    cwd: projectRoot,
-    env: {
-      ...process.env,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATABASE_URL: databaseUrl,
-      LATTICE_PUBLIC_URL: PUBLIC_URL,
-      LATTICE_BASE_TERMINOLOGY: 'lazy',
-      LATTICE_ADMIN_PASSWORD: 'admin-password-123',
-      LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /"msg":"Lattice listening"/.test(out) ? /"address":"http:\/\/[^:]+:(\d+)"/.exec(out) : null;
-      if (m) resolve(Number(m[1]));
-    });
-    child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('exit', (code) => reject(new Error(`second node exited (${code}) before listening: ${out}`)));
-  });
-  return { url: `http://127.0.0.1:${port}/fhir/R4`, child };
-}
-
-function stopNode(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
-}
-
 if (drivers.includes('pg')) {
   describe('read cache across two server processes (pg)', () => {
     let databaseUrl: string;
     let a: TestServer;
-    let b: { url: string; child: ChildProcess };
+    let node: ServerProcess;
+    let b: { url: string };
     let headers: Record<string, string>;
 
     before(async () => {
       databaseUrl = await createTestDatabase();
       a = await startServer('pg', { databaseUrl, env: { LATTICE_PUBLIC_URL: PUBLIC_URL } });
-      b = await startNode(databaseUrl);
+      // A second node: `lattice serve` as its own process on the same database.
+      node = await startServerProcess({ DATABASE_URL: databaseUrl, LATTICE_PUBLIC_URL: PUBLIC_URL, LATTICE_ADMIN_PASSWORD: 'admin-password-123' });
+      b = { url: `${node.baseUrl}/fhir/R4` };
       headers = { authorization: `Bearer ${a.memberToken}`, 'content-type': 'application/fhir+json' };
     });
     after(async () => {
-      await stopNode(b.child);
+      await node.stop();
       await a.stop();
     });
 

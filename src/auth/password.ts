@@ -2,11 +2,11 @@ import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } 
 import { MAX_PASSWORD_COST, MIN_PASSWORD_COST } from '../config.js';
 
 /**
- * scrypt cost as log2 N (r=8, p=1): 15 = ~32 MiB and tens of ms per hash — memory-hard, salted.
- * `LATTICE_PASSWORD_COST` (docs/auth.md#passwords-and-secrets) sets it for new hashes; a stored hash keeps
- * the cost it was made with, so changing it never locks anyone out.
+ * scrypt with r=8, p=1 and N = 2^cost: cost 15 = ~32 MiB and tens of ms per hash — memory-hard,
+ * salted. `LATTICE_PASSWORD_COST` (docs/auth.md#passwords-and-secrets) sets the cost of new
+ * hashes; a stored hash keeps the one it was made with, so changing it never locks anyone out.
+ * scrypt needs 128·N·r bytes; maxmem leaves room for the highest cost.
  */
-/** scrypt needs 128·N·r bytes; maxmem leaves room for the highest cost. */
 const PARAMS = { r: 8, p: 1, maxmem: 2 * 128 * 8 * 2 ** MAX_PASSWORD_COST };
 const KEY_LENGTH = 32;
 
