@@ -9,16 +9,20 @@ const ALLOWED_HEADERS = 'Authorization, Content-Type, Accept, Accept-Language, I
  * A preflight (`OPTIONS` with `Access-Control-Request-Method`) is answered here, 204.
  */
 export function registerCors(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request, reply) => {
-    if (!request.headers.origin) return;
+  // Callback style, not async: this runs on every request and most have no Origin.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!request.headers.origin) return done();
     void reply.header('Access-Control-Allow-Origin', '*').header('Access-Control-Expose-Headers', EXPOSED);
     if (request.method === 'OPTIONS' && request.headers['access-control-request-method']) {
-      return reply
+      // Answered here: no `done()`, the request goes no further.
+      void reply
         .status(204)
         .header('Access-Control-Allow-Methods', 'GET, HEAD, POST, PUT, PATCH, DELETE')
         .header('Access-Control-Allow-Headers', ALLOWED_HEADERS)
         .header('Access-Control-Max-Age', '600')
         .send();
+      return;
     }
+    done();
   });
 }

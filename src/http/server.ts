@@ -93,15 +93,20 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
 
   registerBodyParsers(app);
   registerCors(app);
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.info(
-      { req: { method: request.method, url: redactUrl(request.url), remoteAddress: request.ip }, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime },
-      'request completed',
-    );
-  });
-  app.addHook('onSend', async (request, reply, payload) => {
-    reply.header('X-Request-Id', request.id);
-    return payload;
+  // Hooks run on every request: callback style (no promise each), and the request log line
+  // only when its level is on.
+  if (services.log.isLevelEnabled('info')) {
+    app.addHook('onResponse', (request, reply, done) => {
+      request.log.info(
+        { req: { method: request.method, url: redactUrl(request.url), remoteAddress: request.ip }, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime },
+        'request completed',
+      );
+      done();
+    });
+  }
+  app.addHook('onSend', (request, reply, payload, done) => {
+    void reply.header('X-Request-Id', request.id);
+    done(null, payload);
   });
   app.setErrorHandler((err, request, reply) => {
     const { status, body, headers } = errorResponse(err, request);
@@ -122,7 +127,16 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
 
   // A method the URL does not support is refused before the body is parsed, so e.g. a PATCH
   // with a JSON Patch body is told 405, not 415 about its content type.
-  const fhirRoute = { onRequest: async (request: FastifyRequest) => checkFhirMethod(request) };
+  const fhirRoute = {
+    onRequest: (request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
+      try {
+        checkFhirMethod(request);
+      } catch (err) {
+        return done(err as Error);
+      }
+      done();
+    },
+  };
   app.all(`${FHIR_PREFIX}/*`, fhirRoute, (request, reply) => handleFhir(services, request, reply));
   app.all(FHIR_PREFIX, fhirRoute, (request, reply) => handleFhir(services, request, reply));
 
@@ -143,7 +157,7 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
 }
 
 async function handleFhir(services: HttpDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const info = requestInfo(request.url, FHIR_PREFIX);
+  const info = fhirRequestInfo(request);
   const format = info.query.find(([k]) => k === '_format')?.[1];
   if ((format && /xml/i.test(format)) || acceptsOnlyXml(request.headers.accept)) throw notAcceptable();
   if (format && !/^(json|application\/(fhir\+)?json|application\/json\+fhir)$/i.test(format.split(';')[0].trim())) {
@@ -178,9 +192,20 @@ function notAcceptable(): FhirError {
   return new FhirError(406, [issue('not-supported', 'XML is not supported: this server answers application/fhir+json only')]);
 }
 
+/** The parsed path and query of a FHIR request, parsed once (the method check and the handler both need it). */
+const parsedInfo = new WeakMap<FastifyRequest, ReturnType<typeof requestInfo>>();
+function fhirRequestInfo(request: FastifyRequest): ReturnType<typeof requestInfo> {
+  let info = parsedInfo.get(request);
+  if (info === undefined) {
+    info = requestInfo(request.url, FHIR_PREFIX);
+    parsedInfo.set(request, info);
+  }
+  return info;
+}
+
 /** 405 for a FHIR URL that exists but does not answer this method (see `allowedMethods`). */
 function checkFhirMethod(request: FastifyRequest): void {
-  const allowed = allowedMethods(requestInfo(request.url, FHIR_PREFIX).path);
+  const allowed = allowedMethods(fhirRequestInfo(request).path);
   if (allowed && !allowed.includes(request.method)) throw methodNotAllowed(request.method, allowed);
 }
 

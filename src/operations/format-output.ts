@@ -1,6 +1,6 @@
 import type { OperationDefinition, ParametersParameter, Resource } from '@medplum/fhirtypes';
 import { isObject } from '../fhir/json.js';
-import { carrierOf, isMultiValued, isPrimitive, isStringLike, maxOf, minOf, paramsOf, valueKey, type ParamDef } from './params.js';
+import { carrierOf, isMultiValued, isPrimitive, isStringLike, maxOf, minOf, paramsByName, paramsOf, valueKey, type ParamDef } from './params.js';
 import { TypedValue } from './typed-value.js';
 
 /**
@@ -38,10 +38,12 @@ function formatParams(params: ParamDef[], values: Record<string, unknown>, prefi
   checkKeys(params, values, prefix);
   const entries: ParametersParameter[] = [];
   for (const param of params) {
-    const name = `${prefix}${param.name}`;
-    const items = itemsOf(param, values[param.name], name);
+    const value = values[param.name];
+    // The full name (`property.value`) is only spelled out for a nested prefix or an error.
+    const name = prefix === '' ? param.name : `${prefix}${param.name}`;
+    const items = itemsOf(param, value, name);
     checkCount(param, items, name);
-    for (const item of items) entries.push(formatEntry(param, item, name));
+    for (let i = 0; i < items.length; i++) entries.push(formatEntry(param, items[i], name));
   }
   return entries;
 }
@@ -66,9 +68,9 @@ function checkCount(param: ParamDef, items: unknown[], name: string): void {
 
 /** Every key of the output must be a declared out-parameter: the definition is the whole truth. */
 function checkKeys(params: ParamDef[], values: Record<string, unknown>, prefix: string): void {
-  const declared = new Set(params.map((p) => p.name));
-  for (const [key, value] of Object.entries(values)) {
-    if (value !== undefined && !declared.has(key)) throw new OutputViolation(`undeclared out-parameter ${prefix}${key}`);
+  const declared = paramsByName(params);
+  for (const key in values) {
+    if (Object.hasOwn(values, key) && values[key] !== undefined && !declared.has(key)) throw new OutputViolation(`undeclared out-parameter ${prefix}${key}`);
   }
 }
 

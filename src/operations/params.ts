@@ -43,8 +43,24 @@ export type Carrier =
   /** Element/Any/untyped: a value[x] of any (allowed) type, or a resource for `Any`. */
   | { kind: 'open'; allowed?: string[]; resource: boolean };
 
+/**
+ * Facts derived from a parameter definition are computed once per definition object: the
+ * operation path asks for them on every entry of every request (a `$lookup` answer has dozens),
+ * and definitions are never mutated once published — a re-publication makes new objects.
+ */
+const carriers = new WeakMap<ParamDef, Carrier>();
+
 /** The carrier a parameter definition implies. */
 export function carrierOf(param: ParamDef): Carrier {
+  let carrier = carriers.get(param);
+  if (carrier === undefined) {
+    carrier = computeCarrier(param);
+    carriers.set(param, carrier);
+  }
+  return carrier;
+}
+
+function computeCarrier(param: ParamDef): Carrier {
   if (param.part && param.part.length > 0) return { kind: 'part' };
   const type = param.type;
   if (!type || OPEN_TYPES.has(type)) {
@@ -81,9 +97,17 @@ export function cardinalityText(param: ParamDef): string {
   return `${min}..${max === Infinity ? '*' : max}`;
 }
 
+const valueKeys = new Map<string, string>();
+
 /** `valueCoding` for `Coding`, `valueDateTime` for `dateTime`. */
 export function valueKey(type: string): string {
-  return `value${type.charAt(0).toUpperCase()}${type.slice(1)}`;
+  let key = valueKeys.get(type);
+  if (key === undefined) {
+    key = `value${type.charAt(0).toUpperCase()}${type.slice(1)}`;
+    // Type names come from definitions and inputs: a bounded cache, not one entry per string seen.
+    if (valueKeys.size < 1000) valueKeys.set(type, key);
+  }
+  return key;
 }
 
 /** The type named by a value[x] key (`valueDateTime` → `dateTime`), or undefined when `key` is not one. */
@@ -99,9 +123,31 @@ export function valueKeysOf(entry: Record<string, unknown>): string[] {
   return Object.keys(entry).filter((k) => typeOfValueKey(k) !== undefined);
 }
 
-/** A plain JSON object (not null, not an array). */
+const inParams = new WeakMap<ParamDef[], ParamDef[]>();
+const outParams = new WeakMap<ParamDef[], ParamDef[]>();
+const NO_PARAMS: ParamDef[] = [];
 
-/** The in- or out-parameters of a definition, in definition order. */
+/** The in- or out-parameters of a definition, in definition order (the same array each time: do not modify it). */
 export function paramsOf(params: ParamDef[] | undefined, use: 'in' | 'out'): ParamDef[] {
-  return (params ?? []).filter((p) => p.use === use);
+  if (!params) return NO_PARAMS;
+  const cache = use === 'in' ? inParams : outParams;
+  let found = cache.get(params);
+  if (found === undefined) {
+    found = params.filter((p) => p.use === use);
+    cache.set(params, found);
+  }
+  return found;
+}
+
+const byNames = new WeakMap<ParamDef[], Map<string, ParamDef>>();
+
+/** `params` by name (computed once per list; the first of a repeated name wins). */
+export function paramsByName(params: ParamDef[]): Map<string, ParamDef> {
+  let found = byNames.get(params);
+  if (found === undefined) {
+    found = new Map();
+    for (const p of params) if (!found.has(p.name)) found.set(p.name, p);
+    byNames.set(params, found);
+  }
+  return found;
 }

@@ -1,7 +1,7 @@
 import type { OperationDefinition } from '@medplum/fhirtypes';
 import { badRequest, methodNotAllowed } from '../fhir/outcome.js';
 import type { InputEntry } from './input-entry.js';
-import { carrierOf, paramsOf, type ParamDef } from './params.js';
+import { carrierOf, paramsByName, paramsOf, type ParamDef } from './params.js';
 
 /** Query parameters that shape the HTTP response, never operation inputs. */
 const RESPONSE_PARAMS = new Set(['_format', '_pretty']);
@@ -17,7 +17,7 @@ export function parseQueryInput(definition: OperationDefinition, query: Array<[s
   if (definition.affectsState === true) {
     throw methodNotAllowed('GET', ['POST'], `Operation $${definition.code} affects state and cannot be invoked with GET`);
   }
-  const declared = new Map(paramsOf(definition.parameter, 'in').map((p) => [p.name, p]));
+  const declared = paramsByName(paramsOf(definition.parameter, 'in'));
   const entries: InputEntry[] = [];
   for (const [name, value] of query) {
     if (RESPONSE_PARAMS.has(name) || value === '') continue;
