@@ -1,6 +1,6 @@
 import type { OperationDefinition, ParametersParameter, Resource } from '@medplum/fhirtypes';
 import { isObject } from '../fhir/json.js';
-import { carrierOf, isMultiValued, isPrimitive, isStringLike, maxOf, minOf, paramsByName, paramsOf, valueKey, type ParamDef } from './params.js';
+import { carrierOf, isMultiValued, isPrimitive, isStringLike, maxOf, minOf, paramsByName, paramsOf, valueKey, type Carrier, type ParamDef } from './params.js';
 import { TypedValue } from './typed-value.js';
 
 /**
@@ -23,10 +23,11 @@ export function formatOutput(definition: OperationDefinition, output: unknown): 
   const outs = paramsOf(definition.parameter, 'out');
   if (outs.length === 1 && outs[0].name === 'return') {
     const value = output.return;
-    checkKeys(outs, output, '');
+    const plan = planOf(outs);
+    checkKeys(plan.byName, output, '');
     if (isResource(value)) {
-      checkCount(outs[0], [value], 'return');
-      formatEntry(outs[0], value, 'return'); // type check only
+      checkCount(plan.params[0], 1, 'return');
+      formatEntry(plan.params[0], value, 'return'); // type check only
       return value as Resource;
     }
   }
@@ -34,52 +35,103 @@ export function formatOutput(definition: OperationDefinition, output: unknown): 
   return parameter.length > 0 ? { resourceType: 'Parameters', parameter } : { resourceType: 'Parameters' };
 }
 
+/** What formatting needs of one declared out-parameter, derived once per definition object. */
+interface ParamPlan {
+  param: ParamDef;
+  min: number;
+  max: number;
+  multi: boolean;
+  carrier: Carrier;
+  /** The value[x] key of a fixed-type parameter (`valueCode`). */
+  valueKey?: string;
+  /** The plan of its parts. */
+  parts?: ListPlan;
+}
+
+interface ListPlan {
+  params: ParamPlan[];
+  byName: Map<string, ParamDef>;
+}
+
+const plans = new WeakMap<ParamDef[], ListPlan>();
+
+/** The plan of a parameter list, made on first use (definitions are not mutated once published). */
+function planOf(params: ParamDef[]): ListPlan {
+  let plan = plans.get(params);
+  if (plan === undefined) {
+    plan = {
+      byName: paramsByName(params),
+      params: params.map((param) => {
+        const carrier = carrierOf(param);
+        return {
+          param,
+          min: minOf(param),
+          max: maxOf(param),
+          multi: isMultiValued(param),
+          carrier,
+          valueKey: carrier.kind === 'value' ? valueKey(carrier.type) : undefined,
+          parts: carrier.kind === 'part' ? planOf(param.part ?? []) : undefined,
+        };
+      }),
+    };
+    plans.set(params, plan);
+  }
+  return plan;
+}
+
 function formatParams(params: ParamDef[], values: Record<string, unknown>, prefix: string): ParametersParameter[] {
-  checkKeys(params, values, prefix);
+  return formatPlanned(planOf(params), values, prefix);
+}
+
+function formatPlanned(plan: ListPlan, values: Record<string, unknown>, prefix: string): ParametersParameter[] {
+  checkKeys(plan.byName, values, prefix);
   const entries: ParametersParameter[] = [];
-  for (const param of params) {
-    const value = values[param.name];
+  for (const pp of plan.params) {
+    const value = values[pp.param.name];
     // The full name (`property.value`) is only spelled out for a nested prefix or an error.
-    const name = prefix === '' ? param.name : `${prefix}${param.name}`;
-    const items = itemsOf(param, value, name);
-    checkCount(param, items, name);
-    for (let i = 0; i < items.length; i++) entries.push(formatEntry(param, items[i], name));
+    const name = prefix === '' ? pp.param.name : `${prefix}${pp.param.name}`;
+    const items = itemsOf(pp, value, name);
+    checkCount(pp, items.length, name);
+    for (let i = 0; i < items.length; i++) entries.push(formatEntry(pp, items[i], name));
   }
   return entries;
 }
 
+const NONE: unknown[] = [];
+
 /** The values of one parameter as a list: multi-valued ones must be arrays, single-valued ones must not. */
-function itemsOf(param: ParamDef, value: unknown, name: string): unknown[] {
-  if (value === undefined || value === null) return [];
-  if (isMultiValued(param)) {
+function itemsOf(pp: ParamPlan, value: unknown, name: string): unknown[] {
+  if (value === undefined || value === null) return NONE;
+  if (pp.multi) {
     if (!Array.isArray(value)) throw new OutputViolation(`out-parameter ${name} is multi-valued: expected an array, got ${kindOf(value)}`);
-    if (value.some((v) => v === undefined || v === null)) throw new OutputViolation(`out-parameter ${name} contains null`);
+    for (let i = 0; i < value.length; i++) {
+      if (value[i] === undefined || value[i] === null) throw new OutputViolation(`out-parameter ${name} contains null`);
+    }
     return value;
   }
-  if (Array.isArray(value)) throw new OutputViolation(`out-parameter ${name} is single-valued (max ${param.max}), got an array`);
+  if (Array.isArray(value)) throw new OutputViolation(`out-parameter ${name} is single-valued (max ${pp.param.max}), got an array`);
   return [value];
 }
 
-function checkCount(param: ParamDef, items: unknown[], name: string): void {
-  if (items.length < minOf(param) || items.length > maxOf(param)) {
-    throw new OutputViolation(`out-parameter ${name}: ${items.length} value(s) for cardinality ${param.min}..${param.max}`);
+function checkCount(pp: ParamPlan, count: number, name: string): void {
+  if (count < pp.min || count > pp.max) {
+    throw new OutputViolation(`out-parameter ${name}: ${count} value(s) for cardinality ${pp.param.min}..${pp.param.max}`);
   }
 }
 
 /** Every key of the output must be a declared out-parameter: the definition is the whole truth. */
-function checkKeys(params: ParamDef[], values: Record<string, unknown>, prefix: string): void {
-  const declared = paramsByName(params);
+function checkKeys(declared: Map<string, ParamDef>, values: Record<string, unknown>, prefix: string): void {
   for (const key in values) {
     if (Object.hasOwn(values, key) && values[key] !== undefined && !declared.has(key)) throw new OutputViolation(`undeclared out-parameter ${prefix}${key}`);
   }
 }
 
-function formatEntry(param: ParamDef, item: unknown, name: string): ParametersParameter {
-  const carrier = carrierOf(param);
+function formatEntry(pp: ParamPlan, item: unknown, name: string): ParametersParameter {
+  const { carrier, param } = pp;
   switch (carrier.kind) {
     case 'part': {
       if (!isObject(item) || item instanceof TypedValue) throw new OutputViolation(`out-parameter ${name} has parts: expected an object, got ${kindOf(item)}`);
-      const part = formatParams(param.part ?? [], item, `${name}.`);
+      const part = formatPlanned(pp.parts as ListPlan, item, `${name}.`);
       return part.length > 0 ? { name: param.name, part } : { name: param.name };
     }
     case 'resource':
@@ -89,7 +141,8 @@ function formatEntry(param: ParamDef, item: unknown, name: string): ParametersPa
       return { name: param.name, resource: item as Resource };
     case 'value': {
       const value = item instanceof TypedValue ? unwrap(item, [carrier.type], name) : item;
-      return typedEntry(param.name, carrier.type, value, name);
+      if (!fitsType(carrier.type, value)) throw new OutputViolation(`out-parameter ${name}: ${kindOf(value)} is not a valid ${carrier.type}`);
+      return entryOf(param.name, pp.valueKey as string, value);
     }
     case 'open': {
       if (item instanceof TypedValue) return typedEntry(param.name, item.type, unwrap(item, carrier.allowed, name), name);
@@ -110,7 +163,39 @@ function unwrap(item: TypedValue, allowed: string[] | undefined, name: string): 
 
 function typedEntry(paramName: string, type: string, value: unknown, name: string): ParametersParameter {
   if (!fitsType(type, value)) throw new OutputViolation(`out-parameter ${name}: ${kindOf(value)} is not a valid ${type}`);
-  return { name: paramName, [valueKey(type)]: value };
+  return entryOf(paramName, valueKey(type), value);
+}
+
+/**
+ * `{ name, [key]: value }`, with a literal of fixed shape for the common value[x] keys: an object
+ * literal with a computed key takes V8's slow path (a dictionary-like object that is also slower
+ * to serialise), and answers are made of dozens of these.
+ */
+function entryOf(name: string, key: string, value: unknown): ParametersParameter {
+  switch (key) {
+    case 'valueString':
+      return { name, valueString: value as string };
+    case 'valueCode':
+      return { name, valueCode: value as string };
+    case 'valueBoolean':
+      return { name, valueBoolean: value as boolean };
+    case 'valueCoding':
+      return { name, valueCoding: value as ParametersParameter['valueCoding'] };
+    case 'valueUri':
+      return { name, valueUri: value as string };
+    case 'valueInteger':
+      return { name, valueInteger: value as number };
+    case 'valueDecimal':
+      return { name, valueDecimal: value as number };
+    case 'valueDateTime':
+      return { name, valueDateTime: value as string };
+    case 'valueCanonical':
+      return { name, valueCanonical: value as string };
+    case 'valueCodeableConcept':
+      return { name, valueCodeableConcept: value as ParametersParameter['valueCodeableConcept'] };
+    default:
+      return { name, [key]: value };
+  }
 }
 
 /** Whether a JavaScript value can be written as a value of FHIR type `type` (JSON shape only). */
