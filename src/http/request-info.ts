@@ -20,18 +20,20 @@ export function requestInfo(url: string, prefix: string): { path: string; query:
   const q = url.indexOf('?');
   const rawPath = (q >= 0 ? url.slice(0, q) : url).slice(prefix.length);
   const rawQuery = q >= 0 ? url.slice(q + 1) : '';
-  let path: string;
-  try {
-    path = rawPath
-      .split('/')
-      .map((s) => decodeURIComponent(s).replace(/\//g, '%2F'))
-      .join('/');
-  } catch {
-    throw badRequest('Invalid URL encoding');
+  let path = rawPath; // without a `%` there is nothing to decode
+  if (rawPath.includes('%')) {
+    try {
+      path = rawPath
+        .split('/')
+        .map((s) => decodeURIComponent(s).replace(/\//g, '%2F'))
+        .join('/');
+    } catch {
+      throw badRequest('Invalid URL encoding');
+    }
   }
   let query: Array<[string, string]>;
   try {
-    query = [...new URLSearchParams(rawQuery)];
+    query = rawQuery === '' ? [] : [...new URLSearchParams(rawQuery)];
   } catch {
     throw badRequest('Invalid query string');
   }

@@ -93,6 +93,8 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
 
   registerBodyParsers(app);
   registerCors(app);
+  // Where fhirRequestInfo keeps a FHIR request's parsed URL (declared up front: one object shape).
+  app.decorateRequest('fhirInfo', null);
   // Hooks run on every request: callback style (no promise each), and the request log line
   // only when its level is on.
   if (services.log.isLevelEnabled('info')) {
@@ -193,14 +195,9 @@ function notAcceptable(): FhirError {
 }
 
 /** The parsed path and query of a FHIR request, parsed once (the method check and the handler both need it). */
-const parsedInfo = new WeakMap<FastifyRequest, ReturnType<typeof requestInfo>>();
 function fhirRequestInfo(request: FastifyRequest): ReturnType<typeof requestInfo> {
-  let info = parsedInfo.get(request);
-  if (info === undefined) {
-    info = requestInfo(request.url, FHIR_PREFIX);
-    parsedInfo.set(request, info);
-  }
-  return info;
+  const slot = request as FastifyRequest & { fhirInfo: ReturnType<typeof requestInfo> | null };
+  return (slot.fhirInfo ??= requestInfo(request.url, FHIR_PREFIX));
 }
 
 /** 405 for a FHIR URL that exists but does not answer this method (see `allowedMethods`). */

@@ -24,14 +24,14 @@ export function formatOutput(definition: OperationDefinition, output: unknown): 
   if (outs.length === 1 && outs[0].name === 'return') {
     const value = output.return;
     const plan = planOf(outs);
-    checkKeys(plan.byName, output, '');
+    checkKeys(plan.byName, output, undefined);
     if (isResource(value)) {
-      checkCount(plan.params[0], 1, 'return');
-      formatEntry(plan.params[0], value, 'return'); // type check only
+      checkCount(plan.params[0], 1, undefined);
+      formatEntry(plan.params[0], value, undefined); // type check only
       return value as Resource;
     }
   }
-  const parameter = formatParams(outs, output, '');
+  const parameter = formatParams(outs, output, undefined);
   return parameter.length > 0 ? { resourceType: 'Parameters', parameter } : { resourceType: 'Parameters' };
 }
 
@@ -79,90 +79,99 @@ function planOf(params: ParamDef[]): ListPlan {
   return plan;
 }
 
-function formatParams(params: ParamDef[], values: Record<string, unknown>, prefix: string): ParametersParameter[] {
-  return formatPlanned(planOf(params), values, prefix);
+function formatParams(params: ParamDef[], values: Record<string, unknown>, parent: string | undefined): ParametersParameter[] {
+  return formatPlanned(planOf(params), values, parent);
 }
 
-function formatPlanned(plan: ListPlan, values: Record<string, unknown>, prefix: string): ParametersParameter[] {
-  checkKeys(plan.byName, values, prefix);
+/** The dotted name of a parameter in messages (`property.value`); only spelled out when needed. */
+function nameOf(parent: string | undefined, param: ParamDef): string {
+  return parent === undefined ? param.name : `${parent}.${param.name}`;
+}
+
+/** Formats `values` by `plan`; `parent` names the enclosing part entry, for messages. */
+function formatPlanned(plan: ListPlan, values: Record<string, unknown>, parent: string | undefined): ParametersParameter[] {
+  checkKeys(plan.byName, values, parent);
   const entries: ParametersParameter[] = [];
   for (const pp of plan.params) {
     const value = values[pp.param.name];
-    // The full name (`property.value`) is only spelled out for a nested prefix or an error.
-    const name = prefix === '' ? pp.param.name : `${prefix}${pp.param.name}`;
-    const items = itemsOf(pp, value, name);
-    checkCount(pp, items.length, name);
-    for (let i = 0; i < items.length; i++) entries.push(formatEntry(pp, items[i], name));
+    if (value === undefined || value === null) {
+      if (pp.min > 0) checkCount(pp, 0, parent);
+      continue;
+    }
+    const items = itemsOf(pp, value, parent);
+    checkCount(pp, items.length, parent);
+    for (let i = 0; i < items.length; i++) entries.push(formatEntry(pp, items[i], parent));
   }
   return entries;
 }
 
-const NONE: unknown[] = [];
-
 /** The values of one parameter as a list: multi-valued ones must be arrays, single-valued ones must not. */
-function itemsOf(pp: ParamPlan, value: unknown, name: string): unknown[] {
-  if (value === undefined || value === null) return NONE;
+function itemsOf(pp: ParamPlan, value: unknown, parent: string | undefined): unknown[] {
+  const name = () => nameOf(parent, pp.param);
   if (pp.multi) {
-    if (!Array.isArray(value)) throw new OutputViolation(`out-parameter ${name} is multi-valued: expected an array, got ${kindOf(value)}`);
+    if (!Array.isArray(value)) throw new OutputViolation(`out-parameter ${name()} is multi-valued: expected an array, got ${kindOf(value)}`);
     for (let i = 0; i < value.length; i++) {
-      if (value[i] === undefined || value[i] === null) throw new OutputViolation(`out-parameter ${name} contains null`);
+      if (value[i] === undefined || value[i] === null) throw new OutputViolation(`out-parameter ${name()} contains null`);
     }
     return value;
   }
-  if (Array.isArray(value)) throw new OutputViolation(`out-parameter ${name} is single-valued (max ${pp.param.max}), got an array`);
+  if (Array.isArray(value)) throw new OutputViolation(`out-parameter ${name()} is single-valued (max ${pp.param.max}), got an array`);
   return [value];
 }
 
-function checkCount(pp: ParamPlan, count: number, name: string): void {
+function checkCount(pp: ParamPlan, count: number, parent: string | undefined): void {
   if (count < pp.min || count > pp.max) {
-    throw new OutputViolation(`out-parameter ${name}: ${count} value(s) for cardinality ${pp.param.min}..${pp.param.max}`);
+    throw new OutputViolation(`out-parameter ${nameOf(parent, pp.param)}: ${count} value(s) for cardinality ${pp.param.min}..${pp.param.max}`);
   }
 }
 
 /** Every key of the output must be a declared out-parameter: the definition is the whole truth. */
-function checkKeys(declared: Map<string, ParamDef>, values: Record<string, unknown>, prefix: string): void {
+function checkKeys(declared: Map<string, ParamDef>, values: Record<string, unknown>, parent: string | undefined): void {
   for (const key in values) {
-    if (Object.hasOwn(values, key) && values[key] !== undefined && !declared.has(key)) throw new OutputViolation(`undeclared out-parameter ${prefix}${key}`);
+    if (Object.hasOwn(values, key) && values[key] !== undefined && !declared.has(key)) {
+      throw new OutputViolation(`undeclared out-parameter ${parent === undefined ? '' : `${parent}.`}${key}`);
+    }
   }
 }
 
-function formatEntry(pp: ParamPlan, item: unknown, name: string): ParametersParameter {
+function formatEntry(pp: ParamPlan, item: unknown, parent: string | undefined): ParametersParameter {
   const { carrier, param } = pp;
+  const name = () => nameOf(parent, param);
   switch (carrier.kind) {
     case 'part': {
-      if (!isObject(item) || item instanceof TypedValue) throw new OutputViolation(`out-parameter ${name} has parts: expected an object, got ${kindOf(item)}`);
-      const part = formatPlanned(pp.parts as ListPlan, item, `${name}.`);
+      if (!isObject(item) || item instanceof TypedValue) throw new OutputViolation(`out-parameter ${name()} has parts: expected an object, got ${kindOf(item)}`);
+      const part = formatPlanned(pp.parts as ListPlan, item, name());
       return part.length > 0 ? { name: param.name, part } : { name: param.name };
     }
     case 'resource':
       if (!isResource(item) || (carrier.resourceType !== undefined && item.resourceType !== carrier.resourceType)) {
-        throw new OutputViolation(`out-parameter ${name} must be a ${carrier.resourceType ?? ''} resource, got ${kindOf(item)}`);
+        throw new OutputViolation(`out-parameter ${name()} must be a ${carrier.resourceType ?? ''} resource, got ${kindOf(item)}`);
       }
       return { name: param.name, resource: item as Resource };
     case 'value': {
       const value = item instanceof TypedValue ? unwrap(item, [carrier.type], name) : item;
-      if (!fitsType(carrier.type, value)) throw new OutputViolation(`out-parameter ${name}: ${kindOf(value)} is not a valid ${carrier.type}`);
+      if (!fitsType(carrier.type, value)) throw new OutputViolation(`out-parameter ${name()}: ${kindOf(value)} is not a valid ${carrier.type}`);
       return entryOf(param.name, pp.valueKey as string, value);
     }
     case 'open': {
       if (item instanceof TypedValue) return typedEntry(param.name, item.type, unwrap(item, carrier.allowed, name), name);
       if (carrier.resource && isResource(item)) return { name: param.name, resource: item as Resource };
       const type = inferType(item, carrier.allowed);
-      if (!type) throw new OutputViolation(`out-parameter ${name}: cannot tell the FHIR type of ${kindOf(item)} (use typed())`);
+      if (!type) throw new OutputViolation(`out-parameter ${name()}: cannot tell the FHIR type of ${kindOf(item)} (use typed())`);
       return typedEntry(param.name, type, item, name);
     }
   }
 }
 
-function unwrap(item: TypedValue, allowed: string[] | undefined, name: string): unknown {
+function unwrap(item: TypedValue, allowed: string[] | undefined, name: () => string): unknown {
   if (allowed && !allowed.includes(item.type)) {
-    throw new OutputViolation(`out-parameter ${name}: type ${item.type} is not one of ${allowed.join(', ')}`);
+    throw new OutputViolation(`out-parameter ${name()}: type ${item.type} is not one of ${allowed.join(', ')}`);
   }
   return item.value;
 }
 
-function typedEntry(paramName: string, type: string, value: unknown, name: string): ParametersParameter {
-  if (!fitsType(type, value)) throw new OutputViolation(`out-parameter ${name}: ${kindOf(value)} is not a valid ${type}`);
+function typedEntry(paramName: string, type: string, value: unknown, name: () => string): ParametersParameter {
+  if (!fitsType(type, value)) throw new OutputViolation(`out-parameter ${name()}: ${kindOf(value)} is not a valid ${type}`);
   return entryOf(paramName, valueKey(type), value);
 }
 
