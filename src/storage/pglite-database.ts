@@ -74,9 +74,9 @@ export async function openPgliteDatabase(
       return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
     },
   });
-  const withTurn = async <T>(fn: () => Promise<T>): Promise<T> => {
+  const withTurn = async <T>(fn: () => Promise<T>, background = false): Promise<T> => {
     if (holding.getStore()?.active) return fn();
-    const release = await turns.acquire(limits.acquireTimeoutMs, databaseBusy);
+    const release = await turns.acquire(limits.acquireTimeoutMs, databaseBusy, background);
     const turn = { active: true };
     try {
       return await holding.run(turn, fn);
@@ -103,8 +103,21 @@ export async function openPgliteDatabase(
           return result;
         });
       }),
-    // Each statement its own turn, without the request deadline (see Database.readPass).
-    readPass: (fn) => fn({ query: (sql, params) => withTurn(() => wrap(pg, Infinity).query(sql, params)) }, false),
+    // Each statement its own turn, behind waiting requests (TurnLock), without the request
+    // deadline (see Database.readPass). PGlite runs a statement synchronously and its promise
+    // settles as a microtask, so a loop of statements would never let the event loop take a new
+    // connection or request: each statement first yields to it (a 350k index load held /healthz
+    // for 30 s without this).
+    readPass: (fn) =>
+      fn(
+        {
+          query: async (sql, params) => {
+            await new Promise<void>((resolve) => setImmediate(resolve));
+            return withTurn(() => wrap(pg, Infinity).query(sql, params), true);
+          },
+        },
+        false,
+      ),
     async health(): Promise<DatabaseHealth> {
       // Never waits for a turn: when a request holds the database, what can be said honestly
       // is whether it is still within its time limit.

@@ -267,8 +267,12 @@ export function requestIndex(tc: TermContext, key: number): CodeSystemIndex | un
   return requestIndexes.get(tc)?.get(key);
 }
 
-/** Concepts read per statement while an index loads (bounds the memory of one result). */
-const LOAD_CHUNK = 20_000;
+/**
+ * Concepts read per statement while an index loads: bounds the memory of one result and, on
+ * PGlite (which runs a statement and parses its result on the event loop), how long one
+ * statement holds everything else up (~50 ms for this many concepts and their rows).
+ */
+const LOAD_CHUNK = 5_000;
 
 /**
  * Reads the database index of code system `key` into memory, in id ranges. The caller runs it
