@@ -155,6 +155,35 @@ for (const driver of drivers) {
       assert.deepEqual(statements, []);
     });
 
+    test('an index load holds up no other request: /healthz and another $lookup are answered while it runs', async () => {
+      // Large enough for many load statements (docs/terminology.md#in-memory-index). On PGlite
+      // each statement runs on the event loop; run back to back they held every other request
+      // until the whole load was done.
+      const url = 'http://example.org/busy/cs';
+      assert.equal((await server.fhir('PUT', '/CodeSystem/busy', { body: codeSystem('busy', url, 12_000, 'Busy') })).status, 201);
+      const db = server.app.db;
+      const order: string[] = [];
+      const readPass = db.readPass.bind(db);
+      let loading: Promise<unknown> | undefined;
+      db.readPass = (fn) => {
+        const pass = readPass(fn);
+        loading ??= pass.then(() => order.push('index loaded'));
+        return pass;
+      };
+      try {
+        assert.equal(await lookupDisplay(server, url, 'C7'), 'Busy 7'); // starts the load
+        assert.ok(loading, 'the first $lookup started a load');
+        const health = server.request('GET', '/healthz').then((res) => order.push(`healthz ${res.status}`));
+        const other = lookupDisplay(server, url, 'C11').then((display) => order.push(`lookup ${display}`));
+        await Promise.all([health, other, loading]);
+      } finally {
+        db.readPass = readPass;
+      }
+      assert.deepEqual(order.slice(-1), ['index loaded'], order.join(', '));
+      assert.deepEqual(new Set(order.slice(0, 2)), new Set(['healthz 200', 'lookup Busy 11']));
+      await terminologyCache(db).settled();
+    });
+
     test('a CodeSystem sent as tx-resource is answered from memory and leaves no row in the terminology tables', async () => {
       const count = async () => {
         const rows = await server.app.db.query<{ n: number }>(
