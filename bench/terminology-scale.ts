@@ -41,6 +41,8 @@ interface DriverResult {
   importPeakRss: number;
   dbBytes: number;
   firstLookupSeconds: number;
+  /** Start → the point operations answered from memory (see `warmUp`), or undefined when they never were. */
+  warmSeconds: number | undefined;
   serverRss: number;
   baseline: Load;
   ops: Array<{ name: string; load: Load; checked: number }>;
@@ -101,6 +103,11 @@ async function benchDriver(driver: 'pglite' | 'pg', model: SnomedLike, file: str
       return res.status === 200;
     });
     const firstLookupSeconds = (performance.now() - t0) / 1000;
+    // The first `$lookup` is answered from SQL while the index loads in the background; the load
+    // cases measure the steady state, so they wait for it (and the table says how long it took).
+    const warm = await warmUp(server.url, Array.from({ length: 50 }, (_, i) => ({ method: 'GET' as const, path: lookupPath(i + 1), headers: auth })));
+    const warmSeconds = warm === undefined ? undefined : (performance.now() - t0) / 1000;
+    console.error(`${driver}: first $lookup after ${firstLookupSeconds.toFixed(1)} s, index warm after ${warmSeconds?.toFixed(1) ?? 'never'} s`);
     try {
       const ops = await loadOperations(server, model, auth, options);
       const serverRss = vmStatus(server.pid, 'VmRSS');
@@ -111,7 +118,7 @@ async function benchDriver(driver: 'pglite' | 'pg', model: SnomedLike, file: str
       } finally {
         await bare.stop();
       }
-      return { driver, importSeconds: imported.seconds, importPeakRss: imported.peakRss, dbBytes, firstLookupSeconds, serverRss, baseline, ops };
+      return { driver, importSeconds: imported.seconds, importPeakRss: imported.peakRss, dbBytes, firstLookupSeconds, warmSeconds, serverRss, baseline, ops };
     } finally {
       await server.stop();
     }
@@ -205,6 +212,7 @@ async function loadOperations(server: BenchProcess, m: SnomedLike, auth: Record<
       if (!res.ok || !op.check(k, body)) throw new Error(`wrong answer for ${op.name} ${r.path} ${r.body ?? ''}: ${res.status} ${JSON.stringify(body).slice(0, 400)}`);
     }
     console.error(`  ${op.name}: ${n}/${n} answers correct; loading …`);
+    await warmUp(server.url, op.requests.slice(0, WARM_RUN).map((r) => ({ ...r, headers: r.headers ?? auth })));
     const load_ = await load(server.url, op.requests.map((r) => ({ ...r, headers: r.headers ?? auth })), options);
     results.push({ name: op.name, load: load_, checked: n });
   }
@@ -214,6 +222,30 @@ async function loadOperations(server: BenchProcess, m: SnomedLike, auth: Record<
 function param(body: Record<string, unknown>, name: string): unknown {
   const p = (body.parameter as Array<Record<string, unknown>> | undefined)?.find((x) => x.name === name);
   return p && (p.valueString ?? p.valueCode ?? p.valueBoolean);
+}
+
+/** Sequential requests in a row that must each answer within WARM_MS for the server to count as warm. */
+const WARM_RUN = 50;
+const WARM_MS = 20;
+const WARM_LIMIT_MS = 180_000;
+
+/**
+ * Sends `requests` one at a time (rotating) until WARM_RUN in a row each answered within
+ * WARM_MS — the point operations answer from memory in a few ms, from SQL (while an index
+ * loads) in tens to hundreds. Resolves with the time it took, or undefined after WARM_LIMIT_MS.
+ */
+async function warmUp(url: string, requests: Req[]): Promise<number | undefined> {
+  const started = performance.now();
+  let run = 0;
+  for (let i = 0; performance.now() - started < WARM_LIMIT_MS; i++) {
+    const r = requests[i % requests.length];
+    const t = performance.now();
+    const res = await fetch(url + r.path, { method: r.method, headers: r.headers, body: r.body });
+    await res.arrayBuffer();
+    run = performance.now() - t <= WARM_MS ? run + 1 : 0;
+    if (run >= WARM_RUN) return performance.now() - started;
+  }
+  return undefined;
 }
 
 /** autocannon over a rotating list of requests. */
@@ -299,6 +331,7 @@ function report(results: DriverResult[], options: ScaleOptions, generated: strin
   lines.push(`| import (CLI, process wall time, peak RSS) | ${results.map((r) => `${r.importSeconds.toFixed(1)} s, ${mb(r.importPeakRss)}`).join(' | ')} | ≤ 45 s, ≤ 1 GB |`);
   lines.push(`| database size after import | ${results.map((r) => `${mb(r.dbBytes)}${r.driver === 'pglite' ? ' (data folder)' : ' (pg_database_size)'}`).join(' | ')} | ≤ 0.8 GB |`);
   lines.push(`| start → first \`$lookup\` on the existing database | ${results.map((r) => `${r.firstLookupSeconds.toFixed(1)} s`).join(' | ')} | ≤ 2 s |`);
+  lines.push(`| start → index warm (${WARM_RUN} \`$lookup\`s in a row each ≤ ${WARM_MS} ms) | ${results.map((r) => (r.warmSeconds === undefined ? 'not within 180 s' : `${r.warmSeconds.toFixed(1)} s`)).join(' | ')} | |`);
   lines.push(`| server RSS after the load | ${results.map((r) => mb(r.serverRss)).join(' | ')} | |`);
   return lines.join('\n') + '\n';
 }
