@@ -8,12 +8,11 @@ export const MESSAGE_ID = 'http://hl7.org/fhir/StructureDefinition/operationoutc
 
 /** A tx issue as an OperationOutcome issue: message id, severity, code, details (coding + text), expression. */
 export function toOutcomeIssue(i: TxIssue): OperationOutcomeIssue {
-  const out: OperationOutcomeIssue = {
-    ...(i.id ? { extension: [{ url: MESSAGE_ID, valueString: i.id }] } : {}),
-    severity: i.severity,
-    code: i.code as OperationOutcomeIssue['code'],
-    details: { coding: [{ system: TX_ISSUE_TYPE, code: i.type }], text: i.text },
-  };
+  // Two literals rather than a conditional spread (V8's slow path; this runs for every issue).
+  const severity = i.severity;
+  const code = i.code as OperationOutcomeIssue['code'];
+  const details = { coding: [{ system: TX_ISSUE_TYPE, code: i.type }], text: i.text };
+  const out: OperationOutcomeIssue = i.id ? { extension: [{ url: MESSAGE_ID, valueString: i.id }], severity, code, details } : { severity, code, details };
   if (i.expression) out.expression = [i.expression];
   return out;
 }

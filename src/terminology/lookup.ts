@@ -81,15 +81,19 @@ export async function lookupCode(
     code: concept.code,
     system: cs.url,
     // The display is a designation too: the preferred one for the code system's language.
-    designation: [...(concept.display ? [{ language: cs.language, use: PREFERRED_FOR_LANGUAGE, value: concept.display }] : []), ...designations].map((d) => ({
-      ...(d.language ? { language: d.language } : {}),
-      ...(d.use ? { use: d.use } : {}),
-      value: d.value,
-      ...(d.source ? { source: d.source } : {}),
-    })),
+    designation: [...(concept.display ? [{ language: cs.language, use: PREFERRED_FOR_LANGUAGE, value: concept.display }] : []), ...designations].map(designationOut),
     property,
     usedSupplements: supplementsOf(tc, cs).map(supplementCanonical),
   };
+}
+
+/** A designation as `$lookup` answers it: absent fields left out (assigned, not spread: this runs per designation). */
+function designationOut(d: { language?: string; use?: LookupResult['designation'][number]['use']; value: string; source?: string }): LookupResult['designation'][number] {
+  const out: LookupResult['designation'][number] = { value: d.value };
+  if (d.language) out.language = d.language;
+  if (d.use) out.use = d.use;
+  if (d.source) out.source = d.source;
+  return out;
 }
 
 function related(code: 'parent' | 'child', target: string, display: string | undefined): LookupResult['property'][number] {
