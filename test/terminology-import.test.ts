@@ -66,6 +66,38 @@ for (const driver of drivers) {
       assert.equal(display(again.body), 'Leaf', again.text);
     });
 
+    test('$import of a parent above an existing subtree extends the stored ancestors of every concept below it', async () => {
+      const cs: CodeSystem = { resourceType: 'CodeSystem', id: 'stacked', url: 'http://example.org/stacked', status: 'active', content: 'not-present' };
+      assert.equal((await server.fhir('PUT', '/CodeSystem/stacked', { body: cs, token: project.adminToken })).status, 201);
+      const parent = (code: string, value: string) => ({
+        name: 'property',
+        part: [{ name: 'code', valueCode: code }, { name: 'property', valueCode: 'parent' }, { name: 'value', valueCode: value }],
+      });
+      const first = await server.fhir('POST', '/CodeSystem/$import', {
+        token: project.adminToken,
+        body: importBody([
+          { name: 'system', valueUri: cs.url },
+          ...['top', 'mid', 'leaf', 'low', 'other'].map((code) => ({ name: 'concept', valueCoding: { code } })),
+          parent('leaf', 'mid'),
+          parent('low', 'leaf'),
+          parent('low', 'other'),
+        ]),
+      });
+      assert.equal(first.status, 200, first.text);
+      const second = await server.fhir('POST', '/CodeSystem/$import', { token: project.adminToken, body: importBody([{ name: 'system', valueUri: cs.url }, { name: 'concept', valueCoding: { code: 'top' } }, parent('mid', 'top')]) });
+      assert.equal(second.status, 200, second.text);
+      // The stored arrays (what SQL point reads answer from before the in-memory index is built).
+      const stored = await server.app.db.query<{ code: string; ancestors: string[] }>(
+        `SELECT c.code, (SELECT array_agg(a.code ORDER BY a.code) FROM tx_concept a WHERE a.cs_key = h.cs_key AND a.id = ANY(h.ancestors)) AS ancestors
+         FROM tx_ancestors h JOIN tx_concept c ON c.cs_key = h.cs_key AND c.id = h.concept
+         JOIN tx_code_system s ON s.cs_key = h.cs_key WHERE s.resource_id = 'stacked' ORDER BY c.code`,
+      );
+      assert.deepEqual(
+        stored.rows.map((r) => `${r.code}: ${r.ancestors.join(' ')}`),
+        ['leaf: mid top', 'low: leaf mid other top', 'mid: top'],
+      );
+    });
+
     test('$import errors: unknown system 400, unknown code 400, members and shared content 403, GET 405', async () => {
       const unknown = await server.fhir('POST', '/CodeSystem/$import', {
         token: project.adminToken,

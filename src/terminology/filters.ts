@@ -58,8 +58,8 @@ export async function filterPredicate(
     return value === 'true';
   };
   const idOf = async (code: string) => (await findConcept(tc, cs, code))?.id;
-  // Transitive: the concept's ancestor array (docs/terminology.md#hierarchy-storage); `@>` lets
-  // a descendants query use the GIN index. Direct edges (child-of): tx_closure, depth 1.
+  // Transitive: the concept's ancestor array, one primary-key probe per concept tested
+  // (docs/terminology.md#hierarchy-storage). Direct edges (child-of): tx_closure, depth 1.
   const closure = (descendant: string, ancestor: string) =>
     `EXISTS (SELECT 1 FROM tx_ancestors h WHERE h.cs_key = c.cs_key AND h.concept = ${descendant} AND h.ancestors @> ARRAY[${ancestor}]::int[])`;
 

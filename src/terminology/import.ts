@@ -141,8 +141,8 @@ function valueOf(value: unknown, type: string | undefined): Partial<CodeSystemCo
 
 /**
  * Adds one edge (docs/terminology.md#hierarchy-storage): the direct edge, and the parent with
- * its ancestors added to the ancestor arrays of the child and of every descendant of the child.
- * A concept is never its own ancestor (cycles).
+ * its ancestors added to the ancestor arrays of the child and of every descendant of the child
+ * (found by walking the direct edges down). A concept is never its own ancestor (cycles).
  */
 async function addEdge(tx: Queryable, key: number, child: number, parent: number): Promise<void> {
   if (child === parent) return;
@@ -152,10 +152,10 @@ async function addEdge(tx: Queryable, key: number, child: number, parent: number
   );
   if (direct.rowCount === 0) return;
   await tx.query(
-    `WITH up AS (
+    `WITH RECURSIVE up AS (
        SELECT array_append(coalesce((SELECT ancestors FROM tx_ancestors WHERE cs_key = $1 AND concept = $3), '{}'::int[]), $3) AS a
-     ), targets AS (
-       SELECT $2::int AS concept UNION SELECT concept FROM tx_ancestors WHERE cs_key = $1 AND ancestors @> ARRAY[$2]::int[]
+     ), targets(concept) AS (
+       SELECT $2::int UNION SELECT h.descendant FROM tx_closure h JOIN targets t ON h.cs_key = $1 AND h.ancestor = t.concept
      )
      INSERT INTO tx_ancestors (cs_key, concept, ancestors)
      SELECT $1, t.concept, (SELECT array_agg(DISTINCT x ORDER BY x) FROM unnest((SELECT a FROM up)) x WHERE x <> t.concept) FROM targets t
