@@ -92,6 +92,6 @@ const ESCAPED: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n'
 export function copyText(v: unknown): string {
   if (v === null || v === undefined) return '\\N';
   if (typeof v === 'boolean') return v ? 't' : 'f';
-  const s = String(v);
+  const s = typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'bigint' ? String(v) : JSON.stringify(v);
   return SPECIAL.test(s) ? s.replace(SPECIALS, (c) => ESCAPED[c]) : s;
 }
