@@ -149,12 +149,18 @@ export async function neighbours(tc: TermContext, cs: CodeSystemInfo, id: number
   return res.rows.map(toConcept);
 }
 
-/** True when `ancestor` is a proper ancestor of `descendant` (one primary-key probe). */
+/**
+ * True when `ancestor` is a proper ancestor of `descendant`: a walk up the direct edges from
+ * `descendant` (docs/terminology.md#hierarchy-storage), which stops where it finds `ancestor`, so
+ * it visits the descendant's ancestors at most (tens), not the ancestor's descendants.
+ */
 export async function isAncestor(tc: TermContext, cs: CodeSystemInfo, ancestor: number, descendant: number): Promise<boolean> {
-  const res = await tc.db.query('SELECT 1 FROM tx_ancestors WHERE cs_key = $1 AND concept = $2 AND $3 = ANY(ancestors)', [
-    cs.key,
-    descendant,
-    ancestor,
-  ]);
+  if (ancestor === descendant) return false; // not even in a cycle
+  const res = await tc.db.query(
+    `WITH RECURSIVE up(id) AS (SELECT ancestor FROM tx_closure WHERE cs_key = $1 AND descendant = $2
+       UNION SELECT h.ancestor FROM tx_closure h JOIN up ON h.cs_key = $1 AND h.descendant = up.id)
+     SELECT 1 FROM up WHERE id = $3 LIMIT 1`,
+    [cs.key, descendant, ancestor],
+  );
   return res.rows.length > 0;
 }
