@@ -50,8 +50,11 @@ export async function findConcepts(tc: TermContext, cs: CodeSystemInfo, codes: s
   if (!cs.caseSensitive) {
     const missing = unique.filter((c) => !found.has(c));
     if (missing.length > 0) {
+      // A code in lower case already is its own case fold (found through tx_concept_code); only
+      // the others are in the (partial) code_lower index (migration 400).
       const lower = await tc.db.query<ConceptRow & { code_lower: string }>(
-        `SELECT ${CONCEPT_COLUMNS}, c.code_lower FROM tx_concept c WHERE c.cs_key = $1 AND c.code_lower = ANY($2::text[]) ORDER BY c.id`,
+        `SELECT ${CONCEPT_COLUMNS}, c.code_lower FROM tx_concept c
+         WHERE c.cs_key = $1 AND (c.code = ANY($2::text[]) OR (c.code_lower = ANY($2::text[]) AND c.code_lower <> c.code)) ORDER BY c.id`,
         [cs.key, missing.map((c) => c.toLowerCase())],
       );
       const byLower = new Map<string, Concept>();
