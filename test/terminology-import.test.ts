@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import type { CodeSystem, Parameters } from '@medplum/fhirtypes';
 import { isAncestor } from '../src/terminology/concepts-sql.js';
-import { importFile, LARGE_CODE_SYSTEM } from '../src/terminology/import-file.js';
+import { importFile, importStream, LARGE_CODE_SYSTEM } from '../src/terminology/import-file.js';
 import { resolveCodeSystem } from '../src/terminology/resolve.js';
 import type { TermContext } from '../src/terminology/types.js';
 import { parseVersionRules } from '../src/terminology/versions.js';
@@ -178,6 +178,43 @@ for (const driver of drivers) {
       assert.equal(display(lookup.body), `Big ${size - 1}`, lookup.text);
       const sub = await server.fhir('GET', `/CodeSystem/$subsumes?system=http://example.org/big-file&codeA=k0&codeB=k${size - 1}`);
       assert.equal(sub.body.parameter[0].valueCode, 'subsumes');
+    });
+
+    test('a staged import that fails while a batch is still being written leaves no rows behind', async () => {
+      // A batch is written while the next is read (staged-import.ts): a failure on either side
+      // must surface, and the clean-up must wait for the batch in flight.
+      const concepts = (n: number) => Array.from({ length: n }, (_, i) => JSON.stringify({ code: `f${i}`, display: `Failing ${i}` })).join(',');
+      const header = (id: string) => `{"resourceType":"CodeSystem","id":"${id}","url":"http://example.org/${id}","status":"active","content":"complete","concept":[`;
+      const orphans = async () => {
+        await new Promise((resolve) => setTimeout(resolve, 600)); // longer than a slow copy: a late batch would have landed
+        const res = await server.app.db.query<{ n: number }>(
+          `SELECT ((SELECT count(*) FROM tx_concept c WHERE NOT EXISTS (SELECT 1 FROM tx_code_system s WHERE s.cs_key = c.cs_key))
+            + (SELECT count(*) FROM tx_designation d WHERE NOT EXISTS (SELECT 1 FROM tx_code_system s WHERE s.cs_key = d.cs_key))
+            + (SELECT count(*) FROM tx_code_system WHERE scope LIKE 'staging %'))::int AS n`,
+        );
+        return res.rows[0].n;
+      };
+      const db = server.app.db;
+      const slowCopies = (fail: boolean): typeof db => {
+        let calls = 0;
+        return Object.assign(Object.create(db) as typeof db, {
+          copyRows: async (table: string, columns: string[], text: string) => {
+            await new Promise((resolve) => setTimeout(resolve, 200));
+            if (fail && ++calls === 1) throw new Error('the database went away');
+            return (db.copyRows as NonNullable<typeof db.copyRows>)(table, columns, text);
+          },
+        });
+      };
+      const services = (failing: typeof db) => ({ ...server.app, db: failing, config: { ...server.app.config, txStagedImportAbove: 1000 } });
+      const quiet = new Writable({ write: (_c, _e, cb) => cb() });
+      // The write of the first batch fails while the rest is read.
+      await assert.rejects(importStream(Readable.from([header('fails-writing'), concepts(45_000), ']}']), services(slowCopies(true)), { out: quiet }), /the database went away/);
+      assert.equal(await orphans(), 0);
+      // The input breaks while the last full batch is still being written.
+      await assert.rejects(importStream(Readable.from([header('fails-reading'), concepts(41_000), ',{]}']), services(slowCopies(false)), { out: quiet }), /JSON/);
+      assert.equal(await orphans(), 0);
+      const none = await server.fhir('GET', '/CodeSystem/$lookup?system=http://example.org/fails-reading&code=f1');
+      assert.equal(none.status, 404, none.text);
     });
   });
 }
