@@ -94,8 +94,11 @@ async function importCommand(args: string[]): Promise<void> {
     return;
   }
   // A command-line import may hold the database as long as its file needs (docs/errors.md#database-limits).
+  // It does not write the base terminologies in the background (`lazy`): that load competed with
+  // the import for the database (on PGlite it doubled a 100k-concept import) and was cut off
+  // when the import ended anyway; the next server start does it (docs/terminology.md#cli-import).
   const config = loadConfig();
-  const app = await createApp({ ...config, database: { ...config.database, statementTimeoutMs: 0 } });
+  const app = await createApp({ ...config, baseTerminology: 'lazy', database: { ...config.database, statementTimeoutMs: 0 } });
   try {
     report(await importFile(file, app, { projectId }));
   } finally {

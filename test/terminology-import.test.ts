@@ -2,10 +2,14 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import type { CodeSystem, Parameters } from '@medplum/fhirtypes';
-import { importFile, LARGE_CODE_SYSTEM } from '../src/terminology/import-file.js';
+import { isAncestor } from '../src/terminology/concepts-sql.js';
+import { importFile, importStream, LARGE_CODE_SYSTEM } from '../src/terminology/import-file.js';
+import { resolveCodeSystem } from '../src/terminology/resolve.js';
+import type { TermContext } from '../src/terminology/types.js';
+import { parseVersionRules } from '../src/terminology/versions.js';
 import { createMember, createProject, drivers, ooText, startServer, type TestProject, type TestServer } from './harness.js';
 
 /**
@@ -64,6 +68,44 @@ for (const driver of drivers) {
       assert.equal(put.status, 200, put.text);
       const again = await server.fhir('GET', '/CodeSystem/$lookup?system=http://example.org/imported&code=leaf', { token: project.adminToken });
       assert.equal(display(again.body), 'Leaf', again.text);
+    });
+
+    test('$import of a parent above an existing subtree makes it an ancestor of every concept below it', async () => {
+      const cs: CodeSystem = { resourceType: 'CodeSystem', id: 'stacked', url: 'http://example.org/stacked', status: 'active', content: 'not-present' };
+      assert.equal((await server.fhir('PUT', '/CodeSystem/stacked', { body: cs, token: project.adminToken })).status, 201);
+      const parent = (code: string, value: string) => ({
+        name: 'property',
+        part: [{ name: 'code', valueCode: code }, { name: 'property', valueCode: 'parent' }, { name: 'value', valueCode: value }],
+      });
+      const first = await server.fhir('POST', '/CodeSystem/$import', {
+        token: project.adminToken,
+        body: importBody([
+          { name: 'system', valueUri: cs.url },
+          ...['top', 'mid', 'leaf', 'low', 'other'].map((code) => ({ name: 'concept', valueCoding: { code } })),
+          parent('leaf', 'mid'),
+          parent('low', 'leaf'),
+          parent('low', 'other'),
+        ]),
+      });
+      assert.equal(first.status, 200, first.text);
+      const second = await server.fhir('POST', '/CodeSystem/$import', { token: project.adminToken, body: importBody([{ name: 'system', valueUri: cs.url }, { name: 'concept', valueCoding: { code: 'top' } }, parent('mid', 'top')]) });
+      assert.equal(second.status, 200, second.text);
+      // From the database (what point reads answer before the in-memory index is built), and from the index.
+      const info = await resolveCodeSystem(
+        { db: server.app.db, repo: server.app.system, env: server.app, log: server.app.log, inlineCodeSystems: [], inlineValueSets: [], supplements: [], memo: new Map(), versionRules: parseVersionRules({}) },
+        cs.url as string,
+      );
+      assert.ok(info);
+      const ids = new Map((await server.app.db.query<{ id: number; code: string }>('SELECT id, code FROM tx_concept WHERE cs_key = $1', [info.key])).rows.map((r) => [r.code, r.id]));
+      const expected = ['top>mid', 'top>leaf', 'top>low', 'mid>low', 'other>low', '!top>other', '!low>top', '!leaf>leaf', '!other>leaf'];
+      const fromSql = [];
+      for (const pair of expected) {
+        const [a, b] = pair.replace('!', '').split('>');
+        fromSql.push(`${(await isAncestor({ db: server.app.db } as TermContext, info, ids.get(a) as number, ids.get(b) as number)) ? '' : '!'}${a}>${b}`);
+      }
+      assert.deepEqual(fromSql, expected);
+      const sub = await server.fhir('GET', '/CodeSystem/$subsumes?system=http://example.org/stacked&codeA=top&codeB=low', { token: project.adminToken });
+      assert.equal(sub.body.parameter[0].valueCode, 'subsumes', sub.text);
     });
 
     test('$import errors: unknown system 400, unknown code 400, members and shared content 403, GET 405', async () => {
@@ -136,6 +178,43 @@ for (const driver of drivers) {
       assert.equal(display(lookup.body), `Big ${size - 1}`, lookup.text);
       const sub = await server.fhir('GET', `/CodeSystem/$subsumes?system=http://example.org/big-file&codeA=k0&codeB=k${size - 1}`);
       assert.equal(sub.body.parameter[0].valueCode, 'subsumes');
+    });
+
+    test('a staged import that fails while a batch is still being written leaves no rows behind', async () => {
+      // A batch is written while the next is read (staged-import.ts): a failure on either side
+      // must surface, and the clean-up must wait for the batch in flight.
+      const concepts = (n: number) => Array.from({ length: n }, (_, i) => JSON.stringify({ code: `f${i}`, display: `Failing ${i}` })).join(',');
+      const header = (id: string) => `{"resourceType":"CodeSystem","id":"${id}","url":"http://example.org/${id}","status":"active","content":"complete","concept":[`;
+      const orphans = async () => {
+        await new Promise((resolve) => setTimeout(resolve, 600)); // longer than a slow copy: a late batch would have landed
+        const res = await server.app.db.query<{ n: number }>(
+          `SELECT ((SELECT count(*) FROM tx_concept c WHERE NOT EXISTS (SELECT 1 FROM tx_code_system s WHERE s.cs_key = c.cs_key))
+            + (SELECT count(*) FROM tx_designation d WHERE NOT EXISTS (SELECT 1 FROM tx_code_system s WHERE s.cs_key = d.cs_key))
+            + (SELECT count(*) FROM tx_code_system WHERE scope LIKE 'staging %'))::int AS n`,
+        );
+        return res.rows[0].n;
+      };
+      const db = server.app.db;
+      const slowCopies = (fail: boolean): typeof db => {
+        let calls = 0;
+        return Object.assign(Object.create(db) as typeof db, {
+          copyRows: async (table: string, columns: string[], text: string) => {
+            await new Promise((resolve) => setTimeout(resolve, 200));
+            if (fail && ++calls === 1) throw new Error('the database went away');
+            return (db.copyRows as NonNullable<typeof db.copyRows>)(table, columns, text);
+          },
+        });
+      };
+      const services = (failing: typeof db) => ({ ...server.app, db: failing, config: { ...server.app.config, txStagedImportAbove: 1000 } });
+      const quiet = new Writable({ write: (_c, _e, cb) => cb() });
+      // The write of the first batch fails while the rest is read.
+      await assert.rejects(importStream(Readable.from([header('fails-writing'), concepts(45_000), ']}']), services(slowCopies(true)), { out: quiet }), /the database went away/);
+      assert.equal(await orphans(), 0);
+      // The input breaks while the last full batch is still being written.
+      await assert.rejects(importStream(Readable.from([header('fails-reading'), concepts(41_000), ',{]}']), services(slowCopies(false)), { out: quiet }), /JSON/);
+      assert.equal(await orphans(), 0);
+      const none = await server.fhir('GET', '/CodeSystem/$lookup?system=http://example.org/fails-reading&code=f1');
+      assert.equal(none.status, 404, none.text);
     });
   });
 }

@@ -11,6 +11,14 @@ export interface QueryResult<T> {
 export interface Queryable {
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T>>;
   /**
+   * Bulk load: `COPY table (columns) FROM` rows in PostgreSQL's text format (columns separated
+   * by tabs, `\N` for NULL, backslash escapes, one row per line — see bulk-insert.ts). Several
+   * times cheaper than parameters for large batches (docs/terminology.md#cli-import). Both
+   * drivers provide it (PGlite through its `/dev/blob` device, `pg` with COPY FROM STDIN);
+   * callers fall back to INSERT for a Queryable without it.
+   */
+  copyRows?(table: string, columns: string[], text: string): Promise<void>;
+  /**
    * An open transaction (PostgreSQL): `fn` runs once it has ended, committed or rolled back,
    * before its caller continues (the read cache drops what a concurrent read may have kept).
    */

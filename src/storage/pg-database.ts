@@ -44,6 +44,8 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
     const res = await q.query(sql, params).catch(fail);
     return { rows: res.rows as T[], rowCount: res.rowCount ?? res.rows.length };
   };
+  const copy = (client: pg.PoolClient, table: string, columns: string[], text: string): Promise<void> =>
+    copyIn(client, `COPY ${table} (${columns.join(', ')}) FROM STDIN`, text).catch(fail);
 
   const listener = new Listener(connectionString, handlers);
   const health = new HealthProbe(connectionString);
@@ -51,6 +53,18 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
   return {
     driver: 'pg',
     query: (sql, params) => run(pool, sql, params),
+    async copyRows(table, columns, text) {
+      const client = await pool.connect().catch(fail);
+      let broken: unknown;
+      try {
+        await copy(client, table, columns, text);
+      } catch (err) {
+        if (pgFailure(err, statement)?.status === 503) broken = err;
+        throw err;
+      } finally {
+        client.release(broken === undefined ? undefined : broken instanceof Error ? broken : new Error('connection failed'));
+      }
+    },
     async transaction(fn) {
       for (let attempt = 1; ; attempt++) {
         const client = await pool.connect().catch(fail);
@@ -63,6 +77,10 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
           query: (sql, params) => {
             check();
             return run(client, sql, params);
+          },
+          copyRows: (table, columns, text) => {
+            check();
+            return copy(client, table, columns, text);
           },
           afterEnd: (f) => ended.push(f),
         };
@@ -125,6 +143,26 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
       await pool.end();
     },
   };
+}
+
+/**
+ * COPY … FROM STDIN on `client` with `text` as the data (`pg` has no COPY API of its own: the
+ * query object answers the server's CopyInResponse with the data and CopyDone).
+ */
+function copyIn(client: pg.PoolClient, sql: string, text: string): Promise<void> {
+  const data = Buffer.from(text, 'utf8');
+  const query = new (class extends pg.Query {
+    handleCopyInResponse(connection: { sendCopyFromChunk(chunk: Buffer): void; endCopyFrom(): void }): void {
+      connection.sendCopyFromChunk(data);
+      connection.endCopyFrom();
+    }
+  })(sql);
+  const done = new Promise<void>((resolve, reject) => {
+    query.once('end', () => resolve());
+    query.once('error', reject);
+  });
+  client.query(query);
+  return done;
 }
 
 /**

@@ -73,6 +73,11 @@ export async function openPgliteDatabase(
       const res = await q.query<T>(sql, params);
       return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
     },
+    // PGlite's COPY reads the rows from its `/dev/blob` device, given per statement.
+    async copyRows(table: string, columns: string[], text: string): Promise<void> {
+      checkDeadline(deadline);
+      await q.query(`COPY ${table} (${columns.join(', ')}) FROM '/dev/blob'`, [], { blob: new Blob([text]) });
+    },
   });
   const withTurn = async <T>(fn: () => Promise<T>, background = false): Promise<T> => {
     if (holding.getStore()?.active) return fn();
@@ -94,6 +99,7 @@ export async function openPgliteDatabase(
     driver: 'pglite',
     dumpDataDir: () => withTurn(() => pg.dumpDataDir('none')),
     query: (sql, params) => withTurn(() => wrap(pg, Infinity).query(sql, params)),
+    copyRows: (table, columns, text) => withTurn(() => (wrap(pg, Infinity).copyRows as NonNullable<Queryable['copyRows']>)(table, columns, text)),
     transaction: (fn) =>
       withTurn(() => {
         const deadline = deadlineOf(Date.now());

@@ -1,6 +1,7 @@
 /**
- * The transitive closure of a hierarchy given as parent edges, computed once at write time so
- * every hierarchy question at request time is one index probe.
+ * The transitive closure of a hierarchy given as parent edges: computed by the in-memory index
+ * when it is built (so every hierarchy question is a binary search), and walked at write time
+ * to bound its size (docs/terminology.md#hierarchy-storage).
  *
  * For each concept a breadth-first walk up its parents collects every ancestor with its
  * shortest distance: a multi-parent DAG yields the union of all paths, and a visited stamp per

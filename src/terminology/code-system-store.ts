@@ -21,7 +21,7 @@ export interface IndexTarget {
   lastUpdated: string;
 }
 
-export const CHILD_TABLES = ['tx_concept', 'tx_concept_property', 'tx_designation', 'tx_closure', 'tx_ancestors'];
+export const CHILD_TABLES = ['tx_concept', 'tx_concept_property', 'tx_designation', 'tx_closure'];
 /** Code systems at least this large refresh the planner statistics after indexing. */
 const ANALYZE_THRESHOLD = 5_000;
 

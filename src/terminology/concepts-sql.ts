@@ -50,8 +50,11 @@ export async function findConcepts(tc: TermContext, cs: CodeSystemInfo, codes: s
   if (!cs.caseSensitive) {
     const missing = unique.filter((c) => !found.has(c));
     if (missing.length > 0) {
+      // A code in lower case already is its own case fold (found through tx_concept_code); only
+      // the others are in the (partial) code_lower index (migration 400).
       const lower = await tc.db.query<ConceptRow & { code_lower: string }>(
-        `SELECT ${CONCEPT_COLUMNS}, c.code_lower FROM tx_concept c WHERE c.cs_key = $1 AND c.code_lower = ANY($2::text[]) ORDER BY c.id`,
+        `SELECT ${CONCEPT_COLUMNS}, c.code_lower FROM tx_concept c
+         WHERE c.cs_key = $1 AND (c.code = ANY($2::text[]) OR (c.code_lower = ANY($2::text[]) AND c.code_lower <> c.code)) ORDER BY c.id`,
         [cs.key, missing.map((c) => c.toLowerCase())],
       );
       const byLower = new Map<string, Concept>();
@@ -149,12 +152,18 @@ export async function neighbours(tc: TermContext, cs: CodeSystemInfo, id: number
   return res.rows.map(toConcept);
 }
 
-/** True when `ancestor` is a proper ancestor of `descendant` (one primary-key probe). */
+/**
+ * True when `ancestor` is a proper ancestor of `descendant`: a walk up the direct edges from
+ * `descendant` (docs/terminology.md#hierarchy-storage), which stops where it finds `ancestor`, so
+ * it visits the descendant's ancestors at most (tens), not the ancestor's descendants.
+ */
 export async function isAncestor(tc: TermContext, cs: CodeSystemInfo, ancestor: number, descendant: number): Promise<boolean> {
-  const res = await tc.db.query('SELECT 1 FROM tx_ancestors WHERE cs_key = $1 AND concept = $2 AND $3 = ANY(ancestors)', [
-    cs.key,
-    descendant,
-    ancestor,
-  ]);
+  if (ancestor === descendant) return false; // not even in a cycle
+  const res = await tc.db.query(
+    `WITH RECURSIVE up(id) AS (SELECT ancestor FROM tx_closure WHERE cs_key = $1 AND descendant = $2
+       UNION SELECT h.ancestor FROM tx_closure h JOIN up ON h.cs_key = $1 AND h.descendant = up.id)
+     SELECT 1 FROM up WHERE id = $3 LIMIT 1`,
+    [cs.key, descendant, ancestor],
+  );
   return res.rows.length > 0;
 }

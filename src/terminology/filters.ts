@@ -9,7 +9,8 @@ import type { CodeSystemInfo, TermContext } from './types.js';
  * `ValueSet.compose.include.filter` as SQL — the reference implementation; the engine evaluates
  * filters over the in-memory index (filter-match.ts, same semantics): each filter becomes a predicate over the concept
  * alias `c` (a row of `tx_concept`), so membership of given codes and expansions are both one
- * query whatever the size of the code system. Hierarchy operators probe the closure table;
+ * query whatever the size of the code system. Hierarchy operators walk the direct edges of
+ * `tx_closure` (a recursive query, once per statement);
  * `regex` runs in PostgreSQL (`~`), whose automaton-based engine has no catastrophic
  * backtracking, anchored to the whole value as FHIR intends.
  */
@@ -58,10 +59,16 @@ export async function filterPredicate(
     return value === 'true';
   };
   const idOf = async (code: string) => (await findConcept(tc, cs, code))?.id;
-  // Transitive: the concept's ancestor array (docs/terminology.md#hierarchy-storage); `@>` lets
-  // a descendants query use the GIN index. Direct edges (child-of): tx_closure, depth 1.
-  const closure = (descendant: string, ancestor: string) =>
-    `EXISTS (SELECT 1 FROM tx_ancestors h WHERE h.cs_key = c.cs_key AND h.concept = ${descendant} AND h.ancestors @> ARRAY[${ancestor}]::int[])`;
+  // Transitive: the proper descendants (or ancestors) of X, walked along the direct edges
+  // (docs/terminology.md#hierarchy-storage) by an uncorrelated subquery, so evaluated once per
+  // statement; X itself is left out even in a cycle. Direct edges (child-of): tx_closure, depth 1.
+  const walk = (X: string, down: boolean) => {
+    const [from, to] = down ? ['ancestor', 'descendant'] : ['descendant', 'ancestor'];
+    const K = p.add(cs.key);
+    return `(WITH RECURSIVE w(id) AS (SELECT h.${to} FROM tx_closure h WHERE h.cs_key = ${K} AND h.${from} = ${X}
+      UNION SELECT h.${to} FROM tx_closure h JOIN w ON h.cs_key = ${K} AND h.${from} = w.id) SELECT id FROM w WHERE id <> ${X})`;
+  };
+  const below = (id: string, X: string) => `${id} IN ${walk(X, true)}`;
 
   if (property === 'concept' || property === 'code') {
     switch (op) {
@@ -81,17 +88,17 @@ export async function filterPredicate(
     const X = p.add(x);
     switch (op) {
       case 'is-a':
-        return `(c.id = ${X} OR ${closure('c.id', X)})`;
+        return `(c.id = ${X} OR ${below('c.id', X)})`;
       case 'descendent-of':
-        return closure('c.id', X);
+        return below('c.id', X);
       case 'is-not-a':
-        return `NOT (c.id = ${X} OR ${closure('c.id', X)})`;
+        return `NOT (c.id = ${X} OR ${below('c.id', X)})`;
       case 'generalizes':
-        return `(c.id = ${X} OR ${closure(X, 'c.id')})`;
+        return `(c.id = ${X} OR c.id IN ${walk(X, false)})`;
       case 'child-of':
         return `EXISTS (SELECT 1 FROM tx_closure h WHERE h.cs_key = c.cs_key AND h.descendant = c.id AND h.ancestor = ${X})`;
       case 'descendent-leaf':
-        return `${closure('c.id', X)} AND NOT EXISTS (SELECT 1 FROM tx_closure k WHERE k.cs_key = c.cs_key AND k.ancestor = c.id)`;
+        return `${below('c.id', X)} AND NOT EXISTS (SELECT 1 FROM tx_closure k WHERE k.cs_key = c.cs_key AND k.ancestor = c.id)`;
     }
     throw invalidValueSet(msg.filterNotSupported(cs.url, property, op), path);
   }
@@ -146,7 +153,7 @@ export async function filterPredicate(
       const X = p.add(x);
       const self = op === 'is-a' ? `v.id = ${X} OR ` : '';
       return `EXISTS (SELECT 1 FROM tx_concept_property q JOIN tx_concept v ON v.cs_key = q.cs_key AND v.code = q.value
-        WHERE q.cs_key = c.cs_key AND q.concept = c.id AND q.code = ${P} AND (${self}${closure('v.id', X)}))`;
+        WHERE q.cs_key = c.cs_key AND q.concept = c.id AND q.code = ${P} AND (${self}${below('v.id', X)}))`;
     }
   }
   throw invalidValueSet(msg.filterNotSupported(cs.url, property, op), path);

@@ -1,14 +1,14 @@
 import type { Queryable } from '../core/database.js';
-import { bulkInsert, BATCH_ROWS } from './bulk-insert.js';
+import { bulkInsert } from './bulk-insert.js';
 import { ancestorWalker, ClosureTooLarge, DEFAULT_CLOSURE_LIMIT } from './closure.js';
 
 /**
- * Writes the hierarchy of one code system (docs/terminology.md#hierarchy-storage): the direct
- * edges into `tx_closure` (depth 1) and, per concept with parents, its sorted ancestors as one
- * `int[]` row of `tx_ancestors`. The closure is computed and written a slice of concepts at a
- * time, so memory stays O(concepts + edges) whatever its size. Returns the number of
- * (descendant, ancestor) pairs; more than `limit` throws ClosureTooLarge. `onProgress` gets
- * the number of concepts done so far (of n).
+ * Writes the hierarchy of one code system (docs/terminology.md#hierarchy-storage): its direct
+ * edges into `tx_closure` (depth 1) — all the database keeps; the transitive closure is computed
+ * by the in-memory index when it is built. The closure is still walked here, a slice of
+ * concepts at a time in O(concepts + edges) memory, to refuse a hierarchy whose closure would
+ * be larger than `limit` pairs (ClosureTooLarge) before it is stored. Returns the number of
+ * (descendant, ancestor) pairs; `onProgress` gets the number of concepts walked so far (of n).
  */
 export async function writeHierarchy(
   q: Queryable,
@@ -18,11 +18,17 @@ export async function writeHierarchy(
   onProgress?: (conceptsDone: number) => void,
   limit = DEFAULT_CLOSURE_LIMIT,
 ): Promise<number> {
-  const k = { cs_key: { type: 'int', value: key } };
+  const pairs = closureSize(n, edges, limit, onProgress);
+  await writeEdges(q, key, edges);
+  return pairs;
+}
+
+/** Inserts direct edges `[child, parent]` (new ones: the caller deduplicates) of index `key`. */
+export async function writeEdges(q: Queryable, key: number, edges: Array<[number, number]>): Promise<void> {
   await bulkInsert<[number, number]>(
     q,
     'tx_closure',
-    { ...k, depth: { type: 'smallint', value: 1 } },
+    { cs_key: { type: 'int', value: key }, depth: { type: 'smallint', value: 1 } },
     [
       { name: 'descendant', type: 'int', value: (e) => e[0] },
       { name: 'ancestor', type: 'int', value: (e) => e[1] },
@@ -30,43 +36,20 @@ export async function writeHierarchy(
     edges.length,
     (i) => edges[i],
   );
+}
+
+/** The number of (descendant, ancestor) pairs of the closure of concepts 1..n; more than `limit` throws ClosureTooLarge. */
+export function closureSize(n: number, edges: Array<[number, number]>, limit = DEFAULT_CLOSURE_LIMIT, onProgress?: (conceptsDone: number) => void): number {
   const walk = ancestorWalker(n, edges);
   let pairs = 0;
-  const concepts: number[] = [];
-  const lists: string[] = [];
-  // Slices of about BATCH_ROWS pairs: one statement each.
-  const flush = async () => {
-    if (concepts.length === 0) return;
-    await bulkInsert<number>(
-      q,
-      'tx_ancestors',
-      k,
-      [
-        { name: 'concept', type: 'int', value: (i) => concepts[i] },
-        { name: 'ancestors', type: 'text', cast: 'int[]', value: (i) => lists[i] },
-      ],
-      concepts.length,
-      (i) => i,
-    );
-    concepts.length = 0;
-    lists.length = 0;
-  };
-  let sliced = 0;
-  const step = 2000;
+  const step = 20_000;
   for (let from = 1; from <= n; from += step) {
-    walk(from, Math.min(n, from + step - 1), (node, ancestors, _depths, count) => {
+    const to = Math.min(n, from + step - 1);
+    walk(from, to, (_node, _ancestors, _depths, count) => {
       pairs += count;
-      sliced += count;
       if (pairs > limit) throw new ClosureTooLarge(limit);
-      concepts.push(node);
-      lists.push(`{${Array.from(ancestors.subarray(0, count)).sort((a, b) => a - b).join(',')}}`);
     });
-    if (sliced >= BATCH_ROWS * 5 || from + step > n) {
-      await flush();
-      onProgress?.(Math.min(n, from + step - 1));
-      sliced = 0;
-    }
+    onProgress?.(to);
   }
-  await flush();
   return pairs;
 }

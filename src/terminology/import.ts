@@ -1,8 +1,9 @@
 import type { CodeSystemConceptProperty, Coding } from '@medplum/fhirtypes';
 import { badRequest } from '../fhir/outcome.js';
 import type { Queryable } from '../core/database.js';
-import { bulkInsert } from './bulk-insert.js';
-import { writeHierarchy } from './hierarchy-store.js';
+import { BATCH_ROWS, bulkInsert } from './bulk-insert.js';
+import { ClosureTooLarge } from './closure.js';
+import { closureSize } from './hierarchy-store.js';
 import { DESIGNATION_COLUMNS, PROPERTY_COLUMNS, designationExtensions, propertyKinds, propertyRow, type DesignationRow, type PropertyRow } from './code-system-rows.js';
 import { announceCodeSystemChange } from './index-cache.js';
 import { msg } from './messages.js';
@@ -13,8 +14,8 @@ import type { CodeSystemInfo } from './types.js';
  * index of an existing code system — typically one stored with `content: not-present`, whose
  * concepts live only in the index (its updates keep them, see code-system-store.ts). One
  * transaction; the code-system row is locked so concurrent imports get distinct concept ids.
- * New parent/child edges extend the closure incrementally (all descendants of the child × all
- * ancestors of the parent); many edges at once recompute it.
+ * New parent/child edges are added to the direct edges (the in-memory index computes the
+ * closure from them); many edges at once are checked against the closure size limit.
  */
 
 export interface ImportItems {
@@ -24,8 +25,11 @@ export interface ImportItems {
   designations: Array<{ code: string; language?: string; use?: Coding; value: string; extension?: Array<{ url?: string }> }>;
 }
 
-/** Above this many new edges the closure is recomputed rather than extended edge by edge. */
-const INCREMENTAL_EDGES = 500;
+/**
+ * Above this many new edges the closure of the whole hierarchy is measured against the limit
+ * (a few edges cannot make a sane hierarchy's closure explode; measuring costs a read of them all).
+ */
+const CHECKED_EDGES = 500;
 
 /** Imports `items` into `cs` inside transaction `tx`; returns the number of concepts added. */
 export async function importIntoCodeSystem(tx: Queryable, cs: CodeSystemInfo, items: ImportItems): Promise<number> {
@@ -115,8 +119,8 @@ export async function importIntoCodeSystem(tx: Queryable, cs: CodeSystemInfo, it
     (i) => designations[i],
   );
 
-  if (edges.length > INCREMENTAL_EDGES) await recomputeClosure(tx, cs.key, max + added.length, edges);
-  else for (const [child, parent] of edges) await addEdge(tx, cs.key, child, parent);
+  await addEdges(tx, cs.key, edges);
+  if (edges.length > CHECKED_EDGES) await checkClosure(tx, cs.key, max + added.length);
   await tx.query('UPDATE tx_code_system SET concept_count = concept_count + $2 WHERE cs_key = $1', [cs.key, added.length]);
   return added.length;
 }
@@ -140,43 +144,35 @@ function valueOf(value: unknown, type: string | undefined): Partial<CodeSystemCo
 }
 
 /**
- * Adds one edge (docs/terminology.md#hierarchy-storage): the direct edge, and the parent with
- * its ancestors added to the ancestor arrays of the child and of every descendant of the child.
- * A concept is never its own ancestor (cycles).
+ * Adds direct edges `[child, parent]` (docs/terminology.md#hierarchy-storage): the database keeps
+ * no transitive closure to extend. Self-loops are dropped, edges already indexed kept once.
  */
-async function addEdge(tx: Queryable, key: number, child: number, parent: number): Promise<void> {
-  if (child === parent) return;
-  const direct = await tx.query(
-    'INSERT INTO tx_closure (cs_key, descendant, ancestor, depth) VALUES ($1, $2, $3, 1) ON CONFLICT (cs_key, descendant, ancestor) DO NOTHING',
-    [key, child, parent],
-  );
-  if (direct.rowCount === 0) return;
-  await tx.query(
-    `WITH up AS (
-       SELECT array_append(coalesce((SELECT ancestors FROM tx_ancestors WHERE cs_key = $1 AND concept = $3), '{}'::int[]), $3) AS a
-     ), targets AS (
-       SELECT $2::int AS concept UNION SELECT concept FROM tx_ancestors WHERE cs_key = $1 AND ancestors @> ARRAY[$2]::int[]
-     )
-     INSERT INTO tx_ancestors (cs_key, concept, ancestors)
-     SELECT $1, t.concept, (SELECT array_agg(DISTINCT x ORDER BY x) FROM unnest((SELECT a FROM up)) x WHERE x <> t.concept) FROM targets t
-     ON CONFLICT (cs_key, concept) DO UPDATE SET ancestors =
-       (SELECT array_agg(DISTINCT x ORDER BY x) FROM unnest(tx_ancestors.ancestors || EXCLUDED.ancestors) x WHERE x <> tx_ancestors.concept)`,
-    [key, child, parent],
-  );
+async function addEdges(tx: Queryable, key: number, edges: Array<[number, number]>): Promise<void> {
+  const seen = new Set<string>();
+  const list: Array<[number, number]> = [];
+  for (const [child, parent] of edges) {
+    const k = `${child}:${parent}`;
+    if (child === parent || seen.has(k)) continue;
+    seen.add(k);
+    list.push([child, parent]);
+  }
+  for (let from = 0; from < list.length; from += BATCH_ROWS) {
+    const slice = list.slice(from, from + BATCH_ROWS);
+    await tx.query(
+      `INSERT INTO tx_closure (cs_key, descendant, ancestor, depth) SELECT $1, u.d, u.a, 1 FROM unnest($2::int[], $3::int[]) AS u(d, a)
+       ON CONFLICT (cs_key, descendant, ancestor) DO NOTHING`,
+      [key, slice.map((e) => e[0]), slice.map((e) => e[1])],
+    );
+  }
 }
 
-/** Rebuilds the hierarchy from the direct edges already indexed plus `added`. */
-async function recomputeClosure(tx: Queryable, key: number, n: number, added: Array<[number, number]>): Promise<void> {
-  const direct = await tx.query<{ descendant: number; ancestor: number }>('SELECT descendant, ancestor FROM tx_closure WHERE cs_key = $1 AND depth = 1', [key]);
-  const seen = new Set<string>();
-  const edges: Array<[number, number]> = [];
-  for (const e of [...direct.rows.map((r) => [r.descendant, r.ancestor] as [number, number]), ...added]) {
-    const k = `${e[0]}:${e[1]}`;
-    if (e[0] === e[1] || seen.has(k)) continue;
-    seen.add(k);
-    edges.push(e);
+/** Refuses (400) a hierarchy of concepts 1..n whose closure has grown past the limit the in-memory index accepts. */
+async function checkClosure(tx: Queryable, key: number, n: number): Promise<void> {
+  const direct = await tx.query<{ descendant: number; ancestor: number }>('SELECT descendant, ancestor FROM tx_closure WHERE cs_key = $1', [key]);
+  try {
+    closureSize(n, direct.rows.map((r) => [r.descendant, r.ancestor]));
+  } catch (err) {
+    if (err instanceof ClosureTooLarge) throw badRequest('CodeSystem hierarchy is too large to index');
+    throw err;
   }
-  await tx.query('DELETE FROM tx_closure WHERE cs_key = $1', [key]);
-  await tx.query('DELETE FROM tx_ancestors WHERE cs_key = $1', [key]);
-  await writeHierarchy(tx, key, n, edges);
 }

@@ -33,6 +33,12 @@ const QUIET_MINUTES = 10;
 export class StagedCodeSystem {
   private readonly builder: CodeSystemRowBuilder;
   private lastTouch = Date.now();
+  /**
+   * The batch being written while the next one is read: on PostgreSQL the server stores one
+   * while this process parses the next (on PGlite both share one thread anyway). At most one
+   * batch is in flight, so memory stays bounded; its failure surfaces at the next flush.
+   */
+  private writing: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly db: Database,
@@ -68,6 +74,7 @@ export class StagedCodeSystem {
   /** Writes the remaining rows and the hierarchy; `onProgress` gets concepts done of the total. */
   async complete(onProgress?: (done: number, total: number) => void): Promise<void> {
     await this.flush();
+    await this.writing;
     const n = this.builder.size;
     await finishHierarchy(this.db, this.key, n, this.builder.edges(), (done) => {
       onProgress?.(done, n);
@@ -103,13 +110,16 @@ export class StagedCodeSystem {
 
   /** Removes the staged rows (an import that failed). */
   async abandon(): Promise<void> {
+    await this.writing.catch(() => undefined); // no batch may land after the removal
     await removeStaged(this.db, this.key);
   }
 
   private async flush(): Promise<void> {
     const batch = this.builder.take();
-    await insertRowBatch(this.db, this.key, batch);
-    await this.touch();
+    await this.writing;
+    const writing = insertRowBatch(this.db, this.key, batch).then(() => this.touch());
+    writing.catch(() => undefined); // observed by the next flush, complete or abandon
+    this.writing = writing;
   }
 
   /** The heartbeat other hosts' clean-ups go by (at most every few seconds). */

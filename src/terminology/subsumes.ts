@@ -7,8 +7,8 @@ export type SubsumptionOutcome = 'equivalent' | 'subsumes' | 'subsumed-by' | 'no
 
 /**
  * `$subsumes` (docs/terminology.md#subsumes): the relation between two codes of one code system, answered
- * from the precomputed closure (two primary-key probes at most, whatever the depth or number of
- * paths). Codes that are the same concept (up to case in a case-insensitive system) are
+ * from the closure in the in-memory index (two binary searches at most, whatever the depth or
+ * number of paths; before the index is built, two walks up the direct edges in SQL). Codes that are the same concept (up to case in a case-insensitive system) are
  * `equivalent`, even in a code system without an is-a hierarchy.
  */
 export async function subsumes(tc: TermContext, cs: CodeSystemInfo, codeA: string, codeB: string): Promise<SubsumptionOutcome> {
