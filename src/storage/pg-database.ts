@@ -147,22 +147,21 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
 
 /**
  * COPY … FROM STDIN on `client` with `text` as the data (`pg` has no COPY API of its own: the
- * query object answers the server's CopyInResponse with the data and CopyDone).
+ * query object answers the server's CopyInResponse with the data and CopyDone). The outcome
+ * comes through the query's callback, not its events: with a read timeout (`query_timeout`)
+ * `pg` reports errors to the callback only.
  */
 function copyIn(client: pg.PoolClient, sql: string, text: string): Promise<void> {
   const data = Buffer.from(text, 'utf8');
-  const query = new (class extends pg.Query {
-    handleCopyInResponse(connection: { sendCopyFromChunk(chunk: Buffer): void; endCopyFrom(): void }): void {
-      connection.sendCopyFromChunk(data);
-      connection.endCopyFrom();
-    }
-  })(sql);
-  const done = new Promise<void>((resolve, reject) => {
-    query.once('end', () => resolve());
-    query.once('error', reject);
+  return new Promise<void>((resolve, reject) => {
+    const query = new (class extends pg.Query {
+      handleCopyInResponse(connection: { sendCopyFromChunk(chunk: Buffer): void; endCopyFrom(): void }): void {
+        connection.sendCopyFromChunk(data);
+        connection.endCopyFrom();
+      }
+    })(sql, (err) => (err ? reject(err) : resolve()));
+    client.query(query);
   });
-  client.query(query);
-  return done;
 }
 
 /**
