@@ -21,9 +21,9 @@ export class OutputViolation extends Error {
 export function formatOutput(definition: OperationDefinition, output: unknown): Resource {
   if (!isObject(output)) throw new OutputViolation(`handler returned ${kindOf(output)}, expected an object of out-parameters`);
   const outs = paramsOf(definition.parameter, 'out');
+  const plan = planOf(outs);
   if (outs.length === 1 && outs[0].name === 'return') {
     const value = output.return;
-    const plan = planOf(outs);
     checkKeys(plan.byName, output, undefined);
     if (isResource(value)) {
       checkCount(plan.params[0], 1, undefined);
@@ -31,7 +31,7 @@ export function formatOutput(definition: OperationDefinition, output: unknown): 
       return value as Resource;
     }
   }
-  const parameter = formatParams(outs, output, undefined);
+  const parameter = formatPlanned(plan, output, undefined);
   return parameter.length > 0 ? { resourceType: 'Parameters', parameter } : { resourceType: 'Parameters' };
 }
 
@@ -42,8 +42,6 @@ interface ParamPlan {
   max: number;
   multi: boolean;
   carrier: Carrier;
-  /** The value[x] key of a fixed-type parameter (`valueCode`). */
-  valueKey?: string;
   /** The plan of its parts. */
   parts?: ListPlan;
 }
@@ -69,7 +67,6 @@ function planOf(params: ParamDef[]): ListPlan {
           max: maxOf(param),
           multi: isMultiValued(param),
           carrier,
-          valueKey: carrier.kind === 'value' ? valueKey(carrier.type) : undefined,
           parts: carrier.kind === 'part' ? planOf(param.part ?? []) : undefined,
         };
       }),
@@ -77,10 +74,6 @@ function planOf(params: ParamDef[]): ListPlan {
     plans.set(params, plan);
   }
   return plan;
-}
-
-function formatParams(params: ParamDef[], values: Record<string, unknown>, parent: string | undefined): ParametersParameter[] {
-  return formatPlanned(planOf(params), values, parent);
 }
 
 /** The dotted name of a parameter in messages (`property.value`); only spelled out when needed. */
@@ -150,8 +143,7 @@ function formatEntry(pp: ParamPlan, item: unknown, parent: string | undefined): 
       return { name: param.name, resource: item as Resource };
     case 'value': {
       const value = item instanceof TypedValue ? unwrap(item, [carrier.type], name) : item;
-      if (!fitsType(carrier.type, value)) throw new OutputViolation(`out-parameter ${name()}: ${kindOf(value)} is not a valid ${carrier.type}`);
-      return entryOf(param.name, pp.valueKey as string, value);
+      return typedEntry(param.name, carrier.type, value, name);
     }
     case 'open': {
       if (item instanceof TypedValue) return typedEntry(param.name, item.type, unwrap(item, carrier.allowed, name), name);
