@@ -51,7 +51,7 @@ export interface Config {
   /** `lattice import`: a CodeSystem with more concepts is indexed staged (docs/terminology.md#atomic-imports). */
   txStagedImportAbove: number;
   /** Bounds on one terminology request (docs/terminology.md#limits). */
-  terminologyLimits: { maxFilters: number; maxCodings: number };
+  terminologyLimits: { maxFilters: number; maxCodings: number; maxValueSets: number; maxIncludes: number };
   /** Outbox e-mail sender. */
   email: {
     /** `From:` of every message (default `Lattice <no-reply@<public host>>`). */
@@ -88,6 +88,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     terminologyLimits: {
       maxFilters: intOf(env.LATTICE_TX_MAX_FILTERS, 50, 'LATTICE_TX_MAX_FILTERS'),
       maxCodings: intOf(env.LATTICE_TX_MAX_CODINGS, 10_000, 'LATTICE_TX_MAX_CODINGS'),
+      maxValueSets: intOf(env.LATTICE_TX_MAX_VALUESETS, 1_000, 'LATTICE_TX_MAX_VALUESETS'),
+      maxIncludes: intOf(env.LATTICE_TX_MAX_INCLUDES, 5_000, 'LATTICE_TX_MAX_INCLUDES'),
     },
     publicUrl: (env.LATTICE_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
     adminEmail: env.LATTICE_ADMIN_EMAIL?.trim() || 'admin@example.com',

@@ -1,9 +1,9 @@
 import type { ValueSet, ValueSetComposeInclude, ValueSetExpansionContains } from '@medplum/fhirtypes';
-import { badRequest } from '../fhir/outcome.js';
+import { FhirError, badRequest, issue } from '../fhir/outcome.js';
 import { findConcepts, indexOf } from './concepts.js';
 import { compileInclude } from './filter-match.js';
 import { SqlParams, filterPredicate, regexError } from './filters.js';
-import { checkComposeFilters, terminologyLimits } from './limits.js';
+import { checkComposeFilters, terminologyLimits, type TerminologyLimits } from './limits.js';
 import { msg, valueSetText } from './messages.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
 import type { CodeSystemInfo, TermContext } from './types.js';
@@ -56,7 +56,67 @@ export interface MemberOptions {
   activeOnly?: boolean;
 }
 
+/**
+ * What one evaluation shares across its value-set graph (docs/terminology.md#limits): each value
+ * set's answers are memoised by its identity, so a graph in which value sets include each other
+ * in a diamond costs its number of value sets, not its number of include paths; and the value
+ * sets and includes it touches are counted against the request's bounds.
+ */
+export class Evaluation {
+  /** Memoised answers: value-set identity → purpose → answer. */
+  private readonly answers = new Map<string, Map<string, Promise<unknown>>>();
+  private valueSets = 0;
+  private includes = 0;
+  private purposes = 0;
+
+  constructor(
+    private readonly limits: TerminologyLimits,
+    /** The root value set, named in the too-costly message. */
+    private readonly rootText: string,
+  ) {}
+
+  /** Counts a value set the first time the graph reaches it; past a bound: 400 `too-costly`. */
+  visit(identity: string, vs: ValueSet): void {
+    if (this.answers.has(identity)) return;
+    this.answers.set(identity, new Map<string, Promise<unknown>>());
+    this.valueSets++;
+    this.includes += (vs.compose?.include?.length ?? 0) + (vs.compose?.exclude?.length ?? 0);
+    if (this.valueSets > this.limits.maxValueSets) throw tooCostly(`Too many value sets in the evaluation of ValueSet ${this.rootText}: more than ${this.limits.maxValueSets}`);
+    if (this.includes > this.limits.maxIncludes) throw tooCostly(`Too many includes in the evaluation of ValueSet ${this.rootText}: more than ${this.limits.maxIncludes}`);
+  }
+
+  /** A purpose no earlier call used (answers that depend on a call's arguments). */
+  nextPurpose(name: string): string {
+    return `${name} ${++this.purposes}`;
+  }
+
+  /** The answer of `identity` for `purpose`, computed once (concurrent askers share it). */
+  once<T>(identity: string, purpose: string, compute: () => Promise<T>): Promise<T> {
+    let byPurpose = this.answers.get(identity);
+    if (!byPurpose) this.answers.set(identity, (byPurpose = new Map<string, Promise<unknown>>()));
+    let answer = byPurpose.get(purpose) as Promise<T> | undefined;
+    if (!answer) byPurpose.set(purpose, (answer = compute()));
+    return answer;
+  }
+}
+
+function tooCostly(text: string): FhirError {
+  return new FhirError(400, [issue('too-costly', text.slice(0, 500))]);
+}
+
+/** The codes one `members` call asks about: nested value sets are evaluated for all of them, once. */
+interface MemberScope {
+  codes: string[];
+  purpose: string;
+}
+
 export class ValueSetEvaluator {
+  /** Identity of the value set within the evaluation (`url|version`, or the root's identity + `#id`). */
+  readonly identity: string;
+  readonly evaluation: Evaluation;
+  /** Identity of the value set whose `contained` resolves `#id` references. */
+  private readonly rootIdentity: string;
+
   constructor(
     private readonly tc: TermContext,
     readonly vs: ValueSet,
@@ -66,34 +126,47 @@ export class ValueSetEvaluator {
     private readonly root: ValueSet = vs,
     /** The value sets (`url|version`) from the root to this one's parent, for the cycle message. */
     private readonly pathway: string[] = [],
+    shared?: { evaluation: Evaluation; identity: string; rootIdentity: string },
   ) {
     checkComposeFilters(vs, terminologyLimits(tc.env));
+    this.identity = shared?.identity ?? (vs.url ? `${vs.url}|${vs.version ?? ''}` : '#root');
+    this.rootIdentity = shared?.rootIdentity ?? this.identity;
+    this.evaluation = shared?.evaluation ?? new Evaluation(terminologyLimits(tc.env), valueSetText(vs));
+    this.evaluation.visit(this.identity, vs);
   }
 
   /** Systems the value set draws codes from (directly or through nested value sets), in order. */
-  async includedSystems(): Promise<string[]> {
-    const out: string[] = [];
-    for (const inc of this.vs.compose?.include ?? []) {
-      const { system } = includeSystem(inc);
-      if (system) out.push(system);
-      else for (const ref of inc.valueSet ?? []) out.push(...(await (await this.nested(ref)).includedSystems()));
-    }
-    if (!this.vs.compose) for (const c of flatten(this.vs.expansion?.contains)) if (c.system) out.push(c.system);
-    return [...new Set(out)];
+  includedSystems(): Promise<string[]> {
+    return this.evaluation.once(this.identity, 'systems', async () => {
+      const out = new Set<string>();
+      for (const inc of this.vs.compose?.include ?? []) {
+        const { system } = includeSystem(inc);
+        if (system) out.add(system);
+        else for (const ref of inc.valueSet ?? []) for (const s of await (await this.nested(ref)).includedSystems()) out.add(s);
+      }
+      if (!this.vs.compose) for (const c of flatten(this.vs.expansion?.contains)) if (c.system) out.add(c.system);
+      return [...out];
+    });
   }
 
   /**
    * The versions the includes of `system` are evaluated at (docs/terminology.md#version-parameters),
-   * in document order, nested value sets included.
+   * in document order, nested value sets included; each distinct version once.
    */
-  async includeVersions(system: string): Promise<EffectiveVersion[]> {
-    const out: EffectiveVersion[] = [];
-    for (const inc of this.vs.compose?.include ?? []) {
-      const pinned = includeSystem(inc);
-      if (pinned.system === system) out.push(effectiveVersion(this.tc.versionRules ?? NO_VERSION_RULES, system, pinned.version));
-      else if (!pinned.system) for (const ref of inc.valueSet ?? []) out.push(...(await (await this.nested(ref)).includeVersions(system)));
-    }
-    return out;
+  includeVersions(system: string): Promise<EffectiveVersion[]> {
+    return this.evaluation.once(this.identity, `versions ${system}`, async () => {
+      const out = new Map<string, EffectiveVersion>();
+      const add = (v: EffectiveVersion) => {
+        const key = JSON.stringify([v.version, v.source, v.declared]);
+        if (!out.has(key)) out.set(key, v);
+      };
+      for (const inc of this.vs.compose?.include ?? []) {
+        const pinned = includeSystem(inc);
+        if (pinned.system === system) add(effectiveVersion(this.tc.versionRules ?? NO_VERSION_RULES, system, pinned.version));
+        else if (!pinned.system) for (const ref of inc.valueSet ?? []) for (const v of await (await this.nested(ref)).includeVersions(system)) add(v);
+      }
+      return [...out.values()];
+    });
   }
 
   /**
@@ -104,24 +177,39 @@ export class ValueSetEvaluator {
    * difference).
    */
   async members(system: string, version: string | undefined, codes: string[], options: MemberOptions = {}): Promise<Map<string, MemberHit>> {
+    const scope: MemberScope = { codes, purpose: this.evaluation.nextPurpose('members') };
+    return this.membersIn(scope, system, version, codes, options.activeOnly === true);
+  }
+
+  private async membersIn(scope: MemberScope, system: string, version: string | undefined, codes: string[], activeOnlyAsked: boolean): Promise<Map<string, MemberHit>> {
     const result = new Map<string, MemberHit>();
     if (codes.length === 0) return result;
     const compose = this.vs.compose;
     if (!compose) return this.expansionMembers(system, version, codes);
-    const activeOnly = options.activeOnly === true || compose.inactive === false;
+    const activeOnly = activeOnlyAsked || compose.inactive === false;
     for (const [i, inc] of (compose.include ?? []).entries()) {
       const remaining = codes.filter((c) => !result.has(c));
       if (remaining.length === 0) break;
-      for (const [c, hit] of await this.includeMembers(inc, `ValueSet.compose.include[${i}]`, system, version, remaining, activeOnly)) result.set(c, hit);
+      for (const [c, hit] of await this.includeMembers(scope, inc, `ValueSet.compose.include[${i}]`, system, version, remaining, activeOnly)) result.set(c, hit);
     }
     for (const [i, exc] of (compose.exclude ?? []).entries()) {
       if (result.size === 0) break;
-      for (const c of (await this.includeMembers(exc, `ValueSet.compose.exclude[${i}]`, system, version, [...result.keys()], false)).keys()) result.delete(c);
+      for (const c of (await this.includeMembers(scope, exc, `ValueSet.compose.exclude[${i}]`, system, version, [...result.keys()], false)).keys()) result.delete(c);
     }
     return result;
   }
 
+  /**
+   * The members of this (nested) value set among all the codes of the scope, computed once per
+   * value set, system, version and activity: the callers on every path intersect it with their
+   * own candidates, which are a subset of the scope's codes.
+   */
+  private scopeMembers(scope: MemberScope, system: string, version: string | undefined, activeOnly: boolean): Promise<Map<string, MemberHit>> {
+    return this.evaluation.once(this.identity, `${scope.purpose} ${system}|${version ?? ''} ${activeOnly}`, () => this.membersIn(scope, system, version, scope.codes, activeOnly));
+  }
+
   private async includeMembers(
+    scope: MemberScope,
     inc: ValueSetComposeInclude,
     path: string,
     system: string,
@@ -134,7 +222,7 @@ export class ValueSetEvaluator {
     let candidates = codes;
     const nestedHits = new Map<string, MemberHit>();
     for (const ref of inc.valueSet ?? []) {
-      const members = await (await this.nested(ref)).members(system, version, candidates, { activeOnly });
+      const members = await (await this.nested(ref)).scopeMembers(scope, system, version, activeOnly);
       candidates = candidates.filter((c) => members.has(c));
       for (const c of candidates) nestedHits.set(c, members.get(c) as MemberHit);
       if (candidates.length === 0) return new Map();
@@ -194,7 +282,13 @@ export class ValueSetEvaluator {
     // The reference (or the value set it resolves to) is already on the path.
     if ([...this.chain, ...self].includes(key) || (vs?.url && pathway.includes(target))) throw cycle(target);
     if (!vs) throw new UnknownValueSetError(ref);
-    return new ValueSetEvaluator(this.tc, vs, [...this.chain, ...self, key], ref.startsWith('#') ? this.root : vs, pathway);
+    const contained = ref.startsWith('#');
+    const identity = contained ? `${this.rootIdentity}${ref}` : `${vs.url ?? ref}|${vs.version ?? ''}`;
+    return new ValueSetEvaluator(this.tc, vs, [...this.chain, ...self, key], contained ? this.root : vs, pathway, {
+      evaluation: this.evaluation,
+      identity,
+      rootIdentity: contained ? this.rootIdentity : identity,
+    });
   }
 }
 

@@ -172,6 +172,23 @@ async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandReques
   return result;
 }
 
+/**
+ * The members of a nested value set, computed once per expansion (compose.ts#Evaluation): in a
+ * graph where value sets include each other in a diamond, every later path reuses the answer,
+ * and what it drew on is added to `used` again.
+ */
+async function nestedMembers(tc: TermContext, child: ValueSetEvaluator, req: ExpandRequest, used: Used): Promise<Group[]> {
+  const purpose = req.filter === undefined ? 'expand' : `expand filter ${req.filter}`;
+  const answer = await child.evaluation.once(child.identity, purpose, async () => {
+    const own: Used = { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map() };
+    return { groups: await members(tc, child, req, own), used: own };
+  });
+  for (const v of answer.used.codeSystems) used.codeSystems.add(v);
+  for (const v of answer.used.valueSets) used.valueSets.add(v);
+  for (const [k, v] of answer.used.versionRules) used.versionRules.set(k, v);
+  return answer.groups;
+}
+
 async function includeGroups(
   tc: TermContext,
   ev: ValueSetEvaluator,
@@ -185,7 +202,7 @@ async function includeGroups(
   for (const ref of inc.valueSet ?? []) {
     const child = await ev.nested(ref);
     if (!ref.startsWith('#') && child.vs.url) used.valueSets.add(child.vs.version ? `${child.vs.url}|${child.vs.version}` : child.vs.url);
-    const groups = await members(tc, child, req, used);
+    const groups = await nestedMembers(tc, child, req, used);
     nested = nested === undefined ? groups : intersect(nested, groups);
   }
   const pinned = includeSystem(inc);

@@ -4,12 +4,13 @@ import { FhirError, issue } from '../fhir/outcome.js';
 
 /**
  * Bounds on the work one terminology request may ask for (docs/terminology.md#limits), the one
- * place they are checked: filters of one value set's compose (each is a pass over a code
- * system) and codings of one `codeableConcept`. Past them: 400 `too-costly`.
+ * place they are defined: filters of one value set's compose (each is a pass over a code
+ * system), codings of one `codeableConcept`, and the value sets and includes one evaluation of a
+ * value-set graph reaches (counted by compose.ts#Evaluation). Past them: 400 `too-costly`.
  */
 export type TerminologyLimits = Config['terminologyLimits'];
 
-export const DEFAULT_TERMINOLOGY_LIMITS: TerminologyLimits = { maxFilters: 50, maxCodings: 10_000 };
+export const DEFAULT_TERMINOLOGY_LIMITS: TerminologyLimits = { maxFilters: 50, maxCodings: 10_000, maxValueSets: 1_000, maxIncludes: 5_000 };
 
 /** The configured bounds of a terminology environment. */
 export function terminologyLimits(env: { config?: Pick<Config, 'terminologyLimits'> }): TerminologyLimits {
