@@ -2,8 +2,8 @@
 import { createApp } from './app.js';
 import { loadConfig } from './config.js';
 import { DataFolderInUse } from './storage/data-folder-lock.js';
-import { importFile, type ImportSummary } from './terminology/import-file.js';
-import { importToServer } from './terminology/import-remote.js';
+import { importFile, type ImportSummary } from './terminology/store/import-file.js';
+import { importToServer } from './terminology/store/import-remote.js';
 import { checkPasswordStrength } from './auth/accounts.js';
 import { generatePassword, readNewPassword, setPasswordByEmail } from './auth/set-password-cli.js';
 

@@ -3,11 +3,11 @@ import { after, before, describe, test } from 'node:test';
 import type { Database, Queryable } from '../src/core/database.js';
 import { openPgDatabase } from '../src/storage/pg-database.js';
 import { openPgliteDatabase } from '../src/storage/pglite-database.js';
-import { bulkInsert, type BulkColumn } from '../src/terminology/bulk-insert.js';
+import { bulkInsert, type BulkColumn } from '../src/terminology/store/bulk-insert.js';
 import { createTestDatabase, drivers } from './harness.js';
 
 /**
- * Bulk inserts (src/terminology/bulk-insert.ts): COPY in text format on both drivers
+ * Bulk inserts (src/terminology/store/bulk-insert.ts): COPY in text format on both drivers
  * (Queryable.copyRows), and the INSERT … unnest fallback for a Queryable without it, store the
  * same values — text that COPY must escape, NULLs, booleans, array literals — outside and
  * inside a transaction, over several batches; a failing batch rejects and leaves the

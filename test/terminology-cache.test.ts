@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CodeSystem, CodeSystemConcept, Parameters } from '@medplum/fhirtypes';
-import { terminologyCache } from '../src/terminology/index-cache.js';
+import { terminologyCache } from '../src/terminology/providers/fhir/index-cache.js';
 import { createTestDatabase, drivers, startServer, type TestServer } from './harness.js';
 import { startServerProcess } from './support/server-process.js';
 

@@ -1,8 +1,8 @@
 import type { CodeSystem, Resource, ValueSet } from '@medplum/fhirtypes';
 import type { ResourceHook } from '../core/repository.js';
-import { announceTerminologyChange } from './binding-checker.js';
-import { indexCodeSystem, removeCodeSystemIndex } from './code-system-store.js';
-import { announceValueSetChange } from './index-cache.js';
+import { announceTerminologyChange } from './engine/binding-checker.js';
+import { indexCodeSystem, removeCodeSystemIndex } from './store/code-system-store.js';
+import { announceValueSetChange } from './providers/fhir/index-cache.js';
 
 /**
  * Keeps the terminology index in step with stored resources, and tells every node's binding

@@ -2,9 +2,9 @@ import type { ValueSet, ValueSetExpansionParameter } from '@medplum/fhirtypes';
 import { badRequest } from '../../fhir/outcome.js';
 import type { Operation } from '../../core/operation.js';
 import type { TerminologyEnv } from '../types.js';
-import { parseRequestLanguages, requestLanguage } from '../display.js';
-import { expandValueSet } from '../expand.js';
-import { acceptLanguage, termContext } from '../request-context.js';
+import { parseRequestLanguages, requestLanguage } from '../engine/display.js';
+import { expandValueSet } from '../engine/expand.js';
+import { acceptLanguage, termContext } from '../engine/request-context.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
 import { requireValueSet } from './target.js';
 

@@ -2,10 +2,10 @@ import type { Coding } from '@medplum/fhirtypes';
 import { badRequest, forbidden } from '../../fhir/outcome.js';
 import type { Operation } from '../../core/operation.js';
 import type { TerminologyEnv } from '../types.js';
-import { importIntoCodeSystem } from '../import.js';
+import { importIntoCodeSystem } from '../store/import.js';
 import { msg } from '../messages.js';
-import { termContext } from '../request-context.js';
-import { resolveCodeSystem } from '../resolve.js';
+import { termContext } from '../engine/request-context.js';
+import { resolveCodeSystem } from '../engine/resolve.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
 
 interface ImportInput {

@@ -3,9 +3,9 @@ import { badRequest, notFound } from '../../fhir/outcome.js';
 import type { Operation } from '../../core/operation.js';
 import type { TerminologyEnv } from '../types.js';
 import { typed } from '../../operations/typed-value.js';
-import { parseRequestLanguages } from '../display.js';
-import { lookupCode } from '../lookup.js';
-import { acceptLanguage, termContext } from '../request-context.js';
+import { parseRequestLanguages } from '../engine/display.js';
+import { lookupCode } from '../engine/lookup.js';
+import { acceptLanguage, termContext } from '../engine/request-context.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
 import { instanceCodeSystem, requireCodeSystem } from './target.js';
 

@@ -2,8 +2,8 @@ import type { Coding } from '@medplum/fhirtypes';
 import { badRequest } from '../../fhir/outcome.js';
 import type { Operation } from '../../core/operation.js';
 import type { TerminologyEnv } from '../types.js';
-import { termContext } from '../request-context.js';
-import { subsumes } from '../subsumes.js';
+import { termContext } from '../engine/request-context.js';
+import { subsumes } from '../engine/subsumes.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
 import { instanceCodeSystem, requireCodeSystem } from './target.js';
 

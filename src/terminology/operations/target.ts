@@ -2,9 +2,9 @@ import type { ValueSet } from '@medplum/fhirtypes';
 import { badRequest, notFound } from '../../fhir/outcome.js';
 import type { OperationTarget } from '../../core/operation.js';
 import { msg } from '../messages.js';
-import { useValueSetSupplements } from '../request-context.js';
+import { useValueSetSupplements } from '../engine/request-context.js';
 import { defaultValueSetVersion, splitCanonical } from '../versions.js';
-import { codeSystemByResourceId, resolveCodeSystem, resolveValueSet, valueSetByResourceId } from '../resolve.js';
+import { codeSystemByResourceId, resolveCodeSystem, resolveValueSet, valueSetByResourceId } from '../engine/resolve.js';
 import type { CodeSystemInfo, TermContext } from '../types.js';
 
 /**

@@ -2,10 +2,10 @@ import type { CodeableConcept, Coding, ConceptMap } from '@medplum/fhirtypes';
 import { badRequest, notFound } from '../../fhir/outcome.js';
 import type { Operation } from '../../core/operation.js';
 import type { TerminologyEnv } from '../types.js';
-import { conceptMapsFor, resolveConceptMap } from '../concept-maps.js';
+import { conceptMapsFor, resolveConceptMap } from '../engine/concept-maps.js';
 import { codingText, msg } from '../messages.js';
-import { termContext } from '../request-context.js';
-import { translateCoding, translated, type TranslateMatch, type TranslateQuery } from '../translate.js';
+import { termContext } from '../engine/request-context.js';
+import { translateCoding, translated, type TranslateMatch, type TranslateQuery } from '../engine/translate.js';
 import { splitCanonical } from '../versions.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
 

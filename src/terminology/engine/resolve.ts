@@ -1,8 +1,8 @@
 import type { CodeSystemProperty, ValueSet } from '@medplum/fhirtypes';
-import { materializeBase } from './base-terminology.js';
-import { terminologyCache } from './index-cache.js';
-import type { CodeSystemInfo, TermContext } from './types.js';
-import { newestFirst, splitCanonical, versionMatches } from './versions.js';
+import { materializeBase } from '../store/base-terminology.js';
+import { terminologyCache } from '../providers/fhir/index-cache.js';
+import type { CodeSystemInfo, TermContext } from '../types.js';
+import { newestFirst, splitCanonical, versionMatches } from '../versions.js';
 
 /**
  * Canonical resolution (docs/terminology.md#canonicals-and-versions): `url|version`, or a separate version, else the newest

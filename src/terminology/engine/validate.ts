@@ -1,9 +1,9 @@
 import type { CodeableConcept, Coding, OperationOutcome, ValueSet } from '@medplum/fhirtypes';
-import { badRequest } from '../fhir/outcome.js';
+import { badRequest } from '../../fhir/outcome.js';
 import { UnknownValueSetError, ValueSetEvaluator } from './compose.js';
-import { hasError, messageOf, txIssueOutcome } from './issues.js';
-import { codingText, msg, valueSetText } from './messages.js';
-import type { CodeSystemInfo, TermContext, TxIssue } from './types.js';
+import { hasError, messageOf, txIssueOutcome } from '../issues.js';
+import { codingText, msg, valueSetText } from '../messages.js';
+import type { CodeSystemInfo, TermContext, TxIssue } from '../types.js';
 import { validateCodings, type CodingCheck, type CodingOutcome, type ValidationOptions, type ValidationTarget } from './validate-coding.js';
 
 /**

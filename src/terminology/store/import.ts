@@ -1,13 +1,13 @@
 import type { CodeSystemConceptProperty, Coding } from '@medplum/fhirtypes';
-import { badRequest } from '../fhir/outcome.js';
-import type { Queryable } from '../core/database.js';
+import { badRequest } from '../../fhir/outcome.js';
+import type { Queryable } from '../../core/database.js';
 import { BATCH_ROWS, bulkInsert } from './bulk-insert.js';
-import { ClosureTooLarge } from './closure.js';
+import { ClosureTooLarge } from '../providers/fhir/closure.js';
 import { closureSize } from './hierarchy-store.js';
-import { DESIGNATION_COLUMNS, PROPERTY_COLUMNS, designationExtensions, propertyKinds, propertyRow, type DesignationRow, type PropertyRow } from './code-system-rows.js';
-import { announceCodeSystemChange } from './index-cache.js';
-import { msg } from './messages.js';
-import type { CodeSystemInfo } from './types.js';
+import { DESIGNATION_COLUMNS, PROPERTY_COLUMNS, designationExtensions, propertyKinds, propertyRow, type DesignationRow, type PropertyRow } from '../providers/fhir/code-system-rows.js';
+import { announceCodeSystemChange } from '../providers/fhir/index-cache.js';
+import { msg } from '../messages.js';
+import type { CodeSystemInfo } from '../types.js';
 
 /**
  * `CodeSystem/$import` (docs/terminology.md#import): adds concepts, properties and designations to the

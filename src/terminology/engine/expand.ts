@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { ValueSet, ValueSetComposeInclude, ValueSetComposeIncludeConcept, ValueSetExpansionContains, ValueSetExpansionParameter } from '@medplum/fhirtypes';
-import { EXTENSION_PROPERTY_URIS, designationExtensions, extensionRows, isExtensionProperty } from './code-system-rows.js';
-import { FhirError, badRequest, issue } from '../fhir/outcome.js';
+import { EXTENSION_PROPERTY_URIS, designationExtensions, extensionRows, isExtensionProperty } from '../providers/fhir/code-system-rows.js';
+import { FhirError, badRequest, issue } from '../../fhir/outcome.js';
 import { UnknownValueSetError, ValueSetEvaluator, flatten, includeConditions, includeSystem, runQuery } from './compose.js';
-import { ancestorsWithin, conceptsByIds, designationsOf, indexOf, propertiesOfConcepts, supplementsOf } from './concepts.js';
-import { compileInclude } from './filter-match.js';
+import { ancestorsWithin, conceptsByIds, designationsOf, indexOf, propertiesOfConcepts, supplementsOf } from '../providers/fhir/index-provider.js';
+import { compileInclude } from '../providers/fhir/index-filters.js';
 import { chooseDisplay, designationsFor, type LanguagePrefs } from './display.js';
-import { SqlParams } from './filters.js';
-import { msg, valueSetText } from './messages.js';
-import { toOutcomeIssue } from './issues.js';
+import { SqlParams } from '../providers/fhir/sql-filters.js';
+import { msg, valueSetText } from '../messages.js';
+import { toOutcomeIssue } from '../issues.js';
 import { codeSystemVersions, resolveCodeSystem } from './resolve.js';
-import type { CodeSystemInfo, Designation, TermContext } from './types.js';
-import { VERSION_RULE_PARAMETER, checkViolation, effectiveVersion, NO_VERSION_RULES } from './versions.js';
+import type { CodeSystemInfo, Designation, TermContext } from '../types.js';
+import { VERSION_RULE_PARAMETER, checkViolation, effectiveVersion, NO_VERSION_RULES } from '../versions.js';
 
 /**
  * `$expand` (docs/terminology.md#expand) — the one operation that builds an expansion. Each include

@@ -1,10 +1,10 @@
 import type { Resource } from '@medplum/fhirtypes';
-import type { AppRoute } from '../core/app-route.js';
-import type { FeatureEnv } from '../core/feature.js';
-import { badRequest, forbidden, FhirError, notFound } from '../fhir/outcome.js';
-import { validateResource } from '../fhir/validation/validate-resource.js';
-import { importStream } from './import-file.js';
-import { JsonStreamError } from './json-stream.js';
+import type { AppRoute } from '../../core/app-route.js';
+import type { FeatureEnv } from '../../core/feature.js';
+import { badRequest, forbidden, FhirError, notFound } from '../../fhir/outcome.js';
+import { validateResource } from '../../fhir/validation/validate-resource.js';
+import { importStream } from '../store/import-file.js';
+import { JsonStreamError } from '../store/json-stream.js';
 
 /** Progress is the client's business (it counts what it sends); the server writes none. */
 const NO_PROGRESS = { write: () => true, isTTY: false } as unknown as NodeJS.WritableStream;

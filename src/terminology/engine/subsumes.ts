@@ -1,7 +1,7 @@
-import { badRequest, notFound } from '../fhir/outcome.js';
-import { findConcepts, isAncestor } from './concepts.js';
-import { msg } from './messages.js';
-import type { CodeSystemInfo, TermContext } from './types.js';
+import { badRequest, notFound } from '../../fhir/outcome.js';
+import { findConcepts, isAncestor } from '../providers/fhir/index-provider.js';
+import { msg } from '../messages.js';
+import type { CodeSystemInfo, TermContext } from '../types.js';
 
 export type SubsumptionOutcome = 'equivalent' | 'subsumes' | 'subsumed-by' | 'not-subsumed';
 

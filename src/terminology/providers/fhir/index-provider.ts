@@ -1,11 +1,11 @@
 import { requestIndex, type CodeSystemIndex, type StoredProperty } from './code-system-index.js';
-import * as sql from './concepts-sql.js';
+import * as sql from './sql-provider.js';
 import { terminologyCache } from './index-cache.js';
-import type { CodeSystemInfo, Concept, Designation, TermContext } from './types.js';
-import { splitCanonical } from './versions.js';
+import type { CodeSystemInfo, Concept, Designation, TermContext } from '../../types.js';
+import { splitCanonical } from '../../versions.js';
 
 export type { StoredProperty } from './code-system-index.js';
-export { CONCEPT_COLUMNS, toConcept } from './concepts-sql.js';
+export { CONCEPT_COLUMNS, toConcept } from './sql-provider.js';
 
 /**
  * Read side of the concept index: concepts by code (batched), designations, properties and

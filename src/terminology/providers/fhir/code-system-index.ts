@@ -1,7 +1,7 @@
-import type { Queryable } from '../core/database.js';
+import type { Queryable } from '../../../core/database.js';
 import { computeClosure } from './closure.js';
 import type { CodeSystemRows, DesignationRow, PropertyRow } from './code-system-rows.js';
-import type { Concept, Designation, TermContext } from './types.js';
+import type { Concept, Designation, TermContext } from '../../types.js';
 
 /**
  * One code-system version in memory (docs/terminology.md#in-memory-index): the hot path of

@@ -1,9 +1,9 @@
 import type { ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
-import { FhirError } from '../fhir/outcome.js';
-import { findConcept, findConcepts } from './concepts.js';
-import { txIssueOutcome } from './issues.js';
-import { msg } from './messages.js';
-import type { CodeSystemInfo, TermContext } from './types.js';
+import { FhirError } from '../../../fhir/outcome.js';
+import { findConcept, findConcepts } from './index-provider.js';
+import { txIssueOutcome } from '../../issues.js';
+import { msg } from '../../messages.js';
+import type { CodeSystemInfo, TermContext } from '../../types.js';
 
 /**
  * `ValueSet.compose.include.filter` as SQL — the reference implementation; the engine evaluates

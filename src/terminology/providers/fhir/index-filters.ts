@@ -1,8 +1,8 @@
 import type { ValueSetComposeInclude, ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
 import type { CodeSystemIndex } from './code-system-index.js';
-import { anchored, booleanValues, filterOp, invalidValueSet, isNotSelectableProperty, regexError } from './filters.js';
-import { msg } from './messages.js';
-import type { CodeSystemInfo, TermContext } from './types.js';
+import { anchored, booleanValues, filterOp, invalidValueSet, isNotSelectableProperty, regexError } from './sql-filters.js';
+import { msg } from '../../messages.js';
+import type { CodeSystemInfo, TermContext } from '../../types.js';
 
 /**
  * Value-set includes compiled to predicates over the in-memory index

@@ -1,8 +1,8 @@
-import { notFound } from '../fhir/outcome.js';
-import { designationsOf, findConcept, findConcepts, neighbours, propertiesOf, supplementCanonical, supplementsOf } from './concepts.js';
+import { notFound } from '../../fhir/outcome.js';
+import { designationsOf, findConcept, findConcepts, neighbours, propertiesOf, supplementCanonical, supplementsOf } from '../providers/fhir/index-provider.js';
 import { PREFERRED_FOR_LANGUAGE, preferredDisplay, type LanguagePrefs } from './display.js';
-import { isExtensionProperty } from './code-system-rows.js';
-import type { CodeSystemInfo, TermContext } from './types.js';
+import { isExtensionProperty } from '../providers/fhir/code-system-rows.js';
+import type { CodeSystemInfo, TermContext } from '../types.js';
 
 /**
  * `$lookup` (docs/terminology.md#lookup): everything the index holds about one code — name and version of

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
-import type { Database, Queryable } from '../core/database.js';
-import { announceChange, subscribeChanges } from '../storage/change-feed.js';
+import type { Database, Queryable } from '../../../core/database.js';
+import { announceChange, subscribeChanges } from '../../../storage/change-feed.js';
 import { loadIndex, type CodeSystemIndex } from './code-system-index.js';
-import type { CodeSystemInfo } from './types.js';
+import type { CodeSystemInfo } from '../../types.js';
 
 /**
  * The process's terminology caches (docs/terminology.md#in-memory-index): code-system indexes

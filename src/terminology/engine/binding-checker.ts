@@ -1,13 +1,13 @@
 import { EventEmitter } from 'node:events';
 import type { ValueSetExpansionContains } from '@medplum/fhirtypes';
-import type { Queryable } from '../core/database.js';
-import type { ResourceRepository } from '../core/repository.js';
-import type { BindingChecker, ValueSetCodes } from '../core/validation.js';
+import type { Queryable } from '../../core/database.js';
+import type { ResourceRepository } from '../../core/repository.js';
+import type { BindingChecker, ValueSetCodes } from '../../core/validation.js';
 import { parseLanguages } from './display.js';
 import { expandValueSet } from './expand.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
-import type { TermContext, TerminologyEnv } from './types.js';
-import { parseVersionRules } from './versions.js';
+import type { TermContext, TerminologyEnv } from '../types.js';
+import { parseVersionRules } from '../versions.js';
 
 /** NOTIFY channel on which every node hears that a CodeSystem or ValueSet changed. */
 const CHANNEL = 'lattice_terminology';

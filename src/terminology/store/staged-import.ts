@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { CodeSystem, CodeSystemConcept } from '@medplum/fhirtypes';
-import type { Database, Queryable } from '../core/database.js';
+import type { Database, Queryable } from '../../core/database.js';
 import { BATCH_ROWS } from './bulk-insert.js';
-import { CodeSystemRowBuilder } from './code-system-rows.js';
+import { CodeSystemRowBuilder } from '../providers/fhir/code-system-rows.js';
 import { finishHierarchy, insertCodeSystemRow, insertRowBatch, removeIndexRows } from './code-system-store.js';
-import { announceCodeSystemChange } from './index-cache.js';
+import { announceCodeSystemChange } from '../providers/fhir/index-cache.js';
 
 /**
  * Atomic per-version imports of large code systems (docs/terminology.md#atomic-imports).

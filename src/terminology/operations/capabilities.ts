@@ -1,10 +1,10 @@
 import type { OperationDefinition, TerminologyCapabilities, TerminologyCapabilitiesCodeSystem } from '@medplum/fhirtypes';
-import type { RequestContext } from '../core/context.js';
-import { baseCodeSystems } from './base-terminology.js';
-import { termContext } from './request-context.js';
-import { visibleCodeSystems } from './resolve.js';
-import type { TerminologyEnv } from './types.js';
-import { newestFirst } from './versions.js';
+import type { RequestContext } from '../../core/context.js';
+import { baseCodeSystems } from '../store/base-terminology.js';
+import { termContext } from '../engine/request-context.js';
+import { visibleCodeSystems } from '../engine/resolve.js';
+import type { TerminologyEnv } from '../types.js';
+import { newestFirst } from '../versions.js';
 
 /** `$expand` inputs that choose the value set rather than shape its expansion. */
 const NOT_EXPANSION_PARAMETERS = new Set(['url', 'valueSet', 'valueSetVersion', 'context', 'contextDirection']);

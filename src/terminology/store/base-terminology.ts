@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CodeSystem, Resource } from '@medplum/fhirtypes';
-import { FhirError } from '../fhir/outcome.js';
-import { definitionsDir, readDefinitionBundle } from '../fhir/definitions.js';
-import type { TermContext, TerminologyEnv } from './types.js';
+import { FhirError } from '../../fhir/outcome.js';
+import { definitionsDir, readDefinitionBundle } from '../../fhir/definitions.js';
+import type { TermContext, TerminologyEnv } from '../types.js';
 
 /**
  * The base R4 terminologies (~1060 CodeSystems, ~1320 ValueSets from the definitions package)

@@ -1,6 +1,6 @@
-import type { Queryable } from '../core/database.js';
+import type { Queryable } from '../../core/database.js';
 import { bulkInsert } from './bulk-insert.js';
-import { ancestorWalker, ClosureTooLarge, DEFAULT_CLOSURE_LIMIT } from './closure.js';
+import { ancestorWalker, ClosureTooLarge, DEFAULT_CLOSURE_LIMIT } from '../providers/fhir/closure.js';
 
 /**
  * Writes the hierarchy of one code system (docs/terminology.md#hierarchy-storage): its direct

@@ -1,19 +1,19 @@
 import { createHash } from 'node:crypto';
 import type { CodeSystem, Resource } from '@medplum/fhirtypes';
-import type { RequestContext } from '../core/context.js';
-import { FhirError, badRequest } from '../fhir/outcome.js';
-import type { Database } from '../core/database.js';
-import { stableStringify } from '../storage/stable-stringify.js';
-import { ClosureTooLarge } from './closure.js';
-import { indexFromRows, setRequestIndex, type CodeSystemIndex } from './code-system-index.js';
-import { codeSystemRows } from './code-system-rows.js';
-import { removeCodeSystemIndex } from './code-system-store.js';
-import { terminologyCache } from './index-cache.js';
-import { txIssueOutcome } from './issues.js';
-import { msg } from './messages.js';
+import type { RequestContext } from '../../core/context.js';
+import { FhirError, badRequest } from '../../fhir/outcome.js';
+import type { Database } from '../../core/database.js';
+import { stableStringify } from '../../storage/stable-stringify.js';
+import { ClosureTooLarge } from '../providers/fhir/closure.js';
+import { indexFromRows, setRequestIndex, type CodeSystemIndex } from '../providers/fhir/code-system-index.js';
+import { codeSystemRows } from '../providers/fhir/code-system-rows.js';
+import { removeCodeSystemIndex } from '../store/code-system-store.js';
+import { terminologyCache } from '../providers/fhir/index-cache.js';
+import { txIssueOutcome } from '../issues.js';
+import { msg } from '../messages.js';
 import { resolveCodeSystem } from './resolve.js';
-import type { CodeSystemInfo, TermContext, TerminologyEnv } from './types.js';
-import { parseVersionRules } from './versions.js';
+import type { CodeSystemInfo, TermContext, TerminologyEnv } from '../types.js';
+import { parseVersionRules } from '../versions.js';
 
 /**
  * The engine's view of one request, including resources supplied inline (`tx-resource`).

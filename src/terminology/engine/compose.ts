@@ -1,13 +1,13 @@
 import type { ValueSet, ValueSetComposeInclude, ValueSetExpansionContains } from '@medplum/fhirtypes';
-import { FhirError, badRequest, issue } from '../fhir/outcome.js';
-import { findConcepts, indexOf } from './concepts.js';
-import { compileInclude } from './filter-match.js';
-import { SqlParams, filterPredicate, regexError } from './filters.js';
-import { checkComposeFilters, terminologyLimits, type TerminologyLimits } from './limits.js';
-import { msg, valueSetText } from './messages.js';
+import { FhirError, badRequest, issue } from '../../fhir/outcome.js';
+import { findConcepts, indexOf } from '../providers/fhir/index-provider.js';
+import { compileInclude } from '../providers/fhir/index-filters.js';
+import { SqlParams, filterPredicate, regexError } from '../providers/fhir/sql-filters.js';
+import { checkComposeFilters, terminologyLimits, type TerminologyLimits } from '../limits.js';
+import { msg, valueSetText } from '../messages.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
-import type { CodeSystemInfo, TermContext } from './types.js';
-import { defaultValueSetVersion, effectiveVersion, splitCanonical, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from './versions.js';
+import type { CodeSystemInfo, TermContext } from '../types.js';
+import { defaultValueSetVersion, effectiveVersion, splitCanonical, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from '../versions.js';
 
 /**
  * Value-set membership (docs/terminology.md#value-set-membership), decided for the given codes — never by expanding

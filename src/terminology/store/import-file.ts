@@ -1,7 +1,7 @@
 import { createReadStream, statSync } from 'node:fs';
 import type { CodeSystem, CodeSystemConcept, Resource } from '@medplum/fhirtypes';
-import type { Queryable } from '../core/database.js';
-import type { TerminologyEnv } from './types.js';
+import type { Queryable } from '../../core/database.js';
+import type { TerminologyEnv } from '../types.js';
 import { jsonStream } from './json-stream.js';
 import { StagedCodeSystem } from './staged-import.js';
 

@@ -1,11 +1,11 @@
 import type { CodeSystem } from '@medplum/fhirtypes';
-import { badRequest } from '../fhir/outcome.js';
-import type { Queryable } from '../core/database.js';
+import { badRequest } from '../../fhir/outcome.js';
+import type { Queryable } from '../../core/database.js';
 import { bulkInsert } from './bulk-insert.js';
-import { ClosureTooLarge } from './closure.js';
+import { ClosureTooLarge } from '../providers/fhir/closure.js';
 import { writeHierarchy } from './hierarchy-store.js';
-import { announceCodeSystemChange } from './index-cache.js';
-import { codeSystemRows, DESIGNATION_COLUMNS, PROPERTY_COLUMNS, type ConceptRow, type DesignationRow, type PropertyRow, type RowBatch } from './code-system-rows.js';
+import { announceCodeSystemChange } from '../providers/fhir/index-cache.js';
+import { codeSystemRows, DESIGNATION_COLUMNS, PROPERTY_COLUMNS, type ConceptRow, type DesignationRow, type PropertyRow, type RowBatch } from '../providers/fhir/code-system-rows.js';
 
 /**
  * Write side of the terminology index: (re-)indexes one CodeSystem in the caller's transaction

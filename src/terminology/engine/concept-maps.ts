@@ -1,6 +1,6 @@
 import type { ConceptMap } from '@medplum/fhirtypes';
-import type { ResourceRepository } from '../core/repository.js';
-import { newestFirst, splitCanonical, versionMatches } from './versions.js';
+import type { ResourceRepository } from '../../core/repository.js';
+import { newestFirst, splitCanonical, versionMatches } from '../versions.js';
 
 /**
  * Which ConceptMaps exist for a caller (docs/terminology.md#translate): the ones sent with the

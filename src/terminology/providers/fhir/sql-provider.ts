@@ -1,6 +1,6 @@
-import type { CodeSystemInfo, Concept, Designation, TermContext } from './types.js';
+import type { CodeSystemInfo, Concept, Designation, TermContext } from '../../types.js';
 import type { StoredProperty } from './code-system-index.js';
-import { splitCanonical } from './versions.js';
+import { splitCanonical } from '../../versions.js';
 
 /**
  * The SQL reference of the concept reads (docs/terminology.md#in-memory-index): the same

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { OperationOutcome, ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
-import { FhirError } from '../fhir/outcome.js';
-import { SqlParams, filterOp, filterPredicate, invalidValueSet, regexError } from './filters.js';
-import { MESSAGE_ID, TX_ISSUE_TYPE } from './issues.js';
-import type { CodeSystemInfo, TermContext } from './types.js';
+import { FhirError } from '../../../fhir/outcome.js';
+import { SqlParams, filterOp, filterPredicate, invalidValueSet, regexError } from './sql-filters.js';
+import { MESSAGE_ID, TX_ISSUE_TYPE } from '../../issues.js';
+import type { CodeSystemInfo, TermContext } from '../../types.js';
 
 /**
  * Only the branches of `filterPredicate` that need no concept look-up are tested here (they are

@@ -1,11 +1,11 @@
 import type { ValueSet } from '@medplum/fhirtypes';
 import { flatten, includeCodeSystem, includeSystem, type MemberHit, type ValueSetEvaluator } from './compose.js';
-import { designationsOf, findConcepts } from './concepts.js';
+import { designationsOf, findConcepts } from '../providers/fhir/index-provider.js';
 import { checkDisplay, preferredDisplay, type LanguagePrefs } from './display.js';
-import { codingText, msg } from './messages.js';
+import { codingText, msg } from '../messages.js';
 import { codeSystemVersions, resolveCodeSystem, resolveValueSet } from './resolve.js';
-import type { CodeSystemInfo, Concept, Designation, TermContext, TxIssue } from './types.js';
-import { checkViolation, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from './versions.js';
+import type { CodeSystemInfo, Concept, Designation, TermContext, TxIssue } from '../types.js';
+import { checkViolation, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from '../versions.js';
 
 /**
  * Validates codings against a value set (or one code system), in batches: codings are grouped

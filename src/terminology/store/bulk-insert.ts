@@ -1,4 +1,4 @@
-import type { Queryable } from '../core/database.js';
+import type { Queryable } from '../../core/database.js';
 
 /**
  * Multi-row inserts, a batch of rows per statement. Where the driver offers it (both do:

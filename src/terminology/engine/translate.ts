@@ -1,5 +1,5 @@
 import type { CodeableConcept, Coding, ConceptMap, ConceptMapGroup, ConceptMapGroupElementTarget } from '@medplum/fhirtypes';
-import { splitCanonical, versionMatches } from './versions.js';
+import { splitCanonical, versionMatches } from '../versions.js';
 
 /**
  * ConceptMap translation (docs/terminology.md#translate): the matches a set of maps gives for

@@ -1,6 +1,6 @@
 import type { CodeSystem, CodeSystemConcept, CodeSystemConceptProperty, CodeSystemProperty } from '@medplum/fhirtypes';
-import type { BulkColumn } from './bulk-insert.js';
-import type { Concept } from './types.js';
+import type { BulkColumn } from '../../store/bulk-insert.js';
+import type { Concept } from '../../types.js';
 
 /**
  * Turns a CodeSystem resource into the rows of the terminology index (pure, no database):

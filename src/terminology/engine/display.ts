@@ -1,7 +1,7 @@
-import { FhirError } from '../fhir/outcome.js';
-import { txIssueOutcome } from './issues.js';
-import { displayChoices, msg } from './messages.js';
-import type { CodeSystemInfo, Concept, Designation, TxIssue } from './types.js';
+import { FhirError } from '../../fhir/outcome.js';
+import { txIssueOutcome } from '../issues.js';
+import { displayChoices, msg } from '../messages.js';
+import type { CodeSystemInfo, Concept, Designation, TxIssue } from '../types.js';
 
 /**
  * Displays and languages: which display to return for a requested language, and whether a
