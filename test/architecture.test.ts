@@ -79,6 +79,39 @@ describe('architecture', () => {
     assert.deepEqual(offenders, []);
   });
 
+  test('src/terminology: handlers over rules over stores over providers over the leaves (src/terminology/README.md)', () => {
+    const T = 'src/terminology/';
+    const LEAVES = ['types.ts', 'messages.ts', 'issues.ts', 'versions.ts', 'limits.ts'].map((f) => T + f);
+    /** Folder of a terminology module: its first folder under src/terminology, or `leaf`/`wiring` at the top. */
+    const layer = (m: string) => {
+      const rest = m.slice(T.length);
+      if (!rest.includes('/')) return LEAVES.includes(m) ? 'leaf' : 'wiring';
+      return rest.split('/')[0];
+    };
+    const allowed: Record<string, string[]> = {
+      wiring: ['wiring', 'operations', 'engine', 'store', 'providers', 'leaf'],
+      operations: ['operations', 'engine', 'store', 'providers', 'leaf'],
+      engine: ['engine', 'store', 'providers', 'leaf'],
+      store: ['store', 'providers', 'leaf'],
+      providers: ['providers', 'leaf'],
+      leaf: ['leaf'],
+    };
+    const offenders = [...graph]
+      .filter(([from]) => from.startsWith(T))
+      .flatMap(([from, { modules }]) =>
+        modules.filter((m) => m.startsWith(T) && !allowed[layer(from)].includes(layer(m))).map((m) => `${from} → ${m}`),
+      );
+    assert.deepEqual(offenders, []);
+    // The rules and handlers reach a code system only through the provider contract and its
+    // selection: never through one provider's implementation.
+    const bypass = [...graph]
+      .filter(([from]) => from.startsWith(`${T}engine/`) || from.startsWith(`${T}operations/`))
+      .flatMap(([from, { modules }]) => modules.filter((m) => /-provider\.ts$|\/(index|sql)-filters\.ts$|\/code-system-index\.ts$/.test(m)).map((m) => `${from} → ${m}`));
+    assert.deepEqual(bypass, []);
+    const top = readdirSync(join(projectRoot, T)).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
+    assert.ok(top.length <= 10, `src/terminology has ${top.length} files at its top level: ${top.join(', ')}`);
+  });
+
   test('no import cycles', () => {
     const cycles: string[] = [];
     const state = new Map<string, 'open' | 'done'>();

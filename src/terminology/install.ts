@@ -17,7 +17,7 @@ import { subsumesOperation } from './operations/subsumes.js';
 import { translateOperation } from './operations/translate.js';
 import { codeSystemValidateCodeOperation, valueSetValidateCodeOperation } from './operations/validate-code.js';
 import { terminologyCache } from './providers/fhir/index-cache.js';
-import { pruneInlineCodeSystems } from './engine/request-context.js';
+import { pruneInlineCodeSystems } from './store/code-system-store.js';
 import { resolveCodeSystem } from './engine/resolve.js';
 import type { TermContext } from './types.js';
 import { parseVersionRules } from './versions.js';

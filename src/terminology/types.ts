@@ -86,6 +86,15 @@ export interface TermContext {
   sqlReference?: boolean;
 }
 
+/** A property value stored for a concept, as text with its declared type. */
+export interface StoredProperty {
+  code: string;
+  type: string;
+  value: string;
+  system: string | undefined;
+  display: string | undefined;
+}
+
 /** A tx-ecosystem issue before it becomes an OperationOutcome issue. */
 export interface TxIssue {
   severity: 'error' | 'warning' | 'information';

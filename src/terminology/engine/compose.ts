@@ -1,8 +1,6 @@
 import type { ValueSet, ValueSetComposeInclude, ValueSetExpansionContains } from '@medplum/fhirtypes';
 import { FhirError, badRequest, issue } from '../../fhir/outcome.js';
-import { findConcepts, indexOf } from '../providers/fhir/index-provider.js';
-import { compileInclude } from '../providers/fhir/index-filters.js';
-import { SqlParams, filterPredicate, regexError } from '../providers/fhir/sql-filters.js';
+import { providerFor } from '../providers/select.js';
 import { checkComposeFilters, terminologyLimits, type TerminologyLimits } from '../limits.js';
 import { msg, valueSetText } from '../messages.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
@@ -10,13 +8,13 @@ import type { CodeSystemInfo, TermContext } from '../types.js';
 import { defaultValueSetVersion, effectiveVersion, splitCanonical, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from '../versions.js';
 
 /**
- * Value-set membership (docs/terminology.md#value-set-membership), decided for the given codes — never by expanding
- * first. Each include is compiled once per code-system index into a predicate over concept ids
- * (filter-match.ts; explicit concepts, filters ANDed, the whole system) and the candidates are
- * probed (`TermContext.sqlReference`: one SQL query per include instead); nested value sets (`include.valueSet`) are intersected
- * recursively for the same candidates; excludes are subtracted; `compose.inactive = false`
- * (or `activeOnly`) drops inactive concepts. A value set without `compose` is decided from its
- * `expansion`. Any number of codes costs a fixed number of queries (10k-coding requests).
+ * Value-set membership (docs/terminology.md#value-set-membership), decided for the given codes —
+ * never by expanding first. Each include asks the code system's provider which of the candidate
+ * concepts it selects (explicit concepts, filters ANDed, the whole system); nested value sets
+ * (`include.valueSet`) are intersected for the same candidates, each evaluated once per request
+ * (Evaluation); excludes are subtracted; `compose.inactive = false` (or `activeOnly`) drops
+ * inactive concepts. A value set without `compose` is decided from its `expansion`. Any number
+ * of codes costs a fixed number of provider calls (10k-coding requests).
  */
 
 /** An `include.valueSet` that cannot be found (validate-code reports it as an issue). */
@@ -237,10 +235,9 @@ export class ValueSetEvaluator {
       const listed = new Set((inc.concept ?? []).map((c) => c.code));
       return hits(inc.concept ? candidates.filter((c) => listed.has(c)) : []);
     }
-    const concepts = await findConcepts(this.tc, cs, candidates);
-    const ids = this.tc.sqlReference
-      ? await includeIdsSql(this.tc, cs, inc, path, activeOnly, [...new Set([...concepts.values()].map((c) => c.id))])
-      : await includeIdsInMemory(this.tc, cs, inc, path, activeOnly, [...concepts.values()].map((c) => c.id));
+    const provider = providerFor(this.tc, cs);
+    const concepts = await provider.findConcepts(candidates);
+    const ids = await provider.selected({ include: inc, path, activeOnly }, [...concepts.values()].map((c) => c.id));
     const out = new Set<string>();
     for (const code of candidates) {
       const concept = concepts.get(code);
@@ -292,21 +289,6 @@ export class ValueSetEvaluator {
   }
 }
 
-/** Which of `ids` an include selects, from the in-memory index (a compiled predicate). */
-async function includeIdsInMemory(tc: TermContext, cs: CodeSystemInfo, inc: ValueSetComposeInclude, path: string, activeOnly: boolean, ids: number[]): Promise<Set<number>> {
-  const match = await compileInclude(tc, cs, await indexOf(tc, cs), inc, path, activeOnly);
-  return new Set(ids.filter(match));
-}
-
-/** Which of `ids` an include selects, in SQL (the reference implementation). */
-async function includeIdsSql(tc: TermContext, cs: CodeSystemInfo, inc: ValueSetComposeInclude, path: string, activeOnly: boolean, ids: number[]): Promise<Set<number>> {
-  const p = new SqlParams();
-  const conditions = [`c.cs_key = ${p.add(cs.key)}`, `c.id = ANY(${p.add(ids)}::int[])`];
-  conditions.push(...(await includeConditions(tc, cs, inc, path, p, activeOnly)));
-  const rows = (await runQuery(tc, `SELECT c.id FROM tx_concept c WHERE ${conditions.join(' AND ')}`, p.values)).rows;
-  return new Set(rows.map((r) => (r as { id: number }).id));
-}
-
 /**
  * The system and version an include names. Some published value sets (the R4 v2 tables) write
  * the version into `system` as `url|version`; that counts as `version`.
@@ -315,40 +297,6 @@ export function includeSystem(inc: ValueSetComposeInclude): { system: string | u
   if (!inc.system) return { system: undefined, version: inc.version };
   const split = splitCanonical(inc.system);
   return { system: split.url, version: inc.version ?? split.version };
-}
-
-/**
- * SQL conditions (over alias `c`) selecting the concepts of `cs` an include/exclude names:
- * its concept list, its filters (ANDed), and optionally only active concepts. No condition =
- * the whole system.
- */
-export async function includeConditions(
-  tc: TermContext,
-  cs: CodeSystemInfo,
-  inc: ValueSetComposeInclude,
-  path: string,
-  p: SqlParams,
-  activeOnly: boolean,
-): Promise<string[]> {
-  const conditions: string[] = [];
-  if (inc.concept) {
-    const codes = inc.concept.map((c) => c.code).filter((c): c is string => typeof c === 'string');
-    conditions.push(
-      cs.caseSensitive ? `c.code = ANY(${p.add(codes)}::text[])` : `c.code_lower = ANY(${p.add(codes.map((c) => c.toLowerCase()))}::text[])`,
-    );
-  }
-  for (const [j, f] of (inc.filter ?? []).entries()) conditions.push(await filterPredicate(tc, cs, f, p, `${path}.filter[${j}]`));
-  if (activeOnly) conditions.push('NOT c.inactive');
-  return conditions;
-}
-
-/** Runs an evaluation query, turning PostgreSQL's invalid-regex error into a 400. */
-export async function runQuery(tc: TermContext, sql: string, params: unknown[]) {
-  try {
-    return await tc.db.query(sql, params);
-  } catch (err) {
-    throw regexError(err) ?? err;
-  }
 }
 
 /** Every entry of a (nested) expansion `contains`. */

@@ -1,23 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import type { ValueSet, ValueSetComposeInclude, ValueSetComposeIncludeConcept, ValueSetExpansionContains, ValueSetExpansionParameter } from '@medplum/fhirtypes';
-import { EXTENSION_PROPERTY_URIS, designationExtensions, extensionRows, isExtensionProperty } from '../providers/fhir/code-system-rows.js';
+import { EXTENSION_PROPERTY_URIS, designationExtensions, extensionRows, isExtensionProperty } from '../providers/concept-extensions.js';
 import { FhirError, badRequest, issue } from '../../fhir/outcome.js';
-import { UnknownValueSetError, ValueSetEvaluator, flatten, includeConditions, includeSystem, runQuery } from './compose.js';
-import { ancestorsWithin, conceptsByIds, designationsOf, indexOf, propertiesOfConcepts, supplementsOf } from '../providers/fhir/index-provider.js';
-import { compileInclude } from '../providers/fhir/index-filters.js';
+import { UnknownValueSetError, ValueSetEvaluator, flatten, includeSystem } from './compose.js';
+import { filterWords } from '../providers/filters.js';
+import { supplementsOf, type CodeSystemProvider } from '../providers/provider.js';
+import { providerFor } from '../providers/select.js';
 import { chooseDisplay, designationsFor, type LanguagePrefs } from './display.js';
-import { SqlParams } from '../providers/fhir/sql-filters.js';
 import { msg, valueSetText } from '../messages.js';
 import { toOutcomeIssue } from '../issues.js';
 import { codeSystemVersions, resolveCodeSystem } from './resolve.js';
-import type { CodeSystemInfo, Designation, TermContext } from '../types.js';
+import type { CodeSystemInfo, Designation, StoredProperty, TermContext } from '../types.js';
 import { VERSION_RULE_PARAMETER, checkViolation, effectiveVersion, NO_VERSION_RULES } from '../versions.js';
 
 /**
  * `$expand` (docs/terminology.md#expand) — the one operation that builds an expansion. Each include
- * yields concept ids from the in-memory index (whole systems, concept lists, filters compiled
- * once, the text filter, active only; `TermContext.sqlReference`: one SQL query); ids of one code system are merged and excludes subtracted as id sets, so only the
- * requested page is ever turned into `contains` entries and `total` is the true total.
+ * asks its code system's provider for the concept ids it selects (whole systems, concept lists,
+ * filters, the text filter, active only); ids of one code system are merged and excludes
+ * subtracted as id sets, so only the requested page is ever turned into `contains` entries and
+ * `total` is the true total.
  */
 
 export interface ExpandRequest {
@@ -137,7 +138,7 @@ async function selectable(tc: TermContext, groups: Group[]): Promise<Group[]> {
       out.push(g);
       continue;
     }
-    const abstract = new Set((await conceptsByIds(tc, g.cs, g.ids)).filter((c) => c.abstract).map((c) => c.id));
+    const abstract = new Set((await providerFor(tc, g.cs).conceptsByIds(g.ids)).filter((c) => c.abstract).map((c) => c.id));
     out.push({ ...g, ids: g.ids.filter((id) => !abstract.has(id)) });
   }
   return out;
@@ -226,76 +227,13 @@ async function includeGroups(
   if (!cs) throw expansionError('not-found', 'not-found', 'UNKNOWN_CODESYSTEM_EXP', msg.cannotExpand(pinned.system));
   used.codeSystems.add(cs.version ? `${cs.url}|${cs.version}` : cs.url);
   const allowed = nested ? nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []) : undefined;
-  if (!tc.sqlReference) return [{ system: cs.url, cs, ids: await includeIdsInMemory(tc, cs, inc, path, activeOnly, req.filter, allowed) }];
-  const p = new SqlParams();
-  const conditions = [`c.cs_key = ${p.add(cs.key)}`, ...(await includeConditions(tc, cs, inc, path, p, activeOnly))];
-  if (req.filter) conditions.push(textCondition(req.filter, p));
-  if (allowed) conditions.push(`c.id = ANY(${p.add(allowed)}::int[])`);
-  const rows = (await runQuery(tc, `SELECT c.id FROM tx_concept c WHERE ${conditions.join(' AND ')} ORDER BY c.id`, p.values)).rows;
-  return [{ system: cs.url, cs, ids: rows.map((r) => (r as { id: number }).id) }];
-}
-
-/**
- * The ids an include selects (ascending), from the in-memory index: the compiled include
- * (filter-match.ts), the text filter on display and designations, and the nested value sets' ids.
- */
-async function includeIdsInMemory(
-  tc: TermContext,
-  cs: CodeSystemInfo,
-  inc: ValueSetComposeInclude,
-  path: string,
-  activeOnly: boolean,
-  text: string | undefined,
-  allowed: number[] | undefined,
-): Promise<number[]> {
-  const index = await indexOf(tc, cs);
-  const match = await compileInclude(tc, cs, index, inc, path, activeOnly);
-  const words = text ? wordPrefixes(text) : undefined;
-  const textMatch = (id: number) => {
-    if (!words) return true;
-    const texts = [index.display(id) ?? '', ...index.designations(id).map((d) => d.value)];
-    return words.every((w) => texts.some((t) => w.test(t)));
-  };
-  const out: number[] = [];
-  if (allowed) {
-    for (const id of [...new Set(allowed)].sort((a, b) => a - b)) if (index.has(id) && match(id) && textMatch(id)) out.push(id);
-    return out;
-  }
-  for (let id = 1; id <= index.maxId; id++) if (index.has(id) && match(id) && textMatch(id)) out.push(id);
-  return out;
-}
-
-/**
- * The words of a text `filter` (split at anything but letters and digits): a concept matches
- * when every word starts a word of its display or of one of its designations, ignoring case and
- * order (docs/terminology.md#expand).
- */
-function filterWords(text: string): string[] {
-  return text.split(/[^\p{L}\p{N}]+/u).filter(Boolean);
-}
-
-const escapeRegex = (w: string) => w.replace(/[\\.^$|?*+()[\]{}]/g, '\\$&');
-
-/** One case-insensitive word-prefix pattern per filter word (as textCondition in SQL). */
-function wordPrefixes(text: string): RegExp[] {
-  return filterWords(text).map((w) => new RegExp(`(^|[^\\p{L}\\p{N}])${escapeRegex(w)}`, 'iu'));
+  const ids = await providerFor(tc, cs).enumerate({ include: inc, path, activeOnly, text: req.filter }, allowed);
+  return [{ system: cs.url, cs, ids }];
 }
 
 /** A 400 whose one issue carries the tx-ecosystem issue type and message id (docs/terminology.md#version-parameters). */
 function expansionError(code: string, type: string, id: string, text: string): FhirError {
   return new FhirError(400, [toOutcomeIssue({ severity: 'error', code, type, id, text })]);
-}
-
-/** The text filter in SQL: every word starts a word of the display or of a designation, ignoring case. */
-function textCondition(text: string, p: SqlParams): string {
-  const words = filterWords(text);
-  if (words.length === 0) return 'true';
-  return words
-    .map((w) => {
-      const re = p.add(`(^|[^[:alnum:]])${escapeRegex(w)}`);
-      return `(c.display ~* ${re} OR EXISTS (SELECT 1 FROM tx_designation d WHERE d.cs_key = c.cs_key AND d.concept = c.id AND d.value ~* ${re}))`;
-    })
-    .join(' AND ');
 }
 
 function textMatches(display: string | undefined, text: string): boolean {
@@ -394,8 +332,9 @@ async function page(
     const take = Math.min(size - skip, count - out.length);
     if (g.cs && g.ids) {
       const ids = g.ids.slice(skip, skip + take);
-      const entries = await conceptEntries(tc, g.cs, ids, ctx);
-      out.push(...(nest ? await nested(tc, g.cs, ids, entries) : entries));
+      const provider = providerFor(tc, g.cs);
+      const entries = await conceptEntries(tc, provider, ids, ctx);
+      out.push(...(nest ? await nested(provider, ids, entries) : entries));
     } else for (const c of (g.listed ?? []).slice(skip, skip + take)) out.push({ system: g.system, code: c.code, ...(c.display ? { display: c.display } : {}) });
     skip = 0;
   }
@@ -403,8 +342,8 @@ async function page(
 }
 
 /** Puts each entry under the entry of its nearest ancestor among `ids` (entries[i] is ids[i]). */
-async function nested(tc: TermContext, cs: CodeSystemInfo, ids: number[], entries: ValueSetExpansionContains[]): Promise<ValueSetExpansionContains[]> {
-  const ancestors = await ancestorsWithin(tc, cs, ids);
+async function nested(provider: CodeSystemProvider, ids: number[], entries: ValueSetExpansionContains[]): Promise<ValueSetExpansionContains[]> {
+  const ancestors = await ancestorsWithin(provider, ids);
   if (ancestors.size === 0) return entries;
   const byId = new Map(ids.map((id, i) => [id, entries[i]]));
   const roots: ValueSetExpansionContains[] = [];
@@ -436,14 +375,16 @@ const ECHOED_CONCEPT_EXTENSIONS = new Set([
 ]);
 const CONCEPT_DEFINITION_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-concept-definition';
 
-async function conceptEntries(tc: TermContext, cs: CodeSystemInfo, ids: number[], ctx: EntryContext): Promise<ValueSetExpansionContains[]> {
+async function conceptEntries(tc: TermContext, provider: CodeSystemProvider, ids: number[], ctx: EntryContext): Promise<ValueSetExpansionContains[]> {
   const { req, declared } = ctx;
-  const concepts = await conceptsByIds(tc, cs, ids);
+  const cs = provider.cs;
+  const concepts = await provider.conceptsByIds(ids);
   const wantedDesignations = req.designations ?? [];
   const wantedProperties = req.properties ?? [];
   const withDesignations = req.includeDesignations || wantedDesignations.length > 0;
-  const designations = await designationsOf(tc, cs, ids);
-  const stored = await propertiesOfConcepts(tc, cs, ids);
+  const designations = await provider.designations(ids);
+  const stored = new Map<number, StoredProperty[]>();
+  for (const id of new Set(ids)) stored.set(id, await provider.properties(id));
   const defs = [...cs.propertyDefs, ...supplementsOf(tc, cs).flatMap((s) => s.propertyDefs)];
   return concepts.map((stored0) => {
     const vsConcept = ctx.listed.get(`${cs.url}\u0000${stored0.code}`);
@@ -533,4 +474,41 @@ function propertyValue(p: { type: string; value: string; system?: string; displa
     default:
       return { valueCode: p.value };
   }
+}
+
+/**
+ * For each of `ids`, its nearest ancestors that are themselves among `ids` (walking up the
+ * direct parents, in id order): what nests an expansion's `contains` (docs/terminology.md#expand).
+ */
+async function ancestorsWithin(provider: CodeSystemProvider, ids: number[]): Promise<Map<number, number[]>> {
+  const out = new Map<number, number[]>();
+  if (ids.length === 0) return out;
+  const wanted = new Set(ids);
+  const parentsOf = new Map<number, number[]>();
+  const parents = async (id: number) => {
+    let p = parentsOf.get(id);
+    if (!p) parentsOf.set(id, (p = (await provider.neighbours(id, true)).map((c) => c.id)));
+    return p;
+  };
+  for (const id of wanted) {
+    const seen = new Set<number>([id]);
+    let level = await parents(id);
+    while (level.length > 0) {
+      const hits = level.filter((x) => wanted.has(x));
+      if (hits.length > 0) {
+        out.set(id, hits);
+        break;
+      }
+      const next: number[] = [];
+      for (const x of level) {
+        for (const y of await parents(x)) {
+          if (seen.has(y)) continue;
+          seen.add(y);
+          next.push(y);
+        }
+      }
+      level = next;
+    }
+  }
+  return out;
 }

@@ -1,7 +1,8 @@
 import { notFound } from '../../fhir/outcome.js';
-import { designationsOf, findConcept, findConcepts, neighbours, propertiesOf, supplementCanonical, supplementsOf } from '../providers/fhir/index-provider.js';
+import { supplementCanonical, supplementsOf } from '../providers/provider.js';
+import { providerFor } from '../providers/select.js';
 import { PREFERRED_FOR_LANGUAGE, preferredDisplay, type LanguagePrefs } from './display.js';
-import { isExtensionProperty } from '../providers/fhir/code-system-rows.js';
+import { isExtensionProperty } from '../providers/concept-extensions.js';
 import type { CodeSystemInfo, TermContext } from '../types.js';
 
 /**
@@ -45,26 +46,23 @@ export async function lookupCode(
   languages: LanguagePrefs,
   properties: string[] | undefined,
 ): Promise<LookupResult> {
-  const concept = await findConcept(tc, cs, code);
+  const provider = providerFor(tc, cs);
+  const concept = (await provider.findConcepts([code])).get(code);
   if (!concept) throw notFound();
   const wanted = (p: string) => !properties || properties.length === 0 || properties.includes('*') || properties.includes(p);
-  const designations = (await designationsOf(tc, cs, [concept.id])).get(concept.id) ?? [];
+  const designations = (await provider.designations([concept.id])).get(concept.id) ?? [];
   const property: LookupResult['property'] = [];
 
   if (wanted('parent')) {
-    for (const p of await neighbours(tc, cs, concept.id, true)) property.push(related('parent', p.code, p.display));
+    for (const p of await provider.neighbours(concept.id, true)) property.push(related('parent', p.code, p.display));
   }
   if (wanted('child')) {
-    for (const c of await neighbours(tc, cs, concept.id, false)) property.push(related('child', c.code, c.display));
+    for (const c of await provider.neighbours(concept.id, false)) property.push(related('child', c.code, c.display));
   }
   if (wanted('inactive')) property.push({ code: 'inactive', value: { type: 'boolean', value: concept.inactive } });
-  const stored = (await propertiesOf(tc, cs, concept.id)).filter((p) => !COMPUTED.has(p.code) && !isExtensionProperty(p.code, cs.propertyDefs) && wanted(p.code));
+  const stored = (await provider.properties(concept.id)).filter((p) => !COMPUTED.has(p.code) && !isExtensionProperty(p.code, cs.propertyDefs) && wanted(p.code));
   // A code-valued property naming another concept of this system is described by its display.
-  const targets = await findConcepts(
-    tc,
-    cs,
-    stored.filter((p) => p.type === 'code').map((p) => p.value),
-  );
+  const targets = await provider.findConcepts(stored.filter((p) => p.type === 'code').map((p) => p.value));
   for (const p of stored) {
     const entry: LookupResult['property'][number] = { code: p.code, value: typedValue(p) };
     const target = p.type === 'code' ? targets.get(p.value) : undefined;

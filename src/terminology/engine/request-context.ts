@@ -1,18 +1,11 @@
-import { createHash } from 'node:crypto';
-import type { CodeSystem, Resource } from '@medplum/fhirtypes';
+import type { Resource } from '@medplum/fhirtypes';
 import type { RequestContext } from '../../core/context.js';
 import { FhirError, badRequest } from '../../fhir/outcome.js';
-import type { Database } from '../../core/database.js';
-import { stableStringify } from '../../storage/stable-stringify.js';
-import { ClosureTooLarge } from '../providers/fhir/closure.js';
-import { indexFromRows, setRequestIndex, type CodeSystemIndex } from '../providers/fhir/code-system-index.js';
-import { codeSystemRows } from '../providers/fhir/code-system-rows.js';
-import { removeCodeSystemIndex } from '../store/code-system-store.js';
-import { terminologyCache } from '../providers/fhir/index-cache.js';
 import { txIssueOutcome } from '../issues.js';
 import { msg } from '../messages.js';
+import { inlineCodeSystem } from '../providers/select.js';
 import { resolveCodeSystem } from './resolve.js';
-import type { CodeSystemInfo, TermContext, TerminologyEnv } from '../types.js';
+import type { TermContext, TerminologyEnv } from '../types.js';
 import { parseVersionRules } from '../versions.js';
 
 /**
@@ -46,9 +39,7 @@ export async function termContext(env: TerminologyEnv, ctx: RequestContext, inpu
   for (const r of Array.isArray(txResources) ? (txResources as Resource[]) : []) {
     if (r?.resourceType === 'ValueSet') tc.inlineValueSets.push(r);
     else if (r?.resourceType === 'CodeSystem' && r.url) {
-      const { info, index } = inlineCodeSystem(env, r);
-      tc.inlineCodeSystems.push(info);
-      setRequestIndex(tc, info.key, index);
+      tc.inlineCodeSystems.push(inlineCodeSystem(tc, r));
     }
   }
   const wanted = (input as { useSupplement?: unknown }).useSupplement;
@@ -92,60 +83,8 @@ function rejectNul(value: unknown, depth = 0): void {
 }
 
 /**
- * The in-memory index of a request-supplied CodeSystem (never written to the database): built
- * from the same rows a stored one is indexed with, and kept in the index cache under its content
- * hash, so a client that sends the same resource with every request pays for building it once.
- */
-function inlineCodeSystem(env: TerminologyEnv, cs: CodeSystem): { info: CodeSystemInfo; index: CodeSystemIndex } {
-  const hash = createHash('sha256').update(stableStringify(cs)).digest('hex').slice(0, 40);
-  const cache = terminologyCache(env.db);
-  const key = cache.inlineKey(hash);
-  let index = cache.peek(key);
-  if (!index) {
-    try {
-      index = indexFromRows(codeSystemRows(cs));
-    } catch (err) {
-      if (err instanceof ClosureTooLarge) throw badRequest('CodeSystem hierarchy is too large to index', 'CodeSystem.concept');
-      throw err;
-    }
-    cache.keep(key, `tx:${hash}`, index);
-  }
-  const info: CodeSystemInfo & { inline: true } = {
-    key,
-    resourceId: `tx:${hash}`,
-    projectId: undefined,
-    url: cs.url as string,
-    version: cs.version,
-    lastUpdated: new Date().toISOString(),
-    content: cs.content ?? 'complete',
-    caseSensitive: cs.caseSensitive !== false,
-    hierarchyMeaning: cs.hierarchyMeaning,
-    supplements: cs.supplements,
-    language: cs.language,
-    name: cs.name,
-    title: cs.title,
-    propertyDefs: cs.property ?? [],
-    conceptCount: index.maxId,
-    inline: true,
-  };
-  return { info, index };
-}
-
-/**
- * Removes request-scoped index rows, which earlier versions wrote for `tx-resource` code systems
- * (run periodically; nothing writes them any more).
- */
-export async function pruneInlineCodeSystems(db: Database): Promise<number> {
-  const old = await db.query<{ resource_id: string }>(
-    "SELECT resource_id FROM tx_code_system WHERE scope IS NOT NULL AND last_updated < now() - interval '1 hour'",
-  );
-  for (const { resource_id } of old.rows) await db.transaction((tx) => removeCodeSystemIndex(tx, resource_id));
-  return old.rows.length;
-}
-
-/**
- * The request's Accept-Language header, when the request context carries headers (the
- * framework passes none today; `displayLanguage` is the supported way to ask for a language).
+ * The request's Accept-Language header (the HTTP adapter puts it on the request context); a
+ * `displayLanguage` parameter takes precedence over it (docs/terminology.md#displays-and-languages).
  */
 export function acceptLanguage(ctx: RequestContext): string | undefined {
   return ctx.acceptLanguage;

@@ -1,5 +1,5 @@
 import { badRequest, notFound } from '../../fhir/outcome.js';
-import { findConcepts, isAncestor } from '../providers/fhir/index-provider.js';
+import { providerFor } from '../providers/select.js';
 import { msg } from '../messages.js';
 import type { CodeSystemInfo, TermContext } from '../types.js';
 
@@ -12,14 +12,15 @@ export type SubsumptionOutcome = 'equivalent' | 'subsumes' | 'subsumed-by' | 'no
  * `equivalent`, even in a code system without an is-a hierarchy.
  */
 export async function subsumes(tc: TermContext, cs: CodeSystemInfo, codeA: string, codeB: string): Promise<SubsumptionOutcome> {
-  const found = await findConcepts(tc, cs, [codeA, codeB]);
+  const provider = providerFor(tc, cs);
+  const found = await provider.findConcepts([codeA, codeB]);
   const a = found.get(codeA);
   if (!a) throw notFound(msg.codeNotInSystem(codeA, cs.url));
   const b = found.get(codeB);
   if (!b) throw notFound(msg.codeNotInSystem(codeB, cs.url));
   if (a.id === b.id) return 'equivalent';
   if (cs.hierarchyMeaning !== undefined && cs.hierarchyMeaning !== 'is-a') throw badRequest(msg.notIsA(cs.url));
-  if (await isAncestor(tc, cs, a.id, b.id)) return 'subsumes';
-  if (await isAncestor(tc, cs, b.id, a.id)) return 'subsumed-by';
+  if (await provider.isAncestor(a.id, b.id)) return 'subsumes';
+  if (await provider.isAncestor(b.id, a.id)) return 'subsumed-by';
   return 'not-subsumed';
 }

@@ -1,6 +1,6 @@
 import type { ValueSet } from '@medplum/fhirtypes';
 import { flatten, includeCodeSystem, includeSystem, type MemberHit, type ValueSetEvaluator } from './compose.js';
-import { designationsOf, findConcepts } from '../providers/fhir/index-provider.js';
+import { providerFor } from '../providers/select.js';
 import { checkDisplay, preferredDisplay, type LanguagePrefs } from './display.js';
 import { codingText, msg } from '../messages.js';
 import { codeSystemVersions, resolveCodeSystem, resolveValueSet } from './resolve.js';
@@ -148,9 +148,10 @@ async function validateGroup(
   const designations = new Map<number, Map<number, Designation[]>>();
   const needDesignations = checks.some((c) => c.input.display !== undefined) || o.languages.tags.length > 0;
   for (const [cs, group] of groupByCodeSystem(plans, checks)) {
-    const found = await findConcepts(tc, cs, group);
+    const provider = providerFor(tc, cs);
+    const found = await provider.findConcepts(group);
     for (const [code, concept] of found) concepts.set(`${cs.key} ${code}`, concept);
-    if (needDesignations) designations.set(cs.key, await designationsOf(tc, cs, [...new Set([...found.values()].map((c) => c.id))]));
+    if (needDesignations) designations.set(cs.key, await provider.designations([...new Set([...found.values()].map((c) => c.id))]));
   }
   const conceptOf = (i: number) => concepts.get(`${plans[i].cs.key} ${checks[i].input.code}`);
 

@@ -1,11 +1,12 @@
 import type { CodeSystem } from '@medplum/fhirtypes';
 import { badRequest } from '../../fhir/outcome.js';
-import type { Queryable } from '../../core/database.js';
+import type { Database, Queryable } from '../../core/database.js';
 import { bulkInsert } from './bulk-insert.js';
 import { ClosureTooLarge } from '../providers/fhir/closure.js';
 import { writeHierarchy } from './hierarchy-store.js';
 import { announceCodeSystemChange } from '../providers/fhir/index-cache.js';
-import { codeSystemRows, DESIGNATION_COLUMNS, PROPERTY_COLUMNS, type ConceptRow, type DesignationRow, type PropertyRow, type RowBatch } from '../providers/fhir/code-system-rows.js';
+import { codeSystemRows, type ConceptRow, type DesignationRow, type PropertyRow, type RowBatch } from '../providers/fhir/code-system-rows.js';
+import { DESIGNATION_COLUMNS, PROPERTY_COLUMNS } from './index-columns.js';
 
 /**
  * Write side of the terminology index: (re-)indexes one CodeSystem in the caller's transaction
@@ -158,4 +159,16 @@ export async function removeCodeSystemIndex(q: Queryable, resourceId: string): P
 /** Removes the concept, property, designation and hierarchy rows of index `key`. */
 export async function removeIndexRows(q: Queryable, key: number): Promise<void> {
   for (const table of CHILD_TABLES) await q.query(`DELETE FROM ${table} WHERE cs_key = $1`, [key]);
+}
+
+/**
+ * Removes request-scoped index rows, which earlier versions wrote for `tx-resource` code systems
+ * (run periodically; nothing writes them any more).
+ */
+export async function pruneInlineCodeSystems(db: Database): Promise<number> {
+  const old = await db.query<{ resource_id: string }>(
+    "SELECT resource_id FROM tx_code_system WHERE scope IS NOT NULL AND last_updated < now() - interval '1 hour'",
+  );
+  for (const { resource_id } of old.rows) await db.transaction((tx) => removeCodeSystemIndex(tx, resource_id));
+  return old.rows.length;
 }

@@ -1,7 +1,7 @@
 import type { Queryable } from '../../../core/database.js';
 import { computeClosure } from './closure.js';
 import type { CodeSystemRows, DesignationRow, PropertyRow } from './code-system-rows.js';
-import type { Concept, Designation, TermContext } from '../../types.js';
+import type { Concept, Designation, StoredProperty, TermContext } from '../../types.js';
 
 /**
  * One code-system version in memory (docs/terminology.md#in-memory-index): the hot path of
@@ -15,13 +15,6 @@ import type { Concept, Designation, TermContext } from '../../types.js';
  * ancestors — O(log depth·parents), whatever the number of paths.
  */
 
-export interface StoredProperty {
-  code: string;
-  type: string;
-  value: string;
-  system: string | undefined;
-  display: string | undefined;
-}
 
 const INACTIVE = 1;
 const ABSTRACT = 2;

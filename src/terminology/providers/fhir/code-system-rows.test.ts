@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { CodeSystem, CodeSystemConcept, CodeSystemConceptProperty, CodeSystemProperty } from '@medplum/fhirtypes';
+import { DESIGNATION_COLUMNS, PROPERTY_COLUMNS } from '../../store/index-columns.js';
+import { CONCEPT_PROPERTIES } from '../concept-extensions.js';
 import {
-  CONCEPT_PROPERTIES,
-  DESIGNATION_COLUMNS,
-  PROPERTY_COLUMNS,
   codeSystemRows,
   conceptRow,
   propertyKinds,

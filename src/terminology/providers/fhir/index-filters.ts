@@ -1,6 +1,6 @@
 import type { ValueSetComposeInclude, ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
 import type { CodeSystemIndex } from './code-system-index.js';
-import { anchored, booleanValues, filterOp, invalidValueSet, isNotSelectableProperty, regexError } from './sql-filters.js';
+import { anchored, booleanValues, filterOp, invalidValueSet, isNotSelectableProperty, regexError } from '../filters.js';
 import { msg } from '../../messages.js';
 import type { CodeSystemInfo, TermContext } from '../../types.js';
 
@@ -9,7 +9,7 @@ import type { CodeSystemInfo, TermContext } from '../../types.js';
  * (docs/terminology.md#in-memory-index): an include (its concept list, its filters ANDed,
  * active only) becomes one function of a concept id, compiled once per code-system index and
  * include and kept with the index, so a membership test is a few array probes. The semantics
- * are those of the SQL reference (filters.ts), operator by operator — the equivalence test
+ * are those of the SQL twin (sql-filters.ts), operator by operator — the equivalence test
  * compares both. Regular expressions run once per pattern in PostgreSQL (its automaton-based
  * engine has no catastrophic backtracking), over the index's values, and become id sets.
  */
@@ -80,7 +80,7 @@ async function compile(
   return (id) => parts.every((p) => p(id));
 }
 
-/** One filter as a predicate (the in-memory twin of filters.ts#filterPredicate). */
+/** One filter as a predicate (the in-memory twin of sql-filters.ts#filterPredicate). */
 export async function filterMatcher(
   tc: TermContext,
   cs: CodeSystemInfo,

@@ -2,23 +2,20 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { OperationOutcome, ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
 import { FhirError } from '../../../fhir/outcome.js';
-import { SqlParams, filterOp, filterPredicate, invalidValueSet, regexError } from './sql-filters.js';
+import { filterOp, invalidValueSet, regexError } from '../filters.js';
+import { SqlParams, filterPredicate, type FindConcepts } from './sql-filters.js';
 import { MESSAGE_ID, TX_ISSUE_TYPE } from '../../issues.js';
-import type { CodeSystemInfo, TermContext } from '../../types.js';
+import type { CodeSystemInfo } from '../../types.js';
 
 /**
  * Only the branches of `filterPredicate` that need no concept look-up are tested here (they are
  * pure SQL building); `is-a`, `descendent-of`, `child-of`, … resolve the filter's code in the
- * database and are covered end to end. The context throws on any use to prove that.
+ * database and are covered end to end, and by the equivalence test of the two providers. The
+ * look-up given here throws on any use to prove that.
  */
-const noDatabase = new Proxy(
-  {},
-  {
-    get(_target, key) {
-      throw new Error(`the term context was used (${String(key)})`);
-    },
-  },
-) as unknown as TermContext;
+const noDatabase: FindConcepts = () => {
+  throw new Error('the concept look-up was used');
+};
 
 const URL = 'http://example.org/cs';
 const PATH = 'ValueSet.compose.include[0].filter[0]';

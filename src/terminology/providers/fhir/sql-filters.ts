@@ -1,24 +1,20 @@
-import type { ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
-import { FhirError } from '../../../fhir/outcome.js';
-import { findConcept, findConcepts } from './index-provider.js';
-import { txIssueOutcome } from '../../issues.js';
+import type { ValueSetComposeInclude, ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
 import { msg } from '../../messages.js';
-import type { CodeSystemInfo, TermContext } from '../../types.js';
+import type { CodeSystemInfo, Concept } from '../../types.js';
+import { anchored, booleanValues, escapeRegex, filterOp, filterWords, invalidValueSet, isNotSelectableProperty } from '../filters.js';
 
 /**
- * `ValueSet.compose.include.filter` as SQL — the reference implementation; the engine evaluates
- * filters over the in-memory index (filter-match.ts, same semantics): each filter becomes a predicate over the concept
- * alias `c` (a row of `tx_concept`), so membership of given codes and expansions are both one
- * query whatever the size of the code system. Hierarchy operators walk the direct edges of
- * `tx_closure` (a recursive query, once per statement);
- * `regex` runs in PostgreSQL (`~`), whose automaton-based engine has no catastrophic
- * backtracking, anchored to the whole value as FHIR intends.
+ * Compose includes as SQL — the SQL twin of index-filters.ts (same semantics, operator by
+ * operator; the equivalence test compares both): each filter becomes a predicate over the
+ * concept alias `c` (a row of `tx_concept`), so membership of given codes and expansions are
+ * both one query whatever the size of the code system. Hierarchy operators walk the direct
+ * edges of `tx_closure` (a recursive query, once per statement); `regex` runs in PostgreSQL
+ * (`~`), whose automaton-based engine has no catastrophic backtracking, anchored to the whole
+ * value as FHIR intends.
  */
 
-/** R5 filter operators reach R4 as this extension on `_op` (e.g. `child-of`). */
-const FILTER_OP_EXT = 'http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.compose.include.filter.op';
-/** Longer patterns are refused outright (the engine's cost grows with the pattern). */
-const MAX_REGEX_LENGTH = 500;
+/** Finds concepts of the code system by code (the SQL provider's own reads). */
+export type FindConcepts = (codes: string[]) => Promise<Map<string, Concept>>;
 
 /** Collects positional parameters while a statement is built. */
 export class SqlParams {
@@ -29,19 +25,13 @@ export class SqlParams {
   }
 }
 
-/** The operator of a filter, from `op` or the R5 extension. */
-export function filterOp(f: ValueSetComposeIncludeFilter): string | undefined {
-  if (f.op) return f.op;
-  const ext = (f as { _op?: { extension?: Array<{ url?: string; valueCode?: string }> } })._op?.extension;
-  return ext?.find((e) => e.url === FILTER_OP_EXT)?.valueCode;
-}
 
 /**
  * The SQL predicate of one filter for code system `cs`. `path` is the FHIRPath of the filter
  * (for the error of a broken filter).
  */
 export async function filterPredicate(
-  tc: TermContext,
+  find: FindConcepts,
   cs: CodeSystemInfo,
   f: ValueSetComposeIncludeFilter,
   p: SqlParams,
@@ -58,7 +48,7 @@ export async function filterPredicate(
     if (value !== 'true' && value !== 'false') throw invalidValueSet(msg.filterNotSupported(cs.url, property, `${op} ${value}`), path);
     return value === 'true';
   };
-  const idOf = async (code: string) => (await findConcept(tc, cs, code))?.id;
+  const idOf = async (code: string) => (await find([code])).get(code)?.id;
   // Transitive: the proper descendants (or ancestors) of X, walked along the direct edges
   // (docs/terminology.md#hierarchy-storage) by an uncorrelated subquery, so evaluated once per
   // statement; X itself is left out even in a cycle. Direct edges (child-of): tx_closure, depth 1.
@@ -123,7 +113,7 @@ export async function filterPredicate(
     }
   }
   if ((property === 'parent' || property === 'child') && (op === '=' || op === 'in')) {
-    const ids = [...(await findConcepts(tc, cs, op === '=' ? [value] : list())).values()].map((c) => c.id);
+    const ids = [...(await find(op === '=' ? [value] : list())).values()].map((c) => c.id);
     const targets = p.add(ids);
     return property === 'parent'
       ? `EXISTS (SELECT 1 FROM tx_closure h WHERE h.cs_key = c.cs_key AND h.descendant = c.id AND h.depth = 1 AND h.ancestor = ANY(${targets}::int[]))`
@@ -160,67 +150,38 @@ export async function filterPredicate(
 }
 
 /**
- * FHIR regex filters match the whole value. A pattern whose groups do not balance could close
- * the anchoring group (`a)|(b` → `^(?:a)|(b)$`, which matches far more): it is refused.
+ * SQL conditions (over alias `c`) selecting the concepts of `cs` an include/exclude names:
+ * its concept list, its filters (ANDed), and optionally only active concepts. No condition =
+ * the whole system.
  */
-export function anchored(pattern: string, path: string): string {
-  if (pattern.length > MAX_REGEX_LENGTH) throw invalidValueSet(msg.badRegex(pattern.slice(0, 40) + '…'), path);
-  if (!groupsBalance(pattern)) throw invalidValueSet(msg.badRegex(pattern.slice(0, 40)), path);
-  return `^(?:${pattern})$`;
-}
-
-/** True when every `(` outside a bracket expression is closed by a `)` after it (escapes skipped). */
-function groupsBalance(pattern: string): boolean {
-  let depth = 0;
-  let inBracket = false;
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i];
-    if (c === '\\') i++;
-    else if (inBracket) inBracket = !(c === ']' && pattern[i - 1] !== '[' && pattern.slice(i - 2, i) !== '[^');
-    else if (c === '[') inBracket = true;
-    else if (c === '(') depth++;
-    else if (c === ')' && --depth < 0) return false;
+export async function includeConditions(
+  find: FindConcepts,
+  cs: CodeSystemInfo,
+  inc: ValueSetComposeInclude,
+  path: string,
+  p: SqlParams,
+  activeOnly: boolean,
+): Promise<string[]> {
+  const conditions: string[] = [];
+  if (inc.concept) {
+    const codes = inc.concept.map((c) => c.code).filter((c): c is string => typeof c === 'string');
+    conditions.push(
+      cs.caseSensitive ? `c.code = ANY(${p.add(codes)}::text[])` : `c.code_lower = ANY(${p.add(codes.map((c) => c.toLowerCase()))}::text[])`,
+    );
   }
-  return depth === 0 && !inBracket;
+  for (const [j, f] of (inc.filter ?? []).entries()) conditions.push(await filterPredicate(find, cs, f, p, `${path}.filter[${j}]`));
+  if (activeOnly) conditions.push('NOT c.inactive');
+  return conditions;
 }
 
-const NOT_SELECTABLE_URI = 'http://hl7.org/fhir/concept-properties#notSelectable';
-
-/**
- * Whether a filter's property is the concept's notSelectable (abstract) flag: by its
- * conventional code (`notSelectable`, `abstract`), or a property the code system declares with
- * the concept-properties#notSelectable URI under another code (docs/terminology.md#value-set-membership).
- */
-export function isNotSelectableProperty(cs: CodeSystemInfo, property: string): boolean {
-  if (property === 'notSelectable' || property === 'abstract') return !cs.propertyDefs.some((d) => d.code === property && d.uri && d.uri !== NOT_SELECTABLE_URI);
-  return cs.propertyDefs.some((d) => d.code === property && d.uri === NOT_SELECTABLE_URI);
-}
-
-/**
- * The flag values a boolean filter selects (`=`, `in`, `not-in`; a concept without the property
- * is `false`), or undefined for another operator. Values other than true/false are refused.
- */
-export function booleanValues(op: string, value: string, list: () => string[]): boolean[] | undefined {
-  if (op !== '=' && op !== 'in' && op !== 'not-in') return undefined;
-  const given = op === '=' ? [value] : list();
-  if (given.some((v) => v !== 'true' && v !== 'false')) return undefined;
-  const named = [true, false].filter((b) => given.includes(String(b)));
-  return op === 'not-in' ? [true, false].filter((b) => !named.includes(b)) : named;
-}
-
-/** A value set that cannot be evaluated: 400 with a tx `vs-invalid` issue at the filter. */
-export function invalidValueSet(text: string, expression: string, id?: string): FhirError {
-  return new FhirError(400, txIssueOutcome([{ severity: 'error', code: 'invalid', type: 'vs-invalid', id, text, expression }]));
-}
-
-/** Maps PostgreSQL's "invalid regular expression" error to a 400. */
-export function regexError(err: unknown, pattern?: string, expression?: string): FhirError | undefined {
-  const code = (err as { code?: string })?.code;
-  if (code === '2201B') {
-    // The message names the pattern as the value set gives it (anchored() wraps it).
-    const given = pattern?.startsWith('^(?:') && pattern.endsWith(')$') ? pattern.slice(4, -2) : pattern;
-    const text = msg.badRegex(given ?? String((err as Error).message ?? ''));
-    return new FhirError(400, txIssueOutcome([{ severity: 'error', code: 'invalid', type: 'vs-invalid', text, expression }]));
-  }
-  return undefined;
+/** An expansion's text filter in SQL: every word starts a word of the display or of a designation, ignoring case. */
+export function textCondition(text: string, p: SqlParams): string {
+  const words = filterWords(text);
+  if (words.length === 0) return 'true';
+  return words
+    .map((w) => {
+      const re = p.add(`(^|[^[:alnum:]])${escapeRegex(w)}`);
+      return `(c.display ~* ${re} OR EXISTS (SELECT 1 FROM tx_designation d WHERE d.cs_key = c.cs_key AND d.concept = c.id AND d.value ~* ${re}))`;
+    })
+    .join(' AND ');
 }
