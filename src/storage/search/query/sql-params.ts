@@ -1,21 +1,16 @@
-import { withoutNul } from '../normalize.js';
+import { BindValues } from '../../bind-values.js';
 import type { Scope } from '../../../core/scope.js';
 import { resourceTable } from '../../scope.js';
 
 /**
- * Collects bind values while a query is assembled and hands out `$n` placeholders and
- * unique table aliases, so nested EXISTS subqueries (chains) never collide.
+ * The bind values (storage/bind-values.ts) of a search query, plus unique table aliases, so
+ * nested EXISTS subqueries (chains) never collide.
  */
-export class SqlParams {
-  readonly values: unknown[] = [];
+export class SqlParams extends BindValues {
   private aliases = 0;
 
-  constructor(private readonly scope: Scope) {}
-
-  /** Adds a bind value (NUL characters dropped: PostgreSQL text refuses them); returns its placeholder. */
-  add(value: unknown): string {
-    this.values.push(Array.isArray(value) ? value.map(clean) : clean(value));
-    return `$${this.values.length}`;
+  constructor(private readonly scope: Scope) {
+    super();
   }
 
   /** A fresh alias with the given prefix, e.g. `s3`. */
@@ -30,8 +25,4 @@ export class SqlParams {
     this.values.push(...vis.params);
     return vis.sql;
   }
-}
-
-function clean(value: unknown): unknown {
-  return typeof value === 'string' ? withoutNul(value) : value;
 }

@@ -3,7 +3,8 @@ import { describe, test } from 'node:test';
 import type { OperationOutcome, ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
 import { FhirError } from '../../../fhir/outcome.js';
 import { filterOp, invalidValueSet, regexError } from '../filters.js';
-import { SqlParams, filterPredicate, type FindConcepts } from './sql-filters.js';
+import { BindValues } from '../../../storage/bind-values.js';
+import { filterPredicate, type FindConcepts } from './sql-filters.js';
 import { MESSAGE_ID, TX_ISSUE_TYPE } from '../../issues.js';
 import type { CodeSystemInfo } from '../../types.js';
 
@@ -41,7 +42,7 @@ function info(caseSensitive: boolean): CodeSystemInfo {
 }
 
 async function predicate(f: ValueSetComposeIncludeFilter, caseSensitive = true): Promise<{ sql: string; values: unknown[] }> {
-  const p = new SqlParams();
+  const p = new BindValues();
   const sql = await filterPredicate(noDatabase, info(caseSensitive), f, p, PATH);
   return { sql, values: p.values };
 }
@@ -79,9 +80,9 @@ const notSupported = (property: string, op: string) => `The filter with property
 const property = (condition: string) =>
   `EXISTS (SELECT 1 FROM tx_concept_property q WHERE q.cs_key = c.cs_key AND q.concept = c.id AND q.code = $1${condition})`;
 
-describe('SqlParams', () => {
+describe('BindValues', () => {
   test('numbers placeholders from $1 and keeps the values in order', () => {
-    const p = new SqlParams();
+    const p = new BindValues();
     assert.equal(p.add('a'), '$1');
     assert.equal(p.add(['b', 'c']), '$2');
     assert.equal(p.add(3), '$3');
@@ -293,12 +294,12 @@ describe('regexError', () => {
 describe('regex anchoring', () => {
   for (const pattern of ['a)|(b', '(a', 'a)', '[(]a)']) {
     test(`an unbalanced pattern ${pattern} is refused (it could escape the whole-value anchor)`, async () => {
-      await assert.rejects(filterPredicate(noDatabase, info(true), { property: 'concept', op: 'regex', value: pattern }, new SqlParams(), PATH), (err: unknown) => (err as { status?: number }).status === 400);
+      await assert.rejects(filterPredicate(noDatabase, info(true), { property: 'concept', op: 'regex', value: pattern }, new BindValues(), PATH), (err: unknown) => (err as { status?: number }).status === 400);
     });
   }
   for (const pattern of ['(a|b)c', '[()]x', 'a\\)b', '[]a]', '[^]a]']) {
     test(`a balanced pattern ${pattern} stays anchored`, async () => {
-      const p = new SqlParams();
+      const p = new BindValues();
       await filterPredicate(noDatabase, info(true), { property: 'concept', op: 'regex', value: pattern }, p, PATH);
       assert.equal(p.values[0], `^(?:${pattern})$`);
     });

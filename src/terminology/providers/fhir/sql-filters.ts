@@ -1,4 +1,5 @@
 import type { ValueSetComposeInclude, ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
+import { BindValues } from '../../../storage/bind-values.js';
 import { msg } from '../../messages.js';
 import type { CodeSystemInfo, Concept } from '../../types.js';
 import { anchored, booleanValues, escapeRegex, filterOp, filterWords, invalidValueSet, isNotSelectableProperty } from '../filters.js';
@@ -16,16 +17,6 @@ import { anchored, booleanValues, escapeRegex, filterOp, filterWords, invalidVal
 /** Finds concepts of the code system by code (the SQL provider's own reads). */
 export type FindConcepts = (codes: string[]) => Promise<Map<string, Concept>>;
 
-/** Collects positional parameters while a statement is built. */
-export class SqlParams {
-  readonly values: unknown[] = [];
-  add(value: unknown): string {
-    this.values.push(value);
-    return `$${this.values.length}`;
-  }
-}
-
-
 /**
  * The SQL predicate of one filter for code system `cs`. `path` is the FHIRPath of the filter
  * (for the error of a broken filter).
@@ -34,7 +25,7 @@ export async function filterPredicate(
   find: FindConcepts,
   cs: CodeSystemInfo,
   f: ValueSetComposeIncludeFilter,
-  p: SqlParams,
+  p: BindValues,
   path: string,
 ): Promise<string> {
   const op = filterOp(f) ?? '';
@@ -159,7 +150,7 @@ export async function includeConditions(
   cs: CodeSystemInfo,
   inc: ValueSetComposeInclude,
   path: string,
-  p: SqlParams,
+  p: BindValues,
   activeOnly: boolean,
 ): Promise<string[]> {
   const conditions: string[] = [];
@@ -175,7 +166,7 @@ export async function includeConditions(
 }
 
 /** An expansion's text filter in SQL: every word starts a word of the display or of a designation, ignoring case. */
-export function textCondition(text: string, p: SqlParams): string {
+export function textCondition(text: string, p: BindValues): string {
   const words = filterWords(text);
   if (words.length === 0) return 'true';
   return words

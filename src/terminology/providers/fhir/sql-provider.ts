@@ -1,7 +1,8 @@
 import type { CodeSystemInfo, Concept, Designation, StoredProperty, TermContext } from '../../types.js';
 import { regexError } from '../filters.js';
 import { supplementCanonical, supplementsOf, type CodeSystemProvider, type ConceptSelection } from '../provider.js';
-import { SqlParams, includeConditions, textCondition } from './sql-filters.js';
+import { BindValues } from '../../../storage/bind-values.js';
+import { includeConditions, textCondition } from './sql-filters.js';
 
 /**
  * The code systems stored as FHIR resources, answered straight from the database index
@@ -165,7 +166,7 @@ export class SqlProvider implements CodeSystemProvider {
 
   /** One query: the include's conditions over the given ids. */
   async selected(selection: ConceptSelection, ids: number[]): Promise<Set<number>> {
-    const p = new SqlParams();
+    const p = new BindValues();
     const conditions = [`c.cs_key = ${p.add(this.cs.key)}`, `c.id = ANY(${p.add([...new Set(ids)])}::int[])`];
     conditions.push(...(await this.conditions(selection, p)));
     const rows = await this.run(`SELECT c.id FROM tx_concept c WHERE ${conditions.join(' AND ')}`, p.values);
@@ -174,7 +175,7 @@ export class SqlProvider implements CodeSystemProvider {
 
   /** One query: the include's conditions, the text filter, and `within`, in id order. */
   async enumerate(selection: ConceptSelection, within?: number[]): Promise<number[]> {
-    const p = new SqlParams();
+    const p = new BindValues();
     const conditions = [`c.cs_key = ${p.add(this.cs.key)}`, ...(await this.conditions(selection, p))];
     if (selection.text) conditions.push(textCondition(selection.text, p));
     if (within) conditions.push(`c.id = ANY(${p.add(within)}::int[])`);
@@ -182,7 +183,7 @@ export class SqlProvider implements CodeSystemProvider {
     return rows.map((r) => r.id);
   }
 
-  private conditions(selection: ConceptSelection, p: SqlParams): Promise<string[]> {
+  private conditions(selection: ConceptSelection, p: BindValues): Promise<string[]> {
     return includeConditions((codes) => this.findConcepts(codes), this.cs, selection.include, selection.path, p, selection.activeOnly);
   }
 
