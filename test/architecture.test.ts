@@ -98,6 +98,13 @@ describe('architecture', () => {
     assert.deepEqual(cycles, []);
   });
 
+  test('src/rest reaches storage only through the contracts in src/core', () => {
+    const offenders = [...graph]
+      .filter(([from]) => from.startsWith('src/rest/'))
+      .flatMap(([from, { modules }]) => modules.filter((m) => m.startsWith('src/storage/')).map((m) => `${from} → ${m}`));
+    assert.deepEqual(offenders, []);
+  });
+
   test('only the change feed (src/storage/change-feed.ts) sends NOTIFY', () => {
     const offenders = sourceFiles(SRC)
       .map((file) => relative(projectRoot, file))
