@@ -8,7 +8,8 @@ import { projectRoot } from '../src/paths.js';
 /**
  * The layering of src/ (README "Architecture"), checked over the real import graph:
  * arrows point down only, no cycles, Fastify only in the HTTP adapter, contracts in src/core
- * import nothing but contracts, and every `docs/…#anchor` a comment cites exists.
+ * import nothing but contracts, only the change feed sends NOTIFY, SQL on the `resource` table
+ * stays in src/storage, and every `docs/…#anchor` a comment cites exists.
  */
 
 const SRC = join(projectRoot, 'src');
@@ -128,6 +129,27 @@ describe('architecture', () => {
     };
     for (const m of graph.keys()) if (!state.has(m)) visit(m);
     assert.deepEqual(cycles, []);
+  });
+
+  test('src/rest reaches storage only through the contracts in src/core', () => {
+    const offenders = [...graph]
+      .filter(([from]) => from.startsWith('src/rest/'))
+      .flatMap(([from, { modules }]) => modules.filter((m) => m.startsWith('src/storage/')).map((m) => `${from} → ${m}`));
+    assert.deepEqual(offenders, []);
+  });
+
+  test('only the change feed (src/storage/change-feed.ts) sends NOTIFY', () => {
+    const offenders = sourceFiles(SRC)
+      .map((file) => relative(projectRoot, file))
+      .filter((file) => file !== 'src/storage/change-feed.ts' && /\bpg_notify\b|['"`]\s*NOTIFY\s/i.test(readFileSync(join(projectRoot, file), 'utf8')));
+    assert.deepEqual(offenders, []);
+  });
+
+  test('SQL on the resource table lives only under src/storage (tenancy is decided there)', () => {
+    const offenders = sourceFiles(SRC)
+      .map((file) => relative(projectRoot, file))
+      .filter((file) => !file.startsWith('src/storage/') && /\b(FROM|JOIN|INTO|UPDATE)\s+resource\b/i.test(readFileSync(join(projectRoot, file), 'utf8')));
+    assert.deepEqual(offenders, []);
   });
 
   test('every docs/… reference in src/ names an existing file and heading', () => {

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import type { OperationDefinition } from '@medplum/fhirtypes';
 import { validateResource } from '../src/fhir/validation/validate-resource.js';
-import { buildDefinitions, definitionFileText } from '../src/operations/definitions/build-definitions.js';
+import { buildDefinitions, definitionFileText } from '../scripts/build-definitions.js';
 import { DEFINITION_IDS, loadDefinition } from '../src/operations/definitions/index.js';
 import type { DefinitionPublisher } from '../src/operations/publish.js';
 import { OperationsRegistry } from '../src/operations/registry.js';
@@ -13,12 +13,12 @@ const signature = (def: OperationDefinition) =>
   (def.parameter ?? []).map((p) => `${p.use} ${p.name} ${p.min}..${p.max}${p.type ? ` ${p.type}` : ''}`);
 
 describe('shipped OperationDefinitions', () => {
-  test('the files are exactly what build-definitions.ts generates from the R4 definitions', () => {
+  test('the files are exactly what scripts/build-definitions.ts generates from the R4 definitions', () => {
     const built = buildDefinitions();
     assert.deepEqual(Object.keys(built).sort(), [...DEFINITION_IDS].sort());
     for (const [id, def] of Object.entries(built)) {
       const file = readFileSync(new URL(`../src/operations/definitions/${id}.json`, import.meta.url), 'utf8');
-      assert.equal(file, definitionFileText(def), `${id}.json is stale: run npx tsx src/operations/definitions/build-definitions.ts`);
+      assert.equal(file, definitionFileText(def), `${id}.json is stale: run npx tsx scripts/build-definitions.ts`);
     }
   });
 

@@ -1,9 +1,7 @@
 import type { Project, ProjectMembership, Reference, Resource, User } from '@medplum/fhirtypes';
 import { referenceId, splitReference } from '../auth/accounts.js';
-import { requireProjectAdmin } from '../auth/access.js';
 import { superAdminProjectId } from '../auth/bootstrap.js';
 import { hashPassword } from '../auth/password.js';
-import type { AuthInfo } from '../core/auth.js';
 import type { RequestContext } from '../core/context.js';
 import type { Database } from '../core/database.js';
 import type { ResourceRepository } from '../core/repository.js';
@@ -16,11 +14,9 @@ import {
   findMembershipByEmail,
   findMembershipByExternalId,
   findMembershipOfUser,
-  findProfileByEmail,
   findUserByEmail,
-  readInProject,
-  readRaw,
 } from './invite-lookup.js';
+import { findRawByTelecomEmail, readRaw, readRawInProject } from '../storage/raw-resources.js';
 import { parseInviteRequest, type InviteRequest } from './invite-request.js';
 import { displayName, newMembership, newProfile, newUser, upsertedMembership } from './invite-resources.js';
 import { createSetPasswordLink } from './set-password-store.js';
@@ -49,7 +45,7 @@ export interface InviteDeps {
  */
 export async function inviteUser(deps: InviteDeps, ctx: RequestContext, projectId: string, body: unknown): Promise<ProjectMembership> {
   const { writer } = deps;
-  assertMayInvite(ctx.auth, projectId);
+  ctx.repo.scope.checkAdminister(projectId);
   const project = await deps.system.tryRead<Project>('Project', projectId);
   if (!project) throw notFound();
   const req = parseInviteRequest(body);
@@ -64,10 +60,6 @@ export async function inviteUser(deps: InviteDeps, ctx: RequestContext, projectI
       ctx.log.debug({ projectId, attempt, conflict: err.message }, 'invite lost a uniqueness race; retrying');
     }
   }
-}
-
-function assertMayInvite(auth: AuthInfo, projectId: string): void {
-  requireProjectAdmin(auth, projectId);
 }
 
 /** One attempt of an invite inside its transaction (docs/invite.md#steps). */
@@ -95,7 +87,7 @@ class InviteRun {
     if (existing) return this.upsert(existing, user, chosenProfile);
     if (req.externalId && (await findMembershipByExternalId(tx, projectId, req.externalId))) throw conflict(EXTERNAL_ID_EXISTS);
 
-    let profile = chosenProfile ?? (req.email ? await findProfileByEmail(tx, projectId, req.resourceType, req.email) : undefined);
+    let profile = chosenProfile ?? (req.email ? await findRawByTelecomEmail(tx, projectId, req.resourceType, req.email) : undefined);
     // 3. Create the user (with a set-password link) when absent.
     let setPasswordUrl: string | undefined;
     const createdUser = !user;
@@ -190,7 +182,7 @@ class InviteRun {
     if (parts && parts[0] !== this.req.resourceType) {
       throw badRequest('Profile resourceType does not match request', 'membership.profile');
     }
-    const profile = parts ? await readInProject(this.tx, parts[0], parts[1], this.projectId) : undefined;
+    const profile = parts ? await readRawInProject(this.tx, parts[0], parts[1], this.projectId) : undefined;
     if (!profile) throw badRequest('Profile does not belong to project', 'membership.profile');
     return profile;
   }
@@ -203,7 +195,7 @@ class InviteRun {
       throw badRequest('Patient is required to create a RelatedPerson', 'patient');
     }
     const id = referenceId(reference, 'Patient');
-    if (!id || !(await readInProject(this.tx, 'Patient', id, this.projectId))) {
+    if (!id || !(await readRawInProject(this.tx, 'Patient', id, this.projectId))) {
       throw badRequest('Patient does not belong to project', 'patient');
     }
     return { reference };

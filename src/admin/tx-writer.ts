@@ -1,6 +1,7 @@
 import type { Resource } from '@medplum/fhirtypes';
 import type { Queryable } from '../core/database.js';
 import type { SystemRepository } from '../core/repository.js';
+import { lockRaw } from '../storage/raw-resources.js';
 
 /**
  * Writes of one invite (or password change) inside the caller's transaction, through the
@@ -24,13 +25,7 @@ export class TxWriter {
   }
 
   /** The current, non-deleted version, unredacted, locked for the rest of `tx`. */
-  async lock(tx: Queryable, resourceType: string, id: string): Promise<{ resource: Resource; version: number } | undefined> {
-    const res = await tx.query<{ content: string; version_id: number }>(
-      `SELECT content, version_id FROM resource
-       WHERE resource_type = $1 AND id = $2 AND NOT deleted AND version_id > 0 FOR UPDATE`,
-      [resourceType, id],
-    );
-    const row = res.rows[0];
-    return row ? { resource: JSON.parse(row.content) as Resource, version: row.version_id } : undefined;
+  lock(tx: Queryable, resourceType: string, id: string): Promise<{ resource: Resource; version: number } | undefined> {
+    return lockRaw(tx, resourceType, id);
   }
 }

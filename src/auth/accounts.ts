@@ -1,6 +1,7 @@
 import type { ProjectMembership, Reference, User } from '@medplum/fhirtypes';
 import type { Queryable } from '../core/database.js';
 import type { ResourceRepository } from '../core/repository.js';
+import { readRaw } from '../storage/raw-resources.js';
 import { badRequest } from '../fhir/outcome.js';
 import { normalizeEmail } from './email-address.js';
 import { MIN_PASSWORD_LENGTH, hashPassword } from './password.js';
@@ -48,13 +49,7 @@ export async function findUserIdByEmail(db: Queryable, email: string, projectId?
 
 /** The stored password hash of a user (read past the redaction, never leaves src/auth). */
 export async function passwordHashOf(db: Queryable, userId: string): Promise<string | undefined> {
-  const row = (
-    await db.query<{ content: string }>(
-      "SELECT content FROM resource WHERE resource_type = 'User' AND id = $1 AND NOT deleted AND version_id > 0",
-      [userId],
-    )
-  ).rows[0];
-  return row ? (JSON.parse(row.content) as User).passwordHash : undefined;
+  return (await readRaw<User>(db, 'User', userId))?.passwordHash;
 }
 
 /** Memberships of a user or client application, in a stable order. */

@@ -3,6 +3,7 @@ import type { Practitioner, Project, Resource } from '@medplum/fhirtypes';
 import type { Queryable } from '../core/database.js';
 import type { FeatureEnv } from '../core/feature.js';
 import type { ResourceRepository } from '../core/repository.js';
+import { findSuperAdminProjectId } from '../storage/raw-resources.js';
 import { createMembership, createUser } from './accounts.js';
 import { normalizeEmail } from './email-address.js';
 
@@ -21,13 +22,8 @@ const ADMIN_MEMBERSHIP_ID = stableId('membership');
  * The super-admin project's id (the first-start one, or another `superAdmin: true` project):
  * server-scoped users invited into projects are kept there (docs/invite.md#scopes).
  */
-export async function superAdminProjectId(q: Queryable): Promise<string | undefined> {
-  const rows = await q.query<{ id: string }>(
-    `SELECT id FROM resource WHERE resource_type = 'Project' AND NOT deleted AND version_id > 0
-       AND (id = $1 OR (content::jsonb ->> 'superAdmin') = 'true') ORDER BY id = $1 DESC, last_updated LIMIT 1`,
-    [SUPER_PROJECT_ID],
-  );
-  return rows.rows[0]?.id;
+export function superAdminProjectId(q: Queryable): Promise<string | undefined> {
+  return findSuperAdminProjectId(q, SUPER_PROJECT_ID);
 }
 
 /**
@@ -38,13 +34,9 @@ export async function superAdminProjectId(q: Queryable): Promise<string | undefi
  */
 export async function bootstrapSuperAdmin(env: FeatureEnv): Promise<void> {
   const repo = env.system;
-  const existing = await env.db.query(
-    `SELECT 1 FROM resource WHERE resource_type = 'Project' AND NOT deleted AND version_id > 0
-       AND (id = $1 OR (content::jsonb ->> 'superAdmin') = 'true') LIMIT 1`,
-    [SUPER_PROJECT_ID],
-  );
-  if (existing.rows.length > 0 && (await repo.tryRead('ProjectMembership', ADMIN_MEMBERSHIP_ID))) return;
-  if (existing.rows.length > 0 && !(await repo.tryRead('Project', SUPER_PROJECT_ID))) return; // another super project
+  const existing = await superAdminProjectId(env.db);
+  if (existing !== undefined && (await repo.tryRead('ProjectMembership', ADMIN_MEMBERSHIP_ID))) return;
+  if (existing !== undefined && existing !== SUPER_PROJECT_ID) return; // another super project
 
   const project: Project = { resourceType: 'Project', name: 'Super Admin', superAdmin: true, owner: { reference: `User/${ADMIN_USER_ID}` } };
   await createIfAbsent(repo, 'Project', SUPER_PROJECT_ID, () => repo.create(project, { id: SUPER_PROJECT_ID }));

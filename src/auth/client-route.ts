@@ -4,7 +4,6 @@ import type { Queryable } from '../core/database.js';
 import { badRequest, notFound } from '../fhir/outcome.js';
 import type { AppRoute } from '../core/app-route.js';
 import type { FeatureEnv } from '../core/feature.js';
-import { requireProjectAdmin } from './access.js';
 import { createMembership } from './accounts.js';
 import { hashSecret, randomSecret } from './secrets.js';
 
@@ -19,7 +18,7 @@ export function clientRoute(env: FeatureEnv): AppRoute {
     auth: true,
     async handler(req) {
       const projectId = req.params.projectId;
-      requireProjectAdmin(req.ctx.auth, projectId);
+      req.ctx.repo.scope.checkAdminister(projectId);
       const body = req.body as { name?: unknown } | undefined;
       const name = body && typeof body === 'object' ? body.name : undefined;
       if (typeof name !== 'string' || name.trim() === '') throw badRequest('Missing name', 'name');
@@ -58,7 +57,7 @@ export function clientSecretRoute(env: FeatureEnv): AppRoute {
     auth: true,
     async handler(req) {
       const { projectId, clientId } = req.params;
-      requireProjectAdmin(req.ctx.auth, projectId);
+      req.ctx.repo.scope.checkAdminister(projectId);
       const client = await env.system.tryRead<ClientApplication>('ClientApplication', clientId);
       if (!client || client.meta?.project !== projectId) throw notFound();
       const body = req.body as { gracePeriod?: unknown } | undefined;

@@ -19,6 +19,12 @@ export interface UpdateResult {
   created: boolean;
 }
 
+/** Search parameters that shape the answer (page, order, shape, totals, includes) instead of selecting resources. */
+export const SEARCH_CONTROL_PARAMETERS: ReadonlySet<string> = new Set(['_count', '_offset', '_sort', '_summary', '_elements', '_total', '_include', '_revinclude']);
+
+/** Most resources a search answers per page (a larger `_count` is lowered to it). */
+export const MAX_SEARCH_COUNT = 1000;
+
 /** One search, as the REST layer received it (repeated names allowed, modifiers in the name). */
 export interface SearchQuery {
   /**

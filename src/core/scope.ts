@@ -45,6 +45,23 @@ export interface Scope {
   checkCreate(resourceType: string): void;
   /** The project a new resource belongs to (the caller's; super admins may name one). */
   ownerOfNew(resourceType: string, id: string | undefined, requestedProject: string | undefined): string | undefined;
+  /**
+   * Throws 403 unless the caller administers `projectId` (a super admin, or an admin of exactly
+   * that project); without `projectId`: unless it is a super admin or an admin of its own project.
+   */
+  checkAdminister(projectId?: string): void;
+  /**
+   * The project an administrative import writes into (docs/terminology.md#import-into-a-running-server):
+   * a project admin's own (naming another → 403), shared content (undefined) or the named
+   * project for a super admin; 403 for anyone else.
+   */
+  ownerOfImport(requestedProject: string | undefined): string | undefined;
+  /**
+   * Throws 404 when an import would replace a stored resource (`existing`, read only when it
+   * matters) that is not in the caller's own project — shared content included; super admins
+   * replace any.
+   */
+  checkImportOver(existing: () => Promise<ScopedRow | undefined>): Promise<void>;
   /** The SQL condition "the caller may see this row" for a table, parameters from `$first`. */
   predicate(table: ScopedTable, first: number): SqlPredicate;
 }

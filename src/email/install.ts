@@ -1,4 +1,5 @@
 import type { FeatureEnv } from '../core/feature.js';
+import { subscribeChanges } from '../storage/change-feed.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 import { OutboxSender } from './sender.js';
 import { emailSettings } from './settings.js';
@@ -6,8 +7,8 @@ import { createEmailTransport } from './transport.js';
 
 /**
  * Wires e-mail: a background outbox sender on this node (SMTP via `SMTP_URL`, else the log),
- * woken by the NOTIFY that `enqueueEmail` sends at commit and by its poll timer, stopped on
- * shutdown before the database closes. Features enqueue with `enqueueEmail(tx, message)`.
+ * woken by the announcement `enqueueEmail` makes at commit (storage/change-feed.ts) and by its
+ * poll timer, stopped on shutdown before the database closes. Features enqueue with `enqueueEmail(tx, message)`.
  */
 export async function installEmail(env: FeatureEnv): Promise<void> {
   const settings = emailSettings(env.config);
@@ -15,7 +16,7 @@ export async function installEmail(env: FeatureEnv): Promise<void> {
   const transport = createEmailTransport(env.config.smtpUrl, log);
   const sender = new OutboxSender(env.db, transport, settings, log);
   try {
-    await env.db.listen(OUTBOX_CHANNEL, () => sender.wake());
+    env.onClose(await subscribeChanges(env.db, OUTBOX_CHANNEL, () => sender.wake()));
   } catch (err) {
     // Not fatal: the poll timer still delivers, only a little later.
     log.warn({ err }, 'e-mail outbox: LISTEN failed; relying on polling');

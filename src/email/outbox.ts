@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../core/database.js';
+import { announceCommit } from '../storage/change-feed.js';
 
-/** NOTIFY channel that wakes every node's sender once an enqueuing transaction commits. */
+/** Change-feed channel that wakes every node's sender once an enqueuing transaction commits. */
 export const OUTBOX_CHANNEL = 'lattice_email_outbox';
 
 /** A message as written by the feature that decides to send it. */
@@ -21,8 +22,8 @@ export interface OutboxMessage extends EmailMessage {
 
 /**
  * Writes a message to the outbox inside the caller's transaction: it exists (and will be
- * delivered) exactly when that transaction commits. The NOTIFY is delivered at commit too, so
- * senders wake right after the commit, on every API node.
+ * delivered) exactly when that transaction commits. Its announcement (storage/change-feed.ts) is
+ * heard at commit too, so senders wake right after the commit, on every API node.
  */
 export async function enqueueEmail(tx: Queryable, message: EmailMessage): Promise<string> {
   const id = randomUUID();
@@ -33,7 +34,7 @@ export async function enqueueEmail(tx: Queryable, message: EmailMessage): Promis
     message.text,
     message.html ?? null,
   ]);
-  await tx.query('SELECT pg_notify($1, $2)', [OUTBOX_CHANNEL, id]);
+  await announceCommit(tx, OUTBOX_CHANNEL, id);
   return id;
 }
 

@@ -6,7 +6,7 @@ import type { EmailTransport } from './transport.js';
 
 /**
  * The background sender of one API node: drains due outbox messages through the transport,
- * retrying failures with exponential backoff. Runs when woken (NOTIFY after an enqueuing
+ * retrying failures with exponential backoff. Runs when woken (announced at an enqueuing
  * commit) and every `pollMs` (retries, and messages enqueued by nodes that could not notify).
  * Any number of nodes may run one: claims never overlap (see `claimDue`).
  */

@@ -208,3 +208,8 @@ export function patientCompartmentParams(): Map<string, string[]> {
   }
   return patientCompartment;
 }
+
+/** True when resources of `type` can be in a Patient compartment (Patient itself included). */
+export function inPatientCompartment(type: string): boolean {
+  return type === 'Patient' || patientCompartmentParams().has(type);
+}

@@ -1,4 +1,6 @@
+import { FORMAT_PARAMETERS } from '../core/fhir-request.js';
 import { badRequest } from '../fhir/outcome.js';
+import { fhirRoute, type FhirRoute } from '../rest/route.js';
 
 /** A parsed request body and the encoding it came in. */
 export interface ParsedBody {
@@ -9,6 +11,34 @@ export interface ParsedBody {
   kind: 'json' | 'form' | 'json-patch' | 'stream';
   contentType: string;
   value: unknown;
+}
+
+/** A FHIR request as the HTTP adapter reads it, once per request. */
+export interface FhirRequestInfo {
+  path: string;
+  /** The query without the format parameters. */
+  query: Array<[string, string]>;
+  route: FhirRoute;
+  /** The first `_format` ('' when empty), and whether `_pretty=true` was given. */
+  format: string | undefined;
+  pretty: boolean;
+}
+
+/**
+ * A FHIR request line read once: the path classified into its route (HEAD answered as GET),
+ * and `_format`/`_pretty` taken out of the query (docs/errors.md#content-types).
+ */
+export function fhirRequestInfo(method: string, url: string, prefix: string): FhirRequestInfo {
+  const { path, query: all } = requestInfo(url, prefix);
+  const query: Array<[string, string]> = [];
+  let format: string | undefined;
+  let pretty = false;
+  for (const pair of all) {
+    if (!FORMAT_PARAMETERS.has(pair[0])) query.push(pair);
+    else if (pair[0] === '_format') format ??= pair[1];
+    else if (pair[1] === 'true') pretty = true;
+  }
+  return { path, query, route: fhirRoute(method, path), format, pretty };
 }
 
 /**

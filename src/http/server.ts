@@ -9,13 +9,14 @@ import { ANONYMOUS, type AuthInfo, type Authenticator } from '../core/auth.js';
 import type { RequestContext } from '../core/context.js';
 import type { Database } from '../core/database.js';
 import type { ResourceRepository } from '../core/repository.js';
-import { FhirError, badRequest, issue, methodNotAllowed, notFound, unsupportedMediaType } from '../fhir/outcome.js';
-import { allowedMethods, type FhirRouter } from '../rest/router.js';
+import { FhirError, badRequest, issue, notFound, unsupportedMediaType } from '../fhir/outcome.js';
+import type { FhirRouter } from '../rest/router.js';
+import { checkMethod } from '../rest/route.js';
 import { registerCors } from './cors.js';
 import { errorResponse } from './errors.js';
 import { lazySchemaCompilers } from './lazy-schema-compilers.js';
 import { NUL_IN_CONTENT, parseJsonBody } from './json-body.js';
-import { requestInfo, type ParsedBody } from './request-info.js';
+import { fhirRequestInfo as readFhirRequest, type FhirRequestInfo, type ParsedBody } from './request-info.js';
 
 const FHIR_PREFIX = '/fhir/R4';
 const FHIR_CONTENT_TYPE = 'application/fhir+json; charset=utf-8';
@@ -160,27 +161,29 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
 
 async function handleFhir(services: HttpDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const info = fhirRequestInfo(request);
-  const format = info.query.find(([k]) => k === '_format')?.[1];
+  const { format, route } = info;
   if ((format && /xml/i.test(format)) || acceptsOnlyXml(request.headers.accept)) throw notAcceptable();
   if (format && !/^(json|application\/(fhir\+)?json|application\/json\+fhir)$/i.test(format.split(';')[0].trim())) {
     throw unsupportedMediaType(format);
   }
   const isSearch = request.method === 'POST' && info.path.endsWith('/_search');
   checkBodyKind(request, isSearch ? 'json-or-form' : request.method === 'PATCH' ? 'json-or-patch' : 'json');
-  const isPublic = (request.method === 'GET' || request.method === 'HEAD') && info.path.replace(/\/+$/, '') === '/metadata';
+  const isPublic = route.method === 'GET' && info.path.replace(/\/+$/, '') === '/metadata';
   const ctx = await contextFor(services, request, !isPublic);
-  const result = await services.fhir({
-    method: request.method,
-    path: info.path,
-    query: info.query,
-    body: (request.body as ParsedBody | undefined)?.value,
-    headers: request.headers as Record<string, string | undefined>,
-    ctx,
-  });
-  const pretty = info.query.some(([k, v]) => k === '_pretty' && v === 'true');
+  const result = await services.fhir(
+    {
+      method: route.method,
+      path: info.path,
+      query: info.query,
+      body: (request.body as ParsedBody | undefined)?.value,
+      headers: request.headers as Record<string, string | undefined>,
+      ctx,
+    },
+    route,
+  );
   void reply.status(result.status).headers(result.headers ?? {});
   if (result.body === undefined) return void reply.send();
-  void reply.type(FHIR_CONTENT_TYPE).send(pretty ? JSON.stringify(result.body, null, 2) : JSON.stringify(result.body));
+  void reply.type(FHIR_CONTENT_TYPE).send(info.pretty ? JSON.stringify(result.body, null, 2) : JSON.stringify(result.body));
 }
 
 /** True when an `Accept` header names XML and no JSON (nor a wildcard that covers it). */
@@ -194,16 +197,15 @@ function notAcceptable(): FhirError {
   return new FhirError(406, [issue('not-supported', 'XML is not supported: this server answers application/fhir+json only')]);
 }
 
-/** The parsed path and query of a FHIR request, parsed once (the method check and the handler both need it). */
-function fhirRequestInfo(request: FastifyRequest): ReturnType<typeof requestInfo> {
-  const slot = request as FastifyRequest & { fhirInfo: ReturnType<typeof requestInfo> | null };
-  return (slot.fhirInfo ??= requestInfo(request.url, FHIR_PREFIX));
+/** The FHIR request line, read and classified once (the method check and the handler both need it). */
+function fhirRequestInfo(request: FastifyRequest): FhirRequestInfo {
+  const slot = request as FastifyRequest & { fhirInfo: FhirRequestInfo | null };
+  return (slot.fhirInfo ??= readFhirRequest(request.method, request.url, FHIR_PREFIX));
 }
 
-/** 405 for a FHIR URL that exists but does not answer this method (see `allowedMethods`). */
+/** 405 for a FHIR URL that exists but does not answer this method (rest/route.ts). */
 function checkFhirMethod(request: FastifyRequest): void {
-  const allowed = allowedMethods(fhirRequestInfo(request).path);
-  if (allowed && !allowed.includes(request.method)) throw methodNotAllowed(request.method, allowed);
+  checkMethod(fhirRequestInfo(request).route);
 }
 
 /**

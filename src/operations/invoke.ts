@@ -25,7 +25,7 @@ function postedInput(operation: Operation, body: unknown): OperationValues {
  */
 export async function invokeOperation(req: FhirRequest, operation: Operation, target: OperationTarget): Promise<FhirResult> {
   const { definition } = operation;
-  const method = req.method === 'HEAD' ? 'GET' : req.method;
+  const { method } = req; // a HEAD arrives as GET
   let input: OperationValues;
   if (method === 'GET') input = buildInput(paramsOf(definition.parameter, 'in'), parseQueryInput(definition, req.query));
   else if (method === 'POST') input = postedInput(operation, req.body);

@@ -3,9 +3,6 @@ import { badRequest, methodNotAllowed } from '../fhir/outcome.js';
 import type { InputEntry } from './input-entry.js';
 import { carrierOf, paramsByName, paramsOf, type ParamDef } from './params.js';
 
-/** Query parameters that shape the HTTP response, never operation inputs. */
-const RESPONSE_PARAMS = new Set(['_format', '_pretty']);
-
 /**
  * GET invocation (docs/operations.md#get). Refused for operations that affect state. The
  * "simple types only" rule applies to the parameters the request actually supplies: a query
@@ -20,7 +17,7 @@ export function parseQueryInput(definition: OperationDefinition, query: Array<[s
   const declared = paramsByName(paramsOf(definition.parameter, 'in'));
   const entries: InputEntry[] = [];
   for (const [name, value] of query) {
-    if (RESPONSE_PARAMS.has(name) || value === '') continue;
+    if (value === '') continue;
     const param = declared.get(name);
     if (!param) continue;
     const carrier = carrierOf(param);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Bundle, BundleEntry, OperationOutcome, Resource } from '@medplum/fhirtypes';
-import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
+import { FORMAT_PARAMETERS, type FhirRequest, type FhirResult } from '../core/fhir-request.js';
 import { isObject } from '../fhir/json.js';
 import type { ResourceRepository } from '../core/repository.js';
 import type { ResourceValidator } from '../core/validation.js';
@@ -10,21 +10,25 @@ import { FhirError, badRequest, internalError, preconditionFailed } from '../fhi
 import { conditionalMatches, conditionalQuery, ifNoneExistParams } from './conditional.js';
 import { createResource } from './crud.js';
 import { versionHeaders } from './headers.js';
+import { fhirRoute, type FhirRoute } from './route.js';
 
 type JsonObject = Record<string, unknown>;
-type Route = (req: FhirRequest) => Promise<FhirResult>;
+type Route = (req: FhirRequest, route: FhirRoute) => Promise<FhirResult>;
 /** The router, with the validator its interactions use (a transaction's answers from memory). */
 type RouteWith = (validator: ResourceValidator) => Route;
 
 /** FHIR processing order of a transaction (http.html#trules): DELETE, POST, PUT/PATCH, GET/HEAD. */
 const ORDER: Record<string, number> = { DELETE: 0, POST: 1, PUT: 2, PATCH: 2, GET: 3, HEAD: 3 };
 
-/** One entry's request, checked. */
+/** One entry's request, checked; its path split and classified once (route.ts). */
 interface EntryRequest {
   index: number;
+  /** The method as the entry gives it (FHIR's processing order); `route.method` is the one answered. */
   method: string;
   /** Path below the FHIR base, starting with `/`. */
   path: string;
+  route: FhirRoute;
+  /** The query without the format parameters. */
   query: Array<[string, string]>;
   type: string | undefined;
   fullUrl: string | undefined;
@@ -60,7 +64,7 @@ export async function bundleInteraction(req: FhirRequest, routeWith: RouteWith, 
     for (let i = 0; i < rawEntries.length; i++) {
       try {
         const entry = parseEntry(rawEntries[i], i, base, false);
-        entries.push(responseEntry(await routeWith(validator)(entryRequest(req, entry, req.ctx.repo))));
+        entries.push(responseEntry(await routeWith(validator)(entryRequest(req, entry, req.ctx.repo), entry.route)));
       } catch (err) {
         if (!(err instanceof FhirError)) throw err;
         entries.push({ response: { status: statusLine(err.status), outcome: err.outcome } });
@@ -99,12 +103,12 @@ export async function bundleInteraction(req: FhirRequest, routeWith: RouteWith, 
           return { resource: match as unknown as BundleEntry['resource'], response: { status: statusLine(200), etag: versionHeaders(match).ETag } };
         }
         const entryReq = entryRequest(req, entry, repo);
-        if (entry.method === 'POST' && entry.type && !entry.path.slice(1).includes('/')) {
+        if (entry.method === 'POST' && entry.type && entry.route.segments.length === 1) {
           const id = entry.fullUrl !== undefined ? ids.get(entry.fullUrl)?.split('/')[1] : undefined;
           delete entryReq.headers['if-none-exist']; // already resolved under the lock, above
           return responseEntry(await createResource(entryReq, entry.type, inTransaction, { id }));
         }
-        return responseEntry(await route(entryReq));
+        return responseEntry(await route(entryReq, entry.route));
       });
     }
     return out;
@@ -144,8 +148,9 @@ function parseEntry(raw: unknown, index: number, base: string, transaction: bool
   if (/^[a-z][a-z0-9+.-]*:/i.test(url)) throw badRequest(`entry request url '${request.url}' is not below this server's base`);
   const q = url.indexOf('?');
   const path = `/${(q >= 0 ? url.slice(0, q) : url).replace(/^\/+/, '')}`;
-  const query = q >= 0 ? [...new URLSearchParams(url.slice(q + 1))] : [];
-  const segments = path.split('/').filter(Boolean);
+  const query = q >= 0 ? [...new URLSearchParams(url.slice(q + 1))].filter(([k]) => !FORMAT_PARAMETERS.has(k)) : [];
+  const route = fhirRoute(method, path);
+  const { segments } = route;
   if (segments.length === 0) throw badRequest('a nested batch or transaction is not supported');
   if (transaction && segments.some((s) => s.startsWith('$'))) throw badRequest('operations are not supported in a transaction');
   let resource = raw.resource;
@@ -161,6 +166,7 @@ function parseEntry(raw: unknown, index: number, base: string, transaction: bool
     index,
     method,
     path,
+    route,
     query,
     type: segments[0],
     fullUrl,
@@ -180,7 +186,7 @@ function binaryPatch(binary: JsonObject): JsonObject {
 
 function entryRequest(outer: FhirRequest, entry: EntryRequest, repo: ResourceRepository): FhirRequest {
   return {
-    method: entry.method,
+    method: entry.route.method,
     path: entry.path,
     query: entry.query,
     body: entry.resource,
@@ -204,7 +210,7 @@ async function resolveTargets(
   const pending: EntryRequest[] = [];
   for (const e of entries) {
     if (e.fullUrl === undefined || !e.type) continue;
-    const segments = e.path.split('/').filter(Boolean);
+    const { segments } = e.route;
     if (e.method === 'PUT' && segments.length === 2) ids.set(e.fullUrl, `${e.type}/${segments[1]}`);
     else if (e.method === 'POST' && e.headers['if-none-exist']?.trim()) pending.push(e);
     else if (e.method === 'POST') ids.set(e.fullUrl, `${e.type}/${randomUUID()}`);

@@ -1,11 +1,10 @@
 import type { Resource } from '@medplum/fhirtypes';
-import type { ResourceRepository, SearchQuery } from '../core/repository.js';
+import { FORMAT_PARAMETERS } from '../core/fhir-request.js';
+import { SEARCH_CONTROL_PARAMETERS, type ResourceRepository, type SearchQuery } from '../core/repository.js';
 import { badRequest, preconditionFailed } from '../fhir/outcome.js';
-import { CONTROL_PARAMETERS } from '../storage/search/query/controls.js';
-import { FORMAT_PARAMS } from './search.js';
 
 /** Parameters that shape a search answer instead of selecting resources: ignored in conditional criteria. */
-const RESULT_PARAMETERS = new Set([...CONTROL_PARAMETERS, ...FORMAT_PARAMS]);
+const RESULT_PARAMETERS = new Set([...SEARCH_CONTROL_PARAMETERS, ...FORMAT_PARAMETERS]);
 
 /**
  * The search of a conditional interaction (FHIR R4 http.html#ccreate, #cond-update,

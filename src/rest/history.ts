@@ -1,5 +1,5 @@
 import { badRequest } from '../fhir/outcome.js';
-import { parseDateRange } from '../storage/search/date-range.js';
+import { parseDateRange } from '../fhir/date-range.js';
 import { bundle, intParam, pageLinks } from './bundle.js';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 

@@ -1,18 +1,18 @@
-import { isResourceType } from '../fhir/definitions.js';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import type { OperationCall, OperationDispatcher } from '../core/operation.js';
 import type { ResourceValidator } from '../core/validation.js';
-import { FhirError, badRequest, issue, methodNotAllowed, notFound } from '../fhir/outcome.js';
+import { badRequest } from '../fhir/outcome.js';
 import { primitiveCheck } from '../fhir/validation/primitives.js';
 import { conditionalDelete, conditionalUpdate, createResource, deleteResource, readResource, readVersion, updateResource } from './crud.js';
 import { bundleInteraction } from './batch.js';
 import { historyInteraction } from './history.js';
 import { patchInteraction } from './patch.js';
 import { metadataInteraction, type TerminologyCapabilitiesSource } from './metadata.js';
+import { checkRoute, type FhirRoute } from './route.js';
 import { compartmentSearchInteraction, searchInteraction } from './search.js';
 
-/** A FHIR REST endpoint: request in, result out. */
-export type FhirRouter = (req: FhirRequest) => Promise<FhirResult>;
+/** A FHIR REST endpoint: a request and its route (route.ts, classified where the request was built) in, result out. */
+export type FhirRouter = (req: FhirRequest, route: FhirRoute) => Promise<FhirResult>;
 
 /** Limits of the REST interactions (from the configuration). */
 export interface FhirRouterOptions {
@@ -26,7 +26,7 @@ export interface FhirRouterOptions {
 
 /** The FHIR router over the interactions below and the given operations. */
 export function createFhirRouter(operations: OperationDispatcher, options: FhirRouterOptions): FhirRouter {
-  return (req) => routeFhirRequest(req, operations, options);
+  return (req, route) => routeFhirRequest(req, route, operations, options);
 }
 
 /**
@@ -37,15 +37,14 @@ export function createFhirRouter(operations: OperationDispatcher, options: FhirR
  * URL does not support is 405 (with `Allow`), an id that is not a FHIR id is 400 — so the
  * storage layer never sees a key that cannot exist.
  */
-async function routeFhirRequest(req: FhirRequest, operations: OperationDispatcher, options: FhirRouterOptions): Promise<FhirResult> {
-  const segments = pathSegments(req.path);
-  const method = req.method === 'HEAD' ? 'GET' : req.method;
+async function routeFhirRequest(req: FhirRequest, route: FhirRoute, operations: OperationDispatcher, options: FhirRouterOptions): Promise<FhirResult> {
+  const { segments, method } = route;
   const [first, second, third, fourth] = segments;
-  checkMethod(req.method, segments); // from here on the path has one of the shapes `classify` accepts
+  checkRoute(route); // from here on the path has one of the shapes route.ts accepts
 
   if (segments.length === 0) {
     // Bundle entries run through this router again, with the validator the Bundle chooses.
-    const routeWith = (validator: ResourceValidator): FhirRouter => (entry) => routeFhirRequest(entry, operations, { ...options, validator });
+    const routeWith = (validator: ResourceValidator): FhirRouter => (entry, entryRoute) => routeFhirRequest(entry, entryRoute, operations, { ...options, validator });
     return bundleInteraction(req, routeWith, options.bundleMaxEntries, options.validator);
   }
   if (segments.length === 1 && first === '_history') return historyInteraction(req, undefined);
@@ -75,69 +74,8 @@ async function routeFhirRequest(req: FhirRequest, operations: OperationDispatche
   return deleteResource(req, type, second);
 }
 
-/** What a FHIR path names, before the method is considered. */
-type PathKind =
-  | { kind: 'interaction'; allowed: string[] }
-  | { kind: 'operation' }
-  | { kind: 'unknown-type'; type: string }
-  | { kind: 'nothing' };
-
-function classify(segments: string[]): PathKind {
-  const [first, second, third] = segments;
-  const interaction = (...allowed: string[]): PathKind => ({ kind: 'interaction', allowed });
-  if (first === undefined) return interaction('POST'); // batch / transaction
-  if (first === 'metadata' || first === '_history') return segments.length === 1 ? interaction('GET', 'HEAD') : { kind: 'nothing' };
-  if (first.startsWith('$')) return segments.length === 1 ? { kind: 'operation' } : { kind: 'nothing' };
-  if (!isResourceType(first)) return { kind: 'unknown-type', type: first };
-  switch (segments.length) {
-    case 1:
-      return interaction('GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH');
-    case 2:
-      if (second.startsWith('$')) return { kind: 'operation' };
-      if (second === '_search') return interaction('GET', 'HEAD', 'POST');
-      if (second === '_history') return interaction('GET', 'HEAD');
-      return interaction('GET', 'HEAD', 'PUT', 'DELETE', 'PATCH');
-    case 3:
-      if (third.startsWith('$')) return { kind: 'operation' };
-      if (third === '_history') return interaction('GET', 'HEAD');
-      // Compartment search (docs/rest.md#compartment-search): Patient/<id>/<Type> and Patient/<id>/*.
-      if (first === 'Patient' && (third === '*' || isResourceType(third))) return interaction('GET', 'HEAD');
-      return { kind: 'nothing' };
-    case 4:
-      return third === '_history' ? interaction('GET', 'HEAD') : { kind: 'nothing' };
-    default:
-      return { kind: 'nothing' };
-  }
-}
-
-/**
- * Methods the FHIR URL `path` answers (HEAD wherever GET is), or undefined when the path names
- * nothing (404) or an operation (the operation decides which methods it accepts).
- */
-export function allowedMethods(path: string): string[] | undefined {
-  const route = classify(pathSegments(path));
-  return route.kind === 'interaction' ? route.allowed : undefined;
-}
-
-/** Throws 404 for a path that names nothing, 405 for a method the path does not support. */
-function checkMethod(method: string, segments: string[]): void {
-  const route = classify(segments);
-  switch (route.kind) {
-    case 'nothing':
-      throw notFound();
-    case 'unknown-type':
-      throw new FhirError(404, [{ ...issue('not-found', 'Not found'), diagnostics: `Unknown resource type: ${route.type}` }]);
-    case 'interaction':
-      if (!route.allowed.includes(method)) throw methodNotAllowed(method, route.allowed);
-  }
-}
-
 /** A logical id in the URL must be a FHIR id; anything else cannot name a resource. */
 function checkId(type: string, id: string): void {
   const problem = primitiveCheck('id')?.check(id);
   if (problem) throw badRequest(problem.text, `${type}.id`);
-}
-
-function pathSegments(path: string): string[] {
-  return path.split('/').filter((s) => s.length > 0);
 }

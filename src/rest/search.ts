@@ -1,14 +1,10 @@
 import type { Bundle, Coding, Resource } from '@medplum/fhirtypes';
-import { isResourceType, structureDefinitionMap } from '../fhir/definitions.js';
+import { inPatientCompartment, isResourceType, structureDefinitionMap } from '../fhir/definitions.js';
 import { badRequest } from '../fhir/outcome.js';
-import { inCompartment } from '../storage/search/query/compartment.js';
 import type { SearchQuery } from '../core/repository.js';
 import type { RequestContext } from '../core/context.js';
 import { bundle, fullUrl, pageLinks } from './bundle.js';
-import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
-
-/** Parameters of the response format, not of the search. */
-export const FORMAT_PARAMS = new Set(['_format', '_pretty']);
+import { FORMAT_PARAMETERS, type FhirRequest, type FhirResult } from '../core/fhir-request.js';
 
 /** The tag a server puts on resources it returns incomplete (`_summary`, `_elements`). */
 const SUBSETTED: Coding = { system: 'http://terminology.hl7.org/CodeSystem/v3-ObservationValue', code: 'SUBSETTED' };
@@ -22,7 +18,7 @@ const ALWAYS_KEPT = ['resourceType', 'id', 'meta'];
  * repeat the request's parameters. `_summary` and `_elements` shape the matched resources.
  */
 export async function searchInteraction(req: FhirRequest, type: string): Promise<FhirResult> {
-  const params = [...req.query, ...formParams(req.body)].filter(([k]) => !FORMAT_PARAMS.has(k));
+  const params = [...req.query, ...formParams(req.body)];
   return { status: 200, body: await searchBundle(req.ctx, { resourceType: type, params }, `${req.ctx.fhirBaseUrl}/${type}`) };
 }
 
@@ -34,25 +30,24 @@ export async function searchInteraction(req: FhirRequest, type: string): Promise
  */
 export async function compartmentSearchInteraction(req: FhirRequest, compartmentType: 'Patient', id: string, type: string): Promise<FhirResult> {
   await req.ctx.repo.read(compartmentType, id);
-  let params = req.query.filter(([k]) => !FORMAT_PARAMS.has(k));
+  let params = req.query;
   const compartment: SearchQuery['compartment'] = { resourceType: compartmentType, id };
   if (type === '*') {
     const wanted = params.filter(([k]) => k === '_type').flatMap(([, v]) => v.split(',').map((t) => t.trim()).filter(Boolean));
     if (wanted.length > 0) compartment.types = checkedCompartmentTypes(wanted);
     params = params.filter(([k]) => k !== '_type');
-  } else if (!inCompartment(type)) {
+  } else if (!inPatientCompartment(type)) {
     throw badRequest(`Resource type ${type} is not in the ${compartmentType} compartment`);
   }
   const url = `${req.ctx.fhirBaseUrl}/${compartmentType}/${id}/${type}`;
-  const linkParams = req.query.filter(([k]) => !FORMAT_PARAMS.has(k));
-  return { status: 200, body: await searchBundle(req.ctx, { resourceType: type, params, compartment }, url, linkParams) };
+  return { status: 200, body: await searchBundle(req.ctx, { resourceType: type, params, compartment }, url, req.query) };
 }
 
 /** `_type` values of a compartment search: resource types of the compartment, else 400. */
 export function checkedCompartmentTypes(types: string[]): string[] {
   for (const t of types) {
     if (!isResourceType(t)) throw badRequest(`Invalid value '${t}' for _type: not a resource type`);
-    if (!inCompartment(t)) throw badRequest(`Resource type ${t} is not in the Patient compartment`);
+    if (!inPatientCompartment(t)) throw badRequest(`Resource type ${t} is not in the Patient compartment`);
   }
   return types;
 }
@@ -148,10 +143,10 @@ function baseName(type: string, key: string): string {
   return key;
 }
 
-/** Fields of a form-encoded `_search` body as query pairs. */
+/** Fields of a form-encoded `_search` body as query pairs (the format parameters left out, as from the URL). */
 function formParams(body: unknown): Array<[string, string]> {
   if (!body || typeof body !== 'object' || Array.isArray(body)) return [];
   return Object.entries(body as Record<string, unknown>).flatMap(([k, v]) =>
-    (Array.isArray(v) ? v : [v]).map((x) => [k, String(x)] as [string, string]),
+    FORMAT_PARAMETERS.has(k) ? [] : (Array.isArray(v) ? v : [v]).map((x) => [k, String(x)] as [string, string]),
   );
 }

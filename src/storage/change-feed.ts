@@ -20,6 +20,15 @@ export async function announceChange(tx: Queryable, channel: string, payload: st
 }
 
 /**
+ * Inside a write transaction: every node, this one included, hears `payload` on `channel` at
+ * commit, and only then — for wake-ups that must find the committed rows (the e-mail outbox),
+ * where hearing it before the commit would be work for nothing.
+ */
+export async function announceCommit(tx: Queryable, channel: string, payload: string): Promise<void> {
+  await tx.query('SELECT pg_notify($1, $2)', [channel, payload]);
+}
+
+/**
  * Calls `handler` for every change announced on `channel` (this process's at once, other
  * nodes' at their commit). Resolves when the database listens; returns the unsubscribe.
  */

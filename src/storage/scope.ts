@@ -5,7 +5,8 @@ import { forbidden, notFound } from '../fhir/outcome.js';
 /**
  * THE tenancy rule (docs/auth.md#roles), written once: every query that filters by project —
  * resources, history, search, the terminology index, invite look-ups — asks this module,
- * either per row (`canSee`) or as an SQL condition for its own table (`predicate`).
+ * either per row (`canSee`) or as an SQL condition for its own table (`predicate`, `ownedBy`);
+ * so do the administrative checks (`checkAdminister`, the import's owner and overwrite rules).
  *
  * - The system and super admins see and write everything.
  * - Everyone else sees their own project's rows plus shared content (no project).
@@ -53,6 +54,23 @@ class CallerScope implements Scope {
     if (!this.auth.superAdmin && ACCOUNT_TYPES.includes(resourceType)) throw forbidden();
   }
 
+  checkAdminister(projectId?: string): void {
+    const { auth } = this;
+    if (auth.superAdmin) return;
+    if (!auth.projectAdmin || (projectId !== undefined && projectId !== auth.projectId)) throw forbidden();
+  }
+
+  ownerOfImport(requestedProject: string | undefined): string | undefined {
+    this.checkAdminister(requestedProject);
+    return this.auth.superAdmin ? requestedProject : this.auth.projectId;
+  }
+
+  async checkImportOver(existing: () => Promise<ScopedRow | undefined>): Promise<void> {
+    if (this.auth.superAdmin) return;
+    const row = await existing();
+    if (row && (row.projectId ?? undefined) !== this.auth.projectId) throw notFound();
+  }
+
   ownerOfNew(resourceType: string, id: string | undefined, requestedProject: string | undefined): string | undefined {
     if (this.auth.superAdmin && requestedProject !== undefined) return requestedProject;
     if (this.auth.superAdmin && resourceType === 'Project') return id; // a project owns itself
@@ -82,7 +100,11 @@ class CallerScope implements Scope {
   }
 }
 
-/** The condition "this row belongs to `projectId`" (exactly; no shared content), from `$first`. */
-export function ownedBy(table: ScopedTable, projectId: string, first: number): SqlPredicate {
-  return { sql: `${table.alias}.${table.project} = $${first}`, params: [projectId] };
+/**
+ * The condition "this row belongs to `projectId`" exactly (no shared content), from `$first`;
+ * with `projectId` undefined, "this row is shared content" (no parameter).
+ */
+export function ownedBy(table: ScopedTable, projectId: string | undefined, first: number): SqlPredicate {
+  const column = `${table.alias}.${table.project}`;
+  return projectId === undefined ? { sql: `${column} IS NULL`, params: [] } : { sql: `${column} = $${first}`, params: [projectId] };
 }

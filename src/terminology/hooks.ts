@@ -1,15 +1,15 @@
 import type { CodeSystem, Resource, ValueSet } from '@medplum/fhirtypes';
 import type { ResourceHook } from '../core/repository.js';
-import { announceTerminologyChange } from './engine/binding-checker.js';
 import { indexCodeSystem, removeCodeSystemIndex } from './store/code-system-store.js';
 import { announceValueSetChange } from './providers/fhir/index-cache.js';
 
 /**
- * Keeps the terminology index in step with stored resources, and tells every node's binding
- * checker (binding-checker.ts) that value set codes may have changed. Both hooks run inside the write
- * transaction (storage/resource-hooks.ts): a CodeSystem is searchable by the engine exactly when
- * its write commits, an update re-indexes it, a delete removes the index, and a failure to index
- * rolls the write back.
+ * Keeps the terminology index in step with stored resources; each write announces the one
+ * resource it changed (index-cache.ts), which every node's index cache and binding checker
+ * (binding-checker.ts) hear. Both hooks run inside the write transaction
+ * (storage/resource-hooks.ts): a CodeSystem is searchable by the engine exactly when its write
+ * commits, an update re-indexes it, a delete removes the index, and a failure to index rolls the
+ * write back.
  */
 export function terminologyHooks(): ResourceHook[] {
   return [
@@ -22,11 +22,9 @@ export function terminologyHooks(): ResourceHook[] {
           projectId: projectOf(resource),
           lastUpdated: resource.meta?.lastUpdated ?? new Date().toISOString(),
         });
-        await announceTerminologyChange(tx);
       },
       async afterDelete(tx, previous) {
         await removeCodeSystemIndex(tx, previous.id as string);
-        await announceTerminologyChange(tx);
       },
     },
     {
@@ -39,12 +37,10 @@ export function terminologyHooks(): ResourceHook[] {
           [vs.id, projectOf(resource) ?? null, vs.url ?? '', vs.version ?? null, resource.meta?.lastUpdated ?? new Date().toISOString()],
         );
         await announceValueSetChange(tx, vs.id as string);
-        await announceTerminologyChange(tx);
       },
       async afterDelete(tx, previous) {
         await tx.query('DELETE FROM tx_value_set WHERE resource_id = $1', [previous.id]);
         await announceValueSetChange(tx, previous.id as string);
-        await announceTerminologyChange(tx);
       },
     },
   ];

@@ -1,8 +1,8 @@
 import type { Operation, OperationHandler } from '../../core/operation.js';
 import { badRequest } from '../../fhir/outcome.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
-import { parseDateRange } from '../../storage/search/date-range.js';
-import { MAX_COUNT } from '../../storage/search/query/controls.js';
+import { MAX_SEARCH_COUNT } from '../../core/repository.js';
+import { parseDateRange } from '../../fhir/date-range.js';
 import { checkedCompartmentTypes, searchBundle } from '../search.js';
 
 interface EverythingInput {
@@ -23,10 +23,10 @@ export function everythingOperation(): Operation {
     const id = target.id as string;
     await ctx.repo.read('Patient', id); // 404 / 410 as for read: tenancy decides first
     const types = (input._type ?? []).flatMap((v) => v.split(',').map((t) => t.trim()).filter(Boolean));
-    const count = wholeNumber('_count', input._count) ?? MAX_COUNT;
+    const count = wholeNumber('_count', input._count) ?? MAX_SEARCH_COUNT;
     const offset = wholeNumber('_offset', input._offset) ?? 0;
     const params: Array<[string, string]> = [
-      ['_count', String(Math.min(count, MAX_COUNT))],
+      ['_count', String(Math.min(count, MAX_SEARCH_COUNT))],
       ['_offset', String(offset)],
     ];
     const linkParams: Array<[string, string]> = [];

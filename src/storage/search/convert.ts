@@ -1,4 +1,4 @@
-import { parseDateRange, type DateRange } from './date-range.js';
+import { parseDateRange, type DateRange } from '../../fhir/date-range.js';
 import { objs, QUANTITY_TYPES, str, strs, type TypedValue } from './fhir-values.js';
 import type { IndexRows } from './index-rows.js';
 import { clip, normalizeText, withoutNul } from './normalize.js';

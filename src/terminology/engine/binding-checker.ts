@@ -1,33 +1,23 @@
-import { EventEmitter } from 'node:events';
 import type { ValueSetExpansionContains } from '@medplum/fhirtypes';
-import type { Queryable } from '../../core/database.js';
 import type { ResourceRepository } from '../../core/repository.js';
 import type { BindingChecker, ValueSetCodes } from '../../core/validation.js';
+import { subscribeChanges } from '../../storage/change-feed.js';
 import { parseLanguages } from './display.js';
 import { expandValueSet } from './expand.js';
+import { TERMINOLOGY_CHANNEL } from '../providers/fhir/index-cache.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
 import type { TermContext, TerminologyEnv } from '../types.js';
 import { parseVersionRules } from '../versions.js';
-
-/** NOTIFY channel on which every node hears that a CodeSystem or ValueSet changed. */
-const CHANNEL = 'lattice_terminology';
-/** This process's own changes, heard at once (the NOTIFY arrives asynchronously). */
-const localChanges = new EventEmitter().setMaxListeners(0);
-
-/** Inside a CodeSystem/ValueSet write transaction: every node drops its binding codes (at commit). */
-export async function announceTerminologyChange(tx: Queryable): Promise<void> {
-  await tx.query('SELECT pg_notify($1, $2)', [CHANNEL, 'changed']);
-  localChanges.emit('change');
-}
 
 /**
  * The codes of the value sets that `required` bindings name (docs/rest.md#validation), for
  * resource validation. Each value set is resolved among the shared content (`shared` sees
  * nothing else; base R4 value sets are loaded on first use) and expanded once with the engine's
  * own `$expand`; the codes stay in memory — no database read once seen — until any CodeSystem or
- * ValueSet is written on any node (NOTIFY on `lattice_terminology`, as for memberships). A value
- * set that cannot be resolved or fully expanded (unknown or incomplete code systems, too large)
- * gives undefined: not checked.
+ * ValueSet is written on any node (the write's one announcement on `lattice_terminology`,
+ * index-cache.ts, heard by every node through storage/change-feed.ts). A value set that cannot
+ * be resolved or fully expanded (unknown or incomplete code systems, too large) gives
+ * undefined: not checked.
  */
 export function createBindingChecker(env: TerminologyEnv & { onClose(fn: () => void): void }, shared: ResourceRepository): BindingChecker {
   const cache = new Map<string, ValueSetCodes | undefined>();
@@ -36,9 +26,10 @@ export function createBindingChecker(env: TerminologyEnv & { onClose(fn: () => v
     generation++;
     cache.clear();
   };
-  localChanges.on('change', invalidate);
-  env.onClose(() => localChanges.off('change', invalidate));
-  const listening = env.db.listen(CHANNEL, invalidate).catch((err: unknown) => env.log.error({ err }, 'terminology: cannot listen for changes'));
+  const listening = subscribeChanges(env.db, TERMINOLOGY_CHANNEL, invalidate).then(
+    (unsubscribe) => env.onClose(unsubscribe),
+    (err: unknown) => env.log.error({ err }, 'terminology: cannot listen for changes'),
+  );
   return {
     async codesOf(valueSets) {
       await listening;

@@ -1,7 +1,7 @@
 import type { Resource } from '@medplum/fhirtypes';
 import type { AppRoute } from '../../core/app-route.js';
 import type { FeatureEnv } from '../../core/feature.js';
-import { badRequest, forbidden, FhirError, notFound } from '../../fhir/outcome.js';
+import { badRequest, FhirError, notFound } from '../../fhir/outcome.js';
 import { validateResource } from '../../fhir/validation/validate-resource.js';
 import { importStream } from '../store/import-file.js';
 import { JsonStreamError } from '../store/json-stream.js';
@@ -27,20 +27,20 @@ export function importRoute(env: FeatureEnv): AppRoute {
     auth: true,
     body: 'stream',
     async handler(req) {
-      const { auth } = req.ctx;
-      if (!auth.superAdmin && !auth.projectAdmin) throw forbidden();
-      const wanted = req.query.project || undefined;
-      if (!auth.superAdmin && wanted !== undefined && wanted !== auth.projectId) throw forbidden();
-      const projectId = auth.superAdmin ? wanted : auth.projectId;
+      const { scope } = req.ctx.repo;
+      const projectId = scope.ownerOfImport(req.query.project || undefined);
       if (projectId !== undefined && !(await env.system.tryRead('Project', projectId))) throw notFound();
       const body = req.body as AsyncIterable<Buffer> | undefined;
       if (!body) throw badRequest('No content to import');
       const check = async (resource: Resource) => {
         const problems = validateResource(resource);
         if (problems.length > 0) throw new FhirError(400, { resourceType: 'OperationOutcome', issue: problems });
-        if (!resource.id || auth.superAdmin) return;
-        const existing = await env.system.tryRead(resource.resourceType, resource.id);
-        if (existing && existing.meta?.project !== projectId) throw notFound();
+        const id = resource.id;
+        if (!id) return;
+        await scope.checkImportOver(async () => {
+          const existing = await env.system.tryRead(resource.resourceType, id);
+          return existing && { projectId: existing.meta?.project, resourceType: existing.resourceType, id };
+        });
       };
       try {
         const summary = await importStream(body, env, { projectId, out: NO_PROGRESS, check });

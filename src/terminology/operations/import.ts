@@ -1,5 +1,5 @@
 import type { Coding } from '@medplum/fhirtypes';
-import { badRequest, forbidden } from '../../fhir/outcome.js';
+import { badRequest } from '../../fhir/outcome.js';
 import type { Operation } from '../../core/operation.js';
 import type { TerminologyEnv } from '../types.js';
 import { importIntoCodeSystem } from '../store/import.js';
@@ -24,7 +24,7 @@ export function importOperation(env: TerminologyEnv): Operation {
   return {
     definition: loadDefinition('CodeSystem-import'),
     async handler(ctx, input: ImportInput) {
-      if (!ctx.auth.superAdmin && !ctx.auth.projectAdmin) throw forbidden();
+      ctx.repo.scope.checkAdminister();
       const tc = await termContext(env, ctx, input);
       const cs = await resolveCodeSystem(tc, input.system);
       if (!cs) throw badRequest(msg.codeSystemNotFound(input.system));

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { CodeSystem, Resource } from '@medplum/fhirtypes';
 import { FhirError } from '../../fhir/outcome.js';
 import { definitionsDir, readDefinitionBundle } from '../../fhir/definitions.js';
+import { ownedBy } from '../../storage/scope.js';
 import type { TermContext, TerminologyEnv } from '../types.js';
 
 /**
@@ -102,6 +103,9 @@ async function writeBase(services: TerminologyEnv, resource: Resource): Promise<
   return true;
 }
 
+/** Rows of the shared content (no project), as the tenancy rule words it. */
+const SHARED = ownedBy({ alias: 't', project: 'project_id' }, undefined, 1);
+
 /**
  * Background job: writes every base resource not yet in the shared content, a batch at a time,
  * then records the package fingerprint. `stopped()` is polled between resources so shutdown is
@@ -115,8 +119,8 @@ export async function preloadBaseTerminology(services: TerminologyEnv, stopped: 
   const present = new Set(
     (
       await services.db.query<{ k: string }>(
-        `SELECT 'CodeSystem/' || resource_id AS k FROM tx_code_system WHERE project_id IS NULL AND scope IS NULL
-         UNION ALL SELECT 'ValueSet/' || resource_id FROM tx_value_set WHERE project_id IS NULL`,
+        `SELECT 'CodeSystem/' || t.resource_id AS k FROM tx_code_system t WHERE ${SHARED.sql} AND t.scope IS NULL
+         UNION ALL SELECT 'ValueSet/' || t.resource_id FROM tx_value_set t WHERE ${SHARED.sql}`,
       )
     ).rows.map((r) => r.k),
   );

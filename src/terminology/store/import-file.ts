@@ -1,6 +1,7 @@
 import { createReadStream, statSync } from 'node:fs';
 import type { CodeSystem, CodeSystemConcept, Resource } from '@medplum/fhirtypes';
 import type { Queryable } from '../../core/database.js';
+import { ownedBy as ownedByProject } from '../../storage/scope.js';
 import type { TerminologyEnv } from '../types.js';
 import { jsonStream } from './json-stream.js';
 import { StagedCodeSystem } from './staged-import.js';
@@ -201,10 +202,11 @@ async function existingId(db: Queryable, r: Resource, projectId: string | undefi
   const { url, version } = r as { url?: string; version?: string };
   if (!url || (r.resourceType !== 'CodeSystem' && r.resourceType !== 'ValueSet')) return undefined;
   const table = r.resourceType === 'CodeSystem' ? 'tx_code_system' : 'tx_value_set';
-  const scope = r.resourceType === 'CodeSystem' ? ' AND scope IS NULL' : '';
+  const scope = r.resourceType === 'CodeSystem' ? ' AND t.scope IS NULL' : '';
+  const owner = ownedByProject({ alias: 't', project: 'project_id' }, projectId, 3);
   const res = await db.query<{ resource_id: string }>(
-    `SELECT resource_id FROM ${table} WHERE url = $1 AND version IS NOT DISTINCT FROM $2${scope} AND project_id IS NOT DISTINCT FROM $3 LIMIT 1`,
-    [url, version ?? null, projectId ?? null],
+    `SELECT t.resource_id FROM ${table} t WHERE t.url = $1 AND t.version IS NOT DISTINCT FROM $2${scope} AND ${owner.sql} LIMIT 1`,
+    [url, version ?? null, ...owner.params],
   );
   return res.rows[0]?.resource_id;
 }

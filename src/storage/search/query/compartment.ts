@@ -14,11 +14,6 @@ export function compartmentTypes(): string[] {
   return types.includes('Patient') ? types : ['Patient', ...types];
 }
 
-/** True when resources of `type` can be in a Patient compartment. */
-export function inCompartment(type: string): boolean {
-  return type === 'Patient' || patientCompartmentParams().has(type);
-}
-
 /**
  * The condition "the `resource` row under `alias` (of one of `types`) is in the compartment":
  * it is the compartment's own resource, or its search index holds a reference to it under one

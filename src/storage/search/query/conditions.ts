@@ -1,6 +1,6 @@
 import { badRequest } from '../../../fhir/outcome.js';
 import { isResourceType } from '../../../fhir/definitions.js';
-import { parseDateRange } from '../date-range.js';
+import { parseDateRange } from '../../../fhir/date-range.js';
 import { clip, escapeLike, normalizeText } from '../normalize.js';
 import type { IndexTable } from '../parameters.js';
 import { dateComparison, numberComparison } from './comparisons.js';

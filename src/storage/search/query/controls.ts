@@ -1,13 +1,14 @@
+import { MAX_SEARCH_COUNT, SEARCH_CONTROL_PARAMETERS } from '../../../core/repository.js';
 import { badRequest } from '../../../fhir/outcome.js';
 import { searchParameter, tableFor } from '../parameters.js';
 import { checkKnown, splitModifier } from './filters.js';
 import type { SqlParams } from './sql-params.js';
 
-/** Result parameters: they shape the answer instead of selecting resources. */
-export const CONTROL_PARAMETERS = new Set(['_count', '_offset', '_sort', '_summary', '_elements', '_total', '_include', '_revinclude']);
+/** Result parameters: they shape the answer instead of selecting resources (the search contract's). */
+export const CONTROL_PARAMETERS = SEARCH_CONTROL_PARAMETERS;
 
 export const DEFAULT_COUNT = 20;
-export const MAX_COUNT = 1000;
+const MAX_COUNT = MAX_SEARCH_COUNT;
 const SUMMARY_VALUES = new Set(['true', 'false', 'text', 'data', 'count']);
 
 /** The result parameters of one search, validated. */

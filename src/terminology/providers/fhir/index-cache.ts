@@ -18,7 +18,7 @@ import type { CodeSystemInfo } from '../../types.js';
  * nothing is kept at all.
  */
 
-/** NOTIFY channel of terminology index changes. */
+/** Change-feed channel (storage/change-feed.ts) of terminology changes: `cs:<id>`, `vs:<id>`. */
 export const TERMINOLOGY_CHANNEL = 'lattice_terminology';
 
 /** Inside a write transaction: the index of CodeSystem `resourceId` changed (every node drops its copy). */

