@@ -51,7 +51,7 @@ export interface Config {
   /** `lattice import`: a CodeSystem with more concepts is indexed staged (docs/terminology.md#atomic-imports). */
   txStagedImportAbove: number;
   /** Bounds on one terminology request (docs/terminology.md#limits). */
-  terminologyLimits: { maxFilters: number; maxCodings: number; maxValueSets: number; maxIncludes: number };
+  terminologyLimits: { maxFilters: number; maxCodings: number; maxValueSets: number; maxIncludes: number; maxInlineConcepts: number };
   /** Outbox e-mail sender. */
   email: {
     /** `From:` of every message (default `Lattice <no-reply@<public host>>`). */
@@ -90,6 +90,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxCodings: intOf(env.LATTICE_TX_MAX_CODINGS, 10_000, 'LATTICE_TX_MAX_CODINGS'),
       maxValueSets: intOf(env.LATTICE_TX_MAX_VALUESETS, 1_000, 'LATTICE_TX_MAX_VALUESETS'),
       maxIncludes: intOf(env.LATTICE_TX_MAX_INCLUDES, 5_000, 'LATTICE_TX_MAX_INCLUDES'),
+      maxInlineConcepts: intOf(env.LATTICE_TX_MAX_INLINE_CONCEPTS, 25_000, 'LATTICE_TX_MAX_INLINE_CONCEPTS'),
     },
     publicUrl: (env.LATTICE_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
     adminEmail: env.LATTICE_ADMIN_EMAIL?.trim() || 'admin@example.com',

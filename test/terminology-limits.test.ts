@@ -86,5 +86,33 @@ for (const driver of drivers) {
         await strict.stop();
       }
     });
+
+    test('a request-supplied CodeSystem past LATTICE_TX_MAX_INLINE_CONCEPTS (nested concepts count): 400 before it is indexed; at the bound it is used', async () => {
+      const strict = await startServer(driver, { env: { LATTICE_TX_MAX_INLINE_CONCEPTS: '10' } });
+      try {
+        const inline = (children: number) => ({
+          resourceType: 'CodeSystem',
+          url: 'http://example.org/inline-limit',
+          status: 'active',
+          content: 'complete',
+          concept: [{ code: 'root', concept: Array.from({ length: children }, (_, i) => ({ code: `k${i}` })) }],
+        });
+        const validate = (children: number) =>
+          strict.fhir('POST', '/CodeSystem/$validate-code', {
+            body: {
+              resourceType: 'Parameters',
+              parameter: [{ name: 'url', valueUri: 'http://example.org/inline-limit' }, { name: 'code', valueCode: 'k3' }, { name: 'tx-resource', resource: inline(children) }],
+            },
+          });
+        const over = await validate(10);
+        assertTooCostly(over, 'Too many concepts in the request-supplied CodeSystem http://example.org/inline-limit: more than 10 (store it with PUT CodeSystem instead)');
+        assert.deepEqual(over.body.issue[0].expression, ['tx-resource']);
+        const at = await validate(9);
+        assert.equal(at.status, 200, at.text);
+        assert.equal(at.body.parameter.find((p: { name: string }) => p.name === 'result').valueBoolean, true, at.text);
+      } finally {
+        await strict.stop();
+      }
+    });
   });
 }

@@ -1,4 +1,4 @@
-import type { CodeableConcept, ValueSet } from '@medplum/fhirtypes';
+import type { CodeableConcept, CodeSystem, CodeSystemConcept, ValueSet } from '@medplum/fhirtypes';
 import type { Config } from '../config.js';
 import { FhirError, issue } from '../fhir/outcome.js';
 
@@ -6,11 +6,12 @@ import { FhirError, issue } from '../fhir/outcome.js';
  * Bounds on the work one terminology request may ask for (docs/terminology.md#limits), the one
  * place they are defined: filters of one value set's compose (each is a pass over a code
  * system), codings of one `codeableConcept`, and the value sets and includes one evaluation of a
- * value-set graph reaches (counted by compose.ts#Evaluation). Past them: 400 `too-costly`.
+ * value-set graph reaches (counted by compose.ts#Evaluation), and the concepts of a CodeSystem a
+ * request supplies inline (indexed in memory for that request). Past them: 400 `too-costly`.
  */
 export type TerminologyLimits = Config['terminologyLimits'];
 
-export const DEFAULT_TERMINOLOGY_LIMITS: TerminologyLimits = { maxFilters: 50, maxCodings: 10_000, maxValueSets: 1_000, maxIncludes: 5_000 };
+export const DEFAULT_TERMINOLOGY_LIMITS: TerminologyLimits = { maxFilters: 50, maxCodings: 10_000, maxValueSets: 1_000, maxIncludes: 5_000, maxInlineConcepts: 25_000 };
 
 /** The configured bounds of a terminology environment. */
 export function terminologyLimits(env: { config?: Pick<Config, 'terminologyLimits'> }): TerminologyLimits {
@@ -34,5 +35,26 @@ export function checkCodeableConcept(cc: CodeableConcept | undefined, limits: Te
   const codings = Array.isArray(cc?.coding) ? cc.coding.length : 0;
   if (codings > limits.maxCodings) {
     throw new FhirError(400, [issue('too-costly', `Too many codings in codeableConcept: ${codings} (at most ${limits.maxCodings})`, 'codeableConcept')]);
+  }
+}
+
+/**
+ * Concepts of a request-supplied CodeSystem (`tx-resource`), nested ones included, counted
+ * before anything is built: indexing one costs the event loop time in proportion to its size.
+ */
+export function checkInlineConcepts(cs: CodeSystem, limits: TerminologyLimits): void {
+  let count = 0;
+  const stack: unknown[] = [cs.concept];
+  while (stack.length > 0 && count <= limits.maxInlineConcepts) {
+    const list = stack.pop();
+    if (!Array.isArray(list)) continue;
+    count += list.length;
+    for (const c of list as CodeSystemConcept[]) if (Array.isArray(c?.concept)) stack.push(c.concept);
+  }
+  if (count > limits.maxInlineConcepts) {
+    const name = String(cs.url).slice(0, 200);
+    throw new FhirError(400, [
+      issue('too-costly', `Too many concepts in the request-supplied CodeSystem ${name}: more than ${limits.maxInlineConcepts} (store it with PUT CodeSystem instead)`, 'tx-resource'),
+    ]);
   }
 }

@@ -39,7 +39,7 @@ export async function termContext(env: TerminologyEnv, ctx: RequestContext, inpu
   for (const r of Array.isArray(txResources) ? (txResources as Resource[]) : []) {
     if (r?.resourceType === 'ValueSet') tc.inlineValueSets.push(r);
     else if (r?.resourceType === 'CodeSystem' && r.url) {
-      tc.inlineCodeSystems.push(inlineCodeSystem(tc, r));
+      tc.inlineCodeSystems.push(await inlineCodeSystem(tc, r));
     }
   }
   const wanted = (input as { useSupplement?: unknown }).useSupplement;

@@ -12,8 +12,13 @@ import { terminologyCache } from './index-cache.js';
  * per index (index-filters.ts). Its SQL twin, sql-provider.ts, gives the same ids and answers.
  */
 
-/** Ids tested between two yields to the event loop while an include is enumerated. */
-const SLICE = 16_384;
+/**
+ * While an include is enumerated, the event loop is given back whenever this many milliseconds
+ * have passed since it last was (checked every 1,024 ids): a request that arrives meanwhile
+ * needs several turns of the loop (token check, database round trips), each at most one slice
+ * away.
+ */
+const SLICE_MS = 10;
 
 /** The in-memory index of `cs`: request-supplied, or the cached copy of the database index (waits for its build). */
 export function indexOf(tc: TermContext, cs: CodeSystemInfo): Promise<CodeSystemIndex> {
@@ -93,7 +98,7 @@ export class IndexProvider implements CodeSystemProvider {
 
   /**
    * The compiled include, the text filter and `within`, tested id by id; a whole-system pass
-   * yields to the event loop every SLICE ids, so a large expansion never holds other requests
+   * yields to the event loop every SLICE_MS, so a large expansion never holds other requests
    * up for long (docs/terminology.md#limits).
    */
   async enumerate(selection: ConceptSelection, within?: number[]): Promise<number[]> {
@@ -110,8 +115,12 @@ export class IndexProvider implements CodeSystemProvider {
       for (const id of [...new Set(within)].sort((a, b) => a - b)) if (index.has(id) && match(id) && textMatch(id)) out.push(id);
       return out;
     }
+    let sliceStart = performance.now();
     for (let id = 1; id <= index.maxId; id++) {
-      if (id % SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      if ((id & 1023) === 0 && performance.now() - sliceStart > SLICE_MS) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
       if (index.has(id) && match(id) && textMatch(id)) out.push(id);
     }
     return out;
