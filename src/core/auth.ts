@@ -18,6 +18,13 @@ export interface AuthInfo {
   profile?: string;
   /** The password login the caller's token descends from (absent for client credentials). */
   loginId?: string;
+  /**
+   * The scopes the caller's token was granted (its `scope` claim, split at spaces); what they
+   * allow is decided with the membership's rights in `src/storage/scope.ts`.
+   */
+  scopes?: string[];
+  /** The launch context's patient id (the token's `patient` claim): `patient/` scopes confine to its compartment. */
+  patient?: string;
 }
 
 /** The system itself (start-up jobs, loaders): no project, sees and writes everything. */
