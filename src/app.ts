@@ -89,7 +89,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   let operations: OperationRegistry;
   let routes: AppRoute[];
   try {
-    const auth = await installAuth(env);
+    const auth = await installAuth(env, repository);
     const registry = installOperations(env);
     // Required bindings are checked against the shared terminologies (docs/rest.md#validation).
     const terminology = installTerminology(env, registry, repository(ANONYMOUS));

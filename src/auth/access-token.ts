@@ -24,6 +24,10 @@ export interface TokenSubject {
   /** The OAuth client the token was issued to. */
   clientId?: string;
   scope?: string;
+  /** The launch context's patient id (docs/auth.md#smart-launch). */
+  patient?: string;
+  /** Absolute URL of the user's profile (SMART `fhirUser`). */
+  fhirUser?: string;
 }
 
 /** Claims Lattice puts in an access token (beside iss, sub, iat, exp, jti). */
@@ -35,6 +39,8 @@ interface LatticeClaims extends JWTPayload {
   login_id?: string;
   client_id?: string;
   scope?: string;
+  patient?: string;
+  fhirUser?: string;
   /** Member type: `User` or `ClientApplication`. */
   mtype: string;
   padm: boolean;
@@ -71,6 +77,8 @@ export class AccessTokens {
     if (subject.loginId) claims.login_id = subject.loginId;
     if (subject.clientId) claims.client_id = subject.clientId;
     if (subject.scope) claims.scope = subject.scope;
+    if (subject.patient) claims.patient = subject.patient;
+    if (subject.fhirUser) claims.fhirUser = subject.fhirUser;
     const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: SIGNING_ALG, kid, typ: TOKEN_TYPE })
       .setIssuer(this.issuer())
@@ -149,5 +157,7 @@ function toAuthInfo(claims: LatticeClaims): AuthInfo | undefined {
   else auth.userId = claims.sub;
   if (typeof claims.profile === 'string') auth.profile = claims.profile;
   if (typeof claims.login_id === 'string') auth.loginId = claims.login_id;
+  if (typeof claims.scope === 'string') auth.scopes = claims.scope.split(' ').filter(Boolean);
+  if (typeof claims.patient === 'string') auth.patient = claims.patient;
   return Object.freeze(auth);
 }

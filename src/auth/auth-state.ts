@@ -1,4 +1,6 @@
+import type { AuthInfo } from '../core/auth.js';
 import type { FeatureEnv } from '../core/feature.js';
+import type { ResourceRepository } from '../core/repository.js';
 import type { AccessTokens } from './access-token.js';
 import type { KeyStore } from './keys.js';
 import type { LoginThrottle } from './login-throttle.js';
@@ -9,6 +11,8 @@ export interface AuthState {
   keys: KeyStore;
   tokens: AccessTokens;
   throttle: LoginThrottle;
+  /** A repository scoped to a caller (the launch patient choice lists what the member sees). */
+  repository(auth: AuthInfo): ResourceRepository;
 }
 
 /** Seconds a login may take to pick a profile (between /auth/login and /auth/profile). */

@@ -3,12 +3,14 @@ import type { ClientApplication } from '@medplum/fhirtypes';
 import { badRequest } from '../fhir/outcome.js';
 import type { AppRoute } from '../core/app-route.js';
 import type { AuthState } from './auth-state.js';
+import { findLaunch } from './launch-context.js';
 import { PKCE_METHODS } from './pkce.js';
 
 /**
  * `GET /oauth2/authorize` (the discovery documents' authorization_endpoint): a small HTML
  * sign-in page for the browser authorization-code flow. The page itself only calls the JSON
- * endpoints (/auth/login, /auth/profile) and then navigates to `redirect_uri?code=…&state=…`.
+ * endpoints (/auth/login, /auth/profile, /auth/patient for a `launch/patient` sign-in) and then
+ * navigates to `redirect_uri?code=…&state=…` (docs/auth.md#browser-sign-in-page).
  *
  * The redirect_uri must be registered on the ClientApplication named by client_id — otherwise
  * anyone could have a victim's code delivered to their own site — so a request with an
@@ -32,6 +34,10 @@ export function authorizeRoute(state: AuthState): AppRoute {
       if (q.code_challenge && q.code_challenge_method && !(PKCE_METHODS as readonly string[]).includes(q.code_challenge_method)) {
         throw badRequest(`Unsupported code challenge method: ${q.code_challenge_method}`, 'code_challenge_method');
       }
+      // SMART: `aud` names the FHIR server the app means; a token for another one is refused here.
+      const fhirBase = `${state.env.config.publicUrl}/fhir/R4`;
+      if (q.aud && q.aud.replace(/\/+$/, '') !== fhirBase) throw badRequest(`aud is not this server's FHIR base (${fhirBase})`, 'aud');
+      if (q.launch && !(await findLaunch(state.env.db, q.launch))) throw badRequest('Invalid or expired launch', 'launch');
       const nonce = randomBytes(16).toString('base64');
       const params = {
         clientId: client.id,
@@ -40,6 +46,8 @@ export function authorizeRoute(state: AuthState): AppRoute {
         scope: q.scope ?? 'openid',
         codeChallenge: q.code_challenge ?? '',
         codeChallengeMethod: q.code_challenge ? (q.code_challenge_method ?? 'plain') : '',
+        nonce: q.nonce ?? '',
+        launch: q.launch ?? '',
       };
       return {
         status: 200,
@@ -91,17 +99,30 @@ document.getElementById('login').addEventListener('submit', async (e) => {
   const f = new FormData(e.target);
   try {
     const r = await post('/auth/login', { email: f.get('email'), password: f.get('password'), clientId: p.clientId, scope: p.scope,
-      codeChallenge: p.codeChallenge || undefined, codeChallengeMethod: p.codeChallengeMethod || undefined });
-    if (r.code) return done(r.code);
-    const box = document.getElementById('choices');
-    box.textContent = 'Choose a project:';
-    for (const m of r.memberships ?? []) {
-      const b = document.createElement('button');
-      b.textContent = m.project.display + ' — ' + (m.profile.display ?? '');
-      b.addEventListener('click', async () => { try { done((await post('/auth/profile', { login: r.login, profile: m.id })).code); } catch (x) { err(x.message); } });
-      box.appendChild(b);
-    }
+      codeChallenge: p.codeChallenge || undefined, codeChallengeMethod: p.codeChallengeMethod || undefined,
+      nonce: p.nonce || undefined, launch: p.launch || undefined });
+    document.getElementById('login').hidden = true;
+    next(r);
   } catch (x) { err(x.message); }
 });
+// After a step: a code ends the sign-in; else a project (membership) or a patient to choose.
+function next(r) {
+  if (r.code) return done(r.code);
+  const box = document.getElementById('choices');
+  box.replaceChildren();
+  const title = document.createElement('p');
+  title.textContent = r.patients ? 'Choose a patient:' : 'Choose a project:';
+  box.appendChild(title);
+  const options = r.patients
+    ? r.patients.map((pt) => [pt.display, () => post('/auth/patient', { login: r.login, patient: pt.reference })])
+    : (r.memberships ?? []).map((m) => [m.project.display + ' — ' + (m.profile.display ?? ''), () => post('/auth/profile', { login: r.login, profile: m.id })]);
+  for (const [label, choose] of options) {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.textContent = label;
+    b.addEventListener('click', async () => { err(''); try { next(await choose()); } catch (x) { err(x.message); } });
+    box.appendChild(b);
+  }
+}
 </script></body></html>`;
 }

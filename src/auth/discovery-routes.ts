@@ -34,15 +34,49 @@ function endpoints(state: AuthState) {
     code_challenge_methods_supported: ['S256'],
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     response_types_supported: ['code'],
-    scopes_supported: ['openid', 'profile', 'offline_access'],
+    userinfo_endpoint: `${base}/oauth2/userinfo`,
+    // What grantScopes (granted-scopes.ts) can grant; resource scopes follow the SMART v1/v2 syntax.
+    scopes_supported: [
+      'openid',
+      'fhirUser',
+      'profile',
+      'launch',
+      'launch/patient',
+      'launch/encounter',
+      'offline_access',
+      'online_access',
+      'patient/*.read',
+      'patient/*.rs',
+      'user/*.read',
+      'user/*.cruds',
+      'system/*.read',
+      'system/*.cruds',
+    ],
   };
 }
 
+/**
+ * SMART capabilities (SMART App Launch 2, conformance): only what works — see
+ * docs/auth.md#discovery for what each one stands for here.
+ */
+const CAPABILITIES = [
+  'launch-standalone',
+  'launch-ehr',
+  'client-public',
+  'client-confidential-symmetric',
+  'sso-openid-connect',
+  'context-standalone-patient',
+  'context-ehr-patient',
+  'context-ehr-encounter',
+  'permission-offline',
+  'permission-patient',
+  'permission-user',
+  'permission-v1',
+  'permission-v2',
+];
+
 function smart(state: AuthState) {
-  return {
-    ...endpoints(state),
-    capabilities: ['client-confidential-symmetric', 'client-public', 'permission-offline', 'context-standalone-patient'],
-  };
+  return { ...endpoints(state), capabilities: CAPABILITIES };
 }
 
 function openid(state: AuthState) {
@@ -50,6 +84,6 @@ function openid(state: AuthState) {
     ...endpoints(state),
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [SIGNING_ALG],
-    claims_supported: ['iss', 'sub', 'exp', 'iat', 'project', 'membership', 'profile', 'login_id', 'client_id', 'scope'],
+    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'nonce', 'fhirUser', 'name', 'given_name', 'family_name', 'email'],
   };
 }

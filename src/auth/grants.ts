@@ -3,6 +3,8 @@ import type { Queryable } from '../core/database.js';
 import type { MembershipRow } from './accounts.js';
 import type { TokenSubject } from './access-token.js';
 import { CODE_LIFETIME_SECONDS, REFRESH_TOKEN_LIFETIME_SECONDS, type AuthState } from './auth-state.js';
+import { hasScope } from './granted-scopes.js';
+import { signIdToken } from './id-token.js';
 import { hashSecret, randomSecret } from './secrets.js';
 
 /** A login row as stored by /auth/login. */
@@ -15,6 +17,11 @@ export interface LoginRow {
   code_challenge: string | null;
   code_challenge_method: string | null;
   membership_id: string | null;
+  /** Project of the EHR launch bound to this login (docs/auth.md#ehr-launch). */
+  launch_project: string | null;
+  /** Launch context: the EHR launch's patient, or the one chosen on the sign-in page. */
+  patient: string | null;
+  encounter: string | null;
 }
 
 /** The body of a successful `/oauth2/token` answer (Medplum-compatible). */
@@ -22,24 +29,45 @@ export interface TokenResponse {
   token_type: 'Bearer';
   access_token: string;
   expires_in: number;
-  scope: string;
+  /** The granted scope (docs/auth.md#granted-scopes); absent when nothing was granted. */
+  scope?: string;
   refresh_token?: string;
+  /** OpenID Connect ID token, when `openid` is granted (docs/auth.md#openid-connect). */
+  id_token?: string;
+  /** SMART launch context (docs/auth.md#smart-launch): patient and encounter ids. */
+  patient?: string;
+  encounter?: string;
+  /** Absolute URL of the user's profile resource. */
+  fhirUser?: string;
   project: { reference: string };
   profile: { reference: string };
 }
 
 /**
- * Attaches a membership and a fresh single-use authorization code to a login. Returns the
- * code, or undefined when the login already has one (a login yields one code only).
+ * Attaches a membership (and the chosen launch patient, if any) and a fresh single-use
+ * authorization code to a login. Returns the code, or undefined when the login already has one
+ * (a login yields one code only).
  */
-export async function issueCode(db: Queryable, loginId: string, membershipId: string): Promise<string | undefined> {
+export async function issueCode(db: Queryable, loginId: string, membershipId: string, patient?: string): Promise<string | undefined> {
   const code = randomSecret();
   const res = await db.query(
-    `UPDATE auth_login SET membership_id = $2, code_hash = $3, code_expires_at = now() + make_interval(secs => $4)
+    `UPDATE auth_login SET membership_id = $2, code_hash = $3, code_expires_at = now() + make_interval(secs => $4), patient = COALESCE($5, patient)
      WHERE id = $1 AND code_hash IS NULL AND expires_at > now() RETURNING id`,
-    [loginId, membershipId, hashSecret(code), CODE_LIFETIME_SECONDS],
+    [loginId, membershipId, hashSecret(code), CODE_LIFETIME_SECONDS, patient ?? null],
   );
   return res.rows.length === 1 ? code : undefined;
+}
+
+/**
+ * Attaches a membership to a login that still has to choose its launch patient
+ * (docs/auth.md#standalone-launch); false when the login is unknown, expired or has its code.
+ */
+export async function attachMembership(db: Queryable, loginId: string, membershipId: string): Promise<boolean> {
+  const res = await db.query('UPDATE auth_login SET membership_id = $2 WHERE id = $1 AND code_hash IS NULL AND expires_at > now() RETURNING id', [
+    loginId,
+    membershipId,
+  ]);
+  return res.rows.length === 1;
 }
 
 /**
@@ -70,15 +98,30 @@ export interface RefreshRow {
   membership_id: string;
   client_id: string | null;
   scope: string | null;
+  patient: string | null;
+  encounter: string | null;
+  /** True when the grant it continues was bound to an EHR launch (keeps the `launch` scope). */
+  launched: boolean;
 }
 
 /** Stores a new refresh token of a family and returns it. */
 export async function issueRefreshToken(db: Queryable, row: RefreshRow): Promise<string> {
   const token = randomSecret();
   await db.query(
-    `INSERT INTO auth_refresh_token (token_hash, family_id, login_id, membership_id, client_id, scope, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
-    [hashSecret(token), row.family_id, row.login_id, row.membership_id, row.client_id, row.scope, REFRESH_TOKEN_LIFETIME_SECONDS],
+    `INSERT INTO auth_refresh_token (token_hash, family_id, login_id, membership_id, client_id, scope, patient, encounter, launched, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10))`,
+    [
+      hashSecret(token),
+      row.family_id,
+      row.login_id,
+      row.membership_id,
+      row.client_id,
+      row.scope,
+      row.patient,
+      row.encounter,
+      row.launched,
+      REFRESH_TOKEN_LIFETIME_SECONDS,
+    ],
   );
   return token;
 }
@@ -106,11 +149,13 @@ export async function consumeRefreshToken(db: Queryable, token: string): Promise
 export async function subjectFor(
   state: AuthState,
   membership: MembershipRow,
-  extra: { loginId?: string; clientId?: string; scope?: string },
+  extra: { loginId?: string; clientId?: string; scope?: string; patient?: string },
 ): Promise<TokenSubject | undefined> {
   const project = await state.env.system.tryRead<Project>('Project', membership.project_id);
   if (!project) return undefined;
+  const fhirUser = membership.member_type === 'User' && membership.profile ? `${state.env.config.publicUrl}/fhir/R4/${membership.profile}` : undefined;
   return {
+    ...(fhirUser ? { fhirUser } : {}),
     projectId: membership.project_id,
     membershipId: membership.id,
     memberType: membership.member_type,
@@ -122,28 +167,55 @@ export async function subjectFor(
   };
 }
 
-/** Signs an access token (and, for logins, a refresh token) and builds the token response. */
-export async function tokenResponse(
-  state: AuthState,
-  subject: TokenSubject,
-  refresh?: { familyId: string },
-): Promise<TokenResponse> {
+/** What a token response carries beside the access token (docs/auth.md#token-endpoint). */
+export interface ResponseOptions {
+  /** Issue a refresh token of this family (logins only). */
+  refresh?: { familyId: string };
+  encounter?: string;
+  /** The grant was bound to an EHR launch. */
+  launched?: boolean;
+  /** The authorization request's `nonce`, for the ID token. */
+  nonce?: string;
+}
+
+/**
+ * Signs an access token (and, for logins, a refresh token; with `openid` granted, an ID token)
+ * and builds the token response.
+ */
+export async function tokenResponse(state: AuthState, subject: TokenSubject, options: ResponseOptions = {}): Promise<TokenResponse> {
   const { token, expiresIn } = await state.tokens.issue(subject);
   const body: TokenResponse = {
     token_type: 'Bearer',
     access_token: token,
     expires_in: expiresIn,
-    scope: subject.scope ?? 'openid',
     project: { reference: `Project/${subject.projectId}` },
     profile: { reference: subject.profile ?? `${subject.memberType}/${subject.memberId}` },
   };
-  if (refresh) {
+  if (subject.scope) body.scope = subject.scope;
+  if (subject.patient) body.patient = subject.patient;
+  if (options.encounter) body.encounter = options.encounter;
+  if (subject.fhirUser) body.fhirUser = subject.fhirUser;
+  if (hasScope(subject.scope, 'openid') && subject.memberType === 'User') {
+    body.id_token = await signIdToken(state.keys, {
+      issuer: state.env.config.publicUrl,
+      subject: subject.memberId,
+      // Without a client (a MedplumClient login that names none) the audience is the server itself.
+      audience: subject.clientId ?? state.env.config.publicUrl,
+      lifetimeSeconds: expiresIn,
+      fhirUser: subject.fhirUser,
+      nonce: options.nonce,
+    });
+  }
+  if (options.refresh) {
     body.refresh_token = await issueRefreshToken(state.env.db, {
-      family_id: refresh.familyId,
+      family_id: options.refresh.familyId,
       login_id: subject.loginId ?? null,
       membership_id: subject.membershipId,
       client_id: subject.clientId ?? null,
       scope: subject.scope ?? null,
+      patient: subject.patient ?? null,
+      encounter: options.encounter ?? null,
+      launched: options.launched === true,
     });
   }
   return body;

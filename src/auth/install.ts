@@ -1,5 +1,6 @@
 import type { AppRoute } from '../core/app-route.js';
-import type { Authenticator } from '../core/auth.js';
+import type { AuthInfo, Authenticator } from '../core/auth.js';
+import type { ResourceRepository } from '../core/repository.js';
 import type { FeatureEnv } from '../core/feature.js';
 import { AccessState } from './access-state.js';
 import { AccessTokens } from './access-token.js';
@@ -8,6 +9,7 @@ import { bearerAuthenticator } from './authenticator.js';
 import { bootstrapSuperAdmin } from './bootstrap.js';
 import { clientRoute, clientSecretRoute } from './client-route.js';
 import { discoveryRoutes } from './discovery-routes.js';
+import { launchRoutes } from './launch-routes.js';
 import { KeyStore } from './keys.js';
 import { loginRoutes } from './login-routes.js';
 import { LoginThrottle } from './login-throttle.js';
@@ -27,20 +29,20 @@ export interface AuthFeature {
  * start), the bearer authenticator and the login, token, discovery and client routes. The
  * account write hooks are part of the repository from the start (`authHooks`, app.ts).
  */
-export async function installAuth(env: FeatureEnv): Promise<AuthFeature> {
+export async function installAuth(env: FeatureEnv, repository: (auth: AuthInfo) => ResourceRepository): Promise<AuthFeature> {
   const keys = await KeyStore.open(env.db);
   const tokens = new AccessTokens(
     keys,
     () => env.config.publicUrl,
     () => env.config.accessTokenLifetime,
   );
-  const state: AuthState = { env, keys, tokens, throttle: new LoginThrottle(env.db) };
+  const state: AuthState = { env, keys, tokens, throttle: new LoginThrottle(env.db), repository };
   await bootstrapSuperAdmin(env);
   const access = new AccessState(env.db);
   await access.start();
   env.onClose(() => access.stop());
   return {
     authenticator: bearerAuthenticator(tokens, access),
-    routes: [...loginRoutes(state), tokenRoute(state), authorizeRoute(state), ...discoveryRoutes(state), clientRoute(env), clientSecretRoute(env)],
+    routes: [...loginRoutes(state), tokenRoute(state), authorizeRoute(state), ...discoveryRoutes(state), ...launchRoutes(state), clientRoute(env), clientSecretRoute(env)],
   };
 }

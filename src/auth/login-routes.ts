@@ -6,7 +6,9 @@ import type { AppRoute } from '../core/app-route.js';
 import { findUserIdByEmail, membershipById, membershipsOf, passwordHashOf, splitReference, type MembershipRow } from './accounts.js';
 import { LOGIN_LIFETIME_SECONDS, type AuthState } from './auth-state.js';
 import { revokeLogins } from './access-state.js';
-import { issueCode } from './grants.js';
+import { hasScope } from './granted-scopes.js';
+import { attachMembership, issueCode } from './grants.js';
+import { findLaunch, memberRepository, ownPatient, patientChoices, type PatientChoice } from './launch-context.js';
 import { hashPassword, verifyPassword } from './password.js';
 import { PKCE_METHODS } from './pkce.js';
 import { randomSecret } from './secrets.js';
@@ -51,6 +53,9 @@ async function login(state: AuthState, body: unknown, ip: string) {
   }
 
   const db = state.env.db;
+  const launchId = stringField(input, 'launch') || undefined;
+  const launch = launchId ? await findLaunch(db, launchId) : undefined;
+  if (launchId && !launch) throw badRequest('Invalid or expired launch', 'launch');
   const attempt = await state.throttle.claim(email, ip);
   const userId = await findUserIdByEmail(db, email, projectId);
   const hash = userId ? await passwordHashOf(db, userId) : undefined;
@@ -63,27 +68,32 @@ async function login(state: AuthState, body: unknown, ip: string) {
 
   let memberships = await membershipsOf(db, 'User', userId);
   if (projectId) memberships = memberships.filter((m) => m.project_id === projectId);
+  // An EHR launch binds the login to the launch's project (docs/auth.md#ehr-launch).
+  if (launch) memberships = memberships.filter((m) => m.project_id === launch.project_id);
   if (memberships.length === 0) {
-    throw badRequest(projectId ? 'User is not a member of this project' : 'User is not a member of any project');
+    throw badRequest(projectId || launch ? 'User is not a member of this project' : 'User is not a member of any project');
   }
   const loginId = randomUUID();
+  const scope = stringField(input, 'scope') || null;
   await db.query(
-    `INSERT INTO auth_login (id, user_id, client_id, scope, nonce, code_challenge, code_challenge_method, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8))`,
+    `INSERT INTO auth_login (id, user_id, client_id, scope, nonce, code_challenge, code_challenge_method, expires_at, launch_project, patient, encounter)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8), $9, $10, $11)`,
     [
       loginId,
       userId,
       stringField(input, 'clientId') || null,
-      stringField(input, 'scope') || null,
+      scope,
       stringField(input, 'nonce') || null,
       codeChallenge ?? null,
       method ?? null,
       LOGIN_LIFETIME_SECONDS,
+      launch?.project_id ?? null,
+      launch?.patient ?? null,
+      launch?.encounter ?? null,
     ],
   );
   if (memberships.length === 1) {
-    const code = await issueCode(db, loginId, memberships[0].id);
-    return { status: 200, body: { login: loginId, code } };
+    return { status: 200, body: await finish(state, { id: loginId, scope, patient: launch?.patient ?? null }, memberships[0]) };
   }
   return { status: 200, body: { login: loginId, memberships: await describe(state, memberships) } };
 }
@@ -95,19 +105,48 @@ async function chooseProfile(state: AuthState, body: unknown) {
   if (!loginId || !membershipId) throw badRequest('Missing login or profile');
   const db = state.env.db;
   const login = (
-    await db.query<{ user_id: string }>(
-      'SELECT user_id FROM auth_login WHERE id = $1 AND code_hash IS NULL AND expires_at > now()',
+    await db.query<{ user_id: string; scope: string | null; launch_project: string | null; patient: string | null }>(
+      'SELECT user_id, scope, launch_project, patient FROM auth_login WHERE id = $1 AND code_hash IS NULL AND expires_at > now()',
       [loginId],
     )
   ).rows[0];
   if (!login) throw badRequest('Invalid login', 'login');
   const membership = await membershipById(db, membershipId);
-  if (!membership || membership.member_type !== 'User' || membership.member_id !== login.user_id) {
+  if (
+    !membership ||
+    membership.member_type !== 'User' ||
+    membership.member_id !== login.user_id ||
+    (login.launch_project !== null && membership.project_id !== login.launch_project)
+  ) {
     throw badRequest('Invalid profile', 'profile');
   }
-  const code = await issueCode(db, loginId, membership.id);
+  return { status: 200, body: await finish(state, { id: loginId, scope: login.scope, patient: login.patient }, membership) };
+}
+
+/**
+ * The last step of a login once its membership is known: its code — unless it asks for
+ * `launch/patient` and has no patient yet (no EHR launch, not a Patient profile) while the
+ * member may choose among several; then `{login, patients}` and the choice is made with
+ * `POST /auth/patient` (docs/auth.md#standalone-launch). With one patient to choose, that one.
+ */
+async function finish(
+  state: AuthState,
+  login: { id: string; scope: string | null; patient: string | null },
+  membership: MembershipRow,
+): Promise<{ login: string; code?: string; patients?: PatientChoice[] }> {
+  const db = state.env.db;
+  let patient: string | undefined;
+  if (!login.patient && hasScope(login.scope ?? undefined, 'launch/patient') && !ownPatient(membership.profile)) {
+    const choices = await patientChoices(await memberRepository(state, membership), membership);
+    if (choices.length > 1) {
+      if (!(await attachMembership(db, login.id, membership.id))) throw badRequest('Invalid login', 'login');
+      return { login: login.id, patients: choices };
+    }
+    if (choices.length === 1) patient = choices[0].reference.slice('Patient/'.length);
+  }
+  const code = await issueCode(db, login.id, membership.id, patient);
   if (!code) throw badRequest('Invalid login', 'login');
-  return { status: 200, body: { login: loginId, code } };
+  return { login: login.id, code };
 }
 
 /** Memberships as `/auth/login` lists them: ids with project and profile names. */

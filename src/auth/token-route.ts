@@ -1,7 +1,10 @@
+import type { ClientApplication } from '@medplum/fhirtypes';
 import type { AppResult, AppRoute } from '../core/app-route.js';
-import { membershipById, membershipsOf } from './accounts.js';
+import { membershipById, membershipsOf, type MembershipRow } from './accounts.js';
 import type { AuthState } from './auth-state.js';
+import { grantScopes, hasScope, wantsPatient, type GrantInput } from './granted-scopes.js';
 import { consumeRefreshToken, redeemCode, subjectFor, tokenResponse } from './grants.js';
+import { ownPatient } from './launch-context.js';
 import { verifyPkce } from './pkce.js';
 import { hashSecret, safeEqual } from './secrets.js';
 
@@ -51,15 +54,24 @@ async function authorizationCode(state: AuthState, params: Record<string, string
     return oauthError('invalid_grant', 'Code was issued to another client');
   }
   const membership = await membershipById(db, login.membership_id);
-  const subject =
-    membership &&
-    (await subjectFor(state, membership, {
-      loginId: login.id,
-      clientId: login.client_id ?? undefined,
-      scope: login.scope ?? undefined,
-    }));
-  if (!subject) return oauthError('invalid_grant', 'Membership no longer exists');
-  return ok(await tokenResponse(state, subject, { familyId: login.id }));
+  if (!membership) return oauthError('invalid_grant', 'Membership no longer exists');
+  // A Patient profile is its own launch patient (docs/auth.md#standalone-launch).
+  const patient = login.patient ?? (wantsPatient(login.scope ?? undefined) ? ownPatient(membership.profile) : undefined);
+  return issue(state, membership, {
+    grant: {
+      grantType: 'authorization_code',
+      requested: login.scope ?? undefined,
+      clientScope: await clientScope(state, login.client_id),
+      memberType: membership.member_type,
+      patient,
+      encounter: login.encounter ?? undefined,
+      launched: login.launch_project !== null,
+    },
+    loginId: login.id,
+    clientId: login.client_id ?? undefined,
+    refresh: { familyId: login.id },
+    nonce: login.nonce ?? undefined,
+  });
 }
 
 async function refreshToken(state: AuthState, params: Record<string, string>): Promise<AppResult> {
@@ -69,15 +81,23 @@ async function refreshToken(state: AuthState, params: Record<string, string>): P
   if (!row) return oauthError('invalid_grant', 'Invalid refresh token');
   // Re-read the membership: a refresh picks up changes (admin flag) and fails once it is removed.
   const membership = await membershipById(db, row.membership_id);
-  const subject =
-    membership &&
-    (await subjectFor(state, membership, {
-      loginId: row.login_id ?? undefined,
-      clientId: row.client_id ?? undefined,
-      scope: row.scope ?? undefined,
-    }));
-  if (!subject) return oauthError('invalid_grant', 'Membership no longer exists');
-  return ok(await tokenResponse(state, subject, { familyId: row.family_id }));
+  if (!membership) return oauthError('invalid_grant', 'Membership no longer exists');
+  return issue(state, membership, {
+    // The refresh keeps (or, with `scope`, narrows) what was granted, and its launch context.
+    grant: {
+      grantType: 'refresh_token',
+      requested: params.scope || undefined,
+      previous: row.scope ?? undefined,
+      clientScope: await clientScope(state, row.client_id),
+      memberType: membership.member_type,
+      patient: row.patient ?? undefined,
+      encounter: row.encounter ?? undefined,
+      launched: row.launched,
+    },
+    loginId: row.login_id ?? undefined,
+    clientId: row.client_id ?? undefined,
+    refresh: { familyId: row.family_id },
+  });
 }
 
 async function clientCredentials(state: AuthState, params: Record<string, string>, authorization: string | undefined): Promise<AppResult> {
@@ -96,10 +116,49 @@ async function clientCredentials(state: AuthState, params: Record<string, string
   const hash = hashSecret(secret);
   const matches = stored.some((row) => safeEqual(row.secret_hash, hash));
   const memberships = matches ? await membershipsOf(db, 'ClientApplication', clientId) : [];
-  const subject = memberships[0] && (await subjectFor(state, memberships[0], { clientId, scope: params.scope || undefined }));
-  if (!subject) return oauthError('invalid_client', 'Invalid client credentials');
+  if (!memberships[0]) return oauthError('invalid_client', 'Invalid client credentials');
   // No refresh token: the client can always present its credentials again (RFC 6749 §4.4.3).
-  return ok(await tokenResponse(state, subject));
+  return issue(state, memberships[0], {
+    grant: { grantType: 'client_credentials', requested: params.scope || undefined, clientScope: await clientScope(state, clientId), memberType: 'ClientApplication' },
+    clientId,
+  });
+}
+
+interface Issue {
+  grant: GrantInput;
+  loginId?: string;
+  clientId?: string;
+  refresh?: { familyId: string };
+  nonce?: string;
+}
+
+/**
+ * Decides the granted scope (docs/auth.md#granted-scopes) and answers with the tokens. The
+ * launch context goes into the token only with a scope that asks for it: the patient with
+ * `launch/patient`, `launch` or a `patient/` scope, the encounter with `launch/encounter` or `launch`.
+ */
+async function issue(state: AuthState, membership: MembershipRow, input: Issue): Promise<AppResult> {
+  const granted = grantScopes(input.grant);
+  if ('error' in granted) return oauthError('invalid_scope', granted.error);
+  const scope = granted.scope || undefined;
+  const launched = hasScope(scope, 'launch');
+  const patient = launched || hasScope(scope, 'launch/patient') || /(^| )patient\//.test(scope ?? '') ? input.grant.patient : undefined;
+  const encounter = launched || hasScope(scope, 'launch/encounter') ? input.grant.encounter : undefined;
+  const subject = await subjectFor(state, membership, { loginId: input.loginId, clientId: input.clientId, scope, patient });
+  if (!subject) {
+    return input.grant.grantType === 'client_credentials'
+      ? oauthError('invalid_client', 'Invalid client credentials')
+      : oauthError('invalid_grant', 'Membership no longer exists');
+  }
+  return ok(await tokenResponse(state, subject, { refresh: input.refresh, encounter, launched, nonce: input.nonce }));
+}
+
+/** The scopes a client application is registered for (`ClientApplication.scope`), if it says. */
+async function clientScope(state: AuthState, clientId: string | null | undefined): Promise<string | undefined> {
+  if (!clientId || !/^[A-Za-z0-9\-.]{1,64}$/.test(clientId)) return undefined;
+  const client = await state.env.system.tryRead<ClientApplication>('ClientApplication', clientId);
+  const scope = (client as { scope?: unknown } | undefined)?.scope;
+  return typeof scope === 'string' ? scope : undefined;
 }
 
 function ok(body: unknown): AppResult {
