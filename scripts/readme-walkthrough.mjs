@@ -39,6 +39,8 @@ const CHECKS = [
   { name: 'the terminology capabilities list expansion parameters', example: /mode=terminology/, check: (out) => out.includes('"count"') || 'no count parameter' },
   { name: '$import adds the concept', example: /CodeSystem\/\\\$import/, check: (out) => out.includes('"valueString":"X one"') || '$lookup does not find x1' },
   { name: 'the invite answers a membership', example: /\/invite/, check: (out) => out.includes('"resourceType":"ProjectMembership"') || 'no ProjectMembership' },
+  { name: 'userinfo names the user', example: /oauth2\/userinfo/, check: (out) => out.includes('"fhirUser":') || 'no fhirUser' },
+  { name: 'an EHR launch id is issued', example: /\/auth\/launch/, check: (out) => out.includes('"launch":') || 'no launch id' },
 ];
 
 for (const tool of ['bash', 'curl', 'jq']) {
