@@ -212,6 +212,8 @@ const TABLE: Row[] = [
   [/^route GET \/\.well-known\//, { any: 200 }],
   [/^route POST \/auth\/login$/, { any: 400 }], // wrong password
   [/^route POST \/auth\/profile$/, { any: 400 }], // missing login
+  [/^route POST \/auth\/patient$/, { any: 400 }], // missing login
+  [/^route POST \/auth\/launch$/, { anonymous: 401, token: 400 }], // missing patient
   [/^route POST \/oauth2\/token$/, { any: 400 }], // missing grant_type
   [/^route GET \/oauth2\/authorize$/, { any: 400 }], // no client_id
   [/^route GET \/setpassword\/:id\/:secret$/, { any: 404 }], // unknown link
