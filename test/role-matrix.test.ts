@@ -7,6 +7,8 @@ import {
   createMember,
   loginAs,
   createProject,
+  pkcePair,
+  tokenRequest,
   drivers,
   flatContains,
   startServer,
@@ -655,6 +657,99 @@ for (const driver of drivers) {
         if (role === 'otherAdmin') assert.equal(await snapshotOfA(), before, "project A changed after B's admin's requests");
       });
     }
+
+    // -------------------------------------------------------------------------------------------
+    // Scope and access-policy dimension (docs/auth.md#scopes, docs/auth.md#access-policies): A's
+    // plain member logged in with one scope form each (v1, v2, one asking more than its membership
+    // has), and a member whose membership has an access policy. Expected per REST interaction on
+    // Patient: read, search, create, update, delete. Then every route of the matrix with each
+    // such token: never a 5xx.
+    // -------------------------------------------------------------------------------------------
+    type Rest = 'read' | 'search' | 'create' | 'update' | 'delete';
+    const OK: Record<Rest, number> = { read: 200, search: 200, create: 201, update: 200, delete: 200 };
+    const only = (...allowed: Rest[]): Record<Rest, number> =>
+      Object.fromEntries((Object.keys(OK) as Rest[]).map((k) => [k, allowed.includes(k) ? OK[k] : 403])) as Record<Rest, number>;
+    const SCOPED: Array<[label: string, scope: string, expect: Record<Rest, number>]> = [
+      ['v1 user/Patient.read', 'openid user/Patient.read', only('read', 'search')],
+      ['v1 user/Patient.write', 'user/Patient.write', only('create', 'update', 'delete')],
+      ['v1 user/Patient.*', 'user/Patient.*', OK],
+      ['v1 user/*.read', 'user/*.read', only('read', 'search')],
+      ['v2 user/Patient.rs', 'user/Patient.rs', only('read', 'search')],
+      ['v2 user/Patient.cud', 'user/Patient.cud', only('create', 'update', 'delete')],
+      ['v2 system/Patient.cruds', 'system/Patient.cruds', OK],
+      ['v2 user/Observation.rs (another type)', 'user/Observation.rs', only()],
+      ['v2 patient/Patient.rs without a patient context', 'patient/Patient.rs', only()],
+      ['more than the membership has: system/*.*', 'system/*.*', OK],
+    ];
+
+    async function scopedToken(email: string, password: string, scope: string): Promise<string> {
+      const pkce = pkcePair();
+      const login = await server.request('POST', '/auth/login', {
+        body: { email, password, projectId: a.projectId, scope, codeChallenge: pkce.challenge, codeChallengeMethod: 'S256' },
+        contentType: 'application/json',
+        token: null,
+      });
+      assert.equal(login.status, 200, login.text);
+      const tokens = await tokenRequest(server, { grant_type: 'authorization_code', code: login.body.code, code_verifier: pkce.verifier });
+      assert.equal(tokens.status, 200, tokens.text);
+      return tokens.body.access_token as string;
+    }
+
+    async function restAs(token: string): Promise<Record<Rest, number>> {
+      const target = await server.fhir('POST', '/Patient', { token: a.adminToken, body: { resourceType: 'Patient', name: [{ family: 'Scoped' }] } });
+      const id = target.body.id as string;
+      return {
+        read: (await server.fhir('GET', `/Patient/${id}`, { token })).status,
+        search: (await server.fhir('GET', '/Patient?_count=1', { token })).status,
+        create: (await server.fhir('POST', '/Patient', { token, body: { resourceType: 'Patient' } })).status,
+        update: (await server.fhir('PUT', `/Patient/${id}`, { token, body: { resourceType: 'Patient', id, gender: 'other' } })).status,
+        delete: (await server.fhir('DELETE', `/Patient/${id}`, { token })).status,
+      };
+    }
+
+    async function noServerErrors(token: string, label: string): Promise<string[]> {
+      const routes = await routesFor('member', await targetsFor('member'));
+      const failures: string[] = [];
+      for (const route of routes) {
+        if (route.key === 'route POST /oauth2/logout') continue; // would end the scoped login
+        const res = await server.request(route.method, route.path, { token, body: route.body, contentType: 'application/json' });
+        if (res.status >= 500) failures.push(`${label} ${route.method} ${route.path} → ${res.status}: ${res.text.slice(0, 300)}`);
+      }
+      return failures;
+    }
+
+    for (const [label, scope, expect] of SCOPED) {
+      test(`scope ${label}: Patient interactions as declared, no route a 5xx`, async () => {
+        const token = await scopedToken(aMember.email, aMember.password, scope);
+        assert.deepEqual(await restAs(token), expect);
+        assert.deepEqual(await noServerErrors(token, label), []);
+      });
+    }
+
+    test('more than the membership has: a plain member with system/*.* still cannot write Project or see others\' memberships', async () => {
+      const token = await scopedToken(aMember.email, aMember.password, 'system/*.*');
+      assert.equal((await server.fhir('POST', '/Project', { token, body: { resourceType: 'Project', name: 'x' } })).status, 403);
+      const memberships = await server.fhir('GET', '/ProjectMembership', { token });
+      assert.equal(memberships.status, 200);
+      assert.deepEqual(memberships.body.entry.map((e: { resource: Resource }) => e.resource.id), [aMember.membershipId]);
+    });
+
+    test('access policy: a member with a Patient read-only policy reads and searches Patient, writes nothing, other types 403; no route a 5xx', async () => {
+      const policy = await server.fhir('POST', '/AccessPolicy', { token: a.adminToken, body: { resourceType: 'AccessPolicy', resource: [{ resourceType: 'Patient', readonly: true }] } });
+      assert.equal(policy.status, 201, policy.text);
+      const email = `policy-${randomBytes(4).toString('hex')}@example.org`;
+      const password = `pw-${randomBytes(9).toString('base64url')}`;
+      const invited = await server.request('POST', `/admin/projects/${a.projectId}/invite`, {
+        body: { resourceType: 'Practitioner', firstName: 'Policy', lastName: 'Member', email, password, membership: { accessPolicy: { reference: `AccessPolicy/${policy.body.id}` } } },
+        contentType: 'application/json',
+        token: a.adminToken,
+      });
+      assert.equal(invited.status, 200, invited.text);
+      const token = await scopedToken(email, password, 'openid');
+      assert.deepEqual(await restAs(token), only('read', 'search'));
+      assert.equal((await server.fhir('GET', '/Observation', { token })).status, 403);
+      assert.deepEqual(await noServerErrors(token, 'policy member'), []);
+    });
 
     test('every row of the table matched a route (no stale rows)', () => {
       const unused = TABLE.map(([pattern]) => pattern).filter((p) => !usedRows.has(p));

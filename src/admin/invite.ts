@@ -82,6 +82,7 @@ class InviteRun {
     let user = req.email ? await findUserByEmail(tx, req.projectScoped ? projectId : '', req.email) : undefined;
     // 2. The profile the caller names (checked), else one with that e-mail in the project.
     const chosenProfile = req.profileReference ? await this.chosenProfile(req.profileReference) : undefined;
+    await this.checkAccessPolicy();
 
     const existing = await this.existingMembership(user);
     if (existing) return this.upsert(existing, user, chosenProfile);
@@ -185,6 +186,15 @@ class InviteRun {
     const profile = parts ? await readRawInProject(this.tx, parts[0], parts[1], this.projectId) : undefined;
     if (!profile) throw badRequest('Profile does not belong to project', 'membership.profile');
     return profile;
+  }
+
+  /** `membership.accessPolicy` must be an AccessPolicy of the project (docs/invite.md#body-validation). */
+  private async checkAccessPolicy(): Promise<void> {
+    const reference = this.req.overrides.accessPolicy?.reference;
+    if (reference === undefined) return;
+    const parts = splitReference(reference);
+    const policy = parts?.[0] === 'AccessPolicy' ? await readRawInProject(this.tx, 'AccessPolicy', parts[1], this.projectId) : undefined;
+    if (!policy) throw badRequest('Access policy does not belong to project', 'membership.accessPolicy');
   }
 
   /** R4 requires `RelatedPerson.patient`: a Patient of the same project. */

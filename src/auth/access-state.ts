@@ -1,6 +1,8 @@
+import type { AccessPolicy } from '@medplum/fhirtypes';
 import type { AuthInfo } from '../core/auth.js';
 import type { Database, Queryable } from '../core/database.js';
 import { announceChange, subscribeChanges } from '../storage/change-feed.js';
+import { readRawInProject } from '../storage/raw-resources.js';
 
 /** NOTIFY channel on which every node hears that memberships or logins changed. */
 export const ACCESS_CHANNEL = 'lattice_access';
@@ -9,7 +11,12 @@ interface MembershipState {
   exists: boolean;
   projectId?: string;
   admin?: boolean;
+  /** Id of the membership's AccessPolicy (`ProjectMembership.accessPolicy`), when it has one. */
+  accessPolicy?: string;
 }
+
+/** A policy that does not resolve (deleted, another project's): grants nothing. */
+const EMPTY_POLICY: AccessPolicy = Object.freeze({ resourceType: 'AccessPolicy', resource: [] });
 
 /**
  * What an access token's claims are checked against on every request (docs/auth.md#revocation):
@@ -25,6 +32,7 @@ interface MembershipState {
 export class AccessState {
   private readonly memberships = new Map<string, MembershipState>();
   private readonly revokedLogins = new Map<string, boolean>();
+  private readonly policies = new Map<string, AccessPolicy>();
   private generation = 0;
   private unsubscribe: (() => void) | undefined;
 
@@ -50,10 +58,31 @@ export class AccessState {
     return true;
   }
 
+  /**
+   * The caller with what its membership adds to the token (docs/auth.md#access-policies): the
+   * membership's access policy, and — for a Patient profile without a launch patient — its own
+   * Patient as the patient context of `patient/` scopes and `%patient`.
+   */
+  async withAccessRights(auth: AuthInfo): Promise<AuthInfo> {
+    const policyId = auth.membershipId ? (await this.membership(auth.membershipId)).accessPolicy : undefined;
+    const ownPatient = auth.patient === undefined && auth.profile?.startsWith('Patient/') ? auth.profile.slice('Patient/'.length) : undefined;
+    if (!policyId && !ownPatient) return auth;
+    const out: AuthInfo = { ...auth };
+    if (ownPatient) out.patient = ownPatient;
+    if (policyId) out.accessPolicy = await this.policy(policyId, auth.projectId);
+    return Object.freeze(out);
+  }
+
   private invalidate(payload: string): void {
     this.generation++;
-    if (payload === '*') this.memberships.clear(); // notifications may have been missed (src/core/database.ts)
-    if (payload.startsWith('m:')) this.memberships.delete(payload.slice(2));
+    if (payload === '*') {
+      this.memberships.clear(); // notifications may have been missed (src/core/database.ts)
+      this.policies.clear();
+    }
+    if (payload.startsWith('p:')) {
+      for (const key of this.policies.keys()) if (key.endsWith(`/${payload.slice(2)}`)) this.policies.delete(key);
+    }
+    else if (payload.startsWith('m:')) this.memberships.delete(payload.slice(2));
     else this.revokedLogins.clear(); // `l:…`: logins of a user were revoked (rare): forget all
   }
 
@@ -61,10 +90,28 @@ export class AccessState {
     const cached = this.memberships.get(id);
     if (cached) return cached;
     const seen = this.generation;
-    const row = (await this.db.query<{ project_id: string; admin: boolean }>('SELECT project_id, admin FROM auth_membership WHERE id = $1', [id])).rows[0];
+    const row = (
+      await this.db.query<{ project_id: string; admin: boolean; access_policy: string | null }>(
+        'SELECT project_id, admin, access_policy FROM auth_membership WHERE id = $1',
+        [id],
+      )
+    ).rows[0];
     const state: MembershipState = row ? { exists: true, projectId: row.project_id, admin: row.admin } : { exists: false };
+    if (row?.access_policy) state.accessPolicy = row.access_policy;
     if (seen === this.generation) this.remember(this.memberships, id, state);
     return state;
+  }
+
+  /** The AccessPolicy `id` of `projectId`, cached until it changes; else the empty policy. */
+  private async policy(id: string, projectId: string | undefined): Promise<AccessPolicy> {
+    const key = `${projectId ?? ''}/${id}`;
+    const cached = this.policies.get(key);
+    if (cached) return cached;
+    const seen = this.generation;
+    const stored = projectId ? await readRawInProject<AccessPolicy>(this.db, 'AccessPolicy', id, projectId) : undefined;
+    const policy = stored ? Object.freeze(stored) : EMPTY_POLICY;
+    if (seen === this.generation) this.remember(this.policies, key, policy);
+    return policy;
   }
 
   private async loginRevoked(id: string): Promise<boolean> {
@@ -86,6 +133,11 @@ export class AccessState {
 /** Inside a write transaction: tell every node (at commit) that a membership changed. */
 export async function notifyMembershipChanged(tx: Queryable, membershipId: string): Promise<void> {
   await announce(tx, `m:${membershipId}`);
+}
+
+/** Inside a write transaction: tell every node (at commit) that an access policy changed. */
+export async function notifyPolicyChanged(tx: Queryable, policyId: string): Promise<void> {
+  await announce(tx, `p:${policyId}`);
 }
 
 /**

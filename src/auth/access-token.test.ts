@@ -30,6 +30,15 @@ const subject: TokenSubject = {
 };
 
 describe('AccessTokens', () => {
+  test('verify fills the granted scopes (the scope claim split at spaces); no scope claim → none (docs/auth.md#scopes)', async () => {
+    const keys = await fakeKeys();
+    const tokens = new AccessTokens(keys as unknown as KeyStore, () => 'http://issuer', () => 60);
+    const scoped = await tokens.issue({ ...subject, scope: 'openid  patient/Observation.rs user/*.read' });
+    assert.deepEqual((await tokens.verify(scoped.token))?.scopes, ['openid', 'patient/Observation.rs', 'user/*.read']);
+    const plain = await tokens.issue(subject);
+    assert.equal((await tokens.verify(plain.token))?.scopes, undefined);
+  });
+
   test('a verified token maps to the membership’s AuthInfo', async () => {
     const keys = await fakeKeys();
     const tokens = new AccessTokens(keys as unknown as KeyStore, () => 'http://issuer', () => 60);

@@ -39,6 +39,7 @@ interface LatticeClaims extends JWTPayload {
   login_id?: string;
   client_id?: string;
   scope?: string;
+  /** The launch context's patient id (SMART), when the token was issued with one. */
   patient?: string;
   fhirUser?: string;
   /** Member type: `User` or `ClientApplication`. */
@@ -157,7 +158,8 @@ function toAuthInfo(claims: LatticeClaims): AuthInfo | undefined {
   else auth.userId = claims.sub;
   if (typeof claims.profile === 'string') auth.profile = claims.profile;
   if (typeof claims.login_id === 'string') auth.loginId = claims.login_id;
-  if (typeof claims.scope === 'string') auth.scopes = claims.scope.split(' ').filter(Boolean);
-  if (typeof claims.patient === 'string') auth.patient = claims.patient;
+  // Granted scopes and launch patient: what they allow is decided in storage/scope.ts (docs/auth.md#scopes).
+  if (typeof claims.scope === 'string') auth.scopes = claims.scope.split(' ').filter((s) => s.length > 0);
+  if (typeof claims.patient === 'string' && claims.patient !== '') auth.patient = claims.patient;
   return Object.freeze(auth);
 }

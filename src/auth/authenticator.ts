@@ -15,7 +15,7 @@ export function bearerAuthenticator(tokens: AccessTokens, access: AccessState): 
       const auth = await tokens.verify(m[1]);
       // A valid signature is not enough: the membership may be gone or demoted, the login revoked.
       if (!auth || !(await access.allows(auth))) throw unauthorized();
-      return auth;
+      return access.withAccessRights(auth);
     },
   };
 }

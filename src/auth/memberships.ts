@@ -40,6 +40,10 @@ export function membershipHooks(): ResourceHook[] {
         if (member?.[0] !== 'User' && member?.[0] !== 'ClientApplication') {
           throw badRequest('ProjectMembership.user must reference a User or ClientApplication', 'ProjectMembership.user');
         }
+        const policy = membership.accessPolicy;
+        if (policy !== undefined && splitReference(policy.reference)?.[0] !== 'AccessPolicy') {
+          throw badRequest('ProjectMembership.accessPolicy must reference an AccessPolicy', 'ProjectMembership.accessPolicy');
+        }
         // A membership is stored in the project it grants access to.
         membership.meta = { ...(membership.meta ?? {}), project: project[1] };
       },
@@ -69,12 +73,22 @@ async function mirrorMembership(tx: Queryable, m: ProjectMembership): Promise<vo
   const email = memberType === 'User' ? await userEmail(tx, memberId) : undefined;
   await guarded(() =>
     tx.query(
-      `INSERT INTO auth_membership (id, project_id, member_type, member_id, profile, admin, email, external_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+      `INSERT INTO auth_membership (id, project_id, member_type, member_id, profile, admin, email, external_id, access_policy)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
        ON CONFLICT (id) DO UPDATE SET project_id = EXCLUDED.project_id, member_type = EXCLUDED.member_type,
          member_id = EXCLUDED.member_id, profile = EXCLUDED.profile, admin = EXCLUDED.admin,
-         email = EXCLUDED.email, external_id = EXCLUDED.external_id`,
-      [m.id, projectId, memberType, memberId, m.profile?.reference ?? null, m.admin === true, email ?? null, m.externalId || null],
+         email = EXCLUDED.email, external_id = EXCLUDED.external_id, access_policy = EXCLUDED.access_policy`,
+      [
+        m.id,
+        projectId,
+        memberType,
+        memberId,
+        m.profile?.reference ?? null,
+        m.admin === true,
+        email ?? null,
+        m.externalId || null,
+        splitReference(m.accessPolicy?.reference)?.[1] ?? null,
+      ],
     ),
   );
 }

@@ -1,7 +1,7 @@
 import type { ClientApplication, User } from '@medplum/fhirtypes';
 import type { ResourceHook } from '../core/repository.js';
 import { conflict } from '../fhir/outcome.js';
-import { revokeLogins } from './access-state.js';
+import { notifyPolicyChanged, revokeLogins } from './access-state.js';
 import { passwordHashOf, splitReference } from './accounts.js';
 import { normalizeEmail } from './email-address.js';
 import { membershipHooks } from './memberships.js';
@@ -13,7 +13,7 @@ import { membershipHooks } from './memberships.js';
  * - the login lookup tables mirror User e-mails and memberships in the same transaction.
  */
 export function authHooks(): ResourceHook[] {
-  return [userHook, ...membershipHooks(), clientHook];
+  return [userHook, ...membershipHooks(), clientHook, policyHook];
 }
 
 const userHook: ResourceHook = {
@@ -77,5 +77,16 @@ const clientHook: ResourceHook = {
   redact(resource) {
     const { secret: _s, retiringSecret: _r, ...rest } = resource as ClientApplication;
     return rest;
+  },
+};
+
+/** A changed access policy takes effect on the next request of every member it is attached to (docs/auth.md#access-policies). */
+const policyHook: ResourceHook = {
+  types: ['AccessPolicy'],
+  async afterWrite(tx, resource) {
+    await notifyPolicyChanged(tx, resource.id as string);
+  },
+  async afterDelete(tx, previous) {
+    await notifyPolicyChanged(tx, previous.id as string);
   },
 };

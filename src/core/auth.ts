@@ -1,3 +1,5 @@
+import type { AccessPolicy } from '@medplum/fhirtypes';
+
 /**
  * Who is calling. The authenticator (src/auth) fills it in for every authenticated request;
  * what each role may see and write is decided in one place, `src/storage/scope.ts`
@@ -25,6 +27,12 @@ export interface AuthInfo {
   scopes?: string[];
   /** The launch context's patient id (the token's `patient` claim): `patient/` scopes confine to its compartment. */
   patient?: string;
+  /**
+   * The access policy of the caller's membership (`ProjectMembership.accessPolicy`), read by the
+   * authenticator on every request (docs/auth.md#access-policies); a policy reference that does
+   * not resolve is an empty policy (grants nothing).
+   */
+  accessPolicy?: AccessPolicy;
 }
 
 /** The system itself (start-up jobs, loaders): no project, sees and writes everything. */

@@ -32,6 +32,27 @@ export interface SqlPredicate {
   params: unknown[];
 }
 
+/**
+ * What a caller does with a resource type, as SMART App Launch 2 spells it (docs/auth.md#scopes):
+ * `c` create, `r` read (read, vread, instance history, `_include`, chains), `u` update,
+ * `d` delete, `s` search (type search, type and system history).
+ */
+export type Interaction = 'c' | 'r' | 'u' | 'd' | 's';
+
+/**
+ * One right of a caller: an interaction set on a resource type (or `*`), optionally only on
+ * the rows of a Patient's compartment and/or the rows that match a search.
+ */
+export interface AccessGrant {
+  /** A resource type, or `*` for every type. */
+  resourceType: string;
+  interactions: ReadonlySet<Interaction>;
+  /** Rows must be in the compartment of this Patient (its id). */
+  compartment?: string;
+  /** Rows must match this search of `resourceType` (query pairs, e.g. [['category','laboratory']]). */
+  criteria?: Array<[string, string]>;
+}
+
 export interface Scope {
   readonly auth: AuthInfo;
   /** May the caller see this row? */
@@ -62,6 +83,19 @@ export interface Scope {
    * replace any.
    */
   checkImportOver(existing: () => Promise<ScopedRow | undefined>): Promise<void>;
+  /**
+   * Throws 403 `Forbidden` unless the caller's scopes and access policy (docs/auth.md#scopes,
+   * docs/auth.md#access-policies) allow `interaction` on some rows of `resourceType`.
+   */
+  checkAccess(resourceType: string, interaction: Interaction): void;
+  /**
+   * The row conditions of the caller's access rights for `interaction`: undefined when there are
+   * none (every row tenancy shows); else layers, each a list of grants (already narrowed to
+   * `interaction`): a row passes when, in every layer, one grant for its type accepts it. The
+   * storage builds the SQL of it (search/query/access.ts), so a read, a search page and a
+   * written row are judged by the same condition.
+   */
+  accessLayers(interaction: Interaction): AccessGrant[][] | undefined;
   /** The SQL condition "the caller may see this row" for a table, parameters from `$first`. */
   predicate(table: ScopedTable, first: number): SqlPredicate;
 }

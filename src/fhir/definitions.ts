@@ -67,7 +67,7 @@ function asToOfType(expression: string): string {
  * Administrative resource types Lattice stores beside the R4 ones (their StructureDefinitions
  * come from the same package, as Medplum defines them).
  */
-export const ADMIN_RESOURCE_TYPES = ['User', 'Project', 'ProjectMembership', 'ClientApplication'] as const;
+export const ADMIN_RESOURCE_TYPES = ['User', 'Project', 'ProjectMembership', 'ClientApplication', 'AccessPolicy'] as const;
 
 let dataTypeDefinitions: Map<string, StructureDefinition> | undefined;
 
@@ -131,7 +131,8 @@ const RESOURCE_TYPES_FILE = join(projectRoot, 'dist', 'resource-types.json');
 
 /** Identifies the package files the resource types come from (their sizes). */
 function resourceTypesSource(): string {
-  return ['profiles-types.json', 'profiles-resources.json', 'profiles-medplum.json'].map((f) => `${f}:${statSync(join(definitionsDir, f)).size}`).join(',');
+  const files = ['profiles-types.json', 'profiles-resources.json', 'profiles-medplum.json'].map((f) => `${f}:${statSync(join(definitionsDir, f)).size}`);
+  return [...files, ...ADMIN_RESOURCE_TYPES].join(',');
 }
 
 function precomputedResourceTypes(): string[] | undefined {

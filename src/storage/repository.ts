@@ -4,13 +4,22 @@ import type { AuthInfo } from '../core/auth.js';
 import type { Database, Queryable } from '../core/database.js';
 import type { HistoryEntry, ResourceRepository, SearchQuery, SearchResult, SystemRepository, UpdateResult } from '../core/repository.js';
 import type { Scope } from '../core/scope.js';
-import { badRequest, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
+import { badRequest, forbidden, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
 import type { ResourceHooks } from './resource-hooks.js';
 import type { SearchIndex } from './search/search-index.js';
 import { announceChange } from './change-feed.js';
 import { RowCache } from './row-cache.js';
 import { resourceTable, scopeFor } from './scope.js';
 import { stableStringify } from './stable-stringify.js';
+import { accessSql, rowPasses } from './search/query/access.js';
+import { SqlParams } from './search/query/sql-params.js';
+import type { Interaction } from '../core/scope.js';
+
+/**
+ * 403 text of a write whose result the caller could not see: outside its compartment or its
+ * scope's or policy's criteria (docs/auth.md#access-policies).
+ */
+export const OUTSIDE_ACCESS = 'Resource is outside the compartment or criteria of your access';
 
 /** NOTIFY channel of resource writes (the PostgreSQL read cache of every node, row-cache.ts). */
 export const ROWS_CHANNEL = 'lattice_rows';
@@ -80,16 +89,19 @@ export class Repository implements SystemRepository {
     const id = options.id ?? randomUUID();
     const candidate = { ...resource, id } as T;
     this.scope.checkCreate(candidate.resourceType);
+    this.scope.checkAccess(candidate.resourceType, 'c');
     await this.runBeforeWrite(candidate, undefined);
     return this.db.transaction(async (tx) => {
       const stored = await this.writeVersion(tx, candidate, 1, undefined);
+      await this.checkWritten(tx, stored, 'c');
       return stored as T;
     });
   }
 
   /** Reads the current version; 404 when absent or invisible, 410 when deleted. */
   async read<T extends Resource = Resource>(resourceType: string, id: string): Promise<T> {
-    const row = await this.visibleRow(this.db, resourceType, id);
+    this.scope.checkAccess(resourceType, 'r');
+    const row = await this.accessibleRow(resourceType, id, 'r');
     if (!row) throw notFound();
     if (row.deleted) throw gone();
     return this.toResource(row) as T;
@@ -97,13 +109,15 @@ export class Repository implements SystemRepository {
 
   /** Reads the current version or returns undefined (absent, invisible or deleted). */
   async tryRead<T extends Resource = Resource>(resourceType: string, id: string): Promise<T | undefined> {
-    const row = await this.visibleRow(this.db, resourceType, id);
+    this.scope.checkAccess(resourceType, 'r');
+    const row = await this.accessibleRow(resourceType, id, 'r');
     return row && !row.deleted ? (this.toResource(row) as T) : undefined;
   }
 
   /** Reads one version (vread). A deleted version answers 410. */
   async readVersion(resourceType: string, id: string, versionId: string): Promise<Resource> {
-    const current = await this.visibleRow(this.db, resourceType, id, true);
+    this.scope.checkAccess(resourceType, 'r');
+    const current = await this.accessibleRow(resourceType, id, 'r', true);
     if (!current || !VERSION_ID.test(versionId) || Number(versionId) > current.version_id) throw notFound();
     const res = await this.db.query<ResourceRow>(
       'SELECT * FROM resource_history WHERE resource_type = $1 AND id = $2 AND version_id = $3',
@@ -123,6 +137,7 @@ export class Repository implements SystemRepository {
     const { resourceType, id } = resource;
     if (!id || !FHIR_ID.test(id)) throw badRequest('Invalid resource id', `${resourceType}.id`);
     this.scope.checkCreate(resourceType);
+    this.scope.checkAccess(resourceType, 'u');
     // Fresh: the no-op shortcut below must compare with the stored version, never with a
     // cached row another node may already have replaced (that update would be lost).
     const before = await this.visibleRow(this.db, resourceType, id, true);
@@ -133,33 +148,45 @@ export class Repository implements SystemRepository {
     // no-op takes effect at that read; a concurrent writer's version simply comes after it.
     if (current && before && options.ifMatch === undefined && sameContent(current, resource)) {
       this.scope.checkWrite(scopedRow(before));
+      if (!(await rowPasses(this.db, this.scope, resourceType, id, 'u'))) throw notFound();
       return { resource: this.redact(current), created: false };
     }
     return this.db.transaction(async (tx) => {
       let row = await this.lockRow(tx, resourceType, id);
       if (!row) {
         if (options.ifMatch !== undefined) throw preconditionFailed();
+        this.scope.checkAccess(resourceType, 'c'); // create-on-PUT creates
         const inserted = await this.insertPlaceholder(tx, resource);
-        if (inserted) return { resource: await this.writeVersion(tx, resource, 1, undefined, true), created: true };
+        if (inserted) {
+          const created = await this.writeVersion(tx, resource, 1, undefined, true);
+          await this.checkWritten(tx, created, 'c');
+          return { resource: created, created: true };
+        }
         row = await this.lockRow(tx, resourceType, id); // another request created it meanwhile
         if (!row) throw notFound();
       }
       this.scope.checkWrite(scopedRow(row));
+      // A row outside the caller's compartment or criteria does not exist for it (docs/auth.md#access-policies).
+      if (!row.deleted && !(await rowPasses(tx, this.scope, resourceType, id, 'u'))) throw notFound();
+      if (row.deleted) this.scope.checkAccess(resourceType, 'c'); // re-creates
       if (options.ifMatch !== undefined && !matchesVersion(options.ifMatch, row)) throw preconditionFailed();
       // Compared with the stored content, not the redacted one: hooks restore hidden fields.
       const previous = JSON.parse(row.content) as Resource;
       if (!row.deleted && sameContent(previous, resource)) return { resource: this.redact(previous), created: false };
       const stored = await this.writeVersion(tx, resource, row.version_id + 1, row.deleted ? undefined : previous);
+      await this.checkWritten(tx, stored, row.deleted ? 'c' : 'u');
       return { resource: stored, created: false };
     });
   }
 
   /** Deletes a resource; deleting a deleted resource again is a no-op, an unknown id is 404. */
   async delete(resourceType: string, id: string): Promise<void> {
+    this.scope.checkAccess(resourceType, 'd');
     await this.db.transaction(async (tx) => {
       const row = await this.lockRow(tx, resourceType, id);
       if (!row || !this.scope.canSee(scopedRow(row))) throw notFound();
       if (row.deleted) return;
+      if (!(await rowPasses(tx, this.scope, resourceType, id, 'd'))) throw notFound();
       this.scope.checkWrite(scopedRow(row));
       const previous = JSON.parse(row.content) as Resource;
       for (const hook of this.hooks.for(resourceType)) await hook.beforeDelete?.(previous, this.auth, tx);
@@ -186,19 +213,34 @@ export class Repository implements SystemRepository {
     id: string | undefined,
     page: { count: number; offset: number; since?: string },
   ): Promise<{ entries: HistoryEntry[]; total: number }> {
+    // Instance history is a read of the resource; type and system history search (docs/auth.md#scopes).
+    const interaction: Interaction = id !== undefined ? 'r' : 's';
     if (id !== undefined) {
       if (resourceType === undefined) throw notFound();
-      const row = await this.visibleRow(this.db, resourceType, id);
+      this.scope.checkAccess(resourceType, 'r');
+      const row = await this.accessibleRow(resourceType, id, 'r');
       if (!row) throw notFound();
+    } else if (resourceType !== undefined) {
+      this.scope.checkAccess(resourceType, 's');
     }
+    const p = new SqlParams(this.scope);
+    p.add(resourceType ?? null);
+    p.add(id ?? null);
+    p.add(page.since ?? null);
     const vis = this.scope.predicate(resourceTable('h'), 4);
-    const where = [
+    p.values.push(...vis.params);
+    const clauses = [
       resourceType !== undefined ? 'h.resource_type = $1' : '$1::text IS NULL',
       id !== undefined ? 'h.id = $2' : '$2::text IS NULL',
       page.since ? 'h.last_updated >= $3::timestamptz' : '$3::text IS NULL',
       vis.sql,
-    ].join(' AND ');
-    const params = [resourceType ?? null, id ?? null, page.since ?? null, ...vis.params];
+    ];
+    // A version is shown when the resource's current index passes the access rights: history
+    // follows what the caller may see of the resource now.
+    const access = accessSql(p, this.scope, 'h', interaction, resourceType);
+    if (access !== undefined) clauses.push(access);
+    const where = clauses.join(' AND ');
+    const params = p.values;
     const total = (await this.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource_history h WHERE ${where}`, params)).rows[0]?.n ?? 0;
     const rows = (
       await this.db.query<ResourceRow>(
@@ -221,6 +263,7 @@ export class Repository implements SystemRepository {
 
   /** Searches resources of one type within the caller's scope. */
   async search(query: SearchQuery): Promise<SearchResult> {
+    if (query.resourceType !== '*') this.scope.checkAccess(query.resourceType, 's');
     const result = await this.searchIndex.search(this.db, this.scope, query);
     return { ...result, resources: result.resources.map((r) => this.redact(r)) };
   }
@@ -338,6 +381,18 @@ export class Repository implements SystemRepository {
     // Large rows (a CodeSystem with its concepts) are not kept: 20,000 of them would not fit.
     if (row && row.content.length <= MAX_CACHED_CONTENT) cache?.set(key, row, readAt);
     return row && row.version_id > 0 && this.scope.canSee(scopedRow(row)) ? row : undefined;
+  }
+
+  /** `visibleRow`, then the caller's access rights for `interaction` (rows outside them are absent). */
+  private async accessibleRow(resourceType: string, id: string, interaction: Interaction, fresh = false): Promise<ResourceRow | undefined> {
+    const row = await this.visibleRow(this.db, resourceType, id, fresh);
+    if (!row || row.deleted) return row;
+    return (await rowPasses(this.db, this.scope, resourceType, id, interaction)) ? row : undefined;
+  }
+
+  /** In the write's transaction: the written version must be one the caller may write (else 403, rolled back). */
+  private async checkWritten(tx: Queryable, resource: Resource, interaction: Interaction): Promise<void> {
+    if (!(await rowPasses(tx, this.scope, resource.resourceType, resource.id as string, interaction))) throw forbidden(OUTSIDE_ACCESS);
   }
 
   private async lockRow(tx: Queryable, resourceType: string, id: string): Promise<ResourceRow | undefined> {

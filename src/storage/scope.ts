@@ -1,6 +1,7 @@
 import type { AuthInfo } from '../core/auth.js';
-import type { Scope, ScopedRow, ScopedTable, SqlPredicate } from '../core/scope.js';
+import type { AccessGrant, Interaction, Scope, ScopedRow, ScopedTable, SqlPredicate } from '../core/scope.js';
 import { forbidden, notFound } from '../fhir/outcome.js';
+import { accessLayersOf } from './access-rights.js';
 
 /**
  * THE tenancy rule (docs/auth.md#roles), written once: every query that filters by project —
@@ -14,6 +15,12 @@ import { forbidden, notFound } from '../fhir/outcome.js';
  *   applications) see only their own account resources, project admins their project's.
  * - Shared content is read-only for non-super-admins (403); another project's rows do not
  *   exist for the caller (404).
+ * - Access policies are written by admins only (a plain member must not widen or narrow others).
+ * - Within that, the token's SMART scopes and the membership's access policy (or a Patient
+ *   profile's own compartment) narrow what the caller may do (docs/auth.md#scopes,
+ *   docs/auth.md#access-policies): a type or interaction they exclude → 403; rows outside their
+ *   compartment or criteria do not exist for the caller (their SQL: search/query/access.ts).
+ *   Terminology and definition resources stay readable by all (PUBLIC_TYPES).
  */
 
 /** Account resources: only super admins (and the system) write them through the repository. */
@@ -21,6 +28,28 @@ export const ACCOUNT_TYPES: readonly string[] = ['Project', 'User', 'ProjectMemb
 
 /** Account resources a plain member sees only for itself; project admins see their project's. */
 export const PERSONAL_ACCOUNT_TYPES: readonly string[] = ['User', 'ProjectMembership', 'ClientApplication'];
+
+/** Written only by admins of their project (and super admins): they decide what others may do. */
+export const ADMIN_WRITTEN_TYPES: readonly string[] = ['AccessPolicy'];
+
+/**
+ * Types every authenticated caller reads and searches whatever its scopes and access policy
+ * (docs/auth.md#access-policies): terminology and the server's definitions, which carry no
+ * patient data and which terminology calls and clients need (Medplum keeps such "public"
+ * types too). Writing them follows the caller's rights.
+ */
+export const PUBLIC_TYPES: readonly string[] = [
+  'CodeSystem',
+  'ValueSet',
+  'ConceptMap',
+  'NamingSystem',
+  'OperationDefinition',
+  'StructureDefinition',
+  'SearchParameter',
+  'CompartmentDefinition',
+  'CapabilityStatement',
+  'TerminologyCapabilities',
+];
 
 /** The `resource` and `resource_history` tables (and search queries) under an alias. */
 export function resourceTable(alias: string): ScopedTable {
@@ -33,7 +62,30 @@ export function scopeFor(auth: AuthInfo): Scope {
 }
 
 class CallerScope implements Scope {
-  constructor(readonly auth: AuthInfo) {}
+  /** The access layers (access-rights.ts); empty = the membership's full rights. */
+  private readonly layers: AccessGrant[][];
+
+  constructor(readonly auth: AuthInfo) {
+    this.layers = accessLayersOf(auth);
+  }
+
+  checkAccess(resourceType: string, interaction: Interaction): void {
+    if (this.layers.length === 0 || this.exempt(resourceType, interaction)) return;
+    const allowed = this.layers.every((layer) =>
+      layer.some((g) => (g.resourceType === '*' || g.resourceType === resourceType) && g.interactions.has(interaction)),
+    );
+    if (!allowed) throw forbidden();
+  }
+
+  accessLayers(interaction: Interaction): AccessGrant[][] | undefined {
+    if (this.layers.length === 0) return undefined;
+    return this.layers.map((layer) => layer.filter((g) => g.interactions.has(interaction)));
+  }
+
+  /** Public types are read and searched by everyone (PUBLIC_TYPES). */
+  private exempt(resourceType: string, interaction: Interaction): boolean {
+    return (interaction === 'r' || interaction === 's') && PUBLIC_TYPES.includes(resourceType);
+  }
 
   canSee(row: ScopedRow): boolean {
     const { auth } = this;
@@ -48,14 +100,19 @@ class CallerScope implements Scope {
     if (!this.canSee(row)) throw notFound();
     if (row.projectId === null || row.projectId === undefined) throw forbidden();
     if (row.resourceType !== undefined && ACCOUNT_TYPES.includes(row.resourceType)) throw forbidden();
+    if (row.resourceType !== undefined && ADMIN_WRITTEN_TYPES.includes(row.resourceType) && !this.auth.projectAdmin) throw forbidden();
   }
 
   checkCreate(resourceType: string): void {
-    if (!this.auth.superAdmin && ACCOUNT_TYPES.includes(resourceType)) throw forbidden();
+    if (this.auth.superAdmin) return;
+    if (ACCOUNT_TYPES.includes(resourceType)) throw forbidden();
+    if (ADMIN_WRITTEN_TYPES.includes(resourceType) && !this.auth.projectAdmin) throw forbidden();
   }
 
   checkAdminister(projectId?: string): void {
     const { auth } = this;
+    // A token whose scopes do not grant everything administers nothing (docs/auth.md#scopes).
+    if (this.layers.length > 0 && !this.fullScopes()) throw forbidden();
     if (auth.superAdmin) return;
     if (!auth.projectAdmin || (projectId !== undefined && projectId !== auth.projectId)) throw forbidden();
   }
@@ -91,6 +148,14 @@ class CallerScope implements Scope {
       sql: `${own} AND (${type} NOT IN (${types}) OR ${id} IN ($${first + 1}, $${first + 2}))`,
       params: [auth.projectId ?? null, own1 ?? null, own2 ?? null],
     };
+  }
+
+  /** True when the token's scopes (if any) include every interaction on every type, unconditionally. */
+  private fullScopes(): boolean {
+    const scoped = this.auth.scopes?.some((s) => /^(patient|user|system)\//.test(s)) ?? false;
+    const scopeLayer = scoped ? this.layers[0] : undefined;
+    if (!scopeLayer) return true;
+    return scopeLayer.some((g) => g.resourceType === '*' && g.interactions.size === 5 && !g.compartment && !g.criteria);
   }
 
   /** Ids of the caller's own account resources (its User or ClientApplication, its membership). */

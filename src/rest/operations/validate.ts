@@ -34,6 +34,7 @@ export function validateOperation(validator: ResourceValidator): Operation {
     const issues: OperationOutcomeIssue[] = [];
     if (mode === 'delete') {
       issues.push(...writeIssues(() => ctx.repo.scope.checkWrite({ projectId: current?.meta?.project, resourceType: type, id: target.id })));
+      issues.push(...writeIssues(() => ctx.repo.scope.checkAccess(type, 'd')));
       return { return: outcome(issues) };
     }
     const resource = input.resource;
@@ -46,9 +47,11 @@ export function validateOperation(validator: ResourceValidator): Operation {
     const { id: _ignored, ...withoutId } = resource;
     issues.push(...(await validator.validate(mode === 'create' ? withoutId : resource)));
     if (mode === 'create') issues.push(...writeIssues(() => ctx.repo.scope.checkCreate(type)));
+    if (mode === 'create') issues.push(...writeIssues(() => ctx.repo.scope.checkAccess(type, 'c')));
     if (mode === 'update') {
       if (resource.id !== target.id) issues.push(issue('invalid', 'Resource ID does not match URL', `${type}.id`));
       issues.push(...writeIssues(() => ctx.repo.scope.checkWrite({ projectId: current?.meta?.project, resourceType: type, id: target.id })));
+      issues.push(...writeIssues(() => ctx.repo.scope.checkAccess(type, 'u')));
     }
     return { return: outcome(issues) };
   };

@@ -6,6 +6,7 @@ import type { Scope } from '../../../core/scope.js';
 import { searchParameter } from '../parameters.js';
 import { tooManyIncluded } from './limits.js';
 import { SqlParams } from './sql-params.js';
+import { accessSql } from './access.js';
 /** Rounds of `:iterate` after the first (guards against long reference chains). */
 const MAX_ITERATIONS = 4;
 
@@ -83,7 +84,7 @@ async function runDirective(
   base: Resource[],
   limit: number,
 ): Promise<Resource[]> {
-  const p = new SqlParams(scope);
+  const p = new SqlParams(scope, accessSql);
   let sql: string;
   if (!d.reverse) {
     const ids = base.filter((r) => r.resourceType === d.source).map((r) => r.id as string);

@@ -7,6 +7,7 @@ import { filterSql, splitModifier } from './filters.js';
 import { loadIncluded, parseDirectives } from './includes.js';
 import { DEFAULT_SEARCH_LIMITS, checkSearchLimits, type SearchLimits } from './limits.js';
 import { SqlParams } from './sql-params.js';
+import { accessSql } from './access.js';
 import { compartmentSql, compartmentTypes } from './compartment.js';
 import { badRequest } from '../../../fhir/outcome.js';
 import { COLUMN_PARAMETERS } from '../parameters.js';
@@ -36,10 +37,10 @@ export async function runSearch(q: Queryable, scope: Scope, query: SearchQuery, 
   const controls = parseControls(type, controlPairs);
   const directives = parseDirectives(type, controlPairs);
 
-  const p = new SqlParams(scope);
+  const p = new SqlParams(scope, accessSql);
   const types = searchedTypes(query);
   const typeSql = types.length === 1 ? `r.resource_type = ${p.add(types[0])}` : `r.resource_type = ANY(${p.add(types)}::text[])`;
-  const where = [typeSql, 'NOT r.deleted', 'r.version_id > 0', p.visibility('r')];
+  const where = [typeSql, 'NOT r.deleted', 'r.version_id > 0', p.visibility('r', 's', types.length === 1 ? types[0] : undefined)];
   if (query.compartment) where.push(compartmentSql(p, 'r', types, query.compartment));
   for (const [name, value] of query.params) {
     if (CONTROL_PARAMETERS.has(splitModifier(name)[0])) continue;

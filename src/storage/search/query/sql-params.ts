@@ -1,6 +1,9 @@
 import { BindValues } from '../../bind-values.js';
-import type { Scope } from '../../../core/scope.js';
+import type { Interaction, Scope } from '../../../core/scope.js';
 import { resourceTable } from '../../scope.js';
+
+/** Builds the SQL of the caller's access rights for a row (access.ts), given to SqlParams by its creator. */
+export type AccessSqlBuilder = (p: SqlParams, scope: Scope, alias: string, interaction: Interaction, type?: string) => string | undefined;
 
 /**
  * The bind values (storage/bind-values.ts) of a search query, plus unique table aliases, so
@@ -8,8 +11,13 @@ import { resourceTable } from '../../scope.js';
  */
 export class SqlParams extends BindValues {
   private aliases = 0;
+  private accessOff = 0;
 
-  constructor(private readonly scope: Scope) {
+  constructor(
+    private readonly scope: Scope,
+    /** The access rights' SQL (access.ts); without it, tenancy only. */
+    private readonly access?: AccessSqlBuilder,
+  ) {
     super();
   }
 
@@ -19,10 +27,28 @@ export class SqlParams extends BindValues {
     return `${prefix}${this.aliases}`;
   }
 
-  /** The caller's scope condition for the `resource` row under `alias` (storage/scope.ts). */
-  visibility(alias: string): string {
+  /**
+   * The caller's scope condition for the `resource` row under `alias` (storage/scope.ts), with
+   * its access rights for `interaction` (docs/auth.md#scopes) — read unless said otherwise; `type`
+   * when the row's type is known.
+   */
+  visibility(alias: string, interaction: Interaction = 'r', type?: string): string {
     const vis = this.scope.predicate(resourceTable(alias), this.values.length + 1);
     this.values.push(...vis.params);
-    return vis.sql;
+    const access = this.accessOff === 0 ? this.access?.(this, this.scope, alias, interaction, type) : undefined;
+    return access === undefined ? vis.sql : `${vis.sql} AND ${access}`;
+  }
+
+  /**
+   * Runs `build` with access rights off: an access criterion's own chains see rows by tenancy
+   * only, so a policy's criteria never recurse into themselves.
+   */
+  withoutAccess<T>(build: () => T): T {
+    this.accessOff++;
+    try {
+      return build();
+    } finally {
+      this.accessOff--;
+    }
   }
 }
