@@ -223,7 +223,7 @@ for (const driver of drivers) {
         assert.equal((await server.fhir('DELETE', `/Observation/${made.body.id}`, { token: cr })).status, 403); // no d
         const d = await as('user/Observation.d');
         assert.equal((await server.fhir('DELETE', `/Observation/${made.body.id}`, { token: d })).status, 200);
-        const all = await as('system/*.cruds');
+        const all = await as('user/*.cruds');
         assert.equal((await server.fhir('GET', `/Patient/${other}`, { token: all })).status, 200);
       });
 
@@ -238,19 +238,28 @@ for (const driver of drivers) {
       });
 
       test('patient/ scopes confine to the patient context; a Practitioner without one gets nothing', async () => {
-        const pt = await tokenWithScope(server, patientUser.email, patientUser.password, a.projectId, 'patient/Observation.rs');
+        // A Patient-profile user's own Patient is its launch context (docs/auth.md#standalone-launch).
+        const pt = await tokenWithScope(server, patientUser.email, patientUser.password, a.projectId, 'launch/patient patient/Observation.rs');
         const seen = await server.fhir('GET', '/Observation?_count=1000', { token: pt });
         assert.equal(seen.status, 200, seen.text);
         for (const o of (seen.body as Bundle).entry ?? []) assert.equal((o.resource as { subject?: { reference?: string } }).subject?.reference, `Patient/${patientUser.own}`);
         assert.ok(ids(seen.body).includes(`Observation/${created.ownLab.id}`));
         assert.equal((await server.fhir('GET', `/Observation/${created.otherLab.id}`, { token: pt })).status, 404);
         assert.equal((await server.fhir('GET', `/Patient/${patientUser.own}`, { token: pt })).status, 403);
-        const practitioner = await as('patient/Observation.rs');
-        assert.equal((await server.fhir('GET', '/Observation', { token: practitioner })).status, 403);
+        // A Practitioner with no patient context is not granted a patient/ scope at all.
+        const pkce = pkcePair();
+        const login = await server.request('POST', '/auth/login', {
+          body: { email: member.email, password: member.password, projectId: a.projectId, scope: 'patient/Observation.rs', codeChallenge: pkce.challenge, codeChallengeMethod: 'S256' },
+          contentType: 'application/json',
+          token: null,
+        });
+        const refused = await tokenRequest(server, { grant_type: 'authorization_code', code: login.body.code, code_verifier: pkce.verifier });
+        assert.equal(refused.status, 400, refused.text);
+        assert.equal(refused.body.error, 'invalid_scope');
       });
 
-      test('asking more than the membership has grants nothing more: a plain member with system/*.* still cannot write accounts or see others\' memberships', async () => {
-        const token = await as('system/*.*');
+      test('asking more than the membership has grants nothing more: a plain member with user/*.* still cannot write accounts or see others\' memberships', async () => {
+        const token = await as('user/*.*');
         const project = await server.fhir('POST', '/Project', { token, body: { resourceType: 'Project', name: 'nope' } });
         assert.equal(project.status, 403);
         const memberships = await server.fhir('GET', '/ProjectMembership', { token });

@@ -676,10 +676,9 @@ for (const driver of drivers) {
       ['v1 user/*.read', 'user/*.read', only('read', 'search')],
       ['v2 user/Patient.rs', 'user/Patient.rs', only('read', 'search')],
       ['v2 user/Patient.cud', 'user/Patient.cud', only('create', 'update', 'delete')],
-      ['v2 system/Patient.cruds', 'system/Patient.cruds', OK],
+      ['v2 user/Patient.cruds', 'user/Patient.cruds', OK],
       ['v2 user/Observation.rs (another type)', 'user/Observation.rs', only()],
-      ['v2 patient/Patient.rs without a patient context', 'patient/Patient.rs', only()],
-      ['more than the membership has: system/*.*', 'system/*.*', OK],
+      ['more than the membership has: user/*.*', 'user/*.*', OK],
     ];
 
     async function scopedToken(email: string, password: string, scope: string): Promise<string> {
@@ -726,8 +725,33 @@ for (const driver of drivers) {
       });
     }
 
-    test('more than the membership has: a plain member with system/*.* still cannot write Project or see others\' memberships', async () => {
-      const token = await scopedToken(aMember.email, aMember.password, 'system/*.*');
+    test('system/ scopes through client_credentials: a client of A with system/Patient.rs reads and searches Patient only; no route a 5xx', async () => {
+      const client = await createClient(server, a.projectId, { token: a.adminToken, name: 'Matrix scoped client' });
+      const res = await tokenRequest(server, { grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.secret, scope: 'system/Patient.rs' });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.scope, 'system/Patient.rs');
+      const token = res.body.access_token as string;
+      assert.deepEqual(await restAs(token), only('read', 'search'));
+      assert.deepEqual(await noServerErrors(token, 'system/Patient.rs client'), []);
+    });
+
+    test('a patient/ scope without a patient context, or a system/ scope for a person, is not granted: 400 invalid_scope', async () => {
+      for (const scope of ['patient/Patient.rs', 'system/*.*']) {
+        const pkce = pkcePair();
+        const login = await server.request('POST', '/auth/login', {
+          body: { email: aMember.email, password: aMember.password, projectId: a.projectId, scope, codeChallenge: pkce.challenge, codeChallengeMethod: 'S256' },
+          contentType: 'application/json',
+          token: null,
+        });
+        assert.equal(login.status, 200, login.text);
+        const tokens = await tokenRequest(server, { grant_type: 'authorization_code', code: login.body.code, code_verifier: pkce.verifier });
+        assert.equal(tokens.status, 400, tokens.text);
+        assert.equal(tokens.body.error, 'invalid_scope', tokens.text);
+      }
+    });
+
+    test('more than the membership has: a plain member with user/*.* still cannot write Project or see others\' memberships', async () => {
+      const token = await scopedToken(aMember.email, aMember.password, 'user/*.*');
       assert.equal((await server.fhir('POST', '/Project', { token, body: { resourceType: 'Project', name: 'x' } })).status, 403);
       const memberships = await server.fhir('GET', '/ProjectMembership', { token });
       assert.equal(memberships.status, 200);
