@@ -9,6 +9,7 @@ interface MembershipState {
   exists: boolean;
   projectId?: string;
   admin?: boolean;
+  profile?: string | null;
 }
 
 /**
@@ -46,6 +47,8 @@ export class AccessState {
     const m = await this.membership(auth.membershipId);
     if (!m.exists || m.projectId !== auth.projectId) return false;
     if (auth.projectAdmin && !m.admin) return false; // demoted: the token claims more than it has
+    // Given another profile (docs/auth.md#managing-members): the token speaks for the old one.
+    if (auth.profile !== undefined && m.profile !== auth.profile) return false;
     if (auth.loginId && (await this.loginRevoked(auth.loginId))) return false;
     return true;
   }
@@ -61,8 +64,10 @@ export class AccessState {
     const cached = this.memberships.get(id);
     if (cached) return cached;
     const seen = this.generation;
-    const row = (await this.db.query<{ project_id: string; admin: boolean }>('SELECT project_id, admin FROM auth_membership WHERE id = $1', [id])).rows[0];
-    const state: MembershipState = row ? { exists: true, projectId: row.project_id, admin: row.admin } : { exists: false };
+    const row = (
+      await this.db.query<{ project_id: string; admin: boolean; profile: string | null }>('SELECT project_id, admin, profile FROM auth_membership WHERE id = $1', [id])
+    ).rows[0];
+    const state: MembershipState = row ? { exists: true, projectId: row.project_id, admin: row.admin, profile: row.profile } : { exists: false };
     if (seen === this.generation) this.remember(this.memberships, id, state);
     return state;
   }

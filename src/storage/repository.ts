@@ -160,7 +160,7 @@ export class Repository implements SystemRepository {
       const row = await this.lockRow(tx, resourceType, id);
       if (!row || !this.scope.canSee(scopedRow(row))) throw notFound();
       if (row.deleted) return;
-      this.scope.checkWrite(scopedRow(row));
+      this.scope.checkDelete(scopedRow(row));
       const previous = JSON.parse(row.content) as Resource;
       for (const hook of this.hooks.for(resourceType)) await hook.beforeDelete?.(previous, this.auth, tx);
       const version = row.version_id + 1;

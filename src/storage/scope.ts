@@ -50,14 +50,25 @@ class CallerScope implements Scope {
     if (row.resourceType !== undefined && ACCOUNT_TYPES.includes(row.resourceType)) throw forbidden();
   }
 
+  checkDelete(row: ScopedRow): void {
+    // A project admin removes members of its own project (docs/auth.md#managing-members).
+    if (row.resourceType === 'ProjectMembership' && typeof row.projectId === 'string' && this.administers(row.projectId)) return;
+    this.checkWrite(row);
+  }
+
   checkCreate(resourceType: string): void {
     if (!this.auth.superAdmin && ACCOUNT_TYPES.includes(resourceType)) throw forbidden();
   }
 
   checkAdminister(projectId?: string): void {
+    if (!this.administers(projectId)) throw forbidden();
+  }
+
+  /** A super admin, or an admin of `projectId` (without one: of its own project). */
+  private administers(projectId: string | undefined): boolean {
     const { auth } = this;
-    if (auth.superAdmin) return;
-    if (!auth.projectAdmin || (projectId !== undefined && projectId !== auth.projectId)) throw forbidden();
+    if (auth.superAdmin) return true;
+    return auth.projectAdmin && (projectId === undefined || projectId === auth.projectId);
   }
 
   ownerOfImport(requestedProject: string | undefined): string | undefined {
