@@ -39,6 +39,10 @@ const CHECKS = [
   { name: 'the terminology capabilities list expansion parameters', example: /mode=terminology/, check: (out) => out.includes('"count"') || 'no count parameter' },
   { name: '$import adds the concept', example: /CodeSystem\/\\\$import/, check: (out) => out.includes('"valueString":"X one"') || '$lookup does not find x1' },
   { name: 'the invite answers a membership', example: /\/invite/, check: (out) => out.includes('"resourceType":"ProjectMembership"') || 'no ProjectMembership' },
+  { name: 'the client acts in the Lab project, not the super admin\'s', example: /grant_type=client_credentials/, check: (out, vars) => (vars.LAB && out.includes(`"project":{"reference":"Project/${vars.LAB}"}`)) || 'the client token is not the Lab project\'s' },
+  { name: 'the public client has redirect URIs and no secret', example: /"public":true/, check: (out) => (out.includes('"redirectUris":["https://portal.example.org/callback"]') && !out.includes('"secret"')) || 'no public client with its redirect URI' },
+  { name: 'the member list names Grace', example: /CLINIC\/members -H/, check: (out, vars) => (out.includes('"type":"searchset"') && out.includes(`"id":"${vars.GRACE}"`)) || 'Grace is not listed' },
+  { name: 'the removal answers Member removed', example: /members\/\$GRACE/, check: (out) => out.includes('"text":"Member removed"') || 'Grace was not removed' },
 ];
 
 for (const tool of ['bash', 'curl', 'jq']) {
