@@ -41,6 +41,10 @@ const CHECKS = [
   { name: 'the invite answers a membership', example: /\/invite/, check: (out) => out.includes('"resourceType":"ProjectMembership"') || 'no ProjectMembership' },
   { name: 'userinfo names the user', example: /oauth2\/userinfo/, check: (out) => out.includes('"fhirUser":') || 'no fhirUser' },
   { name: 'an EHR launch id is issued', example: /\/auth\/launch/, check: (out) => out.includes('"launch":') || 'no launch id' },
+  { name: 'the client acts in the Lab project, not the super admin\'s', example: /grant_type=client_credentials/, check: (out, vars) => (vars.LAB && out.includes(`"project":{"reference":"Project/${vars.LAB}"}`)) || 'the client token is not the Lab project\'s' },
+  { name: 'the public client has redirect URIs and no secret', example: /"public":true/, check: (out) => (out.includes('"redirectUris":["https://portal.example.org/callback"]') && !out.includes('"secret"')) || 'no public client with its redirect URI' },
+  { name: 'the member list names Grace', example: /CLINIC\/members -H/, check: (out, vars) => (out.includes('"type":"searchset"') && out.includes(`"id":"${vars.GRACE}"`)) || 'Grace is not listed' },
+  { name: 'the removal answers Member removed', example: /members\/\$GRACE/, check: (out) => out.includes('"text":"Member removed"') || 'Grace was not removed' },
 ];
 
 for (const tool of ['bash', 'curl', 'jq']) {

@@ -226,7 +226,11 @@ const TABLE: Row[] = [
   [/^route POST \/admin\/projects\/:projectId\/invite \[A\]$/, { anonymous: 401, admins: 200, members: 403, otherAdmin: 403 }],
   // A made-up client id: unknown to admins (404), forbidden to everyone else.
   [/^route POST \/admin\/projects\/:projectId\/client\/:clientId\/secret \[A\]$/, { anonymous: 401, admins: 404, members: 403, otherAdmin: 403 }],
-  [/^route POST \/admin\/projects\/:projectId\/[\w/:]+ \[unknown\]$/, { anonymous: 401, superAdmin: 404, token: 403 }],
+  // Members (docs/auth.md#managing-members): the list of A's members; a made-up membership id is
+  // unknown to admins (404), forbidden to everyone else.
+  [/^route GET \/admin\/projects\/:projectId\/members \[A\]$/, { anonymous: 401, admins: 200, members: 403, otherAdmin: 403 }],
+  [/^route (GET|POST|DELETE) \/admin\/projects\/:projectId\/members\/:membershipId(\/resend)? \[A\]$/, { anonymous: 401, admins: 404, members: 403, otherAdmin: 403 }],
+  [/^route (GET|POST|DELETE) \/admin\/projects\/:projectId\/[\w/:]+ \[unknown\]$/, { anonymous: 401, superAdmin: 404, token: 403 }],
 
   // FHIR REST on A's Patient (fresh per role).
   [/^rest metadata$/, { any: 200 }],
@@ -245,7 +249,9 @@ const TABLE: Row[] = [
   [/^rest update (User|ProjectMembership|ClientApplication|Project)$/, { anonymous: 401, superAdmin: 200, token: 403 }],
   // A delete is 403 where the caller sees the account; where it does not, the docs say 403
   // ("checked before visibility") and the tenancy test says 404: both are refusals.
-  [/^rest delete (User|ProjectMembership|ClientApplication)$/, { anonymous: 401, superAdmin: 200, projectAdmin: 403, members: [403, 404], otherAdmin: [403, 404] }],
+  [/^rest delete (User|ClientApplication)$/, { anonymous: 401, superAdmin: 200, projectAdmin: 403, members: [403, 404], otherAdmin: [403, 404] }],
+  // A project's admins remove its members (contract case #135, docs/auth.md#managing-members).
+  [/^rest delete ProjectMembership$/, { anonymous: 401, admins: 200, members: [403, 404], otherAdmin: 404 }],
   [/^rest delete Project$/, { anonymous: 401, superAdmin: 200, A: 403, otherAdmin: [403, 404] }],
 
   // Operations (`op <Type>/$<code> <level> <method> <variant>`). GET of a state-changing one → 405.

@@ -154,13 +154,19 @@ for (const driver of drivers) {
         assert.equal(promote.status, 403, promote.text);
       });
 
-      test(`${actor}: cannot delete account resources of A (403, or 404 where it cannot see them) nor see B's (404)`, async () => {
+      test(`${actor}: cannot delete account resources of A (403, or 404 where it cannot see them; its own membership 400) nor see B's (404)`, async () => {
         // Only the admin sees the project's other accounts; to others they do not exist.
         const seesAccounts = actor === 'A admin';
         for (const path of [`/ProjectMembership/${a.admin.membershipId}`, `/User/${a.admin.userId}`, `/Project/${a.projectId}`]) {
           const res = await server.fhir('DELETE', path, { token: token() });
           if (!seesAccounts && !path.startsWith('/Project/')) {
             assertNotFound(res, `${actor} DELETE ${path}`);
+            continue;
+          }
+          if (path.startsWith('/ProjectMembership/')) {
+            // The admin removes the project's members, but not itself (docs/auth.md#managing-members).
+            assert.equal(res.status, 400, `${path}: ${res.text}`);
+            assert.equal(ooText(res.body), 'Cannot remove your own membership');
             continue;
           }
           assert.equal(res.status, 403, `${path}: ${res.text}`);

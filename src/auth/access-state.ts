@@ -13,6 +13,7 @@ interface MembershipState {
   admin?: boolean;
   /** Id of the membership's AccessPolicy (`ProjectMembership.accessPolicy`), when it has one. */
   accessPolicy?: string;
+  profile?: string | null;
 }
 
 /** A policy that does not resolve (deleted, another project's): grants nothing. */
@@ -54,6 +55,8 @@ export class AccessState {
     const m = await this.membership(auth.membershipId);
     if (!m.exists || m.projectId !== auth.projectId) return false;
     if (auth.projectAdmin && !m.admin) return false; // demoted: the token claims more than it has
+    // Given another profile (docs/auth.md#managing-members): the token speaks for the old one.
+    if (auth.profile !== undefined && m.profile !== auth.profile) return false;
     if (auth.loginId && (await this.loginRevoked(auth.loginId))) return false;
     return true;
   }
@@ -91,12 +94,12 @@ export class AccessState {
     if (cached) return cached;
     const seen = this.generation;
     const row = (
-      await this.db.query<{ project_id: string; admin: boolean; access_policy: string | null }>(
-        'SELECT project_id, admin, access_policy FROM auth_membership WHERE id = $1',
+      await this.db.query<{ project_id: string; admin: boolean; access_policy: string | null; profile: string | null }>(
+        'SELECT project_id, admin, access_policy, profile FROM auth_membership WHERE id = $1',
         [id],
       )
     ).rows[0];
-    const state: MembershipState = row ? { exists: true, projectId: row.project_id, admin: row.admin } : { exists: false };
+    const state: MembershipState = row ? { exists: true, projectId: row.project_id, admin: row.admin, profile: row.profile } : { exists: false };
     if (row?.access_policy) state.accessPolicy = row.access_policy;
     if (seen === this.generation) this.remember(this.memberships, id, state);
     return state;

@@ -5,11 +5,15 @@ import { badRequest, notFound } from '../fhir/outcome.js';
 import type { AppRoute } from '../core/app-route.js';
 import type { FeatureEnv } from '../core/feature.js';
 import { createMembership } from './accounts.js';
+import { parseClientRequest } from './client-request.js';
 import { hashSecret, randomSecret } from './secrets.js';
 
 /**
- * `POST /admin/projects/<projectId>/client {name}` → 201 ClientApplication with `id` and
- * `secret` (shown only here), plus the ProjectMembership that lets it act in the project.
+ * `POST /admin/projects/<projectId>/client {name, description?, redirectUri?, redirectUris?, scope?, public?}`
+ * (docs/auth.md#client-applications) → 201 ClientApplication with `id` and, for a confidential
+ * client, `secret` (shown only here), plus the ProjectMembership that lets it act in the
+ * project with client_credentials. A public client gets neither: it signs users in with the
+ * authorization code and PKCE. Everything is written in one transaction.
  */
 export function clientRoute(env: FeatureEnv): AppRoute {
   return {
@@ -19,31 +23,33 @@ export function clientRoute(env: FeatureEnv): AppRoute {
     async handler(req) {
       const projectId = req.params.projectId;
       req.ctx.repo.scope.checkAdminister(projectId);
-      const body = req.body as { name?: unknown } | undefined;
-      const name = body && typeof body === 'object' ? body.name : undefined;
-      if (typeof name !== 'string' || name.trim() === '') throw badRequest('Missing name', 'name');
+      const fields = parseClientRequest(req.body);
       const system = env.system;
       if (!(await system.tryRead('Project', projectId))) throw notFound();
 
       const id = randomUUID();
-      // The hash goes in first: if the resource write fails, an orphan hash grants nothing
-      // (client_credentials also needs the membership).
-      const issued = await issueSecret(env.db, id, env.config.clientSecretLifetime);
-      const client = await system.create<ClientApplication>(
-        { resourceType: 'ClientApplication', name: name.trim(), meta: { project: projectId } },
-        { id },
-      );
-      await createMembership(env.system, {
-        projectId,
-        member: { reference: `ClientApplication/${id}` },
-        profile: { reference: `ClientApplication/${id}` },
+      const body = await env.db.transaction(async (tx) => {
+        const repo = system.inTransaction(tx);
+        const client = await repo.create(
+          { resourceType: 'ClientApplication', ...fields, meta: { project: projectId } },
+          { id },
+        );
+        if (fields.public) return client;
+        await createMembership(repo, {
+          projectId,
+          member: { reference: `ClientApplication/${id}` },
+          profile: { reference: `ClientApplication/${id}` },
+        });
+        return { ...client, ...(await issueSecret(tx, id, env.config.clientSecretLifetime)) };
       });
-      return { status: 201, body: { ...client, ...issued }, contentType: FHIR_JSON };
+      return { status: 201, body, contentType: FHIR_JSON };
     },
   };
 }
 
 const FHIR_JSON = 'application/fhir+json; charset=utf-8';
+/** Rotation asked for a public client (docs/auth.md#client-secrets). */
+export const PUBLIC_NO_SECRET = 'A public client has no secret';
 
 /**
  * `POST /admin/projects/<projectId>/client/<clientId>/secret {gracePeriod?}` (docs/auth.md#client-secrets):
@@ -60,6 +66,7 @@ export function clientSecretRoute(env: FeatureEnv): AppRoute {
       req.ctx.repo.scope.checkAdminister(projectId);
       const client = await env.system.tryRead<ClientApplication>('ClientApplication', clientId);
       if (!client || client.meta?.project !== projectId) throw notFound();
+      if ((client as { public?: boolean }).public === true) throw badRequest(PUBLIC_NO_SECRET);
       const body = req.body as { gracePeriod?: unknown } | undefined;
       const grace = body && typeof body === 'object' ? (body.gracePeriod ?? 0) : 0;
       if (typeof grace !== 'number' || !Number.isInteger(grace) || grace < 0) {

@@ -12,6 +12,9 @@ import { splitReference } from './accounts.js';
  * project (docs/invite.md#concurrency). Kept in step inside every write's transaction.
  */
 
+/** A caller may not remove the membership its own token stands for (docs/auth.md#managing-members). */
+export const OWN_MEMBERSHIP = 'Cannot remove your own membership';
+
 /** The conflicts a lost uniqueness race reports (docs/invite.md#conflicts). */
 export const ALREADY_MEMBER = 'User is already a member of this project';
 export const EXTERNAL_ID_EXISTS = 'External ID already exists in this project';
@@ -50,6 +53,10 @@ export function membershipHooks(): ResourceHook[] {
       async afterWrite(tx, resource) {
         await mirrorMembership(tx, resource as ProjectMembership);
         await notifyMembershipChanged(tx, resource.id as string);
+      },
+      beforeDelete(previous, auth) {
+        // Nobody locks themselves out: another admin (or a super admin) removes you.
+        if (auth.membershipId !== undefined && auth.membershipId === previous.id) throw badRequest(OWN_MEMBERSHIP);
       },
       async afterDelete(tx, previous) {
         await tx.query('DELETE FROM auth_membership WHERE id = $1', [previous.id]);

@@ -62,6 +62,11 @@ export interface Scope {
    * and account resources (super admins only), 404 for another project's row.
    */
   checkWrite(row: ScopedRow): void;
+  /**
+   * Throws unless the caller may delete this existing, visible row: `checkWrite`'s rule, except
+   * that a project's admins remove its memberships (docs/auth.md#managing-members).
+   */
+  checkDelete(row: ScopedRow): void;
   /** Throws 403 unless the caller may create a resource of this type. */
   checkCreate(resourceType: string): void;
   /** The project a new resource belongs to (the caller's; super admins may name one). */

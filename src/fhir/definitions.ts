@@ -102,11 +102,33 @@ export function structureDefinitionMap(): Map<string, StructureDefinition> {
     for (const r of readDefinitionBundle('profiles-medplum.json')) {
       const sd = r as StructureDefinition;
       if (sd.resourceType === 'StructureDefinition' && (ADMIN_RESOURCE_TYPES as readonly string[]).includes(sd.name ?? '')) {
-        structureDefinitions.set(sd.name, sd);
+        structureDefinitions.set(sd.name, withLatticeElements(sd));
       }
     }
   }
   return structureDefinitions;
+}
+
+/**
+ * Elements Lattice adds to Medplum's admin resources (docs/auth.md#client-applications):
+ * `ClientApplication.scope`, the space-separated scopes a client may be granted (as in SMART's
+ * and OAuth's client registration), and `ClientApplication.public`, a client without a secret.
+ */
+const LATTICE_ELEMENTS: Record<string, Array<{ name: string; type: string; definition: string }>> = {
+  ClientApplication: [
+    { name: 'scope', type: 'string', definition: 'Space-separated scopes the client may be granted (Lattice).' },
+    { name: 'public', type: 'boolean', definition: 'A public client: no secret, authorization code with PKCE only (Lattice).' },
+  ],
+};
+
+function withLatticeElements(sd: StructureDefinition): StructureDefinition {
+  const extra = LATTICE_ELEMENTS[sd.name ?? ''];
+  if (!extra || !sd.snapshot?.element) return sd;
+  const elements = extra.map(({ name, type, definition }) => {
+    const path = `${sd.name}.${name}`;
+    return { id: path, path, definition, min: 0, max: '1', type: [{ code: type }], base: { path, min: 0, max: '1' } };
+  });
+  return { ...sd, snapshot: { ...sd.snapshot, element: [...sd.snapshot.element, ...elements] } };
 }
 
 let resourceTypeSet: Set<string> | undefined;

@@ -31,6 +31,26 @@ export async function readRawInProject<T extends Resource>(q: Queryable, resourc
   return parse<T>(res.rows[0]);
 }
 
+/**
+ * A page of the live resources of one type in a project (no shared content), ordered by id, and
+ * how many there are in all.
+ */
+export async function listRawInProject<T extends Resource>(
+  q: Queryable,
+  resourceType: string,
+  projectId: string,
+  page: { count: number; offset: number },
+): Promise<{ resources: T[]; total: number }> {
+  const inProject = ownedBy(resourceTable('r'), projectId, 2);
+  const where = `r.resource_type = $1 AND ${inProject.sql} AND ${LIVE}`;
+  const params = [resourceType, ...inProject.params];
+  const total = (await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource r WHERE ${where}`, params)).rows[0]?.n ?? 0;
+  const rows = (
+    await q.query<{ content: string }>(`SELECT r.content FROM resource r WHERE ${where} ORDER BY r.id LIMIT ${page.count} OFFSET ${page.offset}`, params)
+  ).rows;
+  return { resources: rows.map((row) => JSON.parse(row.content) as T), total };
+}
+
 /** The current, live version, unredacted, locked (FOR UPDATE) for the rest of `tx`. */
 export async function lockRaw(tx: Queryable, resourceType: string, id: string): Promise<{ resource: Resource; version: number } | undefined> {
   const res = await tx.query<{ content: string; version_id: number }>(

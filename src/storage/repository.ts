@@ -187,7 +187,7 @@ export class Repository implements SystemRepository {
       if (!row || !this.scope.canSee(scopedRow(row))) throw notFound();
       if (row.deleted) return;
       if (!(await rowPasses(tx, this.scope, resourceType, id, 'd'))) throw notFound();
-      this.scope.checkWrite(scopedRow(row));
+      this.scope.checkDelete(scopedRow(row));
       const previous = JSON.parse(row.content) as Resource;
       for (const hook of this.hooks.for(resourceType)) await hook.beforeDelete?.(previous, this.auth, tx);
       const version = row.version_id + 1;

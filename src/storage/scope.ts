@@ -103,6 +103,12 @@ class CallerScope implements Scope {
     if (row.resourceType !== undefined && ADMIN_WRITTEN_TYPES.includes(row.resourceType) && !this.auth.projectAdmin) throw forbidden();
   }
 
+  checkDelete(row: ScopedRow): void {
+    // A project admin removes members of its own project (docs/auth.md#managing-members).
+    if (row.resourceType === 'ProjectMembership' && typeof row.projectId === 'string' && this.administers(row.projectId)) return;
+    this.checkWrite(row);
+  }
+
   checkCreate(resourceType: string): void {
     if (this.auth.superAdmin) return;
     if (ACCOUNT_TYPES.includes(resourceType)) throw forbidden();
@@ -110,11 +116,16 @@ class CallerScope implements Scope {
   }
 
   checkAdminister(projectId?: string): void {
+    if (!this.administers(projectId)) throw forbidden();
+  }
+
+  /** A super admin, or an admin of `projectId` (without one: of its own project). */
+  private administers(projectId: string | undefined): boolean {
     const { auth } = this;
     // A token whose scopes do not grant everything administers nothing (docs/auth.md#scopes).
-    if (this.layers.length > 0 && !this.fullScopes()) throw forbidden();
-    if (auth.superAdmin) return;
-    if (!auth.projectAdmin || (projectId !== undefined && projectId !== auth.projectId)) throw forbidden();
+    if (this.layers.length > 0 && !this.fullScopes()) return false;
+    if (auth.superAdmin) return true;
+    return auth.projectAdmin && (projectId === undefined || projectId === auth.projectId);
   }
 
   ownerOfImport(requestedProject: string | undefined): string | undefined {

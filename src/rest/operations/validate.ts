@@ -33,7 +33,7 @@ export function validateOperation(validator: ResourceValidator): Operation {
     const current = target.id !== undefined ? await ctx.repo.read(type, target.id) : undefined;
     const issues: OperationOutcomeIssue[] = [];
     if (mode === 'delete') {
-      issues.push(...writeIssues(() => ctx.repo.scope.checkWrite({ projectId: current?.meta?.project, resourceType: type, id: target.id })));
+      issues.push(...writeIssues(() => ctx.repo.scope.checkDelete({ projectId: current?.meta?.project, resourceType: type, id: target.id })));
       issues.push(...writeIssues(() => ctx.repo.scope.checkAccess(type, 'd')));
       return { return: outcome(issues) };
     }
