@@ -1,5 +1,6 @@
 import type { AuthInfo } from '../core/auth.js';
 import type { Database, Queryable } from '../core/database.js';
+import { FhirError } from '../fhir/outcome.js';
 import { announceChange, subscribeChanges } from '../storage/change-feed.js';
 
 /** NOTIFY channel on which every node hears that memberships or logins changed. */
@@ -20,12 +21,19 @@ interface MembershipState {
  * (storage/change-feed.ts).
  * A read racing an invalidation is not cached (generation check), so a stale answer never sticks.
  * The node that writes a change drops its own entries in the change's transaction as well, so
- * its next request sees the change; other nodes see it when the NOTIFY arrives (milliseconds).
+ * its next request sees the change. Another node's change may still be on its way when a
+ * request arrives, so a cached answer is used only after `Database.caughtUp()` (PostgreSQL: a
+ * barrier on the listening connection, shared by concurrent requests): every change committed
+ * before the request has then been heard. While the listening connection is down or
+ * reconnecting (`-` … `*`), nothing is cached and nothing cached is used: every check reads the
+ * database (docs/auth.md#revocation).
  */
 export class AccessState {
   private readonly memberships = new Map<string, MembershipState>();
   private readonly revokedLogins = new Map<string, boolean>();
   private generation = 0;
+  /** Changes are heard (PostgreSQL: the listening connection is up): entries may be kept and used. */
+  private listening = false;
   private unsubscribe: (() => void) | undefined;
 
   constructor(private readonly db: Database) {}
@@ -33,47 +41,72 @@ export class AccessState {
   /** Starts listening for changes (call once). */
   async start(): Promise<void> {
     this.unsubscribe = await subscribeChanges(this.db, ACCESS_CHANNEL, (payload) => this.invalidate(payload));
+    this.listening = true;
   }
 
   /** Stops hearing this process's changes (shutdown). */
   stop(): void {
+    this.listening = false;
     this.unsubscribe?.();
   }
 
   /** True when the token's membership and login still grant what it claims. */
-  async allows(auth: AuthInfo): Promise<boolean> {
+  async allows(auth: AuthInfo, since?: number): Promise<boolean> {
     if (!auth.membershipId) return false;
-    const m = await this.membership(auth.membershipId);
+    const cached = this.memberships.has(auth.membershipId) || (auth.loginId !== undefined && this.revokedLogins.has(auth.loginId));
+    const useCache = cached && (await this.caughtUp(since));
+    const m = await this.membership(auth.membershipId, useCache);
     if (!m.exists || m.projectId !== auth.projectId) return false;
     if (auth.projectAdmin && !m.admin) return false; // demoted: the token claims more than it has
-    if (auth.loginId && (await this.loginRevoked(auth.loginId))) return false;
+    if (auth.loginId && (await this.loginRevoked(auth.loginId, useCache))) return false;
     return true;
+  }
+
+  /**
+   * True when cached answers may be used: every change committed before now has been heard.
+   * Not listening: false (the database is read). No answer within the waiting limit: 503.
+   */
+  private async caughtUp(since: number | undefined): Promise<boolean> {
+    try {
+      await this.db.caughtUp(since);
+    } catch (err) {
+      if (err instanceof FhirError) throw err;
+      return false;
+    }
+    return this.listening;
   }
 
   private invalidate(payload: string): void {
     this.generation++;
-    if (payload === '*') this.memberships.clear(); // notifications may have been missed (src/core/database.ts)
+    if (payload === '-' || payload === '*') {
+      // Lost (`-`): nothing is heard, so nothing is kept until it is back (`*`), when
+      // notifications may have been missed (src/core/database.ts).
+      this.listening = payload === '*' && this.unsubscribe !== undefined;
+      this.memberships.clear();
+      this.revokedLogins.clear();
+      return;
+    }
     if (payload.startsWith('m:')) this.memberships.delete(payload.slice(2));
     else this.revokedLogins.clear(); // `l:…`: logins of a user were revoked (rare): forget all
   }
 
-  private async membership(id: string): Promise<MembershipState> {
-    const cached = this.memberships.get(id);
+  private async membership(id: string, useCache: boolean): Promise<MembershipState> {
+    const cached = useCache ? this.memberships.get(id) : undefined;
     if (cached) return cached;
     const seen = this.generation;
     const row = (await this.db.query<{ project_id: string; admin: boolean }>('SELECT project_id, admin FROM auth_membership WHERE id = $1', [id])).rows[0];
     const state: MembershipState = row ? { exists: true, projectId: row.project_id, admin: row.admin } : { exists: false };
-    if (seen === this.generation) this.remember(this.memberships, id, state);
+    if (seen === this.generation && this.listening) this.remember(this.memberships, id, state);
     return state;
   }
 
-  private async loginRevoked(id: string): Promise<boolean> {
-    const cached = this.revokedLogins.get(id);
+  private async loginRevoked(id: string, useCache: boolean): Promise<boolean> {
+    const cached = useCache ? this.revokedLogins.get(id) : undefined;
     if (cached !== undefined) return cached;
     const seen = this.generation;
     const row = (await this.db.query<{ revoked: boolean }>('SELECT revoked_at IS NOT NULL AS revoked FROM auth_login WHERE id = $1', [id])).rows[0];
     const revoked = row?.revoked ?? true; // a login that does not exist (any more) grants nothing
-    if (seen === this.generation) this.remember(this.revokedLogins, id, revoked);
+    if (seen === this.generation && this.listening) this.remember(this.revokedLogins, id, revoked);
     return revoked;
   }
 

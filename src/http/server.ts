@@ -55,7 +55,7 @@ export interface HttpDeps {
   db: Database;
   authenticator: Authenticator;
   /** A repository scoped to a caller: the one handlers get in their context. */
-  repository(auth: AuthInfo): ResourceRepository;
+  repository(auth: AuthInfo, since?: number): ResourceRepository;
   fhir: FhirRouter;
   routes: readonly AppRoute[];
 }
@@ -231,8 +231,9 @@ function answerMalformedHttp(err: Error & { code?: string; rawPacket?: unknown }
 
 /** Authenticates (when required) and builds the handler context. */
 async function contextFor(services: HttpDeps, request: FastifyRequest, requireAuth: boolean): Promise<RequestContext> {
+  const since = performance.now();
   const auth = requireAuth
-    ? await services.authenticator.authenticate(request.headers as Record<string, string | undefined>)
+    ? await services.authenticator.authenticate(request.headers as Record<string, string | undefined>, since)
     : ANONYMOUS;
   const publicUrl = services.config.publicUrl;
   return {
@@ -240,7 +241,8 @@ async function contextFor(services: HttpDeps, request: FastifyRequest, requireAu
     publicUrl,
     fhirBaseUrl: `${publicUrl}${FHIR_PREFIX}`,
     auth,
-    repo: services.repository(auth),
+    repo: services.repository(auth, since),
+    since,
     log: request.log as RequestContext['log'],
     acceptLanguage: typeof request.headers['accept-language'] === 'string' ? request.headers['accept-language'] : undefined,
   };
