@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import type { AppResult, AppRoute } from '../core/app-route.js';
+import type { Queryable } from '../core/database.js';
 import { membershipById, membershipsOf } from './accounts.js';
 import type { AuthState } from './auth-state.js';
 import { consumeRefreshToken, redeemCode, subjectFor, tokenResponse } from './grants.js';
@@ -96,10 +98,27 @@ async function clientCredentials(state: AuthState, params: Record<string, string
   const hash = hashSecret(secret);
   const matches = stored.some((row) => safeEqual(row.secret_hash, hash));
   const memberships = matches ? await membershipsOf(db, 'ClientApplication', clientId) : [];
-  const subject = memberships[0] && (await subjectFor(state, memberships[0], { clientId, scope: params.scope || undefined }));
+  const scope = params.scope || undefined;
+  const loginId = memberships[0] ? await clientLogin(db, clientId, memberships[0].id, scope, state.env.config.accessTokenLifetime) : undefined;
+  const subject = memberships[0] && (await subjectFor(state, memberships[0], { clientId, scope, loginId }));
   if (!subject) return oauthError('invalid_client', 'Invalid client credentials');
   // No refresh token: the client can always present its credentials again (RFC 6749 §4.4.3).
   return ok(await tokenResponse(state, subject));
+}
+
+/**
+ * A login of its own for each client_credentials token (no user, no code), living as long as
+ * the token: `POST /oauth2/logout` with the token revokes it like a person's login
+ * (docs/auth.md#revocation), and only that token.
+ */
+async function clientLogin(db: Queryable, clientId: string, membershipId: string, scope: string | undefined, lifetimeSeconds: number): Promise<string> {
+  const id = randomUUID();
+  await db.query(
+    `INSERT INTO auth_login (id, user_id, client_id, scope, membership_id, expires_at)
+     VALUES ($1, NULL, $2, $3, $4, now() + make_interval(secs => $5))`,
+    [id, clientId, scope ?? null, membershipId, lifetimeSeconds],
+  );
+  return id;
 }
 
 function ok(body: unknown): AppResult {
