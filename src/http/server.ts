@@ -11,6 +11,7 @@ import type { Database } from '../core/database.js';
 import type { ResourceRepository } from '../core/repository.js';
 import { FhirError, badRequest, issue, methodNotAllowed, notFound, unsupportedMediaType } from '../fhir/outcome.js';
 import { allowedMethods, type FhirRouter } from '../rest/router.js';
+import { enforceBodyLimit, type BodyLimitRouteConfig } from './body-limit.js';
 import { registerCors } from './cors.js';
 import { errorResponse } from './errors.js';
 import { lazySchemaCompilers } from './lazy-schema-compilers.js';
@@ -25,6 +26,7 @@ function registerRoute(app: FastifyInstance, services: HttpDeps, route: AppRoute
   app.route({
     method: route.method,
     url: route.url,
+    config: { streamedBody: route.body === 'stream' } satisfies BodyLimitRouteConfig,
     handler: async (request, reply) => {
       if (route.body !== 'stream') checkBodyKind(request, route.body ?? 'json');
       const ctx = await contextFor(services, request, route.auth);
@@ -92,6 +94,7 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
   });
 
   registerBodyParsers(app);
+  enforceBodyLimit(app, services.config.bodyLimit);
   registerCors(app);
   // Where fhirRequestInfo keeps a FHIR request's parsed URL (declared up front: one object shape).
   app.decorateRequest('fhirInfo', null);
