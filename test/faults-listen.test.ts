@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type { Patient } from '@medplum/fhirtypes';
@@ -94,6 +95,66 @@ if (drivers.includes('pg')) {
       );
       // The other member is served as before, by a node that listens again.
       assert.equal((await onB('/Patient?_count=1', other.token)).status, 200);
+    });
+  });
+}
+
+/**
+ * A stand-in for a transaction-mode pooler as far as LISTEN is concerned: it forwards the
+ * PostgreSQL protocol both ways but never passes a notification on (a pooler in transaction
+ * mode hands the LISTEN to whichever server connection ran it, and its notifications reach no
+ * client). Returns the URL that goes through it.
+ */
+async function notificationDroppingProxy(databaseUrl: string): Promise<{ url: string; server: Server }> {
+  const target = new URL(databaseUrl);
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    sockets.add(client).add(upstream);
+    client.pipe(upstream);
+    let pending = Buffer.alloc(0);
+    upstream.on('data', (data: Buffer) => {
+      pending = Buffer.concat([pending, data]);
+      // Every message from the server: a type byte and a length (which counts itself).
+      while (pending.length >= 5) {
+        const size = 1 + pending.readUInt32BE(1);
+        if (pending.length < size) break;
+        if (pending[0] !== 0x41) client.write(pending.subarray(0, size)); // 'A': NotificationResponse
+        pending = pending.subarray(size);
+      }
+    });
+    const close = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', close).on('close', close);
+    upstream.on('error', close).on('close', close);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.on('close', () => sockets.forEach((s) => s.destroy()));
+  const url = new URL(databaseUrl);
+  url.hostname = '127.0.0.1';
+  url.port = String((server.address() as { port: number }).port);
+  return { url: url.toString(), server };
+}
+
+if (drivers.includes('pg')) {
+  describe('a connection that does not deliver notifications (pg)', () => {
+    test('start is refused with the reason: LISTEN needs a session-mode connection', async () => {
+      const proxy = await notificationDroppingProxy(await createTestDatabase({ migrated: true }));
+      try {
+        await assert.rejects(
+          startServerProcess({ DATABASE_URL: proxy.url, LATTICE_DB_ACQUIRE_TIMEOUT: '1000', LATTICE_ADMIN_PASSWORD: 'admin-password-123' }),
+          (err: Error) => {
+            assert.match(err.message, /server exited \(1\) before listening/);
+            assert.match(err.message, /LISTEN\/NOTIFY does not work through DATABASE_URL: a notification this connection sent to itself did not arrive within 1000 ms/);
+            assert.match(err.message, /transaction-mode pooler \(e\.g\. PgBouncer with pool_mode=transaction\)/);
+            return true;
+          },
+        );
+      } finally {
+        await new Promise((resolve) => proxy.server.close(resolve));
+      }
     });
   });
 }

@@ -32,9 +32,13 @@ export async function announceTerminologyChange(tx: Queryable): Promise<void> {
 export function createBindingChecker(env: TerminologyEnv & { onClose(fn: () => void): void }, shared: ResourceRepository): BindingChecker {
   const cache = new Map<string, ValueSetCodes | undefined>();
   let generation = 0;
-  const invalidate = () => {
+  // `-`: the listening connection is lost, nothing is kept until it is back (`*`): a change
+  // missed meanwhile must not leave stale codes behind (docs/deployment.md#caches).
+  let heard = true;
+  const invalidate = (payload?: string) => {
     generation++;
     cache.clear();
+    if (payload === '-' || payload === '*') heard = payload === '*';
   };
   localChanges.on('change', invalidate);
   env.onClose(() => localChanges.off('change', invalidate));
@@ -55,7 +59,7 @@ export function createBindingChecker(env: TerminologyEnv & { onClose(fn: () => v
           const seen = generation;
           codes = await expandCodes(env, shared, canonical);
           if (seen === generation) {
-            cache.set(canonical, codes);
+            if (heard) cache.set(canonical, codes);
             break;
           }
         }
