@@ -81,7 +81,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       unsubscribe();
     });
   }
-  const repository = (auth: AuthInfo) => new Repository(db, auth, hooks, searchIndex, rowCache);
+  const repository = (auth: AuthInfo, since?: number) => new Repository(db, auth, hooks, searchIndex, rowCache, false, since);
   const system = repository(SYSTEM_AUTH);
   const env: FeatureEnv = { config, log, db, system, onClose: (fn) => closers.push(fn) };
 

@@ -2,6 +2,7 @@
 import { createApp } from './app.js';
 import { loadConfig } from './config.js';
 import { DataFolderInUse } from './storage/data-folder-lock.js';
+import { ListenUnsupported } from './storage/database-errors.js';
 import { importFile, type ImportSummary } from './terminology/store/import-file.js';
 import { importToServer } from './terminology/store/import-remote.js';
 import { checkPasswordStrength } from './auth/accounts.js';
@@ -179,6 +180,6 @@ async function serve(): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err) => {
-  console.error(err instanceof DataFolderInUse ? err.message : err);
+  console.error(err instanceof DataFolderInUse || err instanceof ListenUnsupported ? err.message : err);
   process.exit(1);
 });

@@ -170,6 +170,43 @@ for (const driver of drivers) {
       assert.equal(metadata.resource.resourceType, 'CapabilityStatement');
     });
 
+    test('batch: a conditional reference is resolved to its single match; none or several → that entry\'s 400', async () => {
+      // Before, a batch stored `Patient?identifier=…` as literal text (201). A plain member may do all of it.
+      const token = server.memberToken;
+      const id = mrn();
+      const system = 'http://example.org/batch-mrn';
+      const patient = await server.fhir('POST', '/Patient', { token, body: { resourceType: 'Patient', identifier: [{ system, value: id }] } });
+      assert.equal(patient.status, 201, patient.text);
+      const twin = mrn();
+      for (let i = 0; i < 2; i++) await server.fhir('POST', '/Patient', { token, body: { resourceType: 'Patient', identifier: [{ system, value: twin }] } });
+      const observation = (reference: string) => ({
+        resource: { resourceType: 'Observation', status: 'final', code: { text: 'weight' }, subject: { reference } },
+        request: { method: 'POST', url: 'Observation' },
+      });
+      const res = await server.fhir('POST', '', {
+        token,
+        body: {
+          resourceType: 'Bundle',
+          type: 'batch',
+          entry: [
+            observation(`Patient?identifier=${system}|${id}`),
+            observation(`Patient?identifier=${system}|nobody-${id}`),
+            observation(`Patient?identifier=${system}|${twin}`),
+          ],
+        },
+      });
+      assert.equal(res.status, 200, res.text);
+      const [resolved, none, several] = res.body.entry;
+      assert.equal(resolved.response.status, '201 Created', JSON.stringify(resolved));
+      assert.equal(resolved.resource.subject.reference, `Patient/${patient.body.id}`);
+      const stored = await server.fhir('GET', `/Observation/${resolved.resource.id}`, { token });
+      assert.equal(stored.body.subject.reference, `Patient/${patient.body.id}`);
+      assert.equal(none.response.status, '400 Bad Request');
+      assert.equal(ooText(none.response.outcome), `conditional reference 'Patient?identifier=${system}|nobody-${id}' matches no resource`);
+      assert.equal(several.response.status, '400 Bad Request');
+      assert.equal(ooText(several.response.outcome), `conditional reference 'Patient?identifier=${system}|${twin}' matches several resources`);
+    });
+
     test('MedplumClient.executeBatch and fhir-kit-client transaction/batch', async () => {
       const medplum = new MedplumClient({ baseUrl: `${server.baseUrl}/`, fetch, storage: undefined });
       medplum.setAccessToken(project.adminToken);

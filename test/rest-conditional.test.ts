@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { MedplumClient } from '@medplum/core';
 import type { Patient } from '@medplum/fhirtypes';
-import { createProject, drivers, ooText, startServer, type TestProject, type TestServer } from './harness.js';
+import { createMember, createProject, drivers, ooText, startServer, type TestProject, type TestServer } from './harness.js';
 
 /** Conditional create (`If-None-Exist`), conditional update and delete (docs/rest.md#conditional-create). */
 for (const driver of drivers) {
@@ -80,6 +80,32 @@ for (const driver of drivers) {
       );
       const statuses = answers.map((a) => a.status).sort();
       assert.deepEqual(statuses, [...Array<number>(19).fill(200), 201], answers.map((a) => a.text).join('\n'));
+      assert.equal(new Set(answers.map((a) => a.body.id)).size, 1);
+      assert.equal(await count(mrn), 1);
+    });
+
+    test('30 concurrent If-None-Exist POSTs with 8 spellings of one search create exactly one resource', async () => {
+      // A plain member can create patients; the spellings mean the same search (docs/rest.md#conditional-create).
+      const member = await createMember(server, project.projectId);
+      const mrn = uniqueId();
+      const value = `${system}|${mrn}`;
+      const spellings = [
+        `identifier=${value}`,
+        `Patient?identifier=${value}`,
+        `identifier=${encodeURIComponent(value)}`,
+        `identifier=${system}%7c${mrn}`,
+        `&identifier=${value}&&_count=5`,
+        `_summary=count&identifier=${value}`,
+        `identifier=${value}&identifier=${encodeURIComponent(value)}`,
+        `identifier=${value},${value}`,
+      ];
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          server.fhir('POST', '/Patient', { token: member.token, body: patient(mrn), headers: { 'if-none-exist': spellings[i % spellings.length] } }),
+        ),
+      );
+      const statuses = answers.map((a) => a.status).sort();
+      assert.deepEqual(statuses, [...Array<number>(29).fill(200), 201], answers.map((a) => a.text).join('\n'));
       assert.equal(new Set(answers.map((a) => a.body.id)).size, 1);
       assert.equal(await count(mrn), 1);
     });

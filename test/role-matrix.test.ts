@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { OperationDefinition, OperationDefinitionParameter, Resource } from '@medplum/fhirtypes';
 import {
+  clientCredentialsToken,
   createClient,
   createMember,
   loginAs,
@@ -13,6 +14,7 @@ import {
   flatContains,
   startServer,
   type ApiResponse,
+  type TestClient,
   type TestMember,
   type TestProject,
   type TestServer,
@@ -328,6 +330,7 @@ for (const driver of drivers) {
     let b: TestProject;
     let aMember: TestMember;
     let aClientToken: string;
+    let aClient: TestClient;
     /** Project A's resources that operations run on at instance level, by type. */
     const instances: Record<string, string> = {};
     const counts: Partial<Record<Role, number>> = {};
@@ -338,7 +341,8 @@ for (const driver of drivers) {
       a = await createProject(server, 'Matrix A');
       b = await createProject(server, 'Matrix B');
       aMember = await createMember(server, a.projectId, { firstName: 'Plain', lastName: 'Member' });
-      aClientToken = (await createClient(server, a.projectId, { token: a.adminToken, name: 'Matrix A client' })).token;
+      aClient = await createClient(server, a.projectId, { token: a.adminToken, name: 'Matrix A client' });
+      aClientToken = aClient.token;
       const cs = await server.fhir('POST', '/CodeSystem', {
         token: a.adminToken,
         body: {
@@ -390,6 +394,8 @@ for (const driver of drivers) {
           return loginAs(server, aMember.email, aMember.password, a.projectId);
         case 'otherAdmin':
           return loginAs(server, b.adminEmail, b.adminPassword, b.projectId);
+        case 'client': // a client's token is a login of its own too (docs/auth.md#revocation)
+          return (await clientCredentialsToken(server, aClient.clientId, aClient.secret)).access_token;
         default:
           return tokenOf(role);
       }

@@ -1,6 +1,7 @@
 import type { AccessPolicy } from '@medplum/fhirtypes';
 import type { AuthInfo } from '../core/auth.js';
 import type { Database, Queryable } from '../core/database.js';
+import { FhirError } from '../fhir/outcome.js';
 import { announceChange, subscribeChanges } from '../storage/change-feed.js';
 import { readRawInProject } from '../storage/raw-resources.js';
 
@@ -28,13 +29,20 @@ const EMPTY_POLICY: AccessPolicy = Object.freeze({ resourceType: 'AccessPolicy',
  * (storage/change-feed.ts).
  * A read racing an invalidation is not cached (generation check), so a stale answer never sticks.
  * The node that writes a change drops its own entries in the change's transaction as well, so
- * its next request sees the change; other nodes see it when the NOTIFY arrives (milliseconds).
+ * its next request sees the change. Another node's change may still be on its way when a
+ * request arrives, so a cached answer is used only after `Database.caughtUp()` (PostgreSQL: a
+ * barrier on the listening connection, shared by concurrent requests): every change committed
+ * before the request has then been heard. While the listening connection is down or
+ * reconnecting (`-` … `*`), nothing is cached and nothing cached is used: every check reads the
+ * database (docs/auth.md#revocation).
  */
 export class AccessState {
   private readonly memberships = new Map<string, MembershipState>();
   private readonly revokedLogins = new Map<string, boolean>();
   private readonly policies = new Map<string, AccessPolicy>();
   private generation = 0;
+  /** Changes are heard (PostgreSQL: the listening connection is up): entries may be kept and used. */
+  private listening = false;
   private unsubscribe: (() => void) | undefined;
 
   constructor(private readonly db: Database) {}
@@ -42,55 +50,81 @@ export class AccessState {
   /** Starts listening for changes (call once). */
   async start(): Promise<void> {
     this.unsubscribe = await subscribeChanges(this.db, ACCESS_CHANNEL, (payload) => this.invalidate(payload));
+    this.listening = true;
   }
 
   /** Stops hearing this process's changes (shutdown). */
   stop(): void {
+    this.listening = false;
     this.unsubscribe?.();
   }
 
-  /** True when the token's membership and login still grant what it claims. */
-  async allows(auth: AuthInfo): Promise<boolean> {
-    if (!auth.membershipId) return false;
-    const m = await this.membership(auth.membershipId);
-    if (!m.exists || m.projectId !== auth.projectId) return false;
-    if (auth.projectAdmin && !m.admin) return false; // demoted: the token claims more than it has
+  /**
+   * The caller a verified token stands for, with what its membership adds
+   * (docs/auth.md#access-policies): undefined when the membership and login no longer grant
+   * what the token claims (docs/auth.md#revocation). `since`: when the request arrived (cached
+   * answers are used only once every change committed before it has been heard).
+   */
+  async authorize(auth: AuthInfo, since?: number): Promise<AuthInfo | undefined> {
+    if (!auth.membershipId) return undefined;
+    const cached = this.memberships.has(auth.membershipId) || (auth.loginId !== undefined && this.revokedLogins.has(auth.loginId));
+    const useCache = cached && (await this.caughtUp(since));
+    const m = await this.membership(auth.membershipId, useCache);
+    if (!m.exists || m.projectId !== auth.projectId) return undefined;
+    if (auth.projectAdmin && !m.admin) return undefined; // demoted: the token claims more than it has
     // Given another profile (docs/auth.md#managing-members): the token speaks for the old one.
-    if (auth.profile !== undefined && m.profile !== auth.profile) return false;
-    if (auth.loginId && (await this.loginRevoked(auth.loginId))) return false;
-    return true;
+    if (auth.profile !== undefined && m.profile !== auth.profile) return undefined;
+    if (auth.loginId && (await this.loginRevoked(auth.loginId, useCache))) return undefined;
+    return this.withAccessRights(auth, m, useCache);
   }
 
   /**
-   * The caller with what its membership adds to the token (docs/auth.md#access-policies): the
-   * membership's access policy, and — for a Patient profile without a launch patient — its own
-   * Patient as the patient context of `patient/` scopes and `%patient`.
+   * The caller with the membership's access policy and — for a Patient profile without a launch
+   * patient — its own Patient as the patient context of `patient/` scopes and `%patient`.
    */
-  async withAccessRights(auth: AuthInfo): Promise<AuthInfo> {
-    const policyId = auth.membershipId ? (await this.membership(auth.membershipId)).accessPolicy : undefined;
+  private async withAccessRights(auth: AuthInfo, m: MembershipState, useCache: boolean): Promise<AuthInfo> {
+    const policyId = m.accessPolicy;
     const ownPatient = auth.patient === undefined && auth.profile?.startsWith('Patient/') ? auth.profile.slice('Patient/'.length) : undefined;
     if (!policyId && !ownPatient) return auth;
     const out: AuthInfo = { ...auth };
     if (ownPatient) out.patient = ownPatient;
-    if (policyId) out.accessPolicy = await this.policy(policyId, auth.projectId);
+    if (policyId) out.accessPolicy = await this.policy(policyId, auth.projectId, useCache);
     return Object.freeze(out);
+  }
+
+  /**
+   * True when cached answers may be used: every change committed before now has been heard.
+   * Not listening: false (the database is read). No answer within the waiting limit: 503.
+   */
+  private async caughtUp(since: number | undefined): Promise<boolean> {
+    try {
+      await this.db.caughtUp(since);
+    } catch (err) {
+      if (err instanceof FhirError) throw err;
+      return false;
+    }
+    return this.listening;
   }
 
   private invalidate(payload: string): void {
     this.generation++;
-    if (payload === '*') {
-      this.memberships.clear(); // notifications may have been missed (src/core/database.ts)
+    if (payload === '-' || payload === '*') {
+      // Lost (`-`): nothing is heard, so nothing is kept until it is back (`*`), when
+      // notifications may have been missed (src/core/database.ts).
+      this.listening = payload === '*' && this.unsubscribe !== undefined;
+      this.memberships.clear();
+      this.revokedLogins.clear();
       this.policies.clear();
+      return;
     }
     if (payload.startsWith('p:')) {
       for (const key of this.policies.keys()) if (key.endsWith(`/${payload.slice(2)}`)) this.policies.delete(key);
-    }
-    else if (payload.startsWith('m:')) this.memberships.delete(payload.slice(2));
+    } else if (payload.startsWith('m:')) this.memberships.delete(payload.slice(2));
     else this.revokedLogins.clear(); // `l:…`: logins of a user were revoked (rare): forget all
   }
 
-  private async membership(id: string): Promise<MembershipState> {
-    const cached = this.memberships.get(id);
+  private async membership(id: string, useCache: boolean): Promise<MembershipState> {
+    const cached = useCache ? this.memberships.get(id) : undefined;
     if (cached) return cached;
     const seen = this.generation;
     const row = (
@@ -101,29 +135,29 @@ export class AccessState {
     ).rows[0];
     const state: MembershipState = row ? { exists: true, projectId: row.project_id, admin: row.admin, profile: row.profile } : { exists: false };
     if (row?.access_policy) state.accessPolicy = row.access_policy;
-    if (seen === this.generation) this.remember(this.memberships, id, state);
+    if (seen === this.generation && this.listening) this.remember(this.memberships, id, state);
     return state;
   }
 
   /** The AccessPolicy `id` of `projectId`, cached until it changes; else the empty policy. */
-  private async policy(id: string, projectId: string | undefined): Promise<AccessPolicy> {
+  private async policy(id: string, projectId: string | undefined, useCache: boolean): Promise<AccessPolicy> {
     const key = `${projectId ?? ''}/${id}`;
-    const cached = this.policies.get(key);
+    const cached = useCache ? this.policies.get(key) : undefined;
     if (cached) return cached;
     const seen = this.generation;
     const stored = projectId ? await readRawInProject<AccessPolicy>(this.db, 'AccessPolicy', id, projectId) : undefined;
     const policy = stored ? Object.freeze(stored) : EMPTY_POLICY;
-    if (seen === this.generation) this.remember(this.policies, key, policy);
+    if (seen === this.generation && this.listening) this.remember(this.policies, key, policy);
     return policy;
   }
 
-  private async loginRevoked(id: string): Promise<boolean> {
-    const cached = this.revokedLogins.get(id);
+  private async loginRevoked(id: string, useCache: boolean): Promise<boolean> {
+    const cached = useCache ? this.revokedLogins.get(id) : undefined;
     if (cached !== undefined) return cached;
     const seen = this.generation;
     const row = (await this.db.query<{ revoked: boolean }>('SELECT revoked_at IS NOT NULL AS revoked FROM auth_login WHERE id = $1', [id])).rows[0];
     const revoked = row?.revoked ?? true; // a login that does not exist (any more) grants nothing
-    if (seen === this.generation) this.remember(this.revokedLogins, id, revoked);
+    if (seen === this.generation && this.listening) this.remember(this.revokedLogins, id, revoked);
     return revoked;
   }
 

@@ -9,13 +9,14 @@ import type { AccessTokens } from './access-token.js';
  */
 export function bearerAuthenticator(tokens: AccessTokens, access: AccessState): Authenticator {
   return {
-    async authenticate(headers): Promise<AuthInfo> {
+    async authenticate(headers, since): Promise<AuthInfo> {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
       if (!m) throw unauthorized();
       const auth = await tokens.verify(m[1]);
       // A valid signature is not enough: the membership may be gone or demoted, the login revoked.
-      if (!auth || !(await access.allows(auth))) throw unauthorized();
-      return access.withAccessRights(auth);
+      const authorized = auth && (await access.authorize(auth, since));
+      if (!authorized) throw unauthorized();
+      return authorized;
     },
   };
 }

@@ -106,7 +106,8 @@ async function chooseProfile(state: AuthState, body: unknown) {
   const db = state.env.db;
   const login = (
     await db.query<{ user_id: string; scope: string | null; launch_project: string | null; patient: string | null }>(
-      'SELECT user_id, scope, launch_project, patient FROM auth_login WHERE id = $1 AND code_hash IS NULL AND expires_at > now()',
+      // A client's login (client_credentials) has no user: never a profile choice.
+      'SELECT user_id, scope, launch_project, patient FROM auth_login WHERE id = $1 AND user_id IS NOT NULL AND code_hash IS NULL AND expires_at > now()',
       [loginId],
     )
   ).rows[0];

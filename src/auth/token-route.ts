@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import type { ClientApplication } from '@medplum/fhirtypes';
 import type { AppResult, AppRoute } from '../core/app-route.js';
+import type { Queryable } from '../core/database.js';
 import { membershipById, membershipsOf, type MembershipRow } from './accounts.js';
 import type { AuthState } from './auth-state.js';
 import { grantScopes, hasScope, wantsPatient, type GrantInput } from './granted-scopes.js';
@@ -117,16 +119,21 @@ async function clientCredentials(state: AuthState, params: Record<string, string
   const matches = stored.some((row) => safeEqual(row.secret_hash, hash));
   const memberships = matches ? await membershipsOf(db, 'ClientApplication', clientId) : [];
   if (!memberships[0]) return oauthError('invalid_client', 'Invalid client credentials');
+  const membership = memberships[0];
   // No refresh token: the client can always present its credentials again (RFC 6749 §4.4.3).
-  return issue(state, memberships[0], {
+  return issue(state, membership, {
     grant: { grantType: 'client_credentials', requested: params.scope || undefined, clientScope: await clientScope(state, clientId), memberType: 'ClientApplication' },
     clientId,
+    // Each client token gets a login of its own, made once the scope is granted.
+    loginFor: (scope) => clientLogin(db, clientId, membership.id, scope, state.env.config.accessTokenLifetime),
   });
 }
 
 interface Issue {
   grant: GrantInput;
   loginId?: string;
+  /** Makes the login the token descends from, for the granted scope (client credentials). */
+  loginFor?: (scope: string | undefined) => Promise<string>;
   clientId?: string;
   refresh?: { familyId: string };
   nonce?: string;
@@ -144,7 +151,8 @@ async function issue(state: AuthState, membership: MembershipRow, input: Issue):
   const launched = hasScope(scope, 'launch');
   const patient = launched || hasScope(scope, 'launch/patient') || /(^| )patient\//.test(scope ?? '') ? input.grant.patient : undefined;
   const encounter = launched || hasScope(scope, 'launch/encounter') ? input.grant.encounter : undefined;
-  const subject = await subjectFor(state, membership, { loginId: input.loginId, clientId: input.clientId, scope, patient });
+  const loginId = input.loginId ?? (input.loginFor ? await input.loginFor(scope) : undefined);
+  const subject = await subjectFor(state, membership, { loginId, clientId: input.clientId, scope, patient });
   if (!subject) {
     return input.grant.grantType === 'client_credentials'
       ? oauthError('invalid_client', 'Invalid client credentials')
@@ -159,6 +167,21 @@ async function clientScope(state: AuthState, clientId: string | null | undefined
   const client = await state.env.system.tryRead<ClientApplication>('ClientApplication', clientId);
   const scope = (client as { scope?: unknown } | undefined)?.scope;
   return typeof scope === 'string' ? scope : undefined;
+}
+
+/**
+ * A login of its own for each client_credentials token (no user, no code), living as long as
+ * the token: `POST /oauth2/logout` with the token revokes it like a person's login
+ * (docs/auth.md#revocation), and only that token.
+ */
+async function clientLogin(db: Queryable, clientId: string, membershipId: string, scope: string | undefined, lifetimeSeconds: number): Promise<string> {
+  const id = randomUUID();
+  await db.query(
+    `INSERT INTO auth_login (id, user_id, client_id, scope, membership_id, expires_at)
+     VALUES ($1, NULL, $2, $3, $4, now() + make_interval(secs => $5))`,
+    [id, clientId, scope ?? null, membershipId, lifetimeSeconds],
+  );
+  return id;
 }
 
 function ok(body: unknown): AppResult {

@@ -43,5 +43,6 @@ export const ANONYMOUS: AuthInfo = Object.freeze({ superAdmin: false, projectAdm
 
 /** Turns request headers into the caller's identity; throws FhirError 401 when it cannot. */
 export interface Authenticator {
-  authenticate(headers: Record<string, string | undefined>): Promise<AuthInfo>;
+  /** `since`: when the request arrived (performance.now()), see `Database.caughtUp`. */
+  authenticate(headers: Record<string, string | undefined>, since?: number): Promise<AuthInfo>;
 }

@@ -17,6 +17,11 @@ export interface RequestContext {
   /** Repository scoped to `auth` (tenancy is enforced inside it). */
   repo: ResourceRepository;
   log: Logger;
+  /**
+   * When the request arrived (`performance.now()`): a barrier on the listening connection sent
+   * after it covers the whole request (`Database.caughtUp`).
+   */
+  since?: number;
   /** The request's `Accept-Language` header (terminology displays), when given. */
   acceptLanguage?: string;
 }

@@ -76,9 +76,16 @@ export interface Database extends Queryable {
    * Resolves once every change committed before the call has been delivered to this node's
    * `listen` handlers. PostgreSQL: a round trip on the listening connection (the server sends
    * a listener its pending notifications before the answer), shared by concurrent callers;
-   * rejects when the connection is lost. PGlite: at once (this process is the only writer).
+   * rejects when there is no listening connection (lost, reconnecting: the caller reads the
+   * database instead), and with a 503 FhirError when the server does not answer within
+   * `acquireTimeoutMs` (a frozen server: the caller answers it). PGlite: at once (this process
+   * is the only writer).
+   *
+   * `since` (a `performance.now()` time, e.g. when the request arrived): resolves at once when
+   * a barrier sent at or after it has completed on the current connection — every change
+   * committed before `since` has then been heard — so one request pays for one round trip.
    */
-  caughtUp(): Promise<void>;
+  caughtUp(since?: number): Promise<void>;
   close(): Promise<void>;
   /** PGlite only: the data folder as a tarball (used to make test templates). */
   dumpDataDir?(): Promise<Blob>;

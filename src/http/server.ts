@@ -12,6 +12,7 @@ import type { ResourceRepository } from '../core/repository.js';
 import { FhirError, badRequest, issue, notFound, unsupportedMediaType } from '../fhir/outcome.js';
 import type { FhirRouter } from '../rest/router.js';
 import { checkMethod } from '../rest/route.js';
+import { enforceBodyLimit, type BodyLimitRouteConfig } from './body-limit.js';
 import { registerCors } from './cors.js';
 import { errorResponse } from './errors.js';
 import { lazySchemaCompilers } from './lazy-schema-compilers.js';
@@ -26,6 +27,7 @@ function registerRoute(app: FastifyInstance, services: HttpDeps, route: AppRoute
   app.route({
     method: route.method,
     url: route.url,
+    config: { streamedBody: route.body === 'stream' } satisfies BodyLimitRouteConfig,
     handler: async (request, reply) => {
       if (route.body !== 'stream') checkBodyKind(request, route.body ?? 'json');
       const ctx = await contextFor(services, request, route.auth);
@@ -56,7 +58,7 @@ export interface HttpDeps {
   db: Database;
   authenticator: Authenticator;
   /** A repository scoped to a caller: the one handlers get in their context. */
-  repository(auth: AuthInfo): ResourceRepository;
+  repository(auth: AuthInfo, since?: number): ResourceRepository;
   fhir: FhirRouter;
   routes: readonly AppRoute[];
 }
@@ -93,6 +95,7 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
   });
 
   registerBodyParsers(app);
+  enforceBodyLimit(app, services.config.bodyLimit);
   registerCors(app);
   // Where fhirRequestInfo keeps a FHIR request's parsed URL (declared up front: one object shape).
   app.decorateRequest('fhirInfo', null);
@@ -233,8 +236,9 @@ function answerMalformedHttp(err: Error & { code?: string; rawPacket?: unknown }
 
 /** Authenticates (when required) and builds the handler context. */
 async function contextFor(services: HttpDeps, request: FastifyRequest, requireAuth: boolean): Promise<RequestContext> {
+  const since = performance.now();
   const auth = requireAuth
-    ? await services.authenticator.authenticate(request.headers as Record<string, string | undefined>)
+    ? await services.authenticator.authenticate(request.headers as Record<string, string | undefined>, since)
     : ANONYMOUS;
   const publicUrl = services.config.publicUrl;
   return {
@@ -242,7 +246,8 @@ async function contextFor(services: HttpDeps, request: FastifyRequest, requireAu
     publicUrl,
     fhirBaseUrl: `${publicUrl}${FHIR_PREFIX}`,
     auth,
-    repo: services.repository(auth),
+    repo: services.repository(auth, since),
+    since,
     log: request.log as RequestContext['log'],
     acceptLanguage: typeof request.headers['accept-language'] === 'string' ? request.headers['accept-language'] : undefined,
   };

@@ -41,7 +41,8 @@ interface EntryRequest {
  * - `transaction`: every entry in ONE database transaction (all or nothing), in FHIR order,
  *   `urn:uuid:` fullUrls and conditional references (`Type?search`) resolved inside resources;
  *   the first failing entry fails the whole Bundle with its index in the text.
- * - `batch`: entries run one by one, each on its own; a failure is that entry's OperationOutcome.
+ * - `batch`: entries run one by one, each on its own; a failure is that entry's OperationOutcome;
+ *   conditional references are resolved as in a transaction, `urn:uuid:`s are not.
  * Each entry goes through the same interactions as a plain request (`route`).
  */
 export async function bundleInteraction(req: FhirRequest, routeWith: RouteWith, maxEntries: number, validator: ResourceValidator): Promise<FhirResult> {
@@ -64,6 +65,11 @@ export async function bundleInteraction(req: FhirRequest, routeWith: RouteWith, 
     for (let i = 0; i < rawEntries.length; i++) {
       try {
         const entry = parseEntry(rawEntries[i], i, base, false);
+        // Conditional references are resolved as in a transaction (FHIR R4 allows it in a
+        // batch); `urn:uuid:`s are not: batch entries do not depend on each other.
+        if (entry.resource && (entry.method === 'POST' || entry.method === 'PUT')) {
+          entry.resource = (await resolveConditionalReferences(req.ctx.repo, entry.resource)) as JsonObject;
+        }
         entries.push(responseEntry(await routeWith(validator)(entryRequest(req, entry, req.ctx.repo), entry.route)));
       } catch (err) {
         if (!(err instanceof FhirError)) throw err;
@@ -260,11 +266,26 @@ async function resolveReferences(repo: ResourceRepository, value: unknown, ids: 
   return out;
 }
 
+/** A batch entry's resource with its conditional references (`Type?search`) replaced by their single match. */
+async function resolveConditionalReferences(repo: ResourceRepository, value: unknown): Promise<unknown> {
+  if (Array.isArray(value)) return Promise.all(value.map((v) => resolveConditionalReferences(repo, v)));
+  if (!isObject(value)) return value;
+  const out: JsonObject = {};
+  for (const [key, v] of Object.entries(value)) {
+    if (key === 'reference' && typeof v === 'string' && CONDITIONAL_REFERENCE.test(v)) out[key] = await resolveReference(repo, v, new Map());
+    else out[key] = await resolveConditionalReferences(repo, v);
+  }
+  return out;
+}
+
+/** `Type?search`: a conditional reference (FHIR R4 http.html#trules). */
+const CONDITIONAL_REFERENCE = /^([A-Z][A-Za-z]+)\?(.+)$/;
+
 async function resolveReference(repo: ResourceRepository, reference: string, ids: Map<string, string>): Promise<string> {
   const mapped = ids.get(reference);
   if (mapped) return mapped;
   if (reference.startsWith('urn:uuid:') || reference.startsWith('urn:oid:')) throw badRequest(`unknown reference '${reference}': no entry has this fullUrl`);
-  const conditional = /^([A-Z][A-Za-z]+)\?(.+)$/.exec(reference);
+  const conditional = CONDITIONAL_REFERENCE.exec(reference);
   if (!conditional) return reference;
   const [, type, search] = conditional;
   const query = conditionalQuery(type, [...new URLSearchParams(search)], `Conditional reference '${reference}'`);

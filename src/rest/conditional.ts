@@ -15,7 +15,42 @@ const RESULT_PARAMETERS = new Set([...SEARCH_CONTROL_PARAMETERS, ...FORMAT_PARAM
 export function conditionalQuery(type: string, params: Array<[string, string]>, what: string): SearchQuery {
   const criteria = params.filter(([name, value]) => !RESULT_PARAMETERS.has(name.split(':')[0]) && value !== '');
   if (criteria.length === 0) throw badRequest(`${what} needs search parameters`);
-  return { resourceType: type, params: criteria };
+  return { resourceType: type, params: normalizeCriteria(criteria) };
+}
+
+/**
+ * One spelling per meaning, so that the conditional lock (taken on the criteria, see
+ * `ResourceRepository.lockedSearch`) is the same lock for every spelling of one search
+ * (docs/rest.md#conditional-create): the pairs arrive percent-decoded; within a value the
+ * comma-separated alternatives (`a,b` — a `\,` is a literal comma) are de-duplicated and
+ * sorted; repeated identical parameters count once; the parameters are sorted.
+ */
+export function normalizeCriteria(params: Array<[string, string]>): Array<[string, string]> {
+  const seen = new Map<string, [string, string]>();
+  for (const [name, value] of params) {
+    const normal: [string, string] = [name, [...new Set(splitAlternatives(value))].sort().join(',')];
+    seen.set(JSON.stringify(normal), normal);
+  }
+  return [...seen.values()].sort(([a, x], [b, y]) => (a === b ? (x < y ? -1 : x > y ? 1 : 0) : a < b ? -1 : 1));
+}
+
+/** `a,b\,c` → `a`, `b\,c`: the alternatives of one search value, escapes kept. */
+function splitAlternatives(value: string): string[] {
+  const out: string[] = [];
+  let current = '';
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i];
+    if (c === '\\' && i + 1 < value.length) {
+      current += c + value[++i];
+    } else if (c === ',') {
+      out.push(current);
+      current = '';
+    } else {
+      current += c;
+    }
+  }
+  out.push(current);
+  return out;
 }
 
 /** `If-None-Exist` as query pairs; undefined when the header is absent or blank. */

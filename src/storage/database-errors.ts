@@ -17,6 +17,30 @@ export const databaseUnavailable = (): FhirError =>
 export const databaseTimeout = (ms: number): FhirError =>
   new FhirError(503, [issue('timeout', `The request exceeded the database time limit (${ms} ms) and was cancelled`)], RETRY);
 
+/**
+ * PostgreSQL: the node has no listening connection now (lost, reconnecting), so a cached entry
+ * cannot be trusted: the caller reads the database instead (docs/rest.md#read-cache).
+ */
+export class NotListening extends Error {
+  constructor(cause?: unknown) {
+    super('not listening for changes', cause === undefined ? undefined : { cause });
+  }
+}
+
+/**
+ * The connection does not deliver this session's own notifications: a transaction-mode pooler
+ * (docs/deployment.md#poolers). The server refuses to start, with this message.
+ */
+export class ListenUnsupported extends Error {
+  constructor(waitMs: number) {
+    super(
+      `LISTEN/NOTIFY does not work through DATABASE_URL: a notification this connection sent to itself did not arrive within ${waitMs} ms. ` +
+        'Lattice keeps its caches current on every node with LISTEN, which needs a session-mode connection: a transaction-mode pooler ' +
+        '(e.g. PgBouncer with pool_mode=transaction) breaks it. Point DATABASE_URL at PostgreSQL itself or at a session-mode pool (see docs/deployment.md#poolers).',
+    );
+  }
+}
+
 /** SQLSTATE classes/codes meaning "the server cannot serve this now", not "the query is wrong". */
 const UNAVAILABLE_STATES = /^(08|57P0[1-4]|53300)/;
 

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Database, DatabaseHealth, DatabaseLimits, Queryable, QueryResult } from '../core/database.js';
 import { databaseTimeout, pgFailure } from './database-errors.js';
+import { Listener } from './pg-listener.js';
 
 /** Errors worth retrying a whole transaction for: serialization failure, deadlock. */
 const RETRYABLE = new Set(['40001', '40P01']);
@@ -47,7 +48,8 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
   const copy = (client: pg.PoolClient, table: string, columns: string[], text: string): Promise<void> =>
     copyIn(client, `COPY ${table} (${columns.join(', ')}) FROM STDIN`, text).catch(fail);
 
-  const listener = new Listener(connectionString, handlers);
+  // Every wait on the listening connection is bounded like waiting for a pooled one.
+  const listener = new Listener(connectionString, handlers, connectTimeout);
   const health = new HealthProbe(connectionString);
 
   return {
@@ -136,7 +138,7 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
     },
     health: () => health.check(),
     listen: (channel, handler) => listener.listen(channel, handler),
-    caughtUp: () => listener.caughtUp(),
+    caughtUp: (since) => listener.caughtUp(since),
     async close() {
       listener.close();
       health.close();
@@ -162,112 +164,6 @@ function copyIn(client: pg.PoolClient, sql: string, text: string): Promise<void>
     })(sql, (err) => (err ? reject(err) : resolve()));
     client.query(query);
   });
-}
-
-/**
- * The LISTEN connection. When it is lost (the server restarted) every handler hears `-`; it is
- * re-established every second until it works, and every handler then hears `*` (docs:
- * src/core/database.ts).
- */
-class Listener {
-  private client: pg.Client | undefined;
-  private closed = false;
-  private retry: NodeJS.Timeout | undefined;
-
-  constructor(
-    private readonly connectionString: string,
-    private readonly handlers: Map<string, Array<(payload: string) => void>>,
-  ) {}
-
-  async listen(channel: string, handler: (payload: string) => void): Promise<void> {
-    const list = this.handlers.get(channel) ?? [];
-    const first = list.length === 0;
-    list.push(handler);
-    this.handlers.set(channel, list);
-    if (!this.client) await this.connect();
-    else if (first) await this.client.query(`LISTEN ${quote(channel)}`);
-  }
-
-  private inflight: Promise<void> | undefined;
-  private queued: Promise<void> | undefined;
-
-  /**
-   * A barrier on the listening connection: `SELECT 1` sent after the call. PostgreSQL sends a
-   * listening session its pending notifications before it answers a statement, and the client
-   * emits them before the statement's result, so when it resolves every change committed
-   * before the call has reached the handlers. Concurrent callers share one barrier: a caller
-   * arriving while one is in flight waits for the next (sent after it).
-   */
-  caughtUp(): Promise<void> {
-    if (this.queued) return this.queued;
-    const start = (): Promise<void> => {
-      const client = this.client;
-      const p = client ? client.query('SELECT 1').then(() => undefined) : Promise.reject(new Error('not listening'));
-      this.inflight = p;
-      void p.then(
-        () => this.inflight === p && (this.inflight = undefined),
-        () => this.inflight === p && (this.inflight = undefined),
-      );
-      return p;
-    };
-    if (!this.inflight) return start();
-    const queued = this.inflight.then(
-      () => undefined,
-      () => undefined,
-    ).then(() => {
-      this.queued = undefined;
-      return start();
-    });
-    this.queued = queued;
-    return queued;
-  }
-
-  private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.connectionString, connectionTimeoutMillis: 5000 });
-    client.on('notification', (msg) => {
-      for (const h of this.handlers.get(msg.channel) ?? []) h(msg.payload ?? '');
-    });
-    const lost = () => {
-      if (this.client !== client) return;
-      this.client = undefined;
-      void client.end().catch(() => undefined);
-      // Nothing is heard until the connection is back: caches must not be trusted meanwhile.
-      for (const list of this.handlers.values()) for (const h of list) h('-');
-      this.scheduleReconnect();
-    };
-    client.on('error', lost);
-    client.on('end', lost);
-    await client.connect();
-    for (const channel of this.handlers.keys()) await client.query(`LISTEN ${quote(channel)}`);
-    this.client = client;
-  }
-
-  private scheduleReconnect(): void {
-    if (this.closed || this.retry) return;
-    this.retry = setTimeout(() => {
-      this.retry = undefined;
-      if (this.closed) return;
-      this.connect().then(
-        () => {
-          for (const list of this.handlers.values()) for (const h of list) h('*');
-        },
-        () => this.scheduleReconnect(),
-      );
-    }, 1000);
-    this.retry.unref();
-  }
-
-  close(): void {
-    this.closed = true;
-    if (this.retry) clearTimeout(this.retry);
-    const client = this.client;
-    this.client = undefined;
-    void client?.end().catch(() => undefined);
-  }
-}
-
-function quote(channel: string): string {
-  return `"${channel.replace(/"/g, '')}"`;
 }
 
 /**

@@ -4,7 +4,7 @@ import type { AuthInfo } from '../core/auth.js';
 import type { Database, Queryable } from '../core/database.js';
 import type { HistoryEntry, ResourceRepository, SearchQuery, SearchResult, SystemRepository, UpdateResult } from '../core/repository.js';
 import type { Scope } from '../core/scope.js';
-import { badRequest, forbidden, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
+import { FhirError, badRequest, forbidden, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
 import type { ResourceHooks } from './resource-hooks.js';
 import type { SearchIndex } from './search/search-index.js';
 import { announceChange } from './change-feed.js';
@@ -60,6 +60,8 @@ export class Repository implements SystemRepository {
     private readonly cache?: RowCache<ResourceRow>,
     /** True for a repository joined to a caller's transaction (`inTransaction`). */
     private readonly joined = false,
+    /** When the request arrived (performance.now()): see `Database.caughtUp`. */
+    private readonly since?: number,
   ) {
     this.scope = scopeFor(auth);
   }
@@ -81,7 +83,7 @@ export class Repository implements SystemRepository {
       caughtUp: () => db.caughtUp(),
       close: async () => undefined,
     };
-    return new Repository(bound, this.auth, this.hooks, this.searchIndex, this.cache, true);
+    return new Repository(bound, this.auth, this.hooks, this.searchIndex, this.cache, true, this.since);
   }
 
   /** Creates a resource with a new server-assigned id (a client-supplied id is replaced). */
@@ -368,10 +370,14 @@ export class Repository implements SystemRepository {
     let cached = cache?.get(key);
     if (cached && cache?.shared) {
       // Another node's commit is heard before this answer: the listening connection has caught
-      // up with every change committed before this read began (else the database is read).
-      cached = await this.db.caughtUp().then(
+      // up with every change committed before this read began. Not listening: the database is
+      // read; no answer within the waiting limit: 503 (docs/errors.md#database-limits).
+      cached = await this.db.caughtUp(this.since).then(
         () => cache.get(key),
-        () => undefined,
+        (err: unknown) => {
+          if (err instanceof FhirError) throw err;
+          return undefined;
+        },
       );
     }
     if (cached) return cached.version_id > 0 && this.scope.canSee(scopedRow(cached)) ? cached : undefined;

@@ -22,9 +22,13 @@ import { parseVersionRules } from '../versions.js';
 export function createBindingChecker(env: TerminologyEnv & { onClose(fn: () => void): void }, shared: ResourceRepository): BindingChecker {
   const cache = new Map<string, ValueSetCodes | undefined>();
   let generation = 0;
-  const invalidate = () => {
+  // `-`: the listening connection is lost, nothing is kept until it is back (`*`): a change
+  // missed meanwhile must not leave stale codes behind (docs/deployment.md#caches).
+  let heard = true;
+  const invalidate = (payload?: string) => {
     generation++;
     cache.clear();
+    if (payload === '-' || payload === '*') heard = payload === '*';
   };
   const listening = subscribeChanges(env.db, TERMINOLOGY_CHANNEL, invalidate).then(
     (unsubscribe) => env.onClose(unsubscribe),
@@ -46,7 +50,7 @@ export function createBindingChecker(env: TerminologyEnv & { onClose(fn: () => v
           const seen = generation;
           codes = await expandCodes(env, shared, canonical);
           if (seen === generation) {
-            cache.set(canonical, codes);
+            if (heard) cache.set(canonical, codes);
             break;
           }
         }

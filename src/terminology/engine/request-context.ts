@@ -22,8 +22,11 @@ export async function termContext(env: TerminologyEnv, ctx: RequestContext, inpu
   // Every change committed before this request has reached the caches (PostgreSQL: one round
   // trip on the listening connection, shared by concurrent requests), so none answers from a
   // version another node already replaced (docs/terminology.md#in-memory-index). When the
-  // connection is lost the caches keep nothing anyway.
-  await env.db.caughtUp().catch(() => undefined);
+  // connection is lost the caches keep nothing anyway; when it does not answer within the
+  // waiting limit, 503 (docs/errors.md#database-limits).
+  await env.db.caughtUp(ctx.since).catch((err: unknown) => {
+    if (err instanceof FhirError) throw err;
+  });
   const txResources = (input as { 'tx-resource'?: unknown })['tx-resource'];
   const tc: TermContext = {
     db: env.db,

@@ -1,0 +1,95 @@
+import { PassThrough, type Readable } from 'node:stream';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { tooLarge } from '../fhir/outcome.js';
+
+/**
+ * How much of an oversized body is read (and thrown away) so that its 413 reaches the client:
+ * this many times `LATTICE_BODY_LIMIT` (docs/errors.md#body-limit).
+ */
+export const DRAIN_FACTOR = 4;
+
+/** Route config of a route whose handler reads the raw body itself (no limit applies). */
+export interface BodyLimitRouteConfig {
+  streamedBody?: boolean;
+}
+
+/**
+ * A body over `limit` bytes always gets its 413 OperationOutcome (docs/errors.md#body-limit).
+ * Most clients send the whole body before they read the answer; a server that answers and then
+ * closes the connection unread makes the client's next write fail (a broken pipe, a reset that
+ * discards the answer). So the rest of the body is read and thrown away, up to
+ * `DRAIN_FACTOR × limit` bytes, and the 413 is answered once the body has ended; a body beyond
+ * that bound is answered at once and the connection closed (the client may then see the reset).
+ *
+ * A `Content-Length` over the limit is known before any byte is read; a chunked body is
+ * counted as it arrives and passed on to the parser only up to the limit.
+ */
+export function enforceBodyLimit(app: FastifyInstance, limit: number): void {
+  const bound = limit * DRAIN_FACTOR;
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    if ((request.routeOptions.config as BodyLimitRouteConfig | undefined)?.streamedBody) return done(null, payload);
+    const length = Number(request.headers['content-length']);
+    if (length > limit) {
+      if (length > bound) return done(closing(reply));
+      drain(payload, bound, (overBound) => done(overBound ? closing(reply) : tooLarge()));
+      return;
+    }
+    if (request.headers['transfer-encoding'] === undefined) return done(null, payload);
+    done(null, capped(payload, limit, bound, () => closing(reply)));
+  });
+}
+
+/** The 413, on a connection that is closed after it (the rest of the body is not read). */
+function closing(reply: FastifyReply): Error {
+  void reply.header('Connection', 'close');
+  // Once the answer is out, the socket goes: a client still sending must not wait for a
+  // window that never opens again.
+  reply.raw.once('finish', () => reply.request.raw.socket?.destroy());
+  return tooLarge();
+}
+
+/** Reads `payload` to its end, or until more than `bound` bytes came; `done(true)` in the second case. */
+function drain(payload: Readable, bound: number, done: (overBound: boolean) => void): void {
+  let seen = 0;
+  const finish = (overBound: boolean) => {
+    payload.off('data', onData).off('end', onEnd).off('error', onEnd);
+    if (overBound) payload.pause();
+    done(overBound);
+  };
+  const onData = (chunk: Buffer) => {
+    seen += chunk.length;
+    if (seen > bound) finish(true);
+  };
+  const onEnd = () => finish(false);
+  payload.on('data', onData).on('end', onEnd).on('error', onEnd);
+  payload.resume();
+}
+
+/**
+ * `payload` passed on up to `limit` bytes; past it nothing more is passed on, the rest is read
+ * to the end (up to `bound` bytes in all) and the stream then fails with the 413.
+ */
+function capped(payload: Readable, limit: number, bound: number, overBound: () => Error): Readable {
+  const out = new PassThrough();
+  let seen = 0;
+  const stop = (err: Error) => {
+    payload.off('data', onData).off('end', onEnd).off('error', onError);
+    out.destroy(err);
+  };
+  const onData = (chunk: Buffer) => {
+    seen += chunk.length;
+    if (seen <= limit) out.write(chunk);
+    else if (seen > bound) {
+      payload.pause();
+      stop(overBound());
+    }
+  };
+  const onEnd = () => {
+    if (seen > limit) return stop(tooLarge());
+    payload.off('data', onData).off('error', onError);
+    out.end();
+  };
+  const onError = (err: Error) => stop(err);
+  payload.on('data', onData).on('end', onEnd).on('error', onError);
+  return out;
+}
