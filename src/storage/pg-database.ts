@@ -209,7 +209,9 @@ class HealthProbe {
   private async ping(): Promise<void> {
     if (this.closed) throw new Error('closed');
     if (!this.client) {
-      const client = new pg.Client({ connectionString: this.connectionString, connectionTimeoutMillis: HEALTH_TIMEOUT_MS });
+      // No connection timeout of pg's own: check()'s timer bounds the connect too (and drops a
+      // client that did not connect), and it knows a late timer from a slow database.
+      const client = new pg.Client({ connectionString: this.connectionString });
       client.on('error', () => {
         if (this.client === client) this.drop();
       });
