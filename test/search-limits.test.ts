@@ -22,7 +22,8 @@ for (const driver of drivers) {
     }
 
     test('1,500 repeated parameters: 400, and /healthz answers meanwhile', async () => {
-      const query = Array.from({ length: 1500 }, (_, i) => `name=n${i}`).join('&');
+      // Short values: the request line stays well within the HTTP header limit (431 past it).
+      const query = Array.from({ length: 1500 }, (_, i) => `name=${i}`).join('&');
       const [search, health] = await Promise.all([server.fhir('GET', `/Patient?${query}`), server.request('GET', '/healthz')]);
       assertTooCostly(search, 'Too many search parameters: 1500 (at most 30)');
       assert.equal(health.status, 200, health.text);

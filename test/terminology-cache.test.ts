@@ -179,8 +179,12 @@ for (const driver of drivers) {
       } finally {
         db.readPass = readPass;
       }
-      assert.deepEqual(order.slice(-1), ['index loaded'], order.join(', '));
-      assert.deepEqual(new Set(order.slice(0, 2)), new Set(['healthz 200', 'lookup Busy 11']));
+      assert.deepEqual(new Set(order), new Set(['healthz 200', 'lookup Busy 11', 'index loaded']), order.join(', '));
+      // The order says something on PGlite, where the load's statements run on this event loop
+      // and behind requests in the turn lock: without that yield, both waited for the whole
+      // load. On PostgreSQL the load runs on the server over its own snapshot; a 12,000-concept
+      // load may simply finish first on a busy machine, which says nothing about waiting.
+      if (driver === 'pglite') assert.deepEqual(order.slice(-1), ['index loaded'], order.join(', '));
       await terminologyCache(db).settled();
     });
 

@@ -13,9 +13,17 @@ import type { Database, Queryable } from '../core/database.js';
  */
 const local = new EventEmitter().setMaxListeners(0);
 
+/**
+ * The one statement that notifies: `payload` on `channel`, through `q` (inside a transaction:
+ * delivered at commit). Also the listening connection's start-up probe (storage/pg-listener.ts).
+ */
+export async function notify(q: Pick<Queryable, 'query'>, channel: string, payload: string): Promise<void> {
+  await q.query('SELECT pg_notify($1, $2)', [channel, payload]);
+}
+
 /** Inside a write transaction: every node hears `payload` on `channel` at commit, this process at once. */
 export async function announceChange(tx: Queryable, channel: string, payload: string): Promise<void> {
-  await tx.query('SELECT pg_notify($1, $2)', [channel, payload]);
+  await notify(tx, channel, payload);
   local.emit(channel, payload);
 }
 
@@ -25,7 +33,7 @@ export async function announceChange(tx: Queryable, channel: string, payload: st
  * where hearing it before the commit would be work for nothing.
  */
 export async function announceCommit(tx: Queryable, channel: string, payload: string): Promise<void> {
-  await tx.query('SELECT pg_notify($1, $2)', [channel, payload]);
+  await notify(tx, channel, payload);
 }
 
 /**

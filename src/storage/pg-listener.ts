@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { FhirError } from '../fhir/outcome.js';
+import { notify } from './change-feed.js';
 import { databaseUnavailable, ListenUnsupported, NotListening } from './database-errors.js';
 
 /** Channel of the start-up check that notifications reach this session (see `probe`). */
@@ -168,7 +169,7 @@ export class Listener {
     client.on('notification', onNotification);
     try {
       await withTimeout(client.query(`LISTEN ${PROBE_CHANNEL}`), this.waitMs);
-      await withTimeout(client.query('SELECT pg_notify($1, $2)', [PROBE_CHANNEL, token]), this.waitMs);
+      await withTimeout(notify(client, PROBE_CHANNEL, token), this.waitMs);
       const ok = await withTimeout(arrived.then(() => true), this.waitMs).catch(() => false);
       if (!ok) throw new ListenUnsupported(this.waitMs);
       await withTimeout(client.query(`UNLISTEN ${PROBE_CHANNEL}`), this.waitMs);
