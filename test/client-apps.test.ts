@@ -74,7 +74,28 @@ for (const driver of drivers) {
       const rotate = await server.request('POST', `/admin/projects/${p.projectId}/client/${res.body.id}/secret`, { body: {}, contentType: 'application/json', token: p.adminToken });
       assert.equal(rotate.status, 400, rotate.text);
       assert.equal(ooText(rotate.body), 'A public client has no secret');
-      assert.equal((await authorize(res.body.id, 'https://spa.example/cb')).status, 200);
+      const withPkce = await server.request('GET', `/oauth2/authorize?response_type=code&client_id=${res.body.id}&redirect_uri=${encodeURIComponent('https://spa.example/cb')}&code_challenge=${'a'.repeat(43)}&code_challenge_method=S256`, { token: null });
+      assert.equal(withPkce.status, 200, withPkce.text.slice(0, 200));
+    });
+
+    test('a public client must use PKCE: the authorize page refuses it without code_challenge, the token endpoint a code issued without one', async () => {
+      const spa = await create({ name: 'PKCE SPA', public: true, redirectUris: ['https://pkce.example/cb'] });
+      assert.equal(spa.status, 201, spa.text);
+      const page = await authorize(spa.body.id, 'https://pkce.example/cb');
+      assert.equal(page.status, 400, page.text.slice(0, 200));
+      assert.equal(ooText(page.body), 'A public client must use PKCE (code_challenge)');
+      assert.deepEqual(page.body.issue[0].expression, ['code_challenge']);
+      // A login that names the public client but sends no challenge gets a code the token endpoint refuses.
+      const member = await createMember(server, p.projectId);
+      const login = await server.request('POST', '/auth/login', {
+        body: { email: member.email, password: member.password, projectId: p.projectId, clientId: spa.body.id },
+        contentType: 'application/json',
+        token: null,
+      });
+      assert.equal(login.status, 200, login.text);
+      const refused = await tokenRequest(server, { grant_type: 'authorization_code', code: login.body.code, client_id: spa.body.id });
+      assert.equal(refused.status, 400, refused.text);
+      assert.deepEqual(refused.body, { error: 'invalid_grant', error_description: 'A public client must use PKCE' });
     });
 
     test('invalid fields: every problem in one 400 with its text and expression; nothing is created', async () => {

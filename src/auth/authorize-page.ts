@@ -6,6 +6,9 @@ import type { AuthState } from './auth-state.js';
 import { findLaunch } from './launch-context.js';
 import { PKCE_METHODS } from './pkce.js';
 
+
+/** The authorize page's answer to a public client without `code_challenge`. */
+export const PUBLIC_NEEDS_PKCE = 'A public client must use PKCE (code_challenge)';
 /**
  * `GET /oauth2/authorize` (the discovery documents' authorization_endpoint): a small HTML
  * sign-in page for the browser authorization-code flow. The page itself only calls the JSON
@@ -31,6 +34,8 @@ export function authorizeRoute(state: AuthState): AppRoute {
       if (!client) throw badRequest('Unknown client_id', 'client_id');
       const registered = [client.redirectUri, ...(client.redirectUris ?? [])].filter(Boolean);
       if (!q.redirect_uri || !registered.includes(q.redirect_uri)) throw badRequest('redirect_uri is not registered for this client', 'redirect_uri');
+      // A public client has no secret: only PKCE binds the code to the app that asked (docs/auth.md#client-applications).
+      if ((client as { public?: boolean }).public === true && !q.code_challenge) throw badRequest(PUBLIC_NEEDS_PKCE, 'code_challenge');
       if (q.code_challenge && q.code_challenge_method && !(PKCE_METHODS as readonly string[]).includes(q.code_challenge_method)) {
         throw badRequest(`Unsupported code challenge method: ${q.code_challenge_method}`, 'code_challenge_method');
       }

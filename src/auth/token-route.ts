@@ -55,6 +55,9 @@ async function authorizationCode(state: AuthState, params: Record<string, string
   if (login.client_id && params.client_id && login.client_id !== params.client_id) {
     return oauthError('invalid_grant', 'Code was issued to another client');
   }
+  const client = await clientOf(state, login.client_id);
+  // Without a secret, only PKCE binds the code to the app that asked (docs/auth.md#client-applications).
+  if (client?.public === true && !login.code_challenge) return oauthError('invalid_grant', 'A public client must use PKCE');
   const membership = await membershipById(db, login.membership_id);
   if (!membership) return oauthError('invalid_grant', 'Membership no longer exists');
   // A Patient profile is its own launch patient (docs/auth.md#standalone-launch).
@@ -63,7 +66,7 @@ async function authorizationCode(state: AuthState, params: Record<string, string
     grant: {
       grantType: 'authorization_code',
       requested: login.scope ?? undefined,
-      clientScope: await clientScope(state, login.client_id),
+      clientScope: scopeOf(client),
       memberType: membership.member_type,
       patient,
       encounter: login.encounter ?? undefined,
@@ -163,10 +166,17 @@ async function issue(state: AuthState, membership: MembershipRow, input: Issue):
 
 /** The scopes a client application is registered for (`ClientApplication.scope`), if it says. */
 async function clientScope(state: AuthState, clientId: string | null | undefined): Promise<string | undefined> {
+  return scopeOf(await clientOf(state, clientId));
+}
+
+/** The client application a grant names, with Lattice's `scope` and `public` elements. */
+async function clientOf(state: AuthState, clientId: string | null | undefined): Promise<(ClientApplication & { scope?: unknown; public?: unknown }) | undefined> {
   if (!clientId || !/^[A-Za-z0-9\-.]{1,64}$/.test(clientId)) return undefined;
-  const client = await state.env.system.tryRead<ClientApplication>('ClientApplication', clientId);
-  const scope = (client as { scope?: unknown } | undefined)?.scope;
-  return typeof scope === 'string' ? scope : undefined;
+  return state.env.system.tryRead<ClientApplication>('ClientApplication', clientId);
+}
+
+function scopeOf(client: { scope?: unknown } | undefined): string | undefined {
+  return typeof client?.scope === 'string' ? client.scope : undefined;
 }
 
 /**
