@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { Bundle, Resource } from '@medplum/fhirtypes';
-import { createMember, createProject, drivers, ooText, pkcePair, startServer, tokenRequest, type TestProject, type TestServer } from './harness.js';
+import { createMember, createProject, drivers, loginTokens, ooText, pkcePair, startServer, tokenRequest, type TestProject, type TestServer } from './harness.js';
 
 /**
  * SMART scopes and access policies (docs/auth.md#scopes, docs/auth.md#access-policies): what a
@@ -15,18 +15,9 @@ import { createMember, createProject, drivers, ooText, pkcePair, startServer, to
 
 const OUTSIDE = 'Resource is outside the compartment or criteria of your access';
 
-/** A login over HTTP asking for `scope` (recorded in the token's `scope` claim). */
+/** A login over HTTP asking for `scope` (what is granted is in the token's `scope` claim). */
 async function tokenWithScope(server: TestServer, email: string, password: string, projectId: string, scope: string): Promise<string> {
-  const pkce = pkcePair();
-  const login = await server.request('POST', '/auth/login', {
-    body: { email, password, projectId, scope, codeChallenge: pkce.challenge, codeChallengeMethod: 'S256' },
-    contentType: 'application/json',
-    token: null,
-  });
-  assert.equal(login.status, 200, login.text);
-  const tokens = await tokenRequest(server, { grant_type: 'authorization_code', code: login.body.code, code_verifier: pkce.verifier });
-  assert.equal(tokens.status, 200, tokens.text);
-  return tokens.body.access_token as string;
+  return (await loginTokens(server, email, password, { projectId, scope })).access_token;
 }
 
 /** Invites a user into the project with a password; returns its e-mail, password and membership. */

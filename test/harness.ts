@@ -277,11 +277,11 @@ export async function loginTokens(
   server: TestServer,
   email: string,
   password: string,
-  options: { projectId?: string; membershipId?: string } = {},
+  options: { projectId?: string; membershipId?: string; scope?: string } = {},
 ): Promise<TokenSet> {
   const pkce = pkcePair();
   const login = await server.request('POST', '/auth/login', {
-    body: { email, password, projectId: options.projectId, codeChallenge: pkce.challenge, codeChallengeMethod: 'S256' },
+    body: { email, password, projectId: options.projectId, scope: options.scope, codeChallenge: pkce.challenge, codeChallengeMethod: 'S256' },
     contentType: 'application/json',
     token: null,
   });

@@ -7,6 +7,7 @@ import {
   createClient,
   createMember,
   loginAs,
+  loginTokens,
   createProject,
   pkcePair,
   tokenRequest,
@@ -694,16 +695,7 @@ for (const driver of drivers) {
     ];
 
     async function scopedToken(email: string, password: string, scope: string): Promise<string> {
-      const pkce = pkcePair();
-      const login = await server.request('POST', '/auth/login', {
-        body: { email, password, projectId: a.projectId, scope, codeChallenge: pkce.challenge, codeChallengeMethod: 'S256' },
-        contentType: 'application/json',
-        token: null,
-      });
-      assert.equal(login.status, 200, login.text);
-      const tokens = await tokenRequest(server, { grant_type: 'authorization_code', code: login.body.code, code_verifier: pkce.verifier });
-      assert.equal(tokens.status, 200, tokens.text);
-      return tokens.body.access_token as string;
+      return (await loginTokens(server, email, password, { projectId: a.projectId, scope })).access_token;
     }
 
     async function restAs(token: string): Promise<Record<Rest, number>> {
