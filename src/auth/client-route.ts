@@ -6,6 +6,7 @@ import type { AppRoute } from '../core/app-route.js';
 import type { FeatureEnv } from '../core/feature.js';
 import { createMembership } from './accounts.js';
 import { parseClientRequest } from './client-request.js';
+import { readRawInProject } from '../storage/raw-resources.js';
 import { hashSecret, randomSecret } from './secrets.js';
 
 /**
@@ -64,8 +65,9 @@ export function clientSecretRoute(env: FeatureEnv): AppRoute {
     async handler(req) {
       const { projectId, clientId } = req.params;
       req.ctx.repo.scope.checkAdminister(projectId);
-      const client = await env.system.tryRead<ClientApplication>('ClientApplication', clientId);
-      if (!client || client.meta?.project !== projectId) throw notFound();
+      // Another project's client does not exist here (the project rule: storage/raw-resources.ts).
+      const client = await readRawInProject<ClientApplication>(env.db, 'ClientApplication', clientId, projectId);
+      if (!client) throw notFound();
       if ((client as { public?: boolean }).public === true) throw badRequest(PUBLIC_NO_SECRET);
       const body = req.body as { gracePeriod?: unknown } | undefined;
       const grace = body && typeof body === 'object' ? (body.gracePeriod ?? 0) : 0;
