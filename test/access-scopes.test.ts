@@ -93,6 +93,17 @@ for (const driver of drivers) {
         }
       });
 
+      test('a deleted resource of another patient is 404 Not found, not 410: a restricted caller cannot tell that it existed', async () => {
+        const gone = await post('/Observation', { resourceType: 'Observation', status: 'final', code: { text: 'deleted' }, subject: { reference: `Patient/${other}` } });
+        assert.equal((await server.fhir('DELETE', `/Observation/${gone.id}`, { token: a.adminToken })).status, 200);
+        assert.equal((await server.fhir('GET', `/Observation/${gone.id}`, { token: a.adminToken })).status, 410); // unrestricted: deleted
+        for (const path of [`/Observation/${gone.id}`, `/Observation/${gone.id}/_history/2`]) {
+          const res = await get(path);
+          assert.equal(res.status, 404, `${path}: ${res.text}`);
+          assert.equal(ooText(res.body), 'Not found');
+        }
+      });
+
       test('search: only its own rows, counted in SQL (total), and types outside the compartment are empty', async () => {
         const obs = await get('/Observation?_count=1');
         assert.equal(obs.status, 200, obs.text);

@@ -11,7 +11,7 @@ import { announceChange } from './change-feed.js';
 import { RowCache } from './row-cache.js';
 import { resourceTable, scopeFor } from './scope.js';
 import { stableStringify } from './stable-stringify.js';
-import { accessSql, rowPasses } from './search/query/access.js';
+import { accessSql, rowIndependent, rowPasses } from './search/query/access.js';
 import { SqlParams } from './search/query/sql-params.js';
 import type { Interaction } from '../core/scope.js';
 
@@ -392,7 +392,8 @@ export class Repository implements SystemRepository {
   /** `visibleRow`, then the caller's access rights for `interaction` (rows outside them are absent). */
   private async accessibleRow(resourceType: string, id: string, interaction: Interaction, fresh = false): Promise<ResourceRow | undefined> {
     const row = await this.visibleRow(this.db, resourceType, id, fresh);
-    if (!row || row.deleted) return row;
+    if (!row) return row;
+    if (row.deleted) return rowIndependent(this.scope, resourceType, interaction) ? row : undefined;
     return (await rowPasses(this.db, this.scope, resourceType, id, interaction)) ? row : undefined;
   }
 

@@ -78,3 +78,17 @@ export async function rowPasses(q: Queryable, scope: Scope, type: string, id: st
   const res = await q.query(`SELECT 1 AS ok FROM resource r WHERE ${where.join(' AND ')}`, p.values);
   return res.rows.length > 0;
 }
+
+/**
+ * True when the caller's rights to `type` for `interaction` do not depend on the row: no rights
+ * to apply, a public type read, or in every layer a grant of the type (or `*`) without a
+ * compartment or criteria. A deleted row's content is no longer indexed, so whether it was
+ * within a row-dependent right cannot be checked: for such a caller it is absent (404), never
+ * 410 — which would tell that the id existed (docs/auth.md#access-policies).
+ */
+export function rowIndependent(scope: Scope, type: string, interaction: Interaction): boolean {
+  const layers = scope.accessLayers(interaction);
+  if (!layers) return true;
+  if ((interaction === 'r' || interaction === 's') && PUBLIC_TYPES.includes(type)) return true;
+  return layers.every((layer) => layer.some((g) => (g.resourceType === '*' || g.resourceType === type) && g.compartment === undefined && g.criteria === undefined));
+}
