@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { grantScopes, parseResourceScope, type GrantInput } from './granted-scopes.js';
+import { parseResourceScope } from '../fhir/smart-scopes.js';
+import { grantScopes, type GrantInput } from './granted-scopes.js';
 
 /** The granting rules of docs/auth.md#granted-scopes, one per test. */
 const user = (requested: string, extra: Partial<GrantInput> = {}): GrantInput => ({

@@ -1,6 +1,7 @@
 import type { AccessPolicy } from '@medplum/fhirtypes';
 import type { AuthInfo } from '../core/auth.js';
 import type { AccessGrant, Interaction } from '../core/scope.js';
+import { parseResourceScope } from '../fhir/smart-scopes.js';
 
 /**
  * The caller's access rights beyond tenancy, as layers of grants (core/scope.ts `AccessGrant`):
@@ -23,8 +24,6 @@ export function accessLayersOf(auth: AuthInfo): AccessGrant[][] {
 
 const ALL: ReadonlySet<Interaction> = new Set(['c', 'r', 'u', 'd', 's']);
 const READ: ReadonlySet<Interaction> = new Set(['r', 's']);
-const WRITE: ReadonlySet<Interaction> = new Set(['c', 'u', 'd']);
-const LETTERS = 'cruds';
 
 /** `Patient/<id>` → id. */
 export function patientProfileId(profile: string | undefined): string | undefined {
@@ -32,15 +31,12 @@ export function patientProfileId(profile: string | undefined): string | undefine
   return m?.[1];
 }
 
-/** `patient|user|system/<Type|*>.<read|write|*|cruds>[?query]`. */
-const SMART_SCOPE = /^(patient|user|system)\/([A-Za-z]+|\*)\.([a-z*]+)(?:\?(.*))?$/;
-
 /**
- * The grants of a token's SMART resource scopes; undefined when it has none (only `openid`,
- * `launch/patient`, … or no scope claim: the membership's rights stand). A `patient/` scope
- * confines to the compartment of the launch patient; without one it grants nothing. An
- * unrecognised resource scope grants nothing (it is still a resource scope: the token is
- * restricted).
+ * The grants of a token's SMART resource scopes (parsed by fhir/smart-scopes.ts, the grammar the
+ * token endpoint grants with); undefined when it has none (only `openid`, `launch/patient`, … or
+ * no scope claim: the membership's rights stand). A `patient/` scope confines to the compartment
+ * of the launch patient; without one it grants nothing. An unrecognised resource scope grants
+ * nothing (it is still a resource scope: the token is restricted).
  */
 export function smartScopeGrants(scopes: readonly string[], patient: string | undefined): AccessGrant[] | undefined {
   let any = false;
@@ -48,38 +44,20 @@ export function smartScopeGrants(scopes: readonly string[], patient: string | un
   for (const scope of scopes) {
     if (!/^(patient|user|system)\//.test(scope)) continue;
     any = true;
-    const m = SMART_SCOPE.exec(scope);
-    if (!m) continue;
-    const [, context, resourceType, rights, query] = m;
-    const interactions = interactionsOf(rights);
-    if (!interactions) continue;
-    if (query !== undefined && /^(read|write|\*)$/.test(rights)) continue; // only the v2 form takes a query
-    const grant: AccessGrant = { resourceType, interactions };
-    if (context === 'patient') {
+    const parsed = parseResourceScope(scope);
+    if (!parsed) continue;
+    const grant: AccessGrant = { resourceType: parsed.type, interactions: new Set(parsed.permissions.split('') as Interaction[]) };
+    if (parsed.context === 'patient') {
       if (!patient) continue;
       grant.compartment = patient;
     }
-    if (query !== undefined) {
-      if (resourceType === '*') continue; // criteria are a search of one type
-      grant.criteria = [...new URLSearchParams(query)];
+    if (parsed.query !== undefined) {
+      if (parsed.type === '*') continue; // criteria are a search of one type
+      grant.criteria = [...new URLSearchParams(parsed.query)];
     }
     grants.push(grant);
   }
   return any ? grants : undefined;
-}
-
-/** v1 `read`/`write`/`*`, v2 `cruds` letters (a subset, in that order). */
-function interactionsOf(rights: string): ReadonlySet<Interaction> | undefined {
-  if (rights === 'read') return READ;
-  if (rights === 'write') return WRITE;
-  if (rights === '*') return ALL;
-  let at = 0;
-  for (const letter of rights) {
-    const i = LETTERS.indexOf(letter, at);
-    if (i < 0) return undefined;
-    at = i + 1;
-  }
-  return rights.length > 0 ? new Set(rights.split('') as Interaction[]) : undefined;
 }
 
 /** Medplum's `AccessPolicy.resource.interaction` codes. */
