@@ -1,4 +1,5 @@
 import type { Resource } from '@medplum/fhirtypes';
+import { splitValues } from '../fhir/search-values.js';
 import { FORMAT_PARAMETERS } from '../core/fhir-request.js';
 import { SEARCH_CONTROL_PARAMETERS, type ResourceRepository, type SearchQuery } from '../core/repository.js';
 import { badRequest, preconditionFailed } from '../fhir/outcome.js';
@@ -28,29 +29,10 @@ export function conditionalQuery(type: string, params: Array<[string, string]>, 
 export function normalizeCriteria(params: Array<[string, string]>): Array<[string, string]> {
   const seen = new Map<string, [string, string]>();
   for (const [name, value] of params) {
-    const normal: [string, string] = [name, [...new Set(splitAlternatives(value))].sort().join(',')];
+    const normal: [string, string] = [name, [...new Set(splitValues(value))].sort().join(',')];
     seen.set(JSON.stringify(normal), normal);
   }
   return [...seen.values()].sort(([a, x], [b, y]) => (a === b ? (x < y ? -1 : x > y ? 1 : 0) : a < b ? -1 : 1));
-}
-
-/** `a,b\,c` → `a`, `b\,c`: the alternatives of one search value, escapes kept. */
-function splitAlternatives(value: string): string[] {
-  const out: string[] = [];
-  let current = '';
-  for (let i = 0; i < value.length; i++) {
-    const c = value[i];
-    if (c === '\\' && i + 1 < value.length) {
-      current += c + value[++i];
-    } else if (c === ',') {
-      out.push(current);
-      current = '';
-    } else {
-      current += c;
-    }
-  }
-  out.push(current);
-  return out;
 }
 
 /** `If-None-Exist` as query pairs; undefined when the header is absent or blank. */

@@ -4,22 +4,7 @@ import { badRequest } from '../../../fhir/outcome.js';
  * Parsing of search values: comma lists, FHIR escapes (`\,` `\|` `\$` `\\`) and prefixes.
  */
 
-/** Splits on commas that are not escaped; pieces keep their other escapes. */
-export function splitValues(raw: string): string[] {
-  const out: string[] = [];
-  let current = '';
-  for (let i = 0; i < raw.length; i++) {
-    const c = raw[i];
-    if (c === '\\' && i + 1 < raw.length) {
-      current += c + raw[++i];
-    } else if (c === ',') {
-      out.push(current);
-      current = '';
-    } else current += c;
-  }
-  out.push(current);
-  return out;
-}
+export { splitValues } from '../../../fhir/search-values.js';
 
 /** Removes FHIR search escapes: `\,` → `,` and so on. */
 export function unescapeValue(value: string): string {
