@@ -6,7 +6,7 @@ import { FhirError, issue } from '../fhir/outcome.js';
  * Bounds on the work one terminology request may ask for (docs/terminology.md#limits), the one
  * place they are defined: filters of one value set's compose (each is a pass over a code
  * system), codings of one `codeableConcept`, and the value sets and includes one evaluation of a
- * value-set graph reaches (counted by compose.ts#Evaluation), and the concepts of a CodeSystem a
+ * value-set graph reaches (counted by engine/compose.ts#Evaluation), and the concepts of a CodeSystem a
  * request supplies inline (indexed in memory for that request). Past them: 400 `too-costly`.
  */
 export type TerminologyLimits = Config['terminologyLimits'];
@@ -28,6 +28,13 @@ export function checkComposeFilters(vs: ValueSet, limits: TerminologyLimits): vo
     const name = (vs.url ?? (vs.id ? `#${vs.id}` : 'value set')).slice(0, 200);
     throw new FhirError(400, [issue('too-costly', `Too many filters in ValueSet ${name}: ${filters} (at most ${limits.maxFilters})`)]);
   }
+}
+
+/** The value sets and include/exclude entries one evaluation of a value-set graph has reached so far. */
+export function checkValueSetGraph(valueSets: number, includes: number, limits: TerminologyLimits, root: string): void {
+  const name = root.slice(0, 200);
+  if (valueSets > limits.maxValueSets) throw new FhirError(400, [issue('too-costly', `Too many value sets in the evaluation of ValueSet ${name}: more than ${limits.maxValueSets}`)]);
+  if (includes > limits.maxIncludes) throw new FhirError(400, [issue('too-costly', `Too many includes in the evaluation of ValueSet ${name}: more than ${limits.maxIncludes}`)]);
 }
 
 /** Codings of one `codeableConcept` input. */

@@ -1,7 +1,7 @@
 import type { ValueSet, ValueSetComposeInclude, ValueSetExpansionContains } from '@medplum/fhirtypes';
-import { FhirError, badRequest, issue } from '../../fhir/outcome.js';
+import { badRequest } from '../../fhir/outcome.js';
 import { providerFor } from '../providers/select.js';
-import { checkComposeFilters, terminologyLimits, type TerminologyLimits } from '../limits.js';
+import { checkComposeFilters, checkValueSetGraph, terminologyLimits, type TerminologyLimits } from '../limits.js';
 import { msg, valueSetText } from '../messages.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
 import type { CodeSystemInfo, TermContext } from '../types.js';
@@ -79,8 +79,7 @@ export class Evaluation {
     this.answers.set(identity, new Map<string, Promise<unknown>>());
     this.valueSets++;
     this.includes += (vs.compose?.include?.length ?? 0) + (vs.compose?.exclude?.length ?? 0);
-    if (this.valueSets > this.limits.maxValueSets) throw tooCostly(`Too many value sets in the evaluation of ValueSet ${this.rootText}: more than ${this.limits.maxValueSets}`);
-    if (this.includes > this.limits.maxIncludes) throw tooCostly(`Too many includes in the evaluation of ValueSet ${this.rootText}: more than ${this.limits.maxIncludes}`);
+    checkValueSetGraph(this.valueSets, this.includes, this.limits, this.rootText);
   }
 
   /** A purpose no earlier call used (answers that depend on a call's arguments). */
@@ -96,10 +95,6 @@ export class Evaluation {
     if (!answer) byPurpose.set(purpose, (answer = compute()));
     return answer;
   }
-}
-
-function tooCostly(text: string): FhirError {
-  return new FhirError(400, [issue('too-costly', text.slice(0, 500))]);
 }
 
 /** The codes one `members` call asks about: nested value sets are evaluated for all of them, once. */
