@@ -1,6 +1,7 @@
 import type { CodeSystemProperty, ValueSet } from '@medplum/fhirtypes';
 import { materializeBase } from '../store/base-terminology.js';
 import { terminologyCache } from '../providers/fhir/index-cache.js';
+import { builtinCodeSystem } from '../providers/builtin.js';
 import type { CodeSystemInfo, TermContext } from '../types.js';
 import { newestFirst, splitCanonical, versionMatches } from '../versions.js';
 
@@ -8,8 +9,8 @@ import { newestFirst, splitCanonical, versionMatches } from '../versions.js';
  * Canonical resolution (docs/terminology.md#canonicals-and-versions): `url|version`, or a separate version, else the newest
  * version; among equals the caller's project wins over shared content. Only what the caller's
  * repository can see is a candidate (its scope's rule is applied to the index rows), then the
- * resources supplied with the request, and last the base R4 terminologies, which are loaded into
- * the shared content on first use.
+ * resources supplied with the request, then the base R4 terminologies, which are loaded into
+ * the shared content on first use, and last the code systems built in (providers/builtin.ts).
  *
  * The rows of every project for a canonical are cached in memory until the next terminology
  * change on any node (index-cache.ts, docs/terminology.md#in-memory-index); the caller's
@@ -58,7 +59,9 @@ function codeSystemCandidates(tc: TermContext, url: string): Promise<CodeSystemI
     if (stored.length === 0 && inline.length === 0 && (await materializeBase(tc, 'CodeSystem', url))) {
       stored = await storedCodeSystems(tc, url);
     }
-    return [...inline, ...stored];
+    // The code systems built in answer when nothing stored or supplied has the URL.
+    const builtin = stored.length === 0 && inline.length === 0 ? builtinCodeSystem(url) : undefined;
+    return builtin ? [builtin] : [...inline, ...stored];
   });
 }
 

@@ -145,12 +145,20 @@ async function validateGroup(
 
   // Codes of one group may be evaluated at different versions (one value set including two).
   const concepts = new Map<string, Concept>();
+  /** Why an unknown code is not one, when its provider says (a grammar's parse error). */
+  const reasons = new Map<string, string>();
   const designations = new Map<number, Map<number, Designation[]>>();
   const needDesignations = checks.some((c) => c.input.display !== undefined) || o.languages.tags.length > 0;
   for (const [cs, group] of groupByCodeSystem(plans, checks)) {
     const provider = providerFor(tc, cs);
     const found = await provider.findConcepts(group);
     for (const [code, concept] of found) concepts.set(`${cs.key} ${code}`, concept);
+    if (provider.unknownReason) {
+      for (const code of group.filter((c) => !found.has(c))) {
+        const reason = await provider.unknownReason(code);
+        if (reason) reasons.set(`${cs.key} ${code}`, reason);
+      }
+    }
     if (needDesignations) designations.set(cs.key, await provider.designations([...new Set([...found.values()].map((c) => c.id))]));
   }
   const conceptOf = (i: number) => concepts.get(`${plans[i].cs.key} ${checks[i].input.code}`);
@@ -186,6 +194,8 @@ async function validateGroup(
           text: fragment ? msg.unknownCodeInFragment(c.input.code, cs.url, cs.version) : msg.unknownCode(c.input.code, cs.url, cs.version),
           expression: at(c, 'code'),
         });
+        const reason = reasons.get(`${cs.key} ${c.input.code}`);
+        if (reason) out.issues.push({ severity: 'information', code: 'code-invalid', type: 'invalid-code', text: reason, expression: at(c, 'code') });
         // A fragment does not list every code: an unknown one stays valid where the whole
         // system is admitted (docs/terminology.md#valueset-validate-code).
         out.member = fragment && (!vs || admitsWholeSystem(vs.evaluator.vs, system));

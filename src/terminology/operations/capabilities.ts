@@ -1,6 +1,7 @@
 import type { OperationDefinition, TerminologyCapabilities, TerminologyCapabilitiesCodeSystem } from '@medplum/fhirtypes';
 import type { RequestContext } from '../../core/context.js';
 import { baseCodeSystems } from '../store/base-terminology.js';
+import { builtinCodeSystems } from '../providers/builtin.js';
 import { termContext } from '../engine/request-context.js';
 import { visibleCodeSystems } from '../engine/resolve.js';
 import type { TerminologyEnv } from '../types.js';
@@ -19,7 +20,7 @@ export interface Software {
 /**
  * The TerminologyCapabilities statement (`GET [base]/metadata?mode=terminology`,
  * docs/terminology.md#terminologycapabilities), built from what really answers: the code
- * systems the caller can use (stored ones it sees plus the base R4 ones), the inputs of the
+ * systems the caller can use (stored ones it sees, the base R4 ones and those built in), the inputs of the
  * registered `$expand`, and whether `$validate-code`, `$translate` and `$closure` are registered.
  */
 export async function terminologyCapabilities(
@@ -29,7 +30,7 @@ export async function terminologyCapabilities(
   definitions: OperationDefinition[],
 ): Promise<TerminologyCapabilities> {
   const tc = await termContext(env, ctx, {});
-  const systems = [...(await visibleCodeSystems(tc)), ...baseCodeSystems()].filter((cs) => cs.content !== 'supplement');
+  const systems = [...(await visibleCodeSystems(tc)), ...baseCodeSystems(), ...builtinCodeSystems()].filter((cs) => cs.content !== 'supplement');
   const byUrl = new Map<string, Set<string>>();
   for (const cs of systems) {
     const versions = byUrl.get(cs.url) ?? new Set<string>();

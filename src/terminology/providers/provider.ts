@@ -42,6 +42,11 @@ export interface CodeSystemProvider {
    * A provider whose selection cannot be listed (an infinite grammar) throws a 4xx saying so.
    */
   enumerate(selection: ConceptSelection, within?: number[]): Promise<number[]>;
+  /**
+   * Why a code is not a code of the system, when the provider can say more than "unknown" (a
+   * grammar's parse error): `$validate-code` adds it as an informational issue.
+   */
+  unknownReason?(code: string): Promise<string | undefined>;
 }
 
 /** What one `compose.include` (or `exclude`) asks of a code system. */

@@ -1,5 +1,6 @@
 import type { CodeSystemInfo, TermContext } from '../types.js';
 import type { CodeSystemProvider, ConceptSelection } from './provider.js';
+import { builtinProvider } from './builtin.js';
 import { requestIndex } from './fhir/code-system-index.js';
 import { terminologyCache } from './fhir/index-cache.js';
 import { IndexProvider } from './fhir/index-provider.js';
@@ -13,8 +14,11 @@ export { inlineCodeSystem } from './fhir/inline-code-system.js';
  * index when it is ready; while a stored system's index builds in the background, SQL answers
  * the point reads (no request waits for the build of a large system) and set questions wait for
  * the index; `TermContext.sqlReference` answers everything from SQL (the equivalence test).
+ * The code systems built in (builtin.ts) answer from their grammar or registry.
  */
 export function providerFor(tc: TermContext, cs: CodeSystemInfo): CodeSystemProvider {
+  const builtin = builtinProvider(tc, cs);
+  if (builtin) return builtin;
   const inline = requestIndex(tc, cs.key);
   if (inline) return new IndexProvider(tc, cs, inline);
   if (tc.sqlReference || cs.key <= 0) return new SqlProvider(tc, cs);
