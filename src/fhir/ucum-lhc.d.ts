@@ -9,10 +9,6 @@ declare module '@lhncbc/ucum-lhc' {
     isArbitrary_: boolean;
     source_: string;
   }
-  interface UcumPrefix {
-    code_: string;
-    name_: string;
-  }
   interface ValidationResult {
     status: 'valid' | 'invalid' | 'error';
     ucumCode: string | null;

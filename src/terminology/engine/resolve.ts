@@ -59,9 +59,11 @@ function codeSystemCandidates(tc: TermContext, url: string): Promise<CodeSystemI
     if (stored.length === 0 && inline.length === 0 && (await materializeBase(tc, 'CodeSystem', url))) {
       stored = await storedCodeSystems(tc, url);
     }
-    // The code systems built in answer when nothing stored or supplied has the URL.
-    const builtin = stored.length === 0 && inline.length === 0 ? builtinCodeSystem(url) : undefined;
-    return builtin ? [builtin] : [...inline, ...stored];
+    // A code system built in counts as shared content, unless the request, the caller's
+    // project or shared content has one of the URL (docs/terminology.md#code-systems-built-in).
+    const builtin = builtinCodeSystem(url);
+    const own = inline.length > 0 || stored.some((c) => c.projectId === undefined || c.projectId === tc.repo.auth.projectId);
+    return builtin && !own ? [...stored, builtin] : [...inline, ...stored];
   });
 }
 
