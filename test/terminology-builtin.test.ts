@@ -299,6 +299,14 @@ for (const driver of drivers) {
       for (const url of [BCP47, MIME, ISO3166]) assert.equal(listed.get(url)?.length, 1, url);
     });
 
+    test('nothing can be imported into a built-in code system (400, even for a super admin)', async () => {
+      const res = await server.fhir('POST', '/CodeSystem/$import', {
+        token: server.adminToken,
+        body: { resourceType: 'Parameters', parameter: [{ name: 'system', valueUri: UCUM }, { name: 'concept', valueCoding: { code: 'mg', display: 'Milligram' } }] },
+      });
+      expectOO(res, 400, 'invalid', 'The code system http://unitsofmeasure.org is built in: nothing can be imported into it');
+    });
+
     test('a stored CodeSystem with the same URL wins over the built-in one (for whoever sees it)', async () => {
       const put = await server.fhir('PUT', '/CodeSystem/my-currencies', {
         body: { resourceType: 'CodeSystem', id: 'my-currencies', url: ISO4217, version: 'local', status: 'active', content: 'fragment', concept: [{ code: 'ZZZ', display: 'Local token' }] },

@@ -19,6 +19,7 @@ import { codeSystemValidateCodeOperation, valueSetValidateCodeOperation } from '
 import { terminologyCache } from './providers/fhir/index-cache.js';
 import { pruneInlineCodeSystems } from './store/code-system-store.js';
 import { resolveCodeSystem } from './engine/resolve.js';
+import { isBuiltin } from './providers/builtin.js';
 import type { TermContext } from './types.js';
 import { parseVersionRules } from './versions.js';
 
@@ -70,6 +71,7 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry,
       if (stopped) return;
       const tc: TermContext = { db: env.db, repo: env.system, env, log: env.log, inlineCodeSystems: [], inlineValueSets: [], supplements: [], memo: new Map(), versionRules: parseVersionRules({}) };
       const cs = await resolveCodeSystem(tc, canonical);
+      if (cs && isBuiltin(cs)) continue; // built in: nothing to index
       if (cs) await cache.index(cs);
       else env.log.warn({ canonical }, 'terminology: LATTICE_TX_PRELOAD names an unknown code system');
     }

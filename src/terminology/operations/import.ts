@@ -6,6 +6,7 @@ import { importIntoCodeSystem } from '../store/import.js';
 import { msg } from '../messages.js';
 import { termContext } from '../engine/request-context.js';
 import { resolveCodeSystem } from '../engine/resolve.js';
+import { isBuiltin } from '../providers/builtin.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
 
 interface ImportInput {
@@ -28,6 +29,8 @@ export function importOperation(env: TerminologyEnv): Operation {
       const tc = await termContext(env, ctx, input);
       const cs = await resolveCodeSystem(tc, input.system);
       if (!cs) throw badRequest(msg.codeSystemNotFound(input.system));
+      // docs/terminology.md#code-systems-built-in: answered from a grammar or registry, nothing stored.
+      if (isBuiltin(cs)) throw badRequest(`The code system ${cs.url} is built in: nothing can be imported into it`);
       // Shared content is writable only by super admins (the tenancy rule, docs/auth.md#roles).
       ctx.repo.scope.checkWrite({ projectId: cs.projectId, resourceType: 'CodeSystem', id: cs.resourceId });
       const concepts = (input.concept ?? []).map((c, i) => {

@@ -106,8 +106,13 @@ export function builtinCodeSystems(): CodeSystemInfo[] {
   return [...infos.values()];
 }
 
+/** True for a code system built in (nothing stored: nothing to import into, nothing to index). */
+export function isBuiltin(cs: CodeSystemInfo): boolean {
+  return byKey.get(cs.key)?.url === cs.url;
+}
+
 /** The provider of a built-in code system; undefined for any other. */
 export function builtinProvider(tc: TermContext, cs: CodeSystemInfo): CodeSystemProvider | undefined {
   const b = byKey.get(cs.key);
-  return b && b.url === cs.url ? new RegistryProvider(tc, cs, b.load) : undefined;
+  return b && isBuiltin(cs) ? new RegistryProvider(tc, cs, b.load) : undefined;
 }
