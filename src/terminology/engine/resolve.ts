@@ -9,8 +9,10 @@ import { newestFirst, splitCanonical, versionMatches } from '../versions.js';
  * Canonical resolution (docs/terminology.md#canonicals-and-versions): `url|version`, or a separate version, else the newest
  * version; among equals the caller's project wins over shared content. Only what the caller's
  * repository can see is a candidate (its scope's rule is applied to the index rows), then the
- * resources supplied with the request, then the base R4 terminologies, which are loaded into
- * the shared content on first use, and last the code systems built in (providers/builtin.ts).
+ * resources supplied with the request, and last the base R4 terminologies, which are loaded into
+ * the shared content on first use. A code system built in (providers/builtin.ts) is a candidate
+ * like shared content when neither the request, the caller's project nor shared content has one
+ * of its URL.
  *
  * The rows of every project for a canonical are cached in memory until the next terminology
  * change on any node (index-cache.ts, docs/terminology.md#in-memory-index); the caller's
