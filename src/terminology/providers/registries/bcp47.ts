@@ -1,5 +1,4 @@
-import records from 'language-subtag-registry/data/json/registry.json' with { type: 'json' };
-import type { Registry } from './registry.js';
+import { packageJson, type Registry } from './registry.js';
 
 /**
  * BCP-47 language tags (`urn:ietf:bcp:47`, docs/terminology.md#code-systems-built-in): the
@@ -25,7 +24,7 @@ const subtags = new Map<string, Map<string, SubtagRecord>>();
 /** Whole tags (grandfathered, redundant), keyed lower case. */
 const wholeTags = new Map<string, SubtagRecord>();
 
-for (const r of records as SubtagRecord[]) {
+for (const r of packageJson<SubtagRecord[]>('language-subtag-registry/data/json/registry.json')) {
   if (r.Tag) {
     wholeTags.set(r.Tag.toLowerCase(), r);
     continue;

@@ -1,5 +1,4 @@
-import db from 'mime-db/db.json' with { type: 'json' };
-import type { Registry } from './registry.js';
+import { packageJson, type Registry } from './registry.js';
 
 /**
  * MIME types (`urn:ietf:bcp:13`, docs/terminology.md#code-systems-built-in): `type/subtype` must
@@ -12,7 +11,7 @@ import type { Registry } from './registry.js';
 const TOKEN = "[!#$%&'*+\\-.^_`|~0-9A-Za-z]+";
 const QUOTED = '"(?:[^"\\\\\\r\\n]|\\\\.)*"';
 const PARAMETER = new RegExp(`^[ \\t]*;[ \\t]*(${TOKEN})=(${TOKEN}|${QUOTED})`);
-const types = Object.keys(db).sort();
+const types = Object.keys(packageJson<Record<string, unknown>>('mime-db/db.json')).sort();
 const known = new Set(types);
 
 /** The media type in canonical spelling, or why it is not one. */

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
 import { FhirError, issue } from '../../../fhir/outcome.js';
 import { msg } from '../../messages.js';
@@ -251,6 +253,16 @@ const requestIds = new WeakMap<TermContext, Map<string, Interned>>();
 /** The 422 text of a whole-system (or filtered) include of a grammar (docs/terminology.md#code-systems-built-in). */
 export function notEnumerable(url: string): string {
   return `The code system '${url}' is a grammar with infinitely many codes: an include of the whole system or by a filter cannot be expanded (list the codes in compose.include.concept)`;
+}
+
+const require = createRequire(import.meta.url);
+
+/**
+ * A package's JSON data file, read and parsed at run time: the large registries stay out of
+ * the server bundle, so a start does not compile them (they are read on a system's first use).
+ */
+export function packageJson<T>(specifier: string): T {
+  return JSON.parse(readFileSync(require.resolve(specifier), 'utf8')) as T;
 }
 
 /** A designation in English without a use (the registries' names). */
