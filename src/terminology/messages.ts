@@ -85,6 +85,8 @@ export const msg = {
   badRegex: (pattern: string) => `The regular expression '${pattern}' is not valid or too complex`,
   /** `pathway`: the value sets (`url|version`) from the root to the one whose reference closes the cycle. */
   valueSetCycle: (target: string, pathway: string[]) => `Found a circularity pointing to ${target} processing ValueSet with pathway [${pathway.join(', ')}]`,
+  /** A CodeSystem or ValueSet used by the request has a status worth reviewing (docs/terminology.md#status-of-the-resources-used). */
+  statusReference: (status: string, type: string, canonical: string) => `Reference to ${status} ${type} ${canonical}`,
   // Contract texts (docs/terminology.md#errors) for errors answered with a 4xx status.
   codeSystemNotFound: (url: string) => `CodeSystem ${url} not found`,
   supplementNotFound: (url: string) => `Required supplement not found: ${url}`,

@@ -4,6 +4,7 @@ import { providerFor } from '../providers/select.js';
 import { checkComposeFilters, checkValueSetGraph, terminologyLimits, type TerminologyLimits } from '../limits.js';
 import { msg, valueSetText } from '../messages.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
+import { StatusReport, valueSetPublication } from './status.js';
 import type { CodeSystemInfo, TermContext } from '../types.js';
 import { defaultValueSetVersion, effectiveVersion, splitCanonical, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from '../versions.js';
 
@@ -66,6 +67,8 @@ export class Evaluation {
   private valueSets = 0;
   private includes = 0;
   private purposes = 0;
+  /** The status of the value sets the evaluation imported (docs/terminology.md#status-of-the-resources-used). */
+  readonly statuses = new StatusReport();
 
   constructor(
     private readonly limits: TerminologyLimits,
@@ -275,6 +278,7 @@ export class ValueSetEvaluator {
     if ([...this.chain, ...self].includes(key) || (vs?.url && pathway.includes(target))) throw cycle(target);
     if (!vs) throw new UnknownValueSetError(ref);
     const contained = ref.startsWith('#');
+    this.evaluation.statuses.valueSet(vs, valueSetPublication(this.vs));
     const identity = contained ? `${this.rootIdentity}${ref}` : `${vs.url ?? ref}|${vs.version ?? ''}`;
     return new ValueSetEvaluator(this.tc, vs, [...this.chain, ...self, key], contained ? this.root : vs, pathway, {
       evaluation: this.evaluation,

@@ -11,6 +11,7 @@ import { msg, valueSetText } from '../messages.js';
 import { toOutcomeIssue } from '../issues.js';
 import { codeSystemVersions, resolveCodeSystem } from './resolve.js';
 import type { CodeSystemInfo, Designation, StoredProperty, TermContext } from '../types.js';
+import { StatusReport, valueSetPublication } from './status.js';
 import { VERSION_RULE_PARAMETER, checkViolation, effectiveVersion, NO_VERSION_RULES } from '../versions.js';
 
 /**
@@ -51,6 +52,12 @@ interface Used {
   valueSets: Set<string>;
   /** Version parameters that decided the version of an include: `url|version` → parameter name. */
   versionRules: Map<string, string>;
+  /** The status of the code systems and value sets used (docs/terminology.md#status-of-the-resources-used). */
+  statuses: StatusReport;
+}
+
+function newUsed(): Used {
+  return { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map(), statuses: new StatusReport() };
 }
 
 /** Without `count`, larger expansions are refused rather than built (use paging). */
@@ -73,7 +80,8 @@ interface Group {
 /** Expands `vs` (a page of it) into a ValueSet with `expansion`. */
 export async function expandValueSet(tc: TermContext, vs: ValueSet, request: ExpandRequest): Promise<ValueSet> {
   let req = request;
-  const used: Used = { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map() };
+  const used = newUsed();
+  used.statuses.valueSet(vs, 'self');
   let groups: Group[];
   try {
     groups = await members(tc, new ValueSetEvaluator(tc, vs), req, used);
@@ -107,6 +115,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
     ...[...used.codeSystems].map((v) => ({ name: 'used-codesystem', valueUri: v })),
     ...[...used.valueSets].map((v) => ({ name: 'used-valueset', valueUri: v })),
     ...supplements.map((s) => ({ name: 'used-supplement', valueUri: s.version ? `${s.url}|${s.version}` : s.url })),
+    ...used.statuses.parameters(),
   ];
   const expansion: NonNullable<ValueSet['expansion']> = {
     identifier: `urn:uuid:${randomUUID()}`,
@@ -125,10 +134,18 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
     }))];
   }
   // The definition (compose) is not repeated: the expansion is the answer, and the compose may
-  // name contained or request-supplied value sets the client cannot resolve anyway.
+  // name contained or request-supplied value sets the client cannot resolve anyway. Its
+  // descriptive elements and extensions come back only with includeDefinition
+  // (docs/terminology.md#expand).
   const { meta: _meta, text: _text, expansion: _old, compose: _compose, ...rest } = vs;
+  if (!req.includeDefinition) {
+    for (const k of DEFINITION_ELEMENTS) delete (rest as Record<string, unknown>)[k];
+  }
   return { ...rest, expansion };
 }
+
+/** Elements of the value set's definition an expansion leaves out unless `includeDefinition` is true. */
+const DEFINITION_ELEMENTS = ['extension', 'purpose', 'description', 'contact', 'copyright', 'publisher'];
 
 /** The groups without their abstract (notSelectable) concepts. */
 async function selectable(tc: TermContext, groups: Group[]): Promise<Group[]> {
@@ -168,7 +185,9 @@ async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandReques
   for (const [i, exc] of (vs.compose.exclude ?? []).entries()) {
     if (result.length === 0) break;
     const noText = { ...req, filter: undefined };
-    result = subtract(result, await includeGroups(tc, ev, exc, `ValueSet.compose.exclude[${i}]`, noText, false, { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map() }));
+    const excluded = newUsed();
+    result = subtract(result, await includeGroups(tc, ev, exc, `ValueSet.compose.exclude[${i}]`, noText, false, excluded));
+    used.statuses.merge(excluded.statuses);
   }
   return result;
 }
@@ -181,12 +200,13 @@ async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandReques
 async function nestedMembers(tc: TermContext, child: ValueSetEvaluator, req: ExpandRequest, used: Used): Promise<Group[]> {
   const purpose = req.filter === undefined ? 'expand' : `expand filter ${req.filter}`;
   const answer = await child.evaluation.once(child.identity, purpose, async () => {
-    const own: Used = { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map() };
+    const own = newUsed();
     return { groups: await members(tc, child, req, own), used: own };
   });
   for (const v of answer.used.codeSystems) used.codeSystems.add(v);
   for (const v of answer.used.valueSets) used.valueSets.add(v);
   for (const [k, v] of answer.used.versionRules) used.versionRules.set(k, v);
+  used.statuses.merge(answer.used.statuses);
   return answer.groups;
 }
 
@@ -203,6 +223,7 @@ async function includeGroups(
   for (const ref of inc.valueSet ?? []) {
     const child = await ev.nested(ref);
     if (!ref.startsWith('#') && child.vs.url) used.valueSets.add(child.vs.version ? `${child.vs.url}|${child.vs.version}` : child.vs.url);
+    used.statuses.valueSet(child.vs, valueSetPublication(ev.vs));
     const groups = await nestedMembers(tc, child, req, used);
     nested = nested === undefined ? groups : intersect(nested, groups);
   }
@@ -226,6 +247,7 @@ async function includeGroups(
   // nothing can say whether they exist or what they display (docs/terminology.md#expand).
   if (!cs) throw expansionError('not-found', 'not-found', 'UNKNOWN_CODESYSTEM_EXP', msg.cannotExpand(pinned.system));
   used.codeSystems.add(cs.version ? `${cs.url}|${cs.version}` : cs.url);
+  used.statuses.codeSystem(cs, valueSetPublication(ev.vs));
   const allowed = nested ? nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []) : undefined;
   const ids = await providerFor(tc, cs).enumerate({ include: inc, path, activeOnly, text: req.filter }, allowed);
   return [{ system: cs.url, cs, ids }];

@@ -56,6 +56,8 @@ export interface CodingOutcome {
   normalizedCode?: string;
   unknownSystem?: string;
   causedByUnknownSystem?: string;
+  /** The code system version the coding was evaluated at (for the status of the resources used). */
+  cs?: CodeSystemInfo;
 }
 
 const ABSOLUTE = /^[A-Za-z][A-Za-z0-9+.-]*:/;
@@ -169,7 +171,7 @@ async function validateGroup(
   return checks.map((c, i) => {
     const { cs, issues, causedBy, includeUnresolved } = plans[i];
     const concept = conceptOf(i);
-    const out: CodingOutcome = { member: members.has(c.input.code), issues: [...issues], code: c.input.code, system, version: cs.version };
+    const out: CodingOutcome = { member: members.has(c.input.code), issues: [...issues], code: c.input.code, system, version: cs.version, cs };
     if (causedBy) out.causedByUnknownSystem = causedBy;
     // An include whose version is unknown cannot be evaluated: that is the finding, not "not in the value set".
     const reportNotInVs = () => {
@@ -185,6 +187,8 @@ async function validateGroup(
           id: fragment ? 'Unknown_Code_in_Fragment' : cs.version ? 'Unknown_Code_in_Version' : 'Unknown_Code_in',
           text: fragment ? msg.unknownCodeInFragment(c.input.code, cs.url, cs.version) : msg.unknownCode(c.input.code, cs.url, cs.version),
           expression: at(c, 'code'),
+          // A warning that does not make the code invalid: not part of `message`.
+          ...(fragment ? { inMessage: false } : {}),
         });
         // A fragment does not list every code: an unknown one stays valid where the whole
         // system is admitted (docs/terminology.md#valueset-validate-code).
