@@ -123,14 +123,15 @@ for (const driver of drivers) {
       assert.deepEqual(designations.find((d) => d.value === 'Einz'), { extension: [{ url: STANDARDS_STATUS, valueCode: 'withdrawn' }], language: 'de', value: 'Einz' });
     });
 
-    test('a ValueSet valueset-supplement extension applies the supplement; an unknown one is a 404', async () => {
+    test('a ValueSet valueset-supplement extension applies the supplement; an unknown one is a 400', async () => {
       const ext = (url: string) => ({ extension: [{ url: 'http://hl7.org/fhir/StructureDefinition/valueset-supplement', valueCanonical: url }] });
       const res = await expand(vs('s', { include: [{ system: CS, concept: [{ code: 'one' }] }] }, ext(`${SUP}|0.1.0`)), [{ name: 'includeDesignations', valueBoolean: true }]);
       assert.equal(res.status, 200, res.text);
       assert.ok(res.body.expansion?.contains?.[0].designation?.some((d) => d.language === 'nl' && d.value === 'Een'), res.text);
       assert.deepEqual(res.body.expansion?.parameter?.find((p) => p.name === 'used-supplement'), { name: 'used-supplement', valueUri: `${SUP}|0.1.0` });
       const missing = await expand(vs('s2', { include: [{ system: CS }] }, ext('http://example.org/fhir/CodeSystem/nope')));
-      assert.equal(missing.status, 404, missing.text);
+      assert.equal(missing.status, 400, missing.text);
+      assert.equal(missing.body.issue?.[0].code, 'not-found');
       assert.equal(issueText(missing.body), 'Required supplement not found: http://example.org/fhir/CodeSystem/nope');
     });
 
@@ -192,10 +193,28 @@ for (const driver of drivers) {
       }
     });
 
-    test('a pinned import that is not found names the version', async () => {
+    test('a pinned import that is not found names the version: a not-found 400 for $expand, result false for $validate-code', async () => {
       const res = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/rules-import-pinned');
       assert.equal(res.status, 400, res.text);
+      assert.equal(res.body.issue?.[0].code, 'not-found');
+      assert.equal(res.body.issue?.[0].details?.coding?.[0].code, 'not-found');
       assert.equal(ooText(res.body), "Unable to find included value set 'http://example.org/fhir/ValueSet/rules-all' version '9.9.9'");
+      const val = await validate('http://example.org/fhir/ValueSet/rules-import-pinned', CS, 'one');
+      assert.equal(val.status, 200, val.text);
+      assert.equal(out(val.body, 'result'), false);
+      assert.equal(out(val.body, 'message'), "A definition for the value Set 'http://example.org/fhir/ValueSet/rules-all|9.9.9' could not be found");
+    });
+
+    test('default-valueset-version pinning an import to a version that does not exist names that version', async () => {
+      const importer = vs('pin-import', { include: [{ valueSet: ['http://example.org/fhir/ValueSet/rules-all'] }] });
+      const pin = [{ name: 'default-valueset-version', valueCanonical: 'http://example.org/fhir/ValueSet/rules-all|3.0.0' }];
+      const res = await expand(importer, pin);
+      assert.equal(res.status, 400, res.text);
+      assert.equal(res.body.issue?.[0].code, 'not-found');
+      assert.equal(issueText(res.body), "Unable to find included value set 'http://example.org/fhir/ValueSet/rules-all' version '3.0.0'");
+      const val = await post('/ValueSet/$validate-code', [{ name: 'valueSet', resource: importer }, { name: 'system', valueUri: CS }, { name: 'code', valueCode: 'one' }, ...pin]);
+      assert.equal(out(val.body, 'result'), false, val.text);
+      assert.equal(out(val.body, 'message'), "A definition for the value Set 'http://example.org/fhir/ValueSet/rules-all|3.0.0' could not be found");
     });
 
     test('a regex PostgreSQL refuses is a 400 naming the pattern as given, at the filter', async () => {
@@ -241,12 +260,13 @@ for (const driver of drivers) {
       assert.equal(contains?.[0].abstract, true);
     });
 
-    test('an unknown code in a fragment is a warning and stays valid where the whole system is admitted', async () => {
+    test('an unknown code in a fragment is a warning (not in message) and stays valid where the whole system is admitted', async () => {
       const text = `Unknown Code 'zz' in the CodeSystem '${FRAG}' version '1' - note that the code system is labeled as a fragment, so the code may be valid in some other fragment`;
       const cs = await post('/CodeSystem/$validate-code', [{ name: 'url', valueUri: FRAG }, { name: 'code', valueCode: 'zz' }]);
       assert.equal(out(cs.body, 'result'), true, cs.text);
-      assert.equal(out(cs.body, 'message'), text);
+      assert.equal(out(cs.body, 'message'), undefined);
       assert.equal(issueOf(cs.body)[0].severity, 'warning');
+      assert.equal(issueOf(cs.body)[0].details?.text, text);
       const all = await validate('http://example.org/fhir/ValueSet/rules-fragment-all', FRAG, 'zz');
       assert.equal(out(all.body, 'result'), true, all.text);
       const listed = await validate('http://example.org/fhir/ValueSet/rules-fragment-listed', FRAG, 'zz');

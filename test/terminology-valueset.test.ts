@@ -269,6 +269,8 @@ for (const driver of drivers) {
       const A = 'http://example.org/fhir/ValueSet/cycle-a|1';
       const B = 'http://example.org/fhir/ValueSet/cycle-b|1';
       assert.equal(ooText(res.body), `Found a circularity pointing to ${A} processing ValueSet with pathway [${A}, ${B}]`);
+      assert.equal(res.body.issue?.[0].code, 'processing');
+      assert.equal(res.body.issue?.[0].details?.coding?.[0].code, 'vs-invalid');
       const exp = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/cycle-b');
       assert.equal(exp.status, 400, exp.text);
       assert.equal(ooText(exp.body), `Found a circularity pointing to ${B} processing ValueSet with pathway [${B}, ${A}]`);

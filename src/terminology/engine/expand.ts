@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ValueSet, ValueSetComposeInclude, ValueSetComposeIncludeConcept, ValueSetExpansionContains, ValueSetExpansionParameter } from '@medplum/fhirtypes';
 import { EXTENSION_PROPERTY_URIS, designationExtensions, extensionRows, isExtensionProperty } from '../providers/concept-extensions.js';
-import { FhirError, badRequest, issue } from '../../fhir/outcome.js';
+import { FhirError, issue } from '../../fhir/outcome.js';
 import { UnknownValueSetError, ValueSetEvaluator, flatten, includeSystem } from './compose.js';
 import { filterWords } from '../providers/filters.js';
 import { supplementsOf, type CodeSystemProvider } from '../providers/provider.js';
@@ -86,7 +86,10 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
   try {
     groups = await members(tc, new ValueSetEvaluator(tc, vs), req, used);
   } catch (err) {
-    if (err instanceof UnknownValueSetError) throw badRequest(msg.unknownImport(err.url));
+    if (err instanceof UnknownValueSetError) {
+      const pinned = err.url.includes('|');
+      throw expansionError('not-found', 'not-found', pinned ? 'VS_EXP_IMPORT_UNK_PINNED' : 'VS_EXP_IMPORT_UNK', msg.unknownImport(err.url));
+    }
     throw err;
   }
   if (req.excludeNotForUI) groups = await selectable(tc, groups);

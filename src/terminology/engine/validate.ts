@@ -63,7 +63,7 @@ export async function validateInValueSet(tc: TermContext, vs: ValueSet, req: Val
     return single(outcome, statusIssues(target, [outcome]));
   } catch (err) {
     if (err instanceof UnknownValueSetError) {
-      const issues: TxIssue[] = [{ severity: 'error', code: 'not-found', type: 'not-found', id: 'Unable_to_resolve_value_Set_', text: msg.unknownImport(err.url) }];
+      const issues: TxIssue[] = [{ severity: 'error', code: 'not-found', type: 'not-found', id: 'Unable_to_resolve_value_Set_', text: msg.unknownValueSet(err.url) }];
       return { result: false, message: messageOf(issues), codeableConcept: req.codeableConcept, issues: txIssueOutcome(issues) };
     }
     throw err;
