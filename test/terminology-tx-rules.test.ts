@@ -260,6 +260,24 @@ for (const driver of drivers) {
       assert.equal(contains?.[0].abstract, true);
     });
 
+    test('abstract=false refuses a notSelectable concept (declared by URI) with the abstract and the not-in-value-set errors', async () => {
+      const nsAll = vs('ns-all', { include: [{ system: NS }] });
+      const check = (code: string, abstract: boolean) =>
+        post('/ValueSet/$validate-code', [{ name: 'valueSet', resource: nsAll }, { name: 'system', valueUri: NS }, { name: 'code', valueCode: code }, { name: 'abstract', valueBoolean: abstract }]);
+      const refused = await check('group', false);
+      assert.equal(out(refused.body, 'result'), false, refused.text);
+      const issues = issueOf(refused.body);
+      assert.deepEqual(
+        issues.map((i) => [i.severity, i.code, i.details?.coding?.[0].code, i.details?.text, i.expression?.[0]]),
+        [
+          ['error', 'business-rule', 'code-rule', `Code '${NS}#group' is abstract, and not allowed in this context`, 'code'],
+          ['error', 'code-invalid', 'not-in-vs', `The provided code '${NS}#group' was not found in the value set 'http://example.org/fhir/ValueSet/ns-all|1'`, 'code'],
+        ],
+      );
+      assert.equal(out((await check('group', true)).body, 'result'), true);
+      assert.equal(out((await check('leaf', false)).body, 'result'), true);
+    });
+
     test('an unknown code in a fragment is a warning (not in message) and stays valid where the whole system is admitted', async () => {
       const text = `Unknown Code 'zz' in the CodeSystem '${FRAG}' version '1' - note that the code system is labeled as a fragment, so the code may be valid in some other fragment`;
       const cs = await post('/CodeSystem/$validate-code', [{ name: 'url', valueUri: FRAG }, { name: 'code', valueCode: 'zz' }]);

@@ -68,7 +68,7 @@ export const msg = {
   deprecatedInValueSet: (code: string, system: string, vs: string, status: string) =>
     `The presence of the concept '${code}' in the system '${system}' in the value set ${vs} is marked with a status of ${status} and its use should be reviewed`,
   notActive: (code: string) => `The concept '${code}' is valid but is not active`,
-  abstractNotAllowed: (coding: string) => `The code '${coding}' is abstract, and not allowed in this context`,
+  abstractNotAllowed: (coding: string) => `Code '${coding}' is abstract, and not allowed in this context`,
   wrongDisplay: (display: string, system: string, code: string, choices: string, languages: string) =>
     `Wrong Display Name '${display}' for ${system}#${code}. Valid display is ${choices} (for the language(s) '${languages}')`,
   wrongWhitespace: (display: string, system: string, code: string, choices: string, languages: string) =>

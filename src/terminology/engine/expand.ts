@@ -102,10 +102,10 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
   }
   if (tooCostly) req = { ...req, count: MAX_UNPAGED_EXPANSION, excludeNested: true };
   const declared = new Map<string, string | undefined>();
-  // Nested only when the whole expansion is returned and the value set selects by system or
-  // filter (an enumeration stays flat).
-  const nest =
-    !req.excludeNested && req.offset === 0 && (req.count === undefined || req.count >= total) && !(vs.compose?.include ?? []).some((inc) => inc.concept);
+  // Nested only when the whole expansion is returned and the value set selects whole systems or
+  // by one filter: an enumeration, an import and a combination of filters stay flat
+  // (docs/terminology.md#expand).
+  const nest = !req.excludeNested && req.offset === 0 && (req.count === undefined || req.count >= total) && !flatDefinition(vs);
   // Concepts the value set lists: their display, designations and extensions apply.
   const listed = new Map<string, ValueSetComposeIncludeConcept>();
   for (const inc of vs.compose?.include ?? []) for (const c of inc.concept ?? []) if (inc.system && c.code) listed.set(`${includeSystem(inc).system}\u0000${c.code}`, c);
@@ -149,6 +149,12 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
 
 /** Elements of the value set's definition an expansion leaves out unless `includeDefinition` is true. */
 const DEFINITION_ELEMENTS = ['extension', 'purpose', 'description', 'contact', 'copyright', 'publisher'];
+
+/** A definition whose expansion is flat: an include or exclude that lists concepts, imports value sets or combines filters. */
+function flatDefinition(vs: ValueSet): boolean {
+  const flat = (inc: ValueSetComposeInclude) => inc.concept !== undefined || inc.valueSet !== undefined || (inc.filter?.length ?? 0) > 1;
+  return (vs.compose?.include ?? []).some(flat) || (vs.compose?.exclude ?? []).some(flat);
+}
 
 /** The groups without their abstract (notSelectable) concepts. */
 async function selectable(tc: TermContext, groups: Group[]): Promise<Group[]> {
