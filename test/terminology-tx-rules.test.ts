@@ -289,6 +289,12 @@ for (const driver of drivers) {
       assert.equal(out(all.body, 'result'), true, all.text);
       const listed = await validate('http://example.org/fhir/ValueSet/rules-fragment-listed', FRAG, 'zz');
       assert.equal(out(listed.body, 'result'), false, listed.text);
+      // an expansion drawing on a fragment is not closed
+      const expanded = await server.fhir<Answer>('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/rules-fragment-all');
+      assert.equal(expanded.status, 200, expanded.text);
+      assert.deepEqual(expanded.body.expansion?.extension, [{ url: 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed', valueBoolean: true }]);
+      const closed = await server.fhir<Answer>('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/rules-all');
+      assert.equal(closed.body.expansion?.extension, undefined);
     });
 
     test('a concept listed as deprecated in the value set validates with a warning', async () => {

@@ -54,11 +54,15 @@ interface Used {
   versionRules: Map<string, string>;
   /** The status of the code systems and value sets used (docs/terminology.md#status-of-the-resources-used). */
   statuses: StatusReport;
+  /** A code system that holds only part of its codes (a fragment) contributed: the expansion is not closed. */
+  unclosed: boolean;
 }
 
 function newUsed(): Used {
-  return { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map(), statuses: new StatusReport() };
+  return { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map(), statuses: new StatusReport(), unclosed: false };
 }
+
+const UNCLOSED_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed';
 
 /** Without `count`, larger expansions are refused rather than built (use paging). */
 export const MAX_UNPAGED_EXPANSION = 1000;
@@ -130,6 +134,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
     ...(contains.length > 0 ? { contains } : {}),
   };
   if (tooCostly) expansion.extension = [{ url: TOO_COSTLY_EXTENSION, valueBoolean: true }];
+  if (used.unclosed) expansion.extension = [...(expansion.extension ?? []), { url: UNCLOSED_EXTENSION, valueBoolean: true }];
   if (declared.size > 0) {
     expansion.extension = [...(expansion.extension ?? []), ...[...declared].map(([code, uri]) => ({
       url: EXT_EXPANSION_PROPERTY,
@@ -216,6 +221,7 @@ async function nestedMembers(tc: TermContext, child: ValueSetEvaluator, req: Exp
   for (const v of answer.used.valueSets) used.valueSets.add(v);
   for (const [k, v] of answer.used.versionRules) used.versionRules.set(k, v);
   used.statuses.merge(answer.used.statuses);
+  if (answer.used.unclosed) used.unclosed = true;
   return answer.groups;
 }
 
@@ -257,6 +263,7 @@ async function includeGroups(
   if (!cs) throw expansionError('not-found', 'not-found', 'UNKNOWN_CODESYSTEM_EXP', msg.cannotExpand(pinned.system));
   used.codeSystems.add(cs.version ? `${cs.url}|${cs.version}` : cs.url);
   used.statuses.codeSystem(cs, valueSetPublication(ev.vs));
+  if (cs.content === 'fragment') used.unclosed = true;
   const allowed = nested ? nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []) : undefined;
   const ids = await providerFor(tc, cs).enumerate({ include: inc, path, activeOnly, text: req.filter }, allowed);
   return [{ system: cs.url, cs, ids }];
