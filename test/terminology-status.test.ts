@@ -38,7 +38,12 @@ const vs = (id: string, include: ValueSet['compose'], extra: Partial<ValueSet> =
 const DEPRECATED = cs('deprecated', { extension: [{ url: STANDARDS_STATUS, valueCode: 'deprecated' }] });
 const DRAFT = cs('draft', { status: 'draft' });
 const EXPERIMENTAL = cs('experimental', { experimental: true });
-const PLAIN = cs('plain', {});
+const PLAIN = cs('plain', {
+  concept: [
+    { code: 'a', display: 'A' },
+    { code: 'old', display: 'Old', extension: [{ url: STANDARDS_STATUS, valueCode: 'deprecated' }] },
+  ],
+});
 const WITHDRAWN_VS = vs('withdrawn', { include: [{ system: PLAIN.url }] }, { status: 'retired', extension: [{ url: STANDARDS_STATUS, valueCode: 'withdrawn' }] });
 const RETIRED_VS = vs('retired', { include: [{ system: PLAIN.url }] }, { status: 'retired' });
 
@@ -104,6 +109,22 @@ for (const driver of drivers) {
       const importer = await validate(vs('imports-retired', { include: [{ valueSet: [RETIRED_VS.url as string] }] }), PLAIN.url as string);
       assert.equal(out(importer.body, 'result'), true, importer.text);
       assert.deepEqual(statusIssues(importer.body), [statusIssue('MSG_RETIRED', `Reference to retired ValueSet ${RETIRED_VS.url}|2.0`)]);
+    });
+
+    test('a deprecated concept is valid with the DEPRECATED_CONCEPT_FOUND warning and the status output', async () => {
+      const res = await post('/ValueSet/$validate-code', [{ name: 'valueSet', resource: vs('plain-all', { include: [{ system: PLAIN.url }] }) }, { name: 'coding', valueCoding: { system: PLAIN.url, code: 'old' } }]);
+      assert.equal(out(res.body, 'result'), true, res.text);
+      assert.equal(out(res.body, 'status'), 'deprecated');
+      assert.equal(out(res.body, 'inactive'), undefined);
+      assert.equal(out(res.body, 'message'), "The concept 'old' is deprecated and its use should be reviewed");
+      const [issue] = (out(res.body, 'issues') as OperationOutcome).issue ?? [];
+      assert.deepEqual(issue, {
+        extension: [{ url: 'http://hl7.org/fhir/StructureDefinition/operationoutcome-message-id', valueString: 'DEPRECATED_CONCEPT_FOUND' }],
+        severity: 'warning',
+        code: 'business-rule',
+        details: { coding: [{ system: 'http://hl7.org/fhir/tools/CodeSystem/tx-issue-type', code: 'code-comment' }], text: "The concept 'old' is deprecated and its use should be reviewed" },
+        expression: ['Coding'],
+      });
     });
 
     test('CodeSystem/$validate-code: the code system is used by an active value set', async () => {

@@ -63,6 +63,8 @@ export const msg = {
   localSystem: () => 'Coding.system must be an absolute reference, not a local reference',
   noSystem: () => 'Coding has no system. A code with no system has no defined meaning, and it cannot be validated. A system should be provided',
   inactiveConcept: (code: string, status: string) => `The concept '${code}' has a status of ${status} and its use should be reviewed`,
+  /** A concept that is deprecated but still active. */
+  deprecatedConcept: (code: string) => `The concept '${code}' is deprecated and its use should be reviewed`,
   /** A display that matches only an inactive (withdrawn / deprecated) designation. */
   inactiveDisplay: (display: string, code: string, status: string) => `'${display}' is no longer considered a correct display for code '${code}' (status = ${status})`,
   deprecatedInValueSet: (code: string, system: string, vs: string, status: string) =>

@@ -341,7 +341,15 @@ function conceptIssues(
   } else if (concept.status === 'deprecated' || concept.status === 'withdrawn') {
     // Still active, but its use should be reviewed (docs/terminology.md#valueset-validate-code).
     out.status = concept.status;
-    out.issues.push({ severity: 'warning', code: 'business-rule', type: 'code-comment', id: 'INACTIVE_CONCEPT_FOUND', text: msg.inactiveConcept(c.input.code, concept.status), expression: c.whole });
+    const deprecated = concept.status === 'deprecated';
+    out.issues.push({
+      severity: 'warning',
+      code: 'business-rule',
+      type: 'code-comment',
+      id: deprecated ? 'DEPRECATED_CONCEPT_FOUND' : 'INACTIVE_CONCEPT_FOUND',
+      text: deprecated ? msg.deprecatedConcept(c.input.code) : msg.inactiveConcept(c.input.code, concept.status),
+      expression: c.whole,
+    });
   }
   if (!o.abstractAllowed && concept.abstract && out.member) {
     out.member = false;
