@@ -168,6 +168,7 @@ describe('propertyKinds', () => {
   test('subsumedBy and subsumes (the HL7 terminology\'s hierarchy properties) are parent and child', () => {
     assert.equal(conventional('subsumedBy'), 'parent');
     assert.equal(conventional('subsumes'), 'child');
+    assert.equal(propertyKinds([{ code: 'broader', uri: `${CONCEPT_PROPERTIES}#subsumedBy`, type: 'code' }])('broader'), 'parent');
     // a code with two parents stated by subsumedBy, declared without a URI
     const cs = codeSystem(
       [{ code: 'C', property: [{ code: 'subsumedBy', valueCode: 'A' }, { code: 'subsumedBy', valueCode: 'B' }] }, { code: 'A' }, { code: 'B' }],

@@ -174,7 +174,11 @@ export function propertyKinds(defs: CodeSystemProperty[] | undefined): (code: st
   for (const p of defs ?? []) {
     if (p.code && p.uri?.startsWith(`${CONCEPT_PROPERTIES}#`)) byCode.set(p.code, p.uri.slice(CONCEPT_PROPERTIES.length + 1));
   }
-  return (code) => (code === undefined ? undefined : (byCode.get(code) ?? CONVENTIONAL_KINDS[code] ?? code));
+  return (code) => {
+    if (code === undefined) return undefined;
+    const meaning = byCode.get(code) ?? code;
+    return CONVENTIONAL_KINDS[meaning] ?? meaning;
+  };
 }
 
 /**
