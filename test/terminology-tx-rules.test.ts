@@ -278,6 +278,27 @@ for (const driver of drivers) {
       assert.equal(out((await check('leaf', false)).body, 'result'), true);
     });
 
+    test('a value set including two versions of a code system: a member at the version of its include, a non-member at the last one', async () => {
+      const OV = 'http://example.org/fhir/CodeSystem/rules-overload';
+      const v = (version: string, codes: string[]): CodeSystem => ({
+        resourceType: 'CodeSystem', url: OV, version, status: 'active', content: 'complete', concept: codes.map((code) => ({ code, display: `${code} (${version})` })),
+      });
+      const both = vs('overload', { include: [{ system: OV, version: '1.0.0', concept: [{ code: 'a' }] }, { system: OV, version: '2.0.0' }] });
+      const check = (code: string) =>
+        post('/ValueSet/$validate-code', [
+          { name: 'valueSet', resource: both }, { name: 'coding', valueCoding: { system: OV, code } },
+          { name: 'tx-resource', resource: v('1.0.0', ['a']) }, { name: 'tx-resource', resource: v('2.0.0', ['a', 'b']) },
+        ]);
+      const a = await check('a');
+      assert.deepEqual([out(a.body, 'result'), out(a.body, 'version'), out(a.body, 'display')], [true, '1.0.0', 'a (1.0.0)'], a.text);
+      const b = await check('b');
+      assert.deepEqual([out(b.body, 'result'), out(b.body, 'version'), out(b.body, 'display')], [true, '2.0.0', 'b (2.0.0)'], b.text);
+      const zz = await check('zz');
+      assert.equal(out(zz.body, 'result'), false, zz.text);
+      assert.equal(out(zz.body, 'version'), '2.0.0');
+      assert.ok(issueOf(zz.body).some((i) => i.details?.text === `Unknown code 'zz' in the CodeSystem '${OV}' version '2.0.0'`), zz.text);
+    });
+
     test('an unknown code in a fragment is a warning (not in message) and stays valid where the whole system is admitted', async () => {
       const text = `Unknown Code 'zz' in the CodeSystem '${FRAG}' version '1' - note that the code system is labeled as a fragment, so the code may be valid in some other fragment`;
       const cs = await post('/CodeSystem/$validate-code', [{ name: 'url', valueUri: FRAG }, { name: 'code', valueCode: 'zz' }]);

@@ -135,7 +135,9 @@ async function validateGroup(
     plans = [];
     for (const c of checks) {
       const hit = hits.get(c.input.code);
-      plans.push(await versionPlan(tc, system, requested, requestedCs, hit?.version ?? includes[0], hit?.cs, latest, c, at));
+      // A member: the include that admits it; otherwise the last include of its system (every
+      // include was looked in, in order, and the last one is where the search ended).
+      plans.push(await versionPlan(tc, system, requested, requestedCs, hit?.version ?? includes[includes.length - 1], hit?.cs, latest, c, at));
     }
   } else {
     const rules = tc.versionRules ?? NO_VERSION_RULES;
@@ -228,7 +230,7 @@ interface VersionPlan {
 
 /**
  * The version rules of docs/terminology.md#version-parameters for one coding against the include
- * that admits it (or the first include of its system): the include's effective version wins over
+ * that admits it (or, for a code no include admits, the last include of its system): the include's effective version wins over
  * the coding's, and a difference is an error; a versionless include takes the coding's version
  * when it exists (else the newest, with a warning); the version used must pass
  * `check-system-version`.
