@@ -293,6 +293,22 @@ for (const driver of drivers) {
       assert.deepEqual([out(a.body, 'result'), out(a.body, 'version'), out(a.body, 'display')], [true, '1.0.0', 'a (1.0.0)'], a.text);
       const b = await check('b');
       assert.deepEqual([out(b.body, 'result'), out(b.body, 'version'), out(b.body, 'display')], [true, '2.0.0', 'b (2.0.0)'], b.text);
+      // imported value sets that draw on the two versions: each code once, from the first version, without `version`
+      const v1 = vs('overload-v1', { include: [{ system: OV, version: '1.0.0' }] });
+      const v2 = vs('overload-v2', { include: [{ system: OV, version: '2.0.0' }] });
+      const importer = vs('overload-import', { include: [{ valueSet: [v1.url as string] }, { valueSet: [v2.url as string] }] });
+      const expanded = await expand(importer, [
+        { name: 'tx-resource', resource: v('1.0.0', ['a']) }, { name: 'tx-resource', resource: v('2.0.0', ['a', 'b']) },
+        { name: 'tx-resource', resource: v1 }, { name: 'tx-resource', resource: v2 },
+      ]);
+      assert.equal(expanded.status, 200, expanded.text);
+      assert.equal(expanded.body.expansion?.total, 2);
+      assert.deepEqual(expanded.body.expansion?.contains?.map((c) => [c.code, c.version, c.display]), [['a', undefined, 'a (1.0.0)'], ['b', undefined, 'b (2.0.0)']]);
+      const direct = await expand(vs('overload-direct', { include: [{ system: OV, version: '1.0.0' }, { system: OV, version: '2.0.0' }] }), [
+        { name: 'tx-resource', resource: v('1.0.0', ['a']) }, { name: 'tx-resource', resource: v('2.0.0', ['a', 'b']) },
+      ]);
+      assert.equal(direct.body.expansion?.total, 3);
+      assert.deepEqual(direct.body.expansion?.contains?.map((c) => `${c.code}|${c.version}`), ['a|1.0.0', 'a|2.0.0', 'b|2.0.0']);
       const zz = await check('zz');
       assert.equal(out(zz.body, 'result'), false, zz.text);
       assert.equal(out(zz.body, 'version'), '2.0.0');

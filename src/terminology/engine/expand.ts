@@ -97,6 +97,8 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
     throw err;
   }
   if (req.excludeNotForUI) groups = await selectable(tc, groups);
+  const withVersion = versionedSystems(vs);
+  groups = await oneVersionPerCode(tc, groups, withVersion);
   const total = groups.reduce((n, g) => n + (g.ids?.length ?? g.listed?.length ?? 0), 0);
   // Without `count`, an expansion larger than the limit is refused, or cut to the limit with
   // `limitedExpansion` (and marked as incomplete): docs/terminology.md#expand.
@@ -113,7 +115,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
   // Concepts the value set lists: their display, designations and extensions apply.
   const listed = new Map<string, ValueSetComposeIncludeConcept>();
   for (const inc of vs.compose?.include ?? []) for (const c of inc.concept ?? []) if (inc.system && c.code) listed.set(`${includeSystem(inc).system}\u0000${c.code}`, c);
-  const contains = await page(tc, groups, req.offset, req.count ?? total, { req, declared, listed, withVersion: severalVersions(vs, groups) }, nest);
+  const contains = await page(tc, groups, req.offset, req.count ?? total, { req, declared, listed, withVersion }, nest);
   const supplements = [...new Set(groups.flatMap((g) => (g.cs ? supplementsOf(tc, g.cs) : [])))];
   const parameter: ValueSetExpansionParameter[] = [
     ...req.echo,
@@ -329,20 +331,44 @@ function subtract(a: Group[], b: Group[]): Group[] {
 }
 
 /**
- * Systems whose `contains` entries name their version: the value set includes the system at
- * several versions (its includes state different ones), or the expansion holds several.
+ * Systems whose `contains` entries name their version: the value set's own includes and excludes
+ * state different versions of the system (docs/terminology.md#expand).
  */
-function severalVersions(vs: ValueSet, groups: Group[]): Set<string> {
+function versionedSystems(vs: ValueSet): Set<string> {
   const versions = new Map<string, Set<string | undefined>>();
   const add = (system: string, version: string | undefined) => versions.set(system, (versions.get(system) ?? new Set()).add(version));
-  for (const inc of vs.compose?.include ?? []) {
+  for (const inc of [...(vs.compose?.include ?? []), ...(vs.compose?.exclude ?? [])]) {
     const { system, version } = includeSystem(inc);
     if (system) add(system, version);
   }
-  const out = new Set([...versions].filter(([, v]) => v.size > 1).map(([system]) => system));
+  return new Set([...versions].filter(([, v]) => v.size > 1).map(([system]) => system));
+}
+
+/**
+ * An expansion whose entries do not name their version (the value set itself does not state
+ * several versions of the system, e.g. it imports value sets that do) holds each code of a
+ * system once: the first version that has it, in document order (docs/terminology.md#expand).
+ */
+async function oneVersionPerCode(tc: TermContext, groups: Group[], withVersion: Set<string>): Promise<Group[]> {
   const keys = new Map<string, Set<number>>();
   for (const g of groups) if (g.cs) keys.set(g.system, (keys.get(g.system) ?? new Set()).add(g.cs.key));
-  for (const [system, k] of keys) if (k.size > 1) out.add(system);
+  const several = new Set([...keys].filter(([system, k]) => k.size > 1 && !withVersion.has(system)).map(([system]) => system));
+  if (several.size === 0) return groups;
+  const seen = new Map<string, Set<string>>();
+  const out: Group[] = [];
+  for (const g of groups) {
+    if (!g.cs || !g.ids || !several.has(g.system)) {
+      out.push(g);
+      continue;
+    }
+    const codes = seen.get(g.system);
+    const concepts = await providerFor(tc, g.cs).conceptsByIds(g.ids);
+    const keep = codes ? concepts.filter((c) => !codes.has(c.code)) : concepts;
+    const mine = codes ?? new Set<string>();
+    for (const c of keep) mine.add(c.code);
+    seen.set(g.system, mine);
+    out.push(codes ? { ...g, ids: keep.map((c) => c.id) } : g);
+  }
   return out;
 }
 
