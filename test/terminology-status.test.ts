@@ -42,6 +42,7 @@ const PLAIN = cs('plain', {
   concept: [
     { code: 'a', display: 'A' },
     { code: 'old', display: 'Old', extension: [{ url: STANDARDS_STATUS, valueCode: 'deprecated' }] },
+    { code: 'gone', display: 'Gone', property: [{ code: 'inactive', valueBoolean: true }] },
   ],
 });
 const WITHDRAWN_VS = vs('withdrawn', { include: [{ system: PLAIN.url }] }, { status: 'retired', extension: [{ url: STANDARDS_STATUS, valueCode: 'withdrawn' }] });
@@ -125,6 +126,20 @@ for (const driver of drivers) {
         details: { coding: [{ system: 'http://hl7.org/fhir/tools/CodeSystem/tx-issue-type', code: 'code-comment' }], text: "The concept 'old' is deprecated and its use should be reviewed" },
         expression: ['Coding'],
       });
+    });
+
+    test('$expand: an inactive concept says why in its status property (inactive when it states no status)', async () => {
+      const res = await expand(vs('plain-expand', { include: [{ system: PLAIN.url }] }));
+      assert.equal(res.status, 200, res.text);
+      const statusOf = (code: string) =>
+        res.body.expansion?.contains
+          ?.find((c) => c.code === code)
+          ?.extension?.find((e) => e.url === 'http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.contains.property')
+          ?.extension?.find((e) => e.url === 'value')?.valueCode;
+      assert.equal(statusOf('gone'), 'inactive');
+      assert.equal(res.body.expansion?.contains?.find((c) => c.code === 'gone')?.inactive, true);
+      assert.equal(statusOf('old'), 'deprecated');
+      assert.equal(statusOf('a'), undefined);
     });
 
     test('CodeSystem/$validate-code: the code system is used by an active value set', async () => {
