@@ -123,14 +123,15 @@ for (const driver of drivers) {
       assert.deepEqual(designations.find((d) => d.value === 'Einz'), { extension: [{ url: STANDARDS_STATUS, valueCode: 'withdrawn' }], language: 'de', value: 'Einz' });
     });
 
-    test('a ValueSet valueset-supplement extension applies the supplement; an unknown one is a 404', async () => {
+    test('a ValueSet valueset-supplement extension applies the supplement; an unknown one is a 400', async () => {
       const ext = (url: string) => ({ extension: [{ url: 'http://hl7.org/fhir/StructureDefinition/valueset-supplement', valueCanonical: url }] });
       const res = await expand(vs('s', { include: [{ system: CS, concept: [{ code: 'one' }] }] }, ext(`${SUP}|0.1.0`)), [{ name: 'includeDesignations', valueBoolean: true }]);
       assert.equal(res.status, 200, res.text);
       assert.ok(res.body.expansion?.contains?.[0].designation?.some((d) => d.language === 'nl' && d.value === 'Een'), res.text);
       assert.deepEqual(res.body.expansion?.parameter?.find((p) => p.name === 'used-supplement'), { name: 'used-supplement', valueUri: `${SUP}|0.1.0` });
       const missing = await expand(vs('s2', { include: [{ system: CS }] }, ext('http://example.org/fhir/CodeSystem/nope')));
-      assert.equal(missing.status, 404, missing.text);
+      assert.equal(missing.status, 400, missing.text);
+      assert.equal(missing.body.issue?.[0].code, 'not-found');
       assert.equal(issueText(missing.body), 'Required supplement not found: http://example.org/fhir/CodeSystem/nope');
     });
 
@@ -192,10 +193,28 @@ for (const driver of drivers) {
       }
     });
 
-    test('a pinned import that is not found names the version', async () => {
+    test('a pinned import that is not found names the version: a not-found 400 for $expand, result false for $validate-code', async () => {
       const res = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/rules-import-pinned');
       assert.equal(res.status, 400, res.text);
+      assert.equal(res.body.issue?.[0].code, 'not-found');
+      assert.equal(res.body.issue?.[0].details?.coding?.[0].code, 'not-found');
       assert.equal(ooText(res.body), "Unable to find included value set 'http://example.org/fhir/ValueSet/rules-all' version '9.9.9'");
+      const val = await validate('http://example.org/fhir/ValueSet/rules-import-pinned', CS, 'one');
+      assert.equal(val.status, 200, val.text);
+      assert.equal(out(val.body, 'result'), false);
+      assert.equal(out(val.body, 'message'), "A definition for the value Set 'http://example.org/fhir/ValueSet/rules-all|9.9.9' could not be found");
+    });
+
+    test('default-valueset-version pinning an import to a version that does not exist names that version', async () => {
+      const importer = vs('pin-import', { include: [{ valueSet: ['http://example.org/fhir/ValueSet/rules-all'] }] });
+      const pin = [{ name: 'default-valueset-version', valueCanonical: 'http://example.org/fhir/ValueSet/rules-all|3.0.0' }];
+      const res = await expand(importer, pin);
+      assert.equal(res.status, 400, res.text);
+      assert.equal(res.body.issue?.[0].code, 'not-found');
+      assert.equal(issueText(res.body), "Unable to find included value set 'http://example.org/fhir/ValueSet/rules-all' version '3.0.0'");
+      const val = await post('/ValueSet/$validate-code', [{ name: 'valueSet', resource: importer }, { name: 'system', valueUri: CS }, { name: 'code', valueCode: 'one' }, ...pin]);
+      assert.equal(out(val.body, 'result'), false, val.text);
+      assert.equal(out(val.body, 'message'), "A definition for the value Set 'http://example.org/fhir/ValueSet/rules-all|3.0.0' could not be found");
     });
 
     test('a regex PostgreSQL refuses is a 400 naming the pattern as given, at the filter', async () => {
@@ -241,16 +260,78 @@ for (const driver of drivers) {
       assert.equal(contains?.[0].abstract, true);
     });
 
-    test('an unknown code in a fragment is a warning and stays valid where the whole system is admitted', async () => {
+    test('abstract=false refuses a notSelectable concept (declared by URI) with the abstract and the not-in-value-set errors', async () => {
+      const nsAll = vs('ns-all', { include: [{ system: NS }] });
+      const check = (code: string, abstract: boolean) =>
+        post('/ValueSet/$validate-code', [{ name: 'valueSet', resource: nsAll }, { name: 'system', valueUri: NS }, { name: 'code', valueCode: code }, { name: 'abstract', valueBoolean: abstract }]);
+      const refused = await check('group', false);
+      assert.equal(out(refused.body, 'result'), false, refused.text);
+      const issues = issueOf(refused.body);
+      assert.deepEqual(
+        issues.map((i) => [i.severity, i.code, i.details?.coding?.[0].code, i.details?.text, i.expression?.[0]]),
+        [
+          ['error', 'business-rule', 'code-rule', `Code '${NS}#group' is abstract, and not allowed in this context`, 'code'],
+          ['error', 'code-invalid', 'not-in-vs', `The provided code '${NS}#group' was not found in the value set 'http://example.org/fhir/ValueSet/ns-all|1'`, 'code'],
+        ],
+      );
+      assert.equal(out((await check('group', true)).body, 'result'), true);
+      assert.equal(out((await check('leaf', false)).body, 'result'), true);
+    });
+
+    test('a value set including two versions of a code system: a member at the version of its include, a non-member at the last one', async () => {
+      const OV = 'http://example.org/fhir/CodeSystem/rules-overload';
+      const v = (version: string, codes: string[]): CodeSystem => ({
+        resourceType: 'CodeSystem', url: OV, version, status: 'active', content: 'complete', concept: codes.map((code) => ({ code, display: `${code} (${version})` })),
+      });
+      const both = vs('overload', { include: [{ system: OV, version: '1.0.0', concept: [{ code: 'a' }] }, { system: OV, version: '2.0.0' }] });
+      const check = (code: string) =>
+        post('/ValueSet/$validate-code', [
+          { name: 'valueSet', resource: both }, { name: 'coding', valueCoding: { system: OV, code } },
+          { name: 'tx-resource', resource: v('1.0.0', ['a']) }, { name: 'tx-resource', resource: v('2.0.0', ['a', 'b']) },
+        ]);
+      const a = await check('a');
+      assert.deepEqual([out(a.body, 'result'), out(a.body, 'version'), out(a.body, 'display')], [true, '1.0.0', 'a (1.0.0)'], a.text);
+      const b = await check('b');
+      assert.deepEqual([out(b.body, 'result'), out(b.body, 'version'), out(b.body, 'display')], [true, '2.0.0', 'b (2.0.0)'], b.text);
+      // imported value sets that draw on the two versions: each code once, from the first version, without `version`
+      const v1 = vs('overload-v1', { include: [{ system: OV, version: '1.0.0' }] });
+      const v2 = vs('overload-v2', { include: [{ system: OV, version: '2.0.0' }] });
+      const importer = vs('overload-import', { include: [{ valueSet: [v1.url as string] }, { valueSet: [v2.url as string] }] });
+      const expanded = await expand(importer, [
+        { name: 'tx-resource', resource: v('1.0.0', ['a']) }, { name: 'tx-resource', resource: v('2.0.0', ['a', 'b']) },
+        { name: 'tx-resource', resource: v1 }, { name: 'tx-resource', resource: v2 },
+      ]);
+      assert.equal(expanded.status, 200, expanded.text);
+      assert.equal(expanded.body.expansion?.total, 2);
+      assert.deepEqual(expanded.body.expansion?.contains?.map((c) => [c.code, c.version, c.display]), [['a', undefined, 'a (1.0.0)'], ['b', undefined, 'b (2.0.0)']]);
+      const direct = await expand(vs('overload-direct', { include: [{ system: OV, version: '1.0.0' }, { system: OV, version: '2.0.0' }] }), [
+        { name: 'tx-resource', resource: v('1.0.0', ['a']) }, { name: 'tx-resource', resource: v('2.0.0', ['a', 'b']) },
+      ]);
+      assert.equal(direct.body.expansion?.total, 3);
+      assert.deepEqual(direct.body.expansion?.contains?.map((c) => `${c.code}|${c.version}`), ['a|1.0.0', 'a|2.0.0', 'b|2.0.0']);
+      const zz = await check('zz');
+      assert.equal(out(zz.body, 'result'), false, zz.text);
+      assert.equal(out(zz.body, 'version'), '2.0.0');
+      assert.ok(issueOf(zz.body).some((i) => i.details?.text === `Unknown code 'zz' in the CodeSystem '${OV}' version '2.0.0'`), zz.text);
+    });
+
+    test('an unknown code in a fragment is a warning (not in message) and stays valid where the whole system is admitted', async () => {
       const text = `Unknown Code 'zz' in the CodeSystem '${FRAG}' version '1' - note that the code system is labeled as a fragment, so the code may be valid in some other fragment`;
       const cs = await post('/CodeSystem/$validate-code', [{ name: 'url', valueUri: FRAG }, { name: 'code', valueCode: 'zz' }]);
       assert.equal(out(cs.body, 'result'), true, cs.text);
-      assert.equal(out(cs.body, 'message'), text);
+      assert.equal(out(cs.body, 'message'), undefined);
       assert.equal(issueOf(cs.body)[0].severity, 'warning');
+      assert.equal(issueOf(cs.body)[0].details?.text, text);
       const all = await validate('http://example.org/fhir/ValueSet/rules-fragment-all', FRAG, 'zz');
       assert.equal(out(all.body, 'result'), true, all.text);
       const listed = await validate('http://example.org/fhir/ValueSet/rules-fragment-listed', FRAG, 'zz');
       assert.equal(out(listed.body, 'result'), false, listed.text);
+      // an expansion drawing on a fragment is not closed
+      const expanded = await server.fhir<Answer>('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/rules-fragment-all');
+      assert.equal(expanded.status, 200, expanded.text);
+      assert.deepEqual(expanded.body.expansion?.extension, [{ url: 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed', valueBoolean: true }]);
+      const closed = await server.fhir<Answer>('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/rules-all');
+      assert.equal(closed.body.expansion?.extension, undefined);
     });
 
     test('a concept listed as deprecated in the value set validates with a warning', async () => {

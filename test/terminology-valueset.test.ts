@@ -269,6 +269,8 @@ for (const driver of drivers) {
       const A = 'http://example.org/fhir/ValueSet/cycle-a|1';
       const B = 'http://example.org/fhir/ValueSet/cycle-b|1';
       assert.equal(ooText(res.body), `Found a circularity pointing to ${A} processing ValueSet with pathway [${A}, ${B}]`);
+      assert.equal(res.body.issue?.[0].code, 'processing');
+      assert.equal(res.body.issue?.[0].details?.coding?.[0].code, 'vs-invalid');
       const exp = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/cycle-b');
       assert.equal(exp.status, 400, exp.text);
       assert.equal(ooText(exp.body), `Found a circularity pointing to ${B} processing ValueSet with pathway [${B}, ${A}]`);
@@ -363,10 +365,17 @@ for (const driver of drivers) {
       const flat = await server.fhir('GET', `/ValueSet/$expand?url=${url}&excludeNested=true`);
       assert.equal(tree(flat.body.expansion.contains), 'animal mammal dog cat bird penguin dodo');
       assert.deepEqual(flat.body.expansion.parameter[0], { name: 'excludeNested', valueBoolean: true });
-      // without mammal (is-not-a is not involved: a filter that drops it), dog and cat hang under animal
-      await put(vs('no-mammal', { include: [{ system: CS }], exclude: [{ system: CS, concept: [{ code: 'mammal' }] }] }));
+      // without mammal (excluded by one filter), dog and cat hang under animal
+      await put(vs('no-mammal', { include: [{ system: CS }], exclude: [{ system: CS, filter: [{ property: 'concept', op: '=', value: 'mammal' }] }] }));
       const noMammal = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/no-mammal');
       assert.equal(tree(noMammal.body.expansion.contains), 'animal(dog cat bird(penguin)) dodo');
+      // a definition that lists concepts (here in an exclude), imports value sets or combines filters stays flat
+      await put(vs('no-mammal-listed', { include: [{ system: CS }], exclude: [{ system: CS, concept: [{ code: 'mammal' }] }] }));
+      const listed = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/no-mammal-listed');
+      assert.equal(tree(listed.body.expansion.contains), 'animal dog cat bird penguin dodo');
+      await put(vs('two-filters', { include: [{ system: CS, filter: [{ property: 'concept', op: 'is-a', value: 'animal' }, { property: 'concept', op: 'is-not-a', value: 'mammal' }] }] }));
+      const twoFilters = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/two-filters');
+      assert.equal(tree(twoFilters.body.expansion.contains), 'animal bird penguin');
       // an enumeration stays flat, in its order
       await put(vs('enum-parent', { include: [{ system: CS, concept: [{ code: 'dog' }, { code: 'mammal' }] }] }));
       const enumerated = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/enum-parent');

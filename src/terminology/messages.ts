@@ -63,12 +63,14 @@ export const msg = {
   localSystem: () => 'Coding.system must be an absolute reference, not a local reference',
   noSystem: () => 'Coding has no system. A code with no system has no defined meaning, and it cannot be validated. A system should be provided',
   inactiveConcept: (code: string, status: string) => `The concept '${code}' has a status of ${status} and its use should be reviewed`,
+  /** A concept that is deprecated but still active. */
+  deprecatedConcept: (code: string) => `The concept '${code}' is deprecated and its use should be reviewed`,
   /** A display that matches only an inactive (withdrawn / deprecated) designation. */
   inactiveDisplay: (display: string, code: string, status: string) => `'${display}' is no longer considered a correct display for code '${code}' (status = ${status})`,
   deprecatedInValueSet: (code: string, system: string, vs: string, status: string) =>
     `The presence of the concept '${code}' in the system '${system}' in the value set ${vs} is marked with a status of ${status} and its use should be reviewed`,
   notActive: (code: string) => `The concept '${code}' is valid but is not active`,
-  abstractNotAllowed: (coding: string) => `The code '${coding}' is abstract, and not allowed in this context`,
+  abstractNotAllowed: (coding: string) => `Code '${coding}' is abstract, and not allowed in this context`,
   wrongDisplay: (display: string, system: string, code: string, choices: string, languages: string) =>
     `Wrong Display Name '${display}' for ${system}#${code}. Valid display is ${choices} (for the language(s) '${languages}')`,
   wrongWhitespace: (display: string, system: string, code: string, choices: string, languages: string) =>
@@ -85,6 +87,8 @@ export const msg = {
   badRegex: (pattern: string) => `The regular expression '${pattern}' is not valid or too complex`,
   /** `pathway`: the value sets (`url|version`) from the root to the one whose reference closes the cycle. */
   valueSetCycle: (target: string, pathway: string[]) => `Found a circularity pointing to ${target} processing ValueSet with pathway [${pathway.join(', ')}]`,
+  /** A CodeSystem or ValueSet used by the request has a status worth reviewing (docs/terminology.md#status-of-the-resources-used). */
+  statusReference: (status: string, type: string, canonical: string) => `Reference to ${status} ${type} ${canonical}`,
   // Contract texts (docs/terminology.md#errors) for errors answered with a 4xx status.
   codeSystemNotFound: (url: string) => `CodeSystem ${url} not found`,
   supplementNotFound: (url: string) => `Required supplement not found: ${url}`,

@@ -32,6 +32,18 @@ export interface CodeSystemInfo {
   title: string | undefined;
   propertyDefs: CodeSystemProperty[];
   conceptCount: number;
+  /** Its publication status (status, experimental, standards-status), when it states one. */
+  publication?: Publication;
+}
+
+/**
+ * The publication status of a CodeSystem or ValueSet (docs/terminology.md#status-of-the-resources-used):
+ * `status`, `experimental`, and the `structuredefinition-standards-status` extension.
+ */
+export interface Publication {
+  status?: string;
+  experimental?: boolean;
+  standardsStatus?: string;
 }
 
 /** One concept of an indexed code system. */

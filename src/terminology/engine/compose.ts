@@ -1,9 +1,11 @@
 import type { ValueSet, ValueSetComposeInclude, ValueSetExpansionContains } from '@medplum/fhirtypes';
-import { badRequest } from '../../fhir/outcome.js';
+import { FhirError } from '../../fhir/outcome.js';
+import { toOutcomeIssue } from '../issues.js';
 import { providerFor } from '../providers/select.js';
 import { checkComposeFilters, checkValueSetGraph, terminologyLimits, type TerminologyLimits } from '../limits.js';
 import { msg, valueSetText } from '../messages.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
+import { StatusReport, valueSetPublication } from './status.js';
 import type { CodeSystemInfo, TermContext } from '../types.js';
 import { defaultValueSetVersion, effectiveVersion, splitCanonical, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from '../versions.js';
 
@@ -17,7 +19,10 @@ import { defaultValueSetVersion, effectiveVersion, splitCanonical, versionMatche
  * of codes costs a fixed number of provider calls (10k-coding requests).
  */
 
-/** An `include.valueSet` that cannot be found (validate-code reports it as an issue). */
+/**
+ * An `include.valueSet` that cannot be found (validate-code reports it as an issue); `url` is the
+ * canonical looked for (`url|version` when the reference or a `default-valueset-version` pinned one).
+ */
 export class UnknownValueSetError extends Error {
   constructor(readonly url: string) {
     super(`value set ${url} not found`);
@@ -66,6 +71,8 @@ export class Evaluation {
   private valueSets = 0;
   private includes = 0;
   private purposes = 0;
+  /** The status of the value sets the evaluation imported (docs/terminology.md#status-of-the-resources-used). */
+  readonly statuses = new StatusReport();
 
   constructor(
     private readonly limits: TerminologyLimits,
@@ -262,19 +269,26 @@ export class ValueSetEvaluator {
     const key = ref.startsWith('#') ? `${this.root.url ?? ''}${ref}` : ref;
     const self = this.vs.url ? (this.vs.version ? [this.vs.url, `${this.vs.url}|${this.vs.version}`] : [this.vs.url]) : [];
     const pathway = [...this.pathway, valueSetText(this.vs)];
-    const cycle = (target: string) => badRequest(msg.valueSetCycle(target, pathway));
+    // A value set that includes itself cannot be evaluated (docs/terminology.md#errors): 400, `processing`.
+    const cycle = (target: string) =>
+      new FhirError(400, [toOutcomeIssue({ severity: 'error', code: 'processing', type: 'vs-invalid', id: 'VALUESET_CIRCULAR_REFERENCE', text: msg.valueSetCycle(target, pathway) })]);
     let vs: ValueSet | undefined;
+    /** The canonical looked for: the reference, with the version a `default-valueset-version` pinned. */
+    let sought = ref;
     if (ref.startsWith('#')) {
       vs = (this.root.contained ?? []).find((r) => r.resourceType === 'ValueSet' && r.id === ref.slice(1)) as ValueSet | undefined;
     } else {
       const split = splitCanonical(ref);
-      vs = await resolveValueSet(this.tc, ref, split.version ?? defaultValueSetVersion(this.tc.versionRules, split.url));
+      const version = split.version ?? defaultValueSetVersion(this.tc.versionRules, split.url);
+      vs = await resolveValueSet(this.tc, ref, version);
+      if (!vs && version !== undefined) sought = `${split.url}|${version}`;
     }
     const target = vs?.url ? valueSetText(vs) : ref;
     // The reference (or the value set it resolves to) is already on the path.
     if ([...this.chain, ...self].includes(key) || (vs?.url && pathway.includes(target))) throw cycle(target);
-    if (!vs) throw new UnknownValueSetError(ref);
+    if (!vs) throw new UnknownValueSetError(sought);
     const contained = ref.startsWith('#');
+    this.evaluation.statuses.valueSet(vs, valueSetPublication(this.vs));
     const identity = contained ? `${this.rootIdentity}${ref}` : `${vs.url ?? ref}|${vs.version ?? ''}`;
     return new ValueSetEvaluator(this.tc, vs, [...this.chain, ...self, key], contained ? this.root : vs, pathway, {
       evaluation: this.evaluation,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ValueSet, ValueSetComposeInclude, ValueSetComposeIncludeConcept, ValueSetExpansionContains, ValueSetExpansionParameter } from '@medplum/fhirtypes';
 import { EXTENSION_PROPERTY_URIS, designationExtensions, extensionRows, isExtensionProperty } from '../providers/concept-extensions.js';
-import { FhirError, badRequest, issue } from '../../fhir/outcome.js';
+import { FhirError, issue } from '../../fhir/outcome.js';
 import { UnknownValueSetError, ValueSetEvaluator, flatten, includeSystem } from './compose.js';
 import { filterWords } from '../providers/filters.js';
 import { supplementsOf, type CodeSystemProvider } from '../providers/provider.js';
@@ -11,6 +11,7 @@ import { msg, valueSetText } from '../messages.js';
 import { toOutcomeIssue } from '../issues.js';
 import { codeSystemVersions, resolveCodeSystem } from './resolve.js';
 import type { CodeSystemInfo, Designation, StoredProperty, TermContext } from '../types.js';
+import { StatusReport, valueSetPublication } from './status.js';
 import { VERSION_RULE_PARAMETER, checkViolation, effectiveVersion, NO_VERSION_RULES } from '../versions.js';
 
 /**
@@ -51,7 +52,17 @@ interface Used {
   valueSets: Set<string>;
   /** Version parameters that decided the version of an include: `url|version` → parameter name. */
   versionRules: Map<string, string>;
+  /** The status of the code systems and value sets used (docs/terminology.md#status-of-the-resources-used). */
+  statuses: StatusReport;
+  /** A code system that holds only part of its codes (a fragment) contributed: the expansion is not closed. */
+  unclosed: boolean;
 }
+
+function newUsed(): Used {
+  return { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map(), statuses: new StatusReport(), unclosed: false };
+}
+
+const UNCLOSED_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed';
 
 /** Without `count`, larger expansions are refused rather than built (use paging). */
 export const MAX_UNPAGED_EXPANSION = 1000;
@@ -73,15 +84,21 @@ interface Group {
 /** Expands `vs` (a page of it) into a ValueSet with `expansion`. */
 export async function expandValueSet(tc: TermContext, vs: ValueSet, request: ExpandRequest): Promise<ValueSet> {
   let req = request;
-  const used: Used = { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map() };
+  const used = newUsed();
+  used.statuses.valueSet(vs, 'self');
   let groups: Group[];
   try {
     groups = await members(tc, new ValueSetEvaluator(tc, vs), req, used);
   } catch (err) {
-    if (err instanceof UnknownValueSetError) throw badRequest(msg.unknownImport(err.url));
+    if (err instanceof UnknownValueSetError) {
+      const pinned = err.url.includes('|');
+      throw expansionError('not-found', 'not-found', pinned ? 'VS_EXP_IMPORT_UNK_PINNED' : 'VS_EXP_IMPORT_UNK', msg.unknownImport(err.url));
+    }
     throw err;
   }
   if (req.excludeNotForUI) groups = await selectable(tc, groups);
+  const withVersion = versionedSystems(vs);
+  groups = await oneVersionPerCode(tc, groups, withVersion);
   const total = groups.reduce((n, g) => n + (g.ids?.length ?? g.listed?.length ?? 0), 0);
   // Without `count`, an expansion larger than the limit is refused, or cut to the limit with
   // `limitedExpansion` (and marked as incomplete): docs/terminology.md#expand.
@@ -91,14 +108,14 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
   }
   if (tooCostly) req = { ...req, count: MAX_UNPAGED_EXPANSION, excludeNested: true };
   const declared = new Map<string, string | undefined>();
-  // Nested only when the whole expansion is returned and the value set selects by system or
-  // filter (an enumeration stays flat).
-  const nest =
-    !req.excludeNested && req.offset === 0 && (req.count === undefined || req.count >= total) && !(vs.compose?.include ?? []).some((inc) => inc.concept);
+  // Nested only when the whole expansion is returned and the value set selects whole systems or
+  // by one filter: an enumeration, an import and a combination of filters stay flat
+  // (docs/terminology.md#expand).
+  const nest = !req.excludeNested && req.offset === 0 && (req.count === undefined || req.count >= total) && !flatDefinition(vs);
   // Concepts the value set lists: their display, designations and extensions apply.
   const listed = new Map<string, ValueSetComposeIncludeConcept>();
   for (const inc of vs.compose?.include ?? []) for (const c of inc.concept ?? []) if (inc.system && c.code) listed.set(`${includeSystem(inc).system}\u0000${c.code}`, c);
-  const contains = await page(tc, groups, req.offset, req.count ?? total, { req, declared, listed, withVersion: severalVersions(vs, groups) }, nest);
+  const contains = await page(tc, groups, req.offset, req.count ?? total, { req, declared, listed, withVersion }, nest);
   const supplements = [...new Set(groups.flatMap((g) => (g.cs ? supplementsOf(tc, g.cs) : [])))];
   const parameter: ValueSetExpansionParameter[] = [
     ...req.echo,
@@ -107,6 +124,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
     ...[...used.codeSystems].map((v) => ({ name: 'used-codesystem', valueUri: v })),
     ...[...used.valueSets].map((v) => ({ name: 'used-valueset', valueUri: v })),
     ...supplements.map((s) => ({ name: 'used-supplement', valueUri: s.version ? `${s.url}|${s.version}` : s.url })),
+    ...used.statuses.parameters(),
   ];
   const expansion: NonNullable<ValueSet['expansion']> = {
     identifier: `urn:uuid:${randomUUID()}`,
@@ -118,6 +136,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
     ...(contains.length > 0 ? { contains } : {}),
   };
   if (tooCostly) expansion.extension = [{ url: TOO_COSTLY_EXTENSION, valueBoolean: true }];
+  if (used.unclosed) expansion.extension = [...(expansion.extension ?? []), { url: UNCLOSED_EXTENSION, valueBoolean: true }];
   if (declared.size > 0) {
     expansion.extension = [...(expansion.extension ?? []), ...[...declared].map(([code, uri]) => ({
       url: EXT_EXPANSION_PROPERTY,
@@ -125,9 +144,23 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
     }))];
   }
   // The definition (compose) is not repeated: the expansion is the answer, and the compose may
-  // name contained or request-supplied value sets the client cannot resolve anyway.
+  // name contained or request-supplied value sets the client cannot resolve anyway. Its
+  // descriptive elements and extensions come back only with includeDefinition
+  // (docs/terminology.md#expand).
   const { meta: _meta, text: _text, expansion: _old, compose: _compose, ...rest } = vs;
+  if (!req.includeDefinition) {
+    for (const k of DEFINITION_ELEMENTS) delete (rest as Record<string, unknown>)[k];
+  }
   return { ...rest, expansion };
+}
+
+/** Elements of the value set's definition an expansion leaves out unless `includeDefinition` is true. */
+const DEFINITION_ELEMENTS = ['extension', 'purpose', 'description', 'contact', 'copyright', 'publisher'];
+
+/** A definition whose expansion is flat: an include or exclude that lists concepts, imports value sets or combines filters. */
+function flatDefinition(vs: ValueSet): boolean {
+  const flat = (inc: ValueSetComposeInclude) => inc.concept !== undefined || inc.valueSet !== undefined || (inc.filter?.length ?? 0) > 1;
+  return (vs.compose?.include ?? []).some(flat) || (vs.compose?.exclude ?? []).some(flat);
 }
 
 /** The groups without their abstract (notSelectable) concepts. */
@@ -168,7 +201,9 @@ async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandReques
   for (const [i, exc] of (vs.compose.exclude ?? []).entries()) {
     if (result.length === 0) break;
     const noText = { ...req, filter: undefined };
-    result = subtract(result, await includeGroups(tc, ev, exc, `ValueSet.compose.exclude[${i}]`, noText, false, { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map() }));
+    const excluded = newUsed();
+    result = subtract(result, await includeGroups(tc, ev, exc, `ValueSet.compose.exclude[${i}]`, noText, false, excluded));
+    used.statuses.merge(excluded.statuses);
   }
   return result;
 }
@@ -181,12 +216,14 @@ async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandReques
 async function nestedMembers(tc: TermContext, child: ValueSetEvaluator, req: ExpandRequest, used: Used): Promise<Group[]> {
   const purpose = req.filter === undefined ? 'expand' : `expand filter ${req.filter}`;
   const answer = await child.evaluation.once(child.identity, purpose, async () => {
-    const own: Used = { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map() };
+    const own = newUsed();
     return { groups: await members(tc, child, req, own), used: own };
   });
   for (const v of answer.used.codeSystems) used.codeSystems.add(v);
   for (const v of answer.used.valueSets) used.valueSets.add(v);
   for (const [k, v] of answer.used.versionRules) used.versionRules.set(k, v);
+  used.statuses.merge(answer.used.statuses);
+  if (answer.used.unclosed) used.unclosed = true;
   return answer.groups;
 }
 
@@ -203,6 +240,7 @@ async function includeGroups(
   for (const ref of inc.valueSet ?? []) {
     const child = await ev.nested(ref);
     if (!ref.startsWith('#') && child.vs.url) used.valueSets.add(child.vs.version ? `${child.vs.url}|${child.vs.version}` : child.vs.url);
+    used.statuses.valueSet(child.vs, valueSetPublication(ev.vs));
     const groups = await nestedMembers(tc, child, req, used);
     nested = nested === undefined ? groups : intersect(nested, groups);
   }
@@ -226,6 +264,8 @@ async function includeGroups(
   // nothing can say whether they exist or what they display (docs/terminology.md#expand).
   if (!cs) throw expansionError('not-found', 'not-found', 'UNKNOWN_CODESYSTEM_EXP', msg.cannotExpand(pinned.system));
   used.codeSystems.add(cs.version ? `${cs.url}|${cs.version}` : cs.url);
+  used.statuses.codeSystem(cs, valueSetPublication(ev.vs));
+  if (cs.content === 'fragment') used.unclosed = true;
   const allowed = nested ? nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []) : undefined;
   const ids = await providerFor(tc, cs).enumerate({ include: inc, path, activeOnly, text: req.filter }, allowed);
   return [{ system: cs.url, cs, ids }];
@@ -291,20 +331,44 @@ function subtract(a: Group[], b: Group[]): Group[] {
 }
 
 /**
- * Systems whose `contains` entries name their version: the value set includes the system at
- * several versions (its includes state different ones), or the expansion holds several.
+ * Systems whose `contains` entries name their version: the value set's own includes and excludes
+ * state different versions of the system (docs/terminology.md#expand).
  */
-function severalVersions(vs: ValueSet, groups: Group[]): Set<string> {
+function versionedSystems(vs: ValueSet): Set<string> {
   const versions = new Map<string, Set<string | undefined>>();
   const add = (system: string, version: string | undefined) => versions.set(system, (versions.get(system) ?? new Set()).add(version));
-  for (const inc of vs.compose?.include ?? []) {
+  for (const inc of [...(vs.compose?.include ?? []), ...(vs.compose?.exclude ?? [])]) {
     const { system, version } = includeSystem(inc);
     if (system) add(system, version);
   }
-  const out = new Set([...versions].filter(([, v]) => v.size > 1).map(([system]) => system));
+  return new Set([...versions].filter(([, v]) => v.size > 1).map(([system]) => system));
+}
+
+/**
+ * An expansion whose entries do not name their version (the value set itself does not state
+ * several versions of the system, e.g. it imports value sets that do) holds each code of a
+ * system once: the first version that has it, in document order (docs/terminology.md#expand).
+ */
+async function oneVersionPerCode(tc: TermContext, groups: Group[], withVersion: Set<string>): Promise<Group[]> {
   const keys = new Map<string, Set<number>>();
   for (const g of groups) if (g.cs) keys.set(g.system, (keys.get(g.system) ?? new Set()).add(g.cs.key));
-  for (const [system, k] of keys) if (k.size > 1) out.add(system);
+  const several = new Set([...keys].filter(([system, k]) => k.size > 1 && !withVersion.has(system)).map(([system]) => system));
+  if (several.size === 0) return groups;
+  const seen = new Map<string, Set<string>>();
+  const out: Group[] = [];
+  for (const g of groups) {
+    if (!g.cs || !g.ids || !several.has(g.system)) {
+      out.push(g);
+      continue;
+    }
+    const codes = seen.get(g.system);
+    const concepts = await providerFor(tc, g.cs).conceptsByIds(g.ids);
+    const keep = codes ? concepts.filter((c) => !codes.has(c.code)) : concepts;
+    const mine = codes ?? new Set<string>();
+    for (const c of keep) mine.add(c.code);
+    seen.set(g.system, mine);
+    out.push(codes ? { ...g, ids: keep.map((c) => c.id) } : g);
+  }
   return out;
 }
 
@@ -409,7 +473,9 @@ async function conceptEntries(tc: TermContext, provider: CodeSystemProvider, ids
     }
     const extensions: NonNullable<ValueSetExpansionContains['extension']> = [];
     const props: Array<{ code: string; value: Record<string, unknown> }> = [];
-    if (c.status) props.push({ code: 'status', value: { valueCode: c.status } });
+    // An inactive concept says why: its status, else `inactive` (docs/terminology.md#expand).
+    const status = c.status ?? (c.inactive ? 'inactive' : undefined);
+    if (status) props.push({ code: 'status', value: { valueCode: status } });
     // Standard extensions of the code system concept (and its supplements), overridden by the
     // value set's own (docs/terminology.md#concept-extensions).
     const fromVs = extensionRows(c.id, vsConcept?.extension as Array<{ url?: string }> | undefined);

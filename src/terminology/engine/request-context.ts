@@ -57,19 +57,22 @@ const VALUESET_SUPPLEMENT = 'http://hl7.org/fhir/StructureDefinition/valueset-su
  * `useSupplement` parameter, or a value set's `valueset-supplement` extension. 404 when the
  * canonical names no supplement the caller can see.
  */
-export async function useSupplement(tc: TermContext, url: string): Promise<void> {
+export async function useSupplement(tc: TermContext, url: string, status = 404): Promise<void> {
   const supplement = await resolveCodeSystem(tc, url);
   if (!supplement || supplement.content !== 'supplement') {
-    throw new FhirError(404, txIssueOutcome([{ severity: 'error', code: 'not-found', type: 'not-found', id: 'VALUESET_SUPPLEMENT_MISSING', text: msg.supplementNotFound(url) }]));
+    throw new FhirError(status, txIssueOutcome([{ severity: 'error', code: 'not-found', type: 'not-found', id: 'VALUESET_SUPPLEMENT_MISSING', text: msg.supplementNotFound(url) }]));
   }
   if (!tc.supplements.some((s) => s.key === supplement.key)) tc.supplements.push(supplement);
 }
 
-/** The supplements a value set asks for with the `valueset-supplement` extension (docs/terminology.md#expand). */
+/**
+ * The supplements a value set asks for with the `valueset-supplement` extension
+ * (docs/terminology.md#expand): one that cannot be found makes the value set unusable, a 400.
+ */
 export async function useValueSetSupplements(tc: TermContext, vs: { extension?: Array<{ url?: string; valueCanonical?: string; valueUri?: string }> }): Promise<void> {
   for (const e of vs.extension ?? []) {
     const url = e.url === VALUESET_SUPPLEMENT ? (e.valueCanonical ?? e.valueUri) : undefined;
-    if (url) await useSupplement(tc, url);
+    if (url) await useSupplement(tc, url, 400);
   }
 }
 

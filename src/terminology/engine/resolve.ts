@@ -36,6 +36,7 @@ interface CodeSystemRow {
   title: string | null;
   property_defs: string;
   concept_count: number;
+  publication?: string | null;
 }
 
 /** Resolves a code system canonical for the caller; undefined when none is visible. */
@@ -190,6 +191,7 @@ function toInfo(r: CodeSystemRow): CodeSystemInfo & { inline?: boolean } {
     title: r.title ?? undefined,
     propertyDefs: JSON.parse(r.property_defs) as CodeSystemProperty[],
     conceptCount: r.concept_count,
+    ...(r.publication ? { publication: JSON.parse(r.publication) as CodeSystemInfo['publication'] } : {}),
   };
 }
 

@@ -56,6 +56,8 @@ export interface CodingOutcome {
   normalizedCode?: string;
   unknownSystem?: string;
   causedByUnknownSystem?: string;
+  /** The code system version the coding was evaluated at (for the status of the resources used). */
+  cs?: CodeSystemInfo;
 }
 
 const ABSOLUTE = /^[A-Za-z][A-Za-z0-9+.-]*:/;
@@ -133,7 +135,9 @@ async function validateGroup(
     plans = [];
     for (const c of checks) {
       const hit = hits.get(c.input.code);
-      plans.push(await versionPlan(tc, system, requested, requestedCs, hit?.version ?? includes[0], hit?.cs, latest, c, at));
+      // A member: the include that admits it; otherwise the last include of its system (every
+      // include was looked in, in order, and the last one is where the search ended).
+      plans.push(await versionPlan(tc, system, requested, requestedCs, hit?.version ?? includes[includes.length - 1], hit?.cs, latest, c, at));
     }
   } else {
     const rules = tc.versionRules ?? NO_VERSION_RULES;
@@ -177,7 +181,7 @@ async function validateGroup(
   return checks.map((c, i) => {
     const { cs, issues, causedBy, includeUnresolved } = plans[i];
     const concept = conceptOf(i);
-    const out: CodingOutcome = { member: members.has(c.input.code), issues: [...issues], code: c.input.code, system, version: cs.version };
+    const out: CodingOutcome = { member: members.has(c.input.code), issues: [...issues], code: c.input.code, system, version: cs.version, cs };
     if (causedBy) out.causedByUnknownSystem = causedBy;
     // An include whose version is unknown cannot be evaluated: that is the finding, not "not in the value set".
     const reportNotInVs = () => {
@@ -193,6 +197,8 @@ async function validateGroup(
           id: fragment ? 'Unknown_Code_in_Fragment' : cs.version ? 'Unknown_Code_in_Version' : 'Unknown_Code_in',
           text: fragment ? msg.unknownCodeInFragment(c.input.code, cs.url, cs.version) : msg.unknownCode(c.input.code, cs.url, cs.version),
           expression: at(c, 'code'),
+          // A warning that does not make the code invalid: not part of `message`.
+          ...(fragment ? { inMessage: false } : {}),
         });
         const reason = reasons.get(`${cs.key} ${c.input.code}`);
         if (reason) out.issues.push({ severity: 'information', code: 'code-invalid', type: 'invalid-code', text: reason, expression: at(c, 'code') });
@@ -234,7 +240,7 @@ interface VersionPlan {
 
 /**
  * The version rules of docs/terminology.md#version-parameters for one coding against the include
- * that admits it (or the first include of its system): the include's effective version wins over
+ * that admits it (or, for a code no include admits, the last include of its system): the include's effective version wins over
  * the coding's, and a difference is an error; a versionless include takes the coding's version
  * when it exists (else the newest, with a warning); the version used must pass
  * `check-system-version`.
@@ -347,7 +353,15 @@ function conceptIssues(
   } else if (concept.status === 'deprecated' || concept.status === 'withdrawn') {
     // Still active, but its use should be reviewed (docs/terminology.md#valueset-validate-code).
     out.status = concept.status;
-    out.issues.push({ severity: 'warning', code: 'business-rule', type: 'code-comment', id: 'INACTIVE_CONCEPT_FOUND', text: msg.inactiveConcept(c.input.code, concept.status), expression: c.whole });
+    const deprecated = concept.status === 'deprecated';
+    out.issues.push({
+      severity: 'warning',
+      code: 'business-rule',
+      type: 'code-comment',
+      id: deprecated ? 'DEPRECATED_CONCEPT_FOUND' : 'INACTIVE_CONCEPT_FOUND',
+      text: deprecated ? msg.deprecatedConcept(c.input.code) : msg.inactiveConcept(c.input.code, concept.status),
+      expression: c.whole,
+    });
   }
   if (!o.abstractAllowed && concept.abstract && out.member) {
     out.member = false;

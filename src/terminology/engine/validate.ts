@@ -3,6 +3,7 @@ import { badRequest } from '../../fhir/outcome.js';
 import { UnknownValueSetError, ValueSetEvaluator } from './compose.js';
 import { hasError, messageOf, txIssueOutcome } from '../issues.js';
 import { codingText, msg, valueSetText } from '../messages.js';
+import { StatusReport, valueSetPublication } from './status.js';
 import type { CodeSystemInfo, TermContext, TxIssue } from '../types.js';
 import { validateCodings, type CodingCheck, type CodingOutcome, type ValidationOptions, type ValidationTarget } from './validate-coding.js';
 
@@ -58,10 +59,11 @@ export async function validateInValueSet(tc: TermContext, vs: ValueSet, req: Val
       input.system = inferred;
     }
     const check: CodingCheck = { input, prefix, whole: isCoding ? 'Coding' : 'code', isCoding };
-    return single((await validateCodings(tc, target, [check], req.options))[0]);
+    const outcome = (await validateCodings(tc, target, [check], req.options))[0];
+    return single(outcome, statusIssues(target, [outcome]));
   } catch (err) {
     if (err instanceof UnknownValueSetError) {
-      const issues: TxIssue[] = [{ severity: 'error', code: 'not-found', type: 'not-found', id: 'Unable_to_resolve_value_Set_', text: msg.unknownImport(err.url) }];
+      const issues: TxIssue[] = [{ severity: 'error', code: 'not-found', type: 'not-found', id: 'Unable_to_resolve_value_Set_', text: msg.unknownValueSet(err.url) }];
       return { result: false, message: messageOf(issues), codeableConcept: req.codeableConcept, issues: txIssueOutcome(issues) };
     }
     throw err;
@@ -89,10 +91,30 @@ export async function validateInCodeSystem(
     ? { system: req.coding?.system ?? cs.url, version: req.coding?.version, code: req.coding?.code ?? '', display: req.coding?.display ?? req.display }
     : { system: cs.url, code: req.code ?? '', display: req.display };
   const check: CodingCheck = { input, prefix: isCoding ? 'Coding.' : '', whole: isCoding ? 'Coding' : 'code', isCoding };
-  return single((await validateCodings(tc, target, [check], req.options))[0]);
+  const outcome = (await validateCodings(tc, target, [check], req.options))[0];
+  return single(outcome, statusIssues(target, [outcome]));
 }
 
-function single(o: CodingOutcome): ValidateResult {
+/**
+ * The status of the resources the validation used (docs/terminology.md#status-of-the-resources-used):
+ * the value set itself, the value sets it imported, the code system version of each coding
+ * (used by the value set, or by `CodeSystem/$validate-code`, which counts as an active user).
+ */
+function statusIssues(target: ValidationTarget, outcomes: CodingOutcome[]): TxIssue[] {
+  const report = new StatusReport();
+  if (target.kind === 'valueSet') {
+    const vs = target.evaluator.vs;
+    report.valueSet(vs, 'self');
+    report.merge(target.evaluator.evaluation.statuses);
+    for (const o of outcomes) if (o.cs) report.codeSystem(o.cs, valueSetPublication(vs));
+  } else {
+    for (const o of outcomes) if (o.cs) report.codeSystem(o.cs, { status: 'active' });
+  }
+  return report.issues();
+}
+
+function single(o: CodingOutcome, extra: TxIssue[]): ValidateResult {
+  const issues = [...o.issues, ...extra];
   return {
     result: o.member && !hasError(o.issues),
     message: messageOf(o.issues),
@@ -100,7 +122,7 @@ function single(o: CodingOutcome): ValidateResult {
     code: o.code,
     system: o.system,
     version: o.version,
-    issues: o.issues.length > 0 ? txIssueOutcome(o.issues) : undefined,
+    issues: issues.length > 0 ? txIssueOutcome(issues) : undefined,
     inactive: o.inactive,
     status: o.status,
     normalizedCode: o.normalizedCode,
@@ -140,6 +162,7 @@ async function validateConcept(
     positions.push(i);
   });
   const outcomes = await validateCodings(tc, target, checks, options);
+  const statuses = statusIssues(target, outcomes);
   for (const o of outcomes) {
     for (const i of o.issues) {
       issues.push(i.type === 'not-in-vs' ? { ...i, severity: 'information', type: 'this-code-not-in-vs' } : i);
@@ -154,6 +177,7 @@ async function validateConcept(
   }
   const unknown = outcomes.find((o) => o.unknownSystem)?.unknownSystem;
   const caused = outcomes.find((o) => o.causedByUnknownSystem)?.causedByUnknownSystem;
+  issues.push(...statuses);
   return {
     result: member !== undefined && !hasError(issues),
     message: messageOf(issues),

@@ -7,6 +7,7 @@ import { writeHierarchy } from './hierarchy-store.js';
 import { announceCodeSystemChange } from '../providers/fhir/index-cache.js';
 import { codeSystemRows, type ConceptRow, type DesignationRow, type PropertyRow, type RowBatch } from '../providers/fhir/code-system-rows.js';
 import { DESIGNATION_COLUMNS, PROPERTY_COLUMNS } from './index-columns.js';
+import { publicationOf } from '../providers/publication.js';
 
 /**
  * Write side of the terminology index: (re-)indexes one CodeSystem in the caller's transaction
@@ -40,7 +41,8 @@ export async function indexCodeSystem(
   if (cs.content === 'not-present' && !cs.concept?.length && target.scope === undefined) {
     const kept = await q.query<{ cs_key: number }>(
       `UPDATE tx_code_system SET project_id = $2, url = $3, version = $4, last_updated = $5, case_sensitive = $6,
-         hierarchy_meaning = $7, supplements = $8, language = $9, name = $10, title = $11, property_defs = $12
+         hierarchy_meaning = $7, supplements = $8, language = $9, name = $10, title = $11, property_defs = $12,
+         publication = $13
        WHERE resource_id = $1 AND concept_count > 0 RETURNING cs_key`,
       [
         target.resourceId,
@@ -55,6 +57,7 @@ export async function indexCodeSystem(
         cs.name ?? null,
         cs.title ?? null,
         JSON.stringify(cs.property ?? []),
+        publicationText(cs),
       ],
     );
     if (kept.rows.length > 0) {
@@ -77,8 +80,8 @@ export async function indexCodeSystem(
 export async function insertCodeSystemRow(q: Queryable, cs: CodeSystem, target: IndexTarget, conceptCount: number): Promise<number> {
   const inserted = await q.query<{ cs_key: number }>(
     `INSERT INTO tx_code_system (resource_id, project_id, scope, url, version, last_updated, content, case_sensitive,
-       hierarchy_meaning, supplements, language, name, title, property_defs, concept_count)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING cs_key`,
+       hierarchy_meaning, supplements, language, name, title, property_defs, concept_count, publication)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING cs_key`,
     [
       target.resourceId,
       target.projectId ?? null,
@@ -95,6 +98,7 @@ export async function insertCodeSystemRow(q: Queryable, cs: CodeSystem, target: 
       cs.title ?? null,
       JSON.stringify(cs.property ?? []),
       conceptCount,
+      publicationText(cs),
     ],
   );
   return inserted.rows[0].cs_key;
@@ -171,4 +175,10 @@ export async function pruneInlineCodeSystems(db: Database): Promise<number> {
   );
   for (const { resource_id } of old.rows) await db.transaction((tx) => removeCodeSystemIndex(tx, resource_id));
   return old.rows.length;
+}
+
+/** The `publication` column: the code system's publication status as JSON, NULL when it states none. */
+function publicationText(cs: CodeSystem): string | null {
+  const p = publicationOf(cs);
+  return p ? JSON.stringify(p) : null;
 }

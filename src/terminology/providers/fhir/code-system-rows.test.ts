@@ -165,6 +165,19 @@ describe('propertyKinds', () => {
     assert.equal(conventional(undefined), undefined);
   });
 
+  test('subsumedBy and subsumes (the HL7 terminology\'s hierarchy properties) are parent and child', () => {
+    assert.equal(conventional('subsumedBy'), 'parent');
+    assert.equal(conventional('subsumes'), 'child');
+    assert.equal(propertyKinds([{ code: 'broader', uri: `${CONCEPT_PROPERTIES}#subsumedBy`, type: 'code' }])('broader'), 'parent');
+    // a code with two parents stated by subsumedBy, declared without a URI
+    const cs = codeSystem(
+      [{ code: 'C', property: [{ code: 'subsumedBy', valueCode: 'A' }, { code: 'subsumedBy', valueCode: 'B' }] }, { code: 'A' }, { code: 'B' }],
+      [{ code: 'subsumedBy', type: 'code' }],
+    );
+    assert.deepEqual(edgesByCode(cs), ['C>A', 'C>B']);
+    assert.deepEqual(codeSystemRows(cs).properties, []);
+  });
+
   test('only concept-properties URIs are meanings; other URIs leave the code as is', () => {
     const kind = propertyKinds([
       { code: 'retired', uri: `${CONCEPT_PROPERTIES}#inactive`, type: 'boolean' },

@@ -174,8 +174,19 @@ export function propertyKinds(defs: CodeSystemProperty[] | undefined): (code: st
   for (const p of defs ?? []) {
     if (p.code && p.uri?.startsWith(`${CONCEPT_PROPERTIES}#`)) byCode.set(p.code, p.uri.slice(CONCEPT_PROPERTIES.length + 1));
   }
-  return (code) => (code === undefined ? undefined : (byCode.get(code) ?? code));
+  return (code) => {
+    if (code === undefined) return undefined;
+    const meaning = byCode.get(code) ?? code;
+    return CONVENTIONAL_KINDS[meaning] ?? meaning;
+  };
 }
+
+/**
+ * Property codes with a conventional meaning besides the concept-properties codes themselves:
+ * the HL7 terminology (THO) states a hierarchy with `subsumedBy` (the parent) and `subsumes`
+ * (a child) properties (docs/terminology.md#hierarchy).
+ */
+const CONVENTIONAL_KINDS: Record<string, string> = { subsumedBy: 'parent', subsumes: 'child' };
 
 export function conceptRow(concept: CodeSystemConcept, kind: (code: string | undefined) => string | undefined): ConceptRow {
   let inactive = false;

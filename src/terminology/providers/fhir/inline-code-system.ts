@@ -7,6 +7,7 @@ import type { CodeSystemInfo, TermContext } from '../../types.js';
 import { ClosureTooLarge } from './closure.js';
 import { indexFromRows, setRequestIndex } from './code-system-index.js';
 import { codeSystemRows } from './code-system-rows.js';
+import { publicationOf } from '../publication.js';
 import { terminologyCache } from './index-cache.js';
 
 /** Lets other requests run between the phases of building an inline index. */
@@ -38,6 +39,7 @@ export async function inlineCodeSystem(tc: TermContext, cs: CodeSystem): Promise
     }
     cache.keep(key, `tx:${hash}`, index);
   }
+  const publication = publicationOf(cs);
   const info: CodeSystemInfo & { inline: true } = {
     key,
     resourceId: `tx:${hash}`,
@@ -54,6 +56,7 @@ export async function inlineCodeSystem(tc: TermContext, cs: CodeSystem): Promise
     title: cs.title,
     propertyDefs: cs.property ?? [],
     conceptCount: index.maxId,
+    ...(publication ? { publication } : {}),
     inline: true,
   };
   setRequestIndex(tc, key, index);
