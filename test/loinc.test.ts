@@ -19,6 +19,7 @@ import { zipFolder } from './support/zip.js';
 const FIXTURE = join(projectRoot, 'test/fixtures/loinc');
 const LOINC = 'http://loinc.org';
 
+type Contains = { code: string; display?: string; contains?: Contains[] };
 type Param = { name: string; valueString?: string; valueCode?: string; valueBoolean?: boolean; valueCoding?: { code?: string; display?: string }; part?: Param[] };
 
 /** `property` parameters of a lookup as `code=value` texts (Coding: its code). */
@@ -161,8 +162,8 @@ for (const driver of drivers) {
         },
       });
       assert.equal(res.status, 200, res.text);
-      return flatContains(res.body.expansion.contains)
-        .map((c: { code: string }) => c.code)
+      return flatContains<Contains>(res.body.expansion.contains)
+        .map((c) => c.code)
         .sort();
     }
 
@@ -207,10 +208,10 @@ for (const driver of drivers) {
       const list = await server.fhir('GET', `/ValueSet/$expand?url=${LOINC}/vs/LL9001-9`);
       assert.equal(list.status, 200, list.text);
       assert.equal(list.body.version, '1.01');
-      assert.deepEqual(flatContains(list.body.expansion.contains).map((c: { code: string; display: string }) => `${c.code} ${c.display}`), ['LA90001-9 Yes', 'LA90002-7 No']);
+      assert.deepEqual(flatContains<Contains>(list.body.expansion.contains).map((c) => `${c.code} ${c.display}`), ['LA90001-9 Yes', 'LA90002-7 No']);
       const part = await server.fhir('GET', `/ValueSet/$expand?url=${LOINC}/vs/LP900001-9`);
       assert.equal(part.status, 200, part.text);
-      assert.deepEqual(flatContains(part.body.expansion.contains).map((c: { code: string }) => c.code).sort(), ['90001-9', '90002-7', '90003-5', '90006-8']);
+      assert.deepEqual(flatContains<Contains>(part.body.expansion.contains).map((c) => c.code).sort(), ['90001-9', '90002-7', '90003-5', '90006-8']);
       const all = await server.fhir('GET', `/ValueSet/$expand?url=${LOINC}/vs&count=0`);
       assert.equal(all.status, 200, all.text);
       assert.equal(all.body.expansion.total, 24);
