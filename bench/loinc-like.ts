@@ -133,7 +133,7 @@ export function writeLoincLike(dir: string, size: LoincLikeSize, version: string
     }
     if (t % 2 === 0) consumer.row([code, `Consumer name ${t}`]);
     hierarchy.row([`${rootCode}.${partCode(axisParts + ((comp - axisParts - classParts) % classParts))}.${partCode(comp)}`, '1', partCode(comp), code, `Short ${t}`]);
-    for (const [i, v] of variants.entries()) v.row([code, `K${t}`, 'P', 'Pt', 'S', 'Qn', '', '', `Kurz ${t} ${i}`, `Langer Name ${t} ${languages[i]}`, '', '']);
+    for (const [i, v] of variants.entries()) v.row([code, `K${t}`, 'P', 'Pt', 'S', 'Qn', '', '', t % 4 === i % 4 ? `Kurz ${t} ${i}` : '', `Langer Name ${t} ${languages[i]}`, '', '']);
   }
   loinc.close();
   links.close();

@@ -41,7 +41,7 @@ export async function benchLoinc(): Promise<string> {
     clearInterval(timer);
     const seconds = (Date.now() - started) / 1000;
     if (code !== 0) throw new Error(`the import failed (${code}):\n${out.slice(-2000)}`);
-    const concepts = /(\d+) concepts/.exec(out)?.[1] ?? '?';
+    const concepts = /ValueSets, (\d+) concepts/.exec(out)?.[1] ?? '?';
     return [
       `### LOINC import (PGlite)`,
       '',

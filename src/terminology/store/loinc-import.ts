@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import type { CodeSystem, CodeSystemConcept, CodeSystemConceptDesignation, CodeSystemConceptProperty } from '@medplum/fhirtypes';
 import {
   ANSWER,
@@ -11,7 +10,8 @@ import {
   loincProperties,
 } from '../providers/loinc/loinc-model.js';
 import type { TerminologyEnv } from '../types.js';
-import { importStream, progressBar, type ImportOptions, type ImportSummary } from './import-file.js';
+import { importEvents, progressBar, type ImportOptions, type ImportSummary } from './import-file.js';
+import type { JsonStreamEvent } from './json-stream.js';
 import { LoincRelease } from './loinc-release.js';
 
 /**
@@ -46,21 +46,69 @@ const EN = 'en-US';
 /** JSON is handed on in pieces of about this many characters. */
 const PIECE = 64 * 1024;
 
-/** Imports the release at `path` into the database of `services`. */
+/** Concepts handed to the import per batch (as json-stream.ts batches a parsed file). */
+const BATCH = 2000;
+
+/**
+ * Imports the release at `path` into the database of `services`: the concepts go to the import
+ * as objects (no JSON in between).
+ */
 export async function importLoinc(path: string, services: TerminologyEnv, options: LoincImportOptions = {}): Promise<ImportSummary> {
   const release = await LoincRelease.open(path);
-  const source = await loincJson(release, options);
-  return importStream(Readable.from(source.chunks), services, { ...options, label: `LOINC ${source.version}` });
+  const { version, content } = await loincContent(release, options);
+  async function* events(): AsyncGenerator<JsonStreamEvent> {
+    let batch: unknown[] = [];
+    for await (const item of content) {
+      if ('resourceType' in item) {
+        yield { kind: 'header', key: 'concept', header: item as unknown as Record<string, unknown>, bytes: 0 };
+        continue;
+      }
+      batch.push(item);
+      if (batch.length >= BATCH) {
+        yield { kind: 'items', items: batch, bytes: 0 };
+        batch = [];
+      }
+    }
+    if (batch.length > 0) yield { kind: 'items', items: batch, bytes: 0 };
+    yield { kind: 'end', tail: {}, bytes: 0 };
+  }
+  return importEvents(events(), services, { ...options, label: `LOINC ${version}` });
 }
 
 /**
- * The release as the JSON text of one CodeSystem (pieces of a string, produced as they are
- * read), with the version it states.
+ * The release as the JSON text of one CodeSystem, in pieces produced as the files are read
+ * (what `--url` sends), with the version it states.
  */
 export async function loincJson(
   release: LoincRelease,
   options: { version?: string; out?: NodeJS.WritableStream & { isTTY?: boolean } } = {},
 ): Promise<{ version: string; chunks: AsyncGenerator<string> }> {
+  const { version, content } = await loincContent(release, options);
+  async function* chunks(): AsyncGenerator<string> {
+    let out = '';
+    let first = true;
+    for await (const item of content) {
+      if ('resourceType' in item) {
+        out += `${JSON.stringify(item).slice(0, -1)},"concept":[`;
+        continue;
+      }
+      out += (first ? '' : ',') + JSON.stringify(item);
+      first = false;
+      if (out.length >= PIECE) {
+        yield out;
+        out = '';
+      }
+    }
+    yield `${out}]}\n`;
+  }
+  return { version, chunks: chunks() };
+}
+
+/** The release as its CodeSystem header (first) and then its concepts, one at a time. */
+async function loincContent(
+  release: LoincRelease,
+  options: { version?: string; out?: NodeJS.WritableStream & { isTTY?: boolean } },
+): Promise<{ version: string; content: AsyncGenerator<CodeSystem | CodeSystemConcept> }> {
   const table = release.find('LoincTable/Loinc.csv');
   if (!table) throw new Error(`${release.path} is not a LOINC release: it has no LoincTable/Loinc.csv`);
   const version = options.version ?? release.versionFromName() ?? (await newestVersion(release));
@@ -70,7 +118,8 @@ export async function loincJson(
   const total = release.totalBytes;
   const progress = () => bar(`LOINC ${version}`, release.bytesRead, total, 'bytes read');
 
-  async function* chunks(): AsyncGenerator<string> {
+  let rows = 0;
+  async function* content(): AsyncGenerator<CodeSystem | CodeSystemConcept> {
     // Parts: names, and CLASS parts by name (Loinc.csv names a term's class, not its part).
     const parts = new Map<string, Part>();
     const classParts = new Map<string, string>();
@@ -197,13 +246,7 @@ export async function loincJson(
       content: 'complete',
       property: loincProperties([...partProperties]),
     };
-    const head = JSON.stringify(header);
-    let out = `${head.slice(0, -1)},"concept":[`;
-    let first = true;
-    const emit = (c: CodeSystemConcept) => {
-      out += (first ? '' : ',') + JSON.stringify(c);
-      first = false;
-    };
+    yield header;
     const written = new Set<string>();
     const hierarchy = (code: string, property: CodeSystemConceptProperty[]) => {
       for (const p of parents.get(code) ?? []) property.push({ code: 'parent', valueCode: p });
@@ -232,18 +275,14 @@ export async function loincJson(
       if (r.DisplayName) designation.push(loincDesignation(EN, USE.displayName, r.DisplayName));
       for (const [language, use, value] of designations.get(code) ?? []) designation.push(loincDesignation(language, use, value));
       designations.delete(code);
-      emit({
+      yield {
         code,
         display: r.LONG_COMMON_NAME || [r.COMPONENT, r.PROPERTY, r.TIME_ASPCT, r.SYSTEM, r.SCALE_TYP, r.METHOD_TYP].filter(Boolean).join(':'),
         ...(r.DefinitionDescription ? { definition: r.DefinitionDescription } : {}),
         ...(designation.length ? { designation } : {}),
         property,
-      });
-      if (out.length >= PIECE) {
-        yield out;
-        out = '';
-        progress();
-      }
+      };
+      if (++rows % 1000 === 0) progress();
     }
     links.clear();
     termLists.clear();
@@ -256,16 +295,12 @@ export async function loincJson(
       if (part.status) property.push({ code: 'STATUS', valueString: part.status });
       if (part.status === 'DEPRECATED') property.push({ code: 'inactive', valueBoolean: true });
       hierarchy(code, property);
-      emit({
+      yield {
         code,
         display: part.name || part.display,
         ...(part.display ? { designation: [loincDesignation(EN, USE.displayName, part.display)] } : {}),
         property,
-      });
-      if (out.length >= PIECE) {
-        yield out;
-        out = '';
-      }
+      };
     }
     parts.clear();
     for (const [code, list] of lists) {
@@ -275,20 +310,12 @@ export async function loincJson(
         ...list.answers.map((a) => ({ code: ANSWER, valueCode: a })),
         ...list.terms.map((t) => ({ code: ANSWERS_FOR, valueCode: t })),
       ];
-      emit({ code, display: list.name, property });
-      if (out.length >= PIECE) {
-        yield out;
-        out = '';
-      }
+      yield { code, display: list.name, property };
     }
     for (const [code, answer] of answers) {
       if (written.has(code)) continue;
       written.add(code);
-      emit({ code, display: answer.display, property: answer.lists.map((l) => ({ code: ANSWER_LIST, valueCode: l })) });
-      if (out.length >= PIECE) {
-        yield out;
-        out = '';
-      }
+      yield { code, display: answer.display, property: answer.lists.map((l) => ({ code: ANSWER_LIST, valueCode: l })) };
     }
     // Nodes of the hierarchy that no other file defines (its root, grouping nodes).
     for (const [code, text] of nodeText) {
@@ -296,17 +323,12 @@ export async function loincJson(
       written.add(code);
       const property: CodeSystemConceptProperty[] = [];
       hierarchy(code, property);
-      emit({ code, display: text, ...(property.length ? { property } : {}) });
-      if (out.length >= PIECE) {
-        yield out;
-        out = '';
-      }
+      yield { code, display: text, ...(property.length ? { property } : {}) };
     }
     progress();
     bar.done();
-    yield `${out}]}\n`;
   }
-  return { version, chunks: chunks() };
+  return { version, content: content() };
 }
 
 function loincDesignation(language: string, use: string, value: string): CodeSystemConceptDesignation {
