@@ -39,8 +39,6 @@ interface Part {
   status: string;
 }
 
-/** A term's or a code's designations as compact tuples: [language, use, value]. */
-type Designation = [string, string, string];
 
 const EN = 'en-US';
 /** JSON is handed on in pieces of about this many characters. */
@@ -120,6 +118,8 @@ async function loincContent(
 
   let rows = 0;
   async function* content(): AsyncGenerator<CodeSystem | CodeSystemConcept> {
+    // Texts kept until their code is written (variants, consumer names) live in one arena.
+    const texts = new TextArena();
     // Parts: names, and CLASS parts by name (Loinc.csv names a term's class, not its part).
     const parts = new Map<string, Part>();
     const classParts = new Map<string, string>();
@@ -133,7 +133,9 @@ async function loincContent(
       progress();
     }
     // Part links: the properties a term's parts are values of.
-    const links = new Map<string, Array<[string, string, string]>>();
+    const links = new Map<string, string[]>(); // [property, part, name (or ''), …]
+    const interned = new Map<string, string>();
+    const intern = (v: string) => interned.get(v) ?? (interned.set(v, v), v);
     const partProperties = new Set<string>([...AXES, 'CLASS']);
     const linkFile = release.find('PartFile/LoincPartLink_Primary.csv');
     if (linkFile) {
@@ -144,7 +146,8 @@ async function loincContent(
         partProperties.add(property);
         let list = links.get(r.LoincNumber);
         if (!list) links.set(r.LoincNumber, (list = []));
-        list.push([property, r.PartNumber, r.PartName || (parts.get(r.PartNumber)?.name ?? '')]);
+        // The part's name from Part.csv when it has it (the link file's text is then not kept).
+        list.push(intern(property), r.PartNumber, parts.has(r.PartNumber) ? '' : texts.copy(r.PartName));
       }
       progress();
     }
@@ -181,16 +184,16 @@ async function loincContent(
       progress();
     }
     // Consumer names and linguistic variants: designations of the terms.
-    const designations = new Map<string, Designation[]>();
-    const designate = (code: string, d: Designation) => {
+    const designations = new Map<string, Array<string | number>>(); // [language, use, text ref, …]
+    const designate = (code: string, language: string, use: string, value: string) => {
       let list = designations.get(code);
       if (!list) designations.set(code, (list = []));
-      list.push(d);
+      list.push(intern(language), use, texts.add(value));
     };
     const consumerFile = release.find('ConsumerName/ConsumerName.csv');
     if (consumerFile) {
       for await (const r of release.records(consumerFile)) {
-        if (r.LoincNumber && r.ConsumerName) designate(r.LoincNumber, [EN, USE.consumerName, r.ConsumerName]);
+        if (r.LoincNumber && r.ConsumerName) designate(r.LoincNumber, EN, USE.consumerName, r.ConsumerName);
       }
       progress();
     }
@@ -206,21 +209,21 @@ async function loincContent(
         if (!language) continue;
         for await (const r of release.records(file)) {
           if (!r.LOINC_NUM) continue;
-          if (r.LONG_COMMON_NAME) designate(r.LOINC_NUM, [language, USE.longCommonName, r.LONG_COMMON_NAME]);
-          if (r.SHORTNAME) designate(r.LOINC_NUM, [language, USE.shortName, r.SHORTNAME]);
-          if (r.LinguisticVariantDisplayName) designate(r.LOINC_NUM, [language, USE.variantDisplayName, r.LinguisticVariantDisplayName]);
+          if (r.LONG_COMMON_NAME) designate(r.LOINC_NUM, language, USE.longCommonName, r.LONG_COMMON_NAME);
+          if (r.SHORTNAME) designate(r.LOINC_NUM, language, USE.shortName, r.SHORTNAME);
+          if (r.LinguisticVariantDisplayName) designate(r.LOINC_NUM, language, USE.variantDisplayName, r.LinguisticVariantDisplayName);
         }
         progress();
       }
     }
     // The multiaxial hierarchy: parents of terms and parts, and its own nodes' texts.
     const parents = new Map<string, string[]>();
-    const nodeText = new Map<string, string>();
+    const nodeText = new Map<string, number>();
     const hierarchyFile = release.find('ComponentHierarchyBySystem/ComponentHierarchyBySystem.csv');
     if (hierarchyFile) {
       for await (const r of release.records(hierarchyFile)) {
         if (!r.CODE) continue;
-        if (!nodeText.has(r.CODE)) nodeText.set(r.CODE, r.CODE_TEXT);
+        if (!nodeText.has(r.CODE)) nodeText.set(r.CODE, texts.add(r.CODE_TEXT));
         if (!r.IMMEDIATE_PARENT || r.IMMEDIATE_PARENT === r.CODE) continue;
         let list = parents.get(r.CODE);
         if (!list) parents.set(r.CODE, (list = []));
@@ -258,8 +261,13 @@ async function loincContent(
       written.add(code);
       const property: CodeSystemConceptProperty[] = [];
       const linked = links.get(code) ?? [];
-      const linkedProperties = new Set(linked.map((l) => l[0]));
-      for (const [prop, part, name] of linked) property.push({ code: prop, valueCoding: { system: LOINC_URL, code: part, ...(name ? { display: name } : {}) } });
+      const linkedProperties = new Set<string>();
+      for (let i = 0; i < linked.length; i += 3) {
+        const [prop, part] = [linked[i], linked[i + 1]];
+        const name = parts.get(part)?.name || linked[i + 2];
+        linkedProperties.add(prop);
+        property.push({ code: prop, valueCoding: { system: LOINC_URL, code: part, ...(name ? { display: name } : {}) } });
+      }
       // Axes the part links leave out keep the text of Loinc.csv.
       for (const axis of AXES) if (!linkedProperties.has(axis) && r[axis]) property.push({ code: axis, valueString: r[axis] });
       if (r.CLASS && !linkedProperties.has('CLASS')) {
@@ -273,7 +281,8 @@ async function loincContent(
       const designation: CodeSystemConceptDesignation[] = [];
       if (r.SHORTNAME) designation.push(loincDesignation(EN, USE.shortName, r.SHORTNAME));
       if (r.DisplayName) designation.push(loincDesignation(EN, USE.displayName, r.DisplayName));
-      for (const [language, use, value] of designations.get(code) ?? []) designation.push(loincDesignation(language, use, value));
+      const held = designations.get(code) ?? [];
+      for (let i = 0; i < held.length; i += 3) designation.push(loincDesignation(held[i] as string, held[i + 1] as string, texts.get(held[i + 2] as number)));
       designations.delete(code);
       yield {
         code,
@@ -318,7 +327,8 @@ async function loincContent(
       yield { code, display: answer.display, property: answer.lists.map((l) => ({ code: ANSWER_LIST, valueCode: l })) };
     }
     // Nodes of the hierarchy that no other file defines (its root, grouping nodes).
-    for (const [code, text] of nodeText) {
+    for (const [code, ref] of nodeText) {
+      const text = texts.get(ref);
       if (written.has(code)) continue;
       written.add(code);
       const property: CodeSystemConceptProperty[] = [];
@@ -363,4 +373,50 @@ function compareVersions(a: string, b: string): number {
     if (d !== 0) return d;
   }
   return 0;
+}
+
+/**
+ * Texts held while the release is read, as UTF-8 in large buffers addressed by number: a
+ * string cut from a CSV chunk would keep the whole chunk alive (and a two-byte string takes
+ * twice its UTF-8 size), which for the linguistic variants of a release is gigabytes.
+ */
+class TextArena {
+  private readonly blocks: Buffer[] = [];
+  private block = Buffer.alloc(0);
+  private used = 0;
+  private static readonly BLOCK = 16 * 1024 * 1024;
+  /** Texts of 2^20 bytes and more are kept as strings (none in a release; a guard). */
+  private readonly large: string[] = [];
+
+  /** Stores `text`; returns its reference. */
+  add(text: string): number {
+    const bytes = Buffer.byteLength(text);
+    if (bytes >= 1 << 20) {
+      this.large.push(text);
+      return -this.large.length;
+    }
+    if (this.used + bytes > this.block.length) {
+      this.block = Buffer.allocUnsafe(TextArena.BLOCK);
+      this.blocks.push(this.block);
+      this.used = 0;
+    }
+    const at = this.used;
+    this.block.write(text, at);
+    this.used += bytes;
+    // block (11 bits) | offset in block (24 bits) | length (20 bits): 55 bits, a safe integer
+    return ((this.blocks.length - 1) * 2 ** 24 + at) * 2 ** 20 + bytes;
+  }
+
+  get(ref: number): string {
+    if (ref < 0) return this.large[-ref - 1];
+    const bytes = ref % 2 ** 20;
+    const pos = Math.floor(ref / 2 ** 20);
+    const at = pos % 2 ** 24;
+    return this.blocks[Math.floor(pos / 2 ** 24)].toString('utf8', at, at + bytes);
+  }
+
+  /** A copy of `text` that does not keep the chunk it was cut from. */
+  copy(text: string): string {
+    return text === '' ? '' : this.get(this.add(text));
+  }
 }
