@@ -1,3 +1,4 @@
+import { benchLoinc } from './loinc.js';
 import { benchRest } from './rest.js';
 import { benchStart } from './start.js';
 import { benchTerminology } from './terminology.js';
@@ -9,9 +10,14 @@ import { benchScale } from './terminology-scale.js';
  * drivers, 32 connections), as Markdown with ratios measured in this run. `--quick` uses 40,000
  * concepts and 3 s per case; `--all` adds the older REST and sequential-latency benchmarks.
  * `npm run bench -- start` runs only the start-time benchmark. BENCH_SECONDS sets the duration
- * of each load case (default 10), BENCH_SIZE the number of concepts.
+ * of each load case (default 10), BENCH_SIZE the number of concepts. `npm run bench -- loinc`
+ * runs only the LOINC import benchmark (bench/loinc.ts).
  */
 async function main(argv: string[]): Promise<void> {
+  if (argv[0] === 'loinc') {
+    console.log(await benchLoinc());
+    return;
+  }
   console.log(await benchStart());
   if (argv[0] === 'start') return;
   const quick = argv.includes('--quick');

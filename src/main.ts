@@ -4,7 +4,9 @@ import { loadConfig } from './config.js';
 import { DataFolderInUse } from './storage/data-folder-lock.js';
 import { ListenUnsupported } from './storage/database-errors.js';
 import { importFile, type ImportSummary } from './terminology/store/import-file.js';
-import { importToServer } from './terminology/store/import-remote.js';
+import { importSourceToServer, importToServer } from './terminology/store/import-remote.js';
+import { importLoinc, loincJson } from './terminology/store/loinc-import.js';
+import { LoincRelease } from './terminology/store/loinc-release.js';
 import { checkPasswordStrength } from './auth/accounts.js';
 import { generatePassword, readNewPassword, setPasswordByEmail } from './auth/set-password-cli.js';
 
@@ -17,6 +19,10 @@ const USAGE = `Usage:
   lattice import <file> --url <server> [--token <t> | --client-id <id> --client-secret <s>]
                  [--project <id>]          send it to a running server instead (LATTICE_TOKEN,
                                            LATTICE_CLIENT_ID, LATTICE_CLIENT_SECRET work too)
+  lattice import --format loinc <folder or .zip> [--version <v>] [--url … as above]
+                                           load a LOINC release from its CSV files (version:
+                                           --version, else the name Loinc_<v>, else the newest
+                                           VersionLastChanged of its terms)
   lattice admin set-password <email> [--password <pw>] [--project <id>]
                                            set a user's password: --password, else read from
                                            the terminal (asked twice) or standard input; empty
@@ -41,7 +47,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 /** Options of `lattice import`: `--name value` or `--name=value`. */
-const IMPORT_OPTIONS = ['--project', '--url', '--token', '--client-id', '--client-secret'];
+const IMPORT_OPTIONS = ['--project', '--url', '--token', '--client-id', '--client-secret', '--format', '--version'];
 
 /**
  * `lattice import <file>`: writes through the same index as the API, with a progress bar —
@@ -65,7 +71,9 @@ async function importCommand(args: string[]): Promise<void> {
     }
   }
   const file = positional[0];
-  if (!file || positional.length > 1 || unusable) {
+  const format = options['--format'];
+  // --version names the version of a release (LOINC); a FHIR resource states its own.
+  if (!file || positional.length > 1 || unusable || (format !== undefined && format !== 'loinc') || (options['--version'] && format !== 'loinc')) {
     console.error(USAGE);
     process.exitCode = 2;
     return;
@@ -79,15 +87,19 @@ async function importCommand(args: string[]): Promise<void> {
   const url = options['--url'];
   if (url) {
     try {
-      report(
-        await importToServer(file, {
-          url,
-          projectId,
-          token: options['--token'] ?? process.env.LATTICE_TOKEN,
-          clientId: options['--client-id'] ?? process.env.LATTICE_CLIENT_ID,
-          clientSecret: options['--client-secret'] ?? process.env.LATTICE_CLIENT_SECRET,
-        }),
-      );
+      const remote = {
+        url,
+        projectId,
+        token: options['--token'] ?? process.env.LATTICE_TOKEN,
+        clientId: options['--client-id'] ?? process.env.LATTICE_CLIENT_ID,
+        clientSecret: options['--client-secret'] ?? process.env.LATTICE_CLIENT_SECRET,
+      };
+      if (format === 'loinc') {
+        const release = await loincJson(await LoincRelease.open(file), { version: options['--version'] });
+        report(await importSourceToServer(release.chunks, remote));
+        return;
+      }
+      report(await importToServer(file, remote));
     } catch (err) {
       console.error(err instanceof Error ? err.message : String(err));
       process.exitCode = 1;
@@ -101,7 +113,7 @@ async function importCommand(args: string[]): Promise<void> {
   const config = loadConfig();
   const app = await createApp({ ...config, baseTerminology: 'lazy', database: { ...config.database, statementTimeoutMs: 0 } });
   try {
-    report(await importFile(file, app, { projectId }));
+    report(format === 'loinc' ? await importLoinc(file, app, { projectId, version: options['--version'] }) : await importFile(file, app, { projectId }));
   } finally {
     await app.close();
   }

@@ -2,6 +2,7 @@ import type { CodeSystemProperty, ValueSet } from '@medplum/fhirtypes';
 import { materializeBase } from '../store/base-terminology.js';
 import { terminologyCache } from '../providers/fhir/index-cache.js';
 import { builtinCodeSystem } from '../providers/builtin.js';
+import { LOINC_URL, loincImplicitCode, loincImplicitValueSet, providerFor } from '../providers/select.js';
 import type { CodeSystemInfo, TermContext } from '../types.js';
 import { newestFirst, splitCanonical, versionMatches } from '../versions.js';
 
@@ -118,13 +119,31 @@ export function resolveValueSet(tc: TermContext, canonical: string, version?: st
       stored = await storedValueSets(tc, split.url);
     }
     const chosen = pick(tc, [...inline, ...stored], wanted);
-    if (!chosen) return undefined;
+    if (!chosen) return implicitValueSet(tc, split.url, wanted);
     if ('vs' in chosen) return chosen.vs;
     // Its row is visible to the caller (checked above): the content is read once per version.
     return terminologyCache(tc.db).resolve(`vs content ${chosen.resourceId} ${chosen.lastUpdated}`, () =>
       tc.env.system.tryRead<ValueSet>('ValueSet', chosen.resourceId),
     );
   });
+}
+
+/**
+ * The implicit value sets of a loaded code system that no stored value set overrides: LOINC's
+ * `http://loinc.org/vs[/<LL or LP code>]` (docs/terminology.md#loinc), when the release has the code.
+ */
+async function implicitValueSet(tc: TermContext, url: string, version: string | undefined): Promise<ValueSet | undefined> {
+  const code = loincImplicitCode(url);
+  if (code === undefined) return undefined;
+  const cs = await resolveCodeSystem(tc, LOINC_URL, version);
+  if (!cs) return undefined;
+  let display: string | undefined;
+  if (code) {
+    const concept = (await providerFor(tc, cs).findConcepts([code])).get(code);
+    if (!concept || concept.code !== code) return undefined;
+    display = concept.display;
+  }
+  return loincImplicitValueSet(url, code, cs.version, display);
 }
 
 /**

@@ -6,7 +6,12 @@ import { terminologyCache } from './fhir/index-cache.js';
 import { IndexProvider } from './fhir/index-provider.js';
 import { SqlProvider } from './fhir/sql-provider.js';
 
+import { LoincProvider } from './loinc/loinc-provider.js';
+import { LOINC_URL } from './loinc/loinc-model.js';
+
 export { inlineCodeSystem } from './fhir/inline-code-system.js';
+export { loincImplicitCode, loincImplicitValueSet } from './loinc/implicit-value-sets.js';
+export { LOINC_URL } from './loinc/loinc-model.js';
 
 /**
  * The one place a code system's provider is chosen (docs/terminology.md#code-system-providers).
@@ -19,6 +24,12 @@ export { inlineCodeSystem } from './fhir/inline-code-system.js';
 export function providerFor(tc: TermContext, cs: CodeSystemInfo): CodeSystemProvider {
   const builtin = builtinProvider(tc, cs);
   if (builtin) return builtin;
+  // LOINC: the index's provider, with the filters LOINC defines (docs/terminology.md#loinc).
+  const stored = storedProvider(tc, cs);
+  return cs.url === LOINC_URL ? new LoincProvider(stored) : stored;
+}
+
+function storedProvider(tc: TermContext, cs: CodeSystemInfo): CodeSystemProvider {
   const inline = requestIndex(tc, cs.key);
   if (inline) return new IndexProvider(tc, cs, inline);
   if (tc.sqlReference || cs.key <= 0) return new SqlProvider(tc, cs);

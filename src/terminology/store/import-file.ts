@@ -3,7 +3,7 @@ import type { CodeSystem, CodeSystemConcept, Resource } from '@medplum/fhirtypes
 import type { Queryable } from '../../core/database.js';
 import { ownedBy as ownedByProject } from '../../storage/scope.js';
 import type { TerminologyEnv } from '../types.js';
-import { jsonStream } from './json-stream.js';
+import { jsonStream, type JsonStreamEvent } from './json-stream.js';
 import { StagedCodeSystem } from './staged-import.js';
 
 /**
@@ -58,8 +58,20 @@ export async function importFile(path: string, services: TerminologyEnv, options
  * Imports a stream of JSON (a resource, a Bundle, or NDJSON): the same for a file and for a
  * request body (`lattice import --url`, docs/terminology.md#import-into-a-running-server).
  */
-export async function importStream(
+export function importStream(
   source: AsyncIterable<Buffer | string>,
+  services: TerminologyEnv,
+  options: ImportOptions & { label?: string; size?: number } = {},
+): Promise<ImportSummary> {
+  return importEvents(jsonStream(source), services, options);
+}
+
+/**
+ * Imports the resources of a stream of parsed JSON (json-stream.ts events): what importStream
+ * parses, or what a loader produces already parsed (a LOINC release, docs/terminology.md#loinc).
+ */
+export async function importEvents(
+  events: AsyncIterable<JsonStreamEvent>,
   services: TerminologyEnv,
   options: ImportOptions & { label?: string; size?: number } = {},
 ): Promise<ImportSummary> {
@@ -94,7 +106,7 @@ export async function importStream(
   // A top-level object whose `concept` (or Bundle `entry`) array is streamed.
   let open: { key: string; header: Record<string, unknown>; buffered: unknown[]; bufferedConcepts: number; staged?: StagedCodeSystem } | undefined;
   try {
-    for await (const event of jsonStream(source)) {
+    for await (const event of events) {
       const size = options.size ?? 0;
       switch (event.kind) {
         case 'value':

@@ -24,8 +24,6 @@ export interface RemoteImportOptions {
 export class RemoteImportError extends Error {}
 
 export async function importToServer(path: string, options: RemoteImportOptions): Promise<ImportSummary> {
-  const base = options.url.replace(/\/+$/, '');
-  const token = options.token ?? (await clientToken(base, options));
   const size = statSync(path).size;
   const bar = progressBar(options.out ?? process.stderr);
   let sent = 0;
@@ -36,7 +34,25 @@ export async function importToServer(path: string, options: RemoteImportOptions)
       done(null, chunk);
     },
   });
-  const body = Readable.toWeb(createReadStream(path).pipe(counter)) as ReadableStream<Uint8Array>;
+  try {
+    return await sendToServer(createReadStream(path).pipe(counter), options);
+  } finally {
+    bar.done();
+  }
+}
+
+/**
+ * Sends JSON produced while it is sent (e.g. a LOINC release turned into its CodeSystem,
+ * docs/terminology.md#loinc) to the server's import; the producer reports its own progress.
+ */
+export async function importSourceToServer(source: AsyncIterable<string | Buffer>, options: RemoteImportOptions): Promise<ImportSummary> {
+  return sendToServer(Readable.from(source), options);
+}
+
+async function sendToServer(source: Readable, options: RemoteImportOptions): Promise<ImportSummary> {
+  const base = options.url.replace(/\/+$/, '');
+  const token = options.token ?? (await clientToken(base, options));
+  const body = Readable.toWeb(source) as ReadableStream<Uint8Array>;
   const query = options.projectId ? `?project=${encodeURIComponent(options.projectId)}` : '';
   const res = await fetch(`${base}/admin/terminology/import${query}`, {
     method: 'POST',
@@ -44,7 +60,6 @@ export async function importToServer(path: string, options: RemoteImportOptions)
     body,
     duplex: 'half',
   } as RequestInit & { duplex: 'half' });
-  bar.done();
   const text = await res.text();
   if (!res.ok) throw new RemoteImportError(`The server refused the import (${res.status}): ${outcomeText(text)}`);
   return JSON.parse(text) as ImportSummary;
