@@ -5,7 +5,6 @@ import { requestIndex } from './fhir/code-system-index.js';
 import { terminologyCache } from './fhir/index-cache.js';
 import { IndexProvider } from './fhir/index-provider.js';
 import { SqlProvider } from './fhir/sql-provider.js';
-
 import { LoincProvider } from './loinc/loinc-provider.js';
 import { LOINC_URL } from './loinc/loinc-model.js';
 
