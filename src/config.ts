@@ -117,7 +117,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     clientSecretLifetime: intOf(env.LATTICE_CLIENT_SECRET_LIFETIME, 0, 'LATTICE_CLIENT_SECRET_LIFETIME'),
     accessTokenLifetime: intOf(env.LATTICE_TOKEN_LIFETIME, 3600, 'LATTICE_TOKEN_LIFETIME'),
-    bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 1000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
+    bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 10_000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
     email: {
       from: env.LATTICE_EMAIL_FROM || undefined,
       pollMs: intOf(env.LATTICE_EMAIL_POLL_MS, 5_000, 'LATTICE_EMAIL_POLL_MS'),

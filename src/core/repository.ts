@@ -76,8 +76,11 @@ export interface ResourceRepository {
   readVersion(resourceType: string, id: string, versionId: string): Promise<Resource>;
   /** Updates (or creates with the client's id); `ifMatch` is the expected current version id. */
   update(resource: Resource, options?: { ifMatch?: string }): Promise<UpdateResult>;
-  /** Deletes; deleting a deleted resource is a no-op, an unknown id is 404. */
-  delete(resourceType: string, id: string): Promise<void>;
+  /**
+   * Deletes; false when there was nothing to delete (unknown, invisible or already deleted: all
+   * alike). `ifMatch` is the expected current version id (412 when stale).
+   */
+  delete(resourceType: string, id: string, options?: { ifMatch?: string }): Promise<boolean>;
   /** History of one resource (`id` given), of a type, or of everything visible (`resourceType` undefined), newest first. */
   history(
     resourceType: string | undefined,
