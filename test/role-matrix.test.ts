@@ -293,7 +293,7 @@ const TABLE: Row[] = [
   [/^op Resource\/\$validate type \w+ empty$/, { anonymous: 401, token: 400 }],
   [/^op Resource\/\$validate instance \w+ empty$/, { anonymous: 401, A: 400, otherAdmin: 404 }],
   [/^op Resource\/\$validate instance \w+ own$/, { anonymous: 401, A: 200, otherAdmin: 404 }, (res) => assert.equal(res.body?.issue?.[0]?.details?.text, 'All OK', res.text)],
-  // Patient/$everything (docs/rest.md#patient-everything) on A's patient.
+  // Patient/$everything (docs/rest.md#everything) on A's patient.
   [/^op Patient\/\$everything instance \w+ empty$/, { anonymous: 401, A: 200, otherAdmin: 404 }, (res) => assert.equal(res.body?.type, 'searchset', res.text)],
 ];
 

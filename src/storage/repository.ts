@@ -279,14 +279,14 @@ export class Repository implements SystemRepository {
   /** Searches resources of one type within the caller's scope. */
   async search(query: SearchQuery): Promise<SearchResult> {
     if (query.resourceType !== '*') this.scope.checkAccess(query.resourceType, 's');
-    const result = await this.searchIndex.search(this.db, this.scope, query);
+    const result = await this.searchIndex.search(this.db, this.scope, query, this);
     return { ...result, resources: result.resources.map((r) => this.redact(r)) };
   }
 
   /** One transaction for several changes: `fn` gets this repository joined to it (or joins the open one). */
-  async transaction<T>(fn: (repo: ResourceRepository) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (repo: ResourceRepository) => Promise<T>, options?: { timeoutMs?: number }): Promise<T> {
     if (this.joined) return fn(this);
-    return this.db.transaction((tx) => fn(this.inTransaction(tx)));
+    return this.db.transaction((tx) => fn(this.inTransaction(tx)), options);
   }
 
   /**

@@ -3,6 +3,7 @@ import { toDates, toNumbers, toQuantities, toReferences, toStrings, toTokens, to
 import { typedValue, type TypedValue } from './fhir-values.js';
 import { emptyRows, type IndexRows } from './index-rows.js';
 import { indexedParameters, type IndexTable } from './parameters.js';
+import { clip } from './normalize.js';
 
 /**
  * Most values one parameter of one resource may index. Beyond it the parameter is cut short:
@@ -76,6 +77,7 @@ function addRows<K extends IndexTable>(rows: IndexRows, table: K, code: string, 
   for (const item of items) {
     const value = typedValue(item);
     if (!value) continue;
+    if (table === 'token' && value.type === 'Identifier') addIdentifierTypes(rows, code, value.data);
     for (const row of CONVERT[table](value)) {
       const key = Object.values(row).join('\u0001');
       if (seen.has(key)) continue;
@@ -83,5 +85,21 @@ function addRows<K extends IndexTable>(rows: IndexRows, table: K, code: string, 
       target.push({ param: code, ...row });
       if (seen.size >= MAX_VALUES_PER_PARAMETER) return;
     }
+  }
+}
+
+/**
+ * For `:of-type` (docs/rest.md#modifiers): an identifier with a type is indexed again under
+ * `<param>:of-type`, one row per type coding, with the coding's system and `<code>|<value>`.
+ */
+function addIdentifierTypes(rows: IndexRows, code: string, data: unknown): void {
+  const identifier = data as { value?: unknown; type?: { coding?: Array<{ system?: unknown; code?: unknown }> } };
+  if (typeof identifier.value !== 'string' || !Array.isArray(identifier.type?.coding)) return;
+  for (const coding of identifier.type.coding) {
+    if (typeof coding?.code !== 'string') continue;
+    const key = clip(`${coding.code}|${identifier.value}`);
+    const system = typeof coding.system === 'string' ? clip(coding.system) : null;
+    if (rows.token.some((r) => r.param === `${code}:of-type` && r.system === system && r.code === key)) continue;
+    rows.token.push({ param: `${code}:of-type`, system, code: key, code_lower: key.toLowerCase(), text_value: null });
   }
 }

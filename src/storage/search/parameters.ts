@@ -145,3 +145,8 @@ export function splitTopLevelUnion(expression: string): string[] {
   parts.push(expression.slice(start).trim());
   return parts.filter((p) => p.length > 0);
 }
+
+/** True when a token parameter indexes Identifiers (`:of-type` applies: docs/rest.md#modifiers). */
+export function identifierParameter(sp: SearchParameter): boolean {
+  return sp.type === 'token' && /\.identifier\b/.test(sp.expression ?? '');
+}

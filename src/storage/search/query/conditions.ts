@@ -2,10 +2,11 @@ import { badRequest } from '../../../fhir/outcome.js';
 import { isResourceType } from '../../../fhir/definitions.js';
 import { parseDateRange } from '../../../fhir/date-range.js';
 import { clip, escapeLike, normalizeText } from '../normalize.js';
-import type { IndexTable } from '../parameters.js';
+import { identifierParameter, searchParameter, type IndexTable } from '../parameters.js';
 import { dateComparison, numberComparison } from './comparisons.js';
 import type { SqlParams } from './sql-params.js';
 import { parseSearchNumber, splitPipe, splitPrefix, unescapeValue } from './values.js';
+import { TERMINOLOGY_MODIFIERS, termKey } from './terminology.js';
 
 /** The `resource` row a condition is about: its alias in the query and its resource type. */
 export interface Owner {
@@ -22,10 +23,10 @@ export interface Criterion {
   values: string[];
 }
 
-/** Modifiers each table understands (besides `missing`, which all do). */
-const MODIFIERS: Record<IndexTable, string[]> = {
+/** Modifiers each table understands (besides `missing`, which all do, and a reference's `:<Type>`). */
+export const MODIFIERS: Record<IndexTable, string[]> = {
   string: ['exact', 'contains'],
-  token: ['not', 'text'],
+  token: ['not', 'text', 'of-type', ...TERMINOLOGY_MODIFIERS],
   reference: [],
   date: [],
   number: [],
@@ -50,7 +51,9 @@ export function criterionSql(p: SqlParams, owner: Owner, c: Criterion): string {
     return c.values[0] === 'true' ? `NOT ${exists()}` : exists();
   }
   const typeModifier = c.table === 'reference' && c.modifier !== undefined && isResourceType(c.modifier);
-  if (c.modifier !== undefined && !typeModifier && !MODIFIERS[c.table].includes(c.modifier)) {
+  const sp = c.modifier === 'of-type' ? searchParameter(owner.type, c.code) : undefined;
+  const ofTypeRefused = c.modifier === 'of-type' && (!sp || !identifierParameter(sp));
+  if (c.modifier !== undefined && !typeModifier && (ofTypeRefused || !MODIFIERS[c.table].includes(c.modifier))) {
     throw badRequest(`Unsupported modifier ':${c.modifier}' for search parameter ${c.code}`);
   }
   const anyOf = (x: string, one: (value: string, x: string) => string): string =>
@@ -61,6 +64,21 @@ export function criterionSql(p: SqlParams, owner: Owner, c: Criterion): string {
     case 'token':
       if (c.modifier === 'not') return `NOT ${exists((x) => anyOf(x, (v) => tokenMatch(p, x, v)))}`;
       if (c.modifier === 'text') return exists((x) => anyOf(x, (v) => `${x}.text_value LIKE ${p.add(`${escapeLike(normalizeText(unescapeValue(v)))}%`)}`));
+      if (c.modifier !== undefined && TERMINOLOGY_MODIFIERS.includes(c.modifier)) {
+        const codings = c.values.flatMap((v) => {
+          const found = p.terms?.get(termKey(owner.type, c.code, c.modifier as string, v));
+          if (!found) throw badRequest(`Modifier :${c.modifier} of search parameter ${c.code} is not supported in a chain, _has or _filter`);
+          return found;
+        });
+        const x = p.alias('x');
+        const member =
+          codings.length === 0
+            ? 'false'
+            : `EXISTS (SELECT 1 FROM search_token ${x} WHERE ${x}.resource_type = ${p.add(owner.type)} AND ${x}.id = ${owner.alias}.id AND ${x}.param = ${p.add(c.code)}` +
+              ` AND (${x}.system, ${x}.code) IN (SELECT * FROM unnest(${p.add(codings.map(([s]) => s))}::text[], ${p.add(codings.map(([, k]) => k))}::text[])))`;
+        return c.modifier === 'not-in' ? `NOT ${member}` : member;
+      }
+      if (c.modifier === 'of-type') return ofTypeSql(p, owner, c);
       return exists((x) => anyOf(x, (v) => tokenMatch(p, x, v)));
     case 'reference':
       return exists((x) => anyOf(x, (v) => referenceMatch(p, x, typeModifier ? c.modifier : undefined, unescapeValue(v))));
@@ -73,6 +91,28 @@ export function criterionSql(p: SqlParams, owner: Owner, c: Criterion): string {
     case 'quantity':
       return exists((x) => anyOf(x, (v) => quantityMatch(p, x, c.code, v)));
   }
+}
+
+/**
+ * `identifier:of-type=<type system>|<type code>|<value>`: identifiers whose type has that coding
+ * and whose value is that value. Their rows are indexed under `<param>:of-type` (extract.ts),
+ * with the type's system and `<type code>|<value>` as the code.
+ */
+function ofTypeSql(p: SqlParams, owner: Owner, c: Criterion): string {
+  const x = p.alias('x');
+  const branches = c.values.map((v) => {
+    const [system, rest] = splitPipe(v);
+    const [typeCode, value] = splitPipe(rest);
+    if (system === undefined || typeCode === undefined || typeCode === '' || value === '') {
+      throw badRequest(`Invalid value '${v}' for ${c.code}:of-type (expected <type system>|<type code>|<value>)`);
+    }
+    const systemSql = system === '' ? `${x}.system IS NULL` : `${x}.system = ${p.add(clip(system))}`;
+    return `(${systemSql} AND ${x}.code = ${p.add(clip(`${typeCode}|${unescapeValue(value)}`))})`;
+  });
+  return (
+    `EXISTS (SELECT 1 FROM search_token ${x} WHERE ${x}.resource_type = ${p.add(owner.type)} AND ${x}.id = ${owner.alias}.id` +
+    ` AND ${x}.param = ${p.add(`${c.code}:of-type`)} AND (${branches.join(' OR ')}))`
+  );
 }
 
 function stringMatch(p: SqlParams, x: string, modifier: string | undefined, value: string): string {

@@ -19,9 +19,24 @@ export interface SearchLimits {
   maxIncludes: number;
   /** Resources `_include`/`_revinclude` may add to one page (all directives and iterations). */
   maxIncluded: number;
+  /** Distinct stored codes a terminology modifier (`:below`, `:above`, `:in`, `:not-in`) may test. */
+  maxCodes: number;
+  /** Nesting of `_has` (`_has:A:p:_has:B:q:…` has 2). */
+  maxHasDepth: number;
+  /** Comparisons of one `_filter` expression. */
+  maxFilterTerms: number;
 }
 
-export const DEFAULT_SEARCH_LIMITS: SearchLimits = { maxParameters: 30, maxValues: 100, maxChain: 3, maxIncludes: 10, maxIncluded: 1000 };
+export const DEFAULT_SEARCH_LIMITS: SearchLimits = {
+  maxParameters: 30,
+  maxValues: 100,
+  maxChain: 3,
+  maxIncludes: 10,
+  maxIncluded: 1000,
+  maxCodes: 10_000,
+  maxHasDepth: 2,
+  maxFilterTerms: 20,
+};
 
 /** Throws 400 `too-costly` naming the bound a search exceeds. */
 export function checkSearchLimits(params: Array<[string, string]>, limits: SearchLimits): void {
@@ -48,6 +63,6 @@ export function tooManyIncluded(maxIncluded: number): FhirError {
   return tooCostly(`_include/_revinclude would add more than ${maxIncluded} resources (at most ${maxIncluded}): narrow the search or lower _count`);
 }
 
-function tooCostly(text: string): FhirError {
+export function tooCostly(text: string): FhirError {
   return new FhirError(400, [issue('too-costly', text)]);
 }
