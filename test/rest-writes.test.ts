@@ -121,3 +121,43 @@ for (const driver of drivers) {
     });
   });
 }
+
+for (const driver of drivers) {
+  describe(`read and vread shaping (${driver})`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startServer(driver);
+    });
+    after(() => server.stop());
+
+    test('_elements and _summary shape read and vread; bad values → 400', async () => {
+      const created = await server.fhir('POST', '/Patient', {
+        body: { resourceType: 'Patient', text: { status: 'generated', div: '<div xmlns="http://www.w3.org/1999/xhtml">Shaped</div>' }, name: [{ family: 'Shaped' }], gender: 'female', birthDate: '1970-01-01', photo: [{ contentType: 'image/png', data: 'AAAA' }] },
+      });
+      const id = created.body.id as string;
+      const subsetted = { system: 'http://terminology.hl7.org/CodeSystem/v3-ObservationValue', code: 'SUBSETTED' };
+      const elements = await server.fhir('GET', `/Patient/${id}?_elements=gender`);
+      assert.equal(elements.status, 200, elements.text);
+      assert.deepEqual(Object.keys(elements.body).sort(), ['gender', 'id', 'meta', 'resourceType']);
+      assert.deepEqual(elements.body.meta.tag, [subsetted]);
+      assert.equal(elements.headers.get('etag'), 'W/"1"');
+      const summary = await server.fhir('GET', `/Patient/${id}/_history/1?_summary=true`);
+      assert.equal(summary.status, 200, summary.text);
+      assert.equal(summary.body.photo, undefined);
+      assert.equal(summary.body.text, undefined);
+      assert.equal(summary.body.birthDate, '1970-01-01');
+      const text = await server.fhir('GET', `/Patient/${id}?_summary=text`);
+      assert.deepEqual(Object.keys(text.body).sort(), ['id', 'meta', 'resourceType', 'text']);
+      const data = await server.fhir('GET', `/Patient/${id}?_summary=data`);
+      assert.equal(data.body.text, undefined);
+      assert.equal(data.body.photo.length, 1);
+      const whole = await server.fhir('GET', `/Patient/${id}?_summary=false`);
+      assert.equal(whole.body.meta.tag, undefined);
+      for (const [query, text] of [['_summary=count', "Invalid value 'count' for _summary"], ['_elements=a.b', "Invalid value 'a.b' for _elements"]]) {
+        const res = await server.fhir('GET', `/Patient/${id}?${query}`);
+        assert.equal(res.status, 400, res.text);
+        assert.equal(ooText(res.body), text);
+      }
+    });
+  });
+}

@@ -5,6 +5,7 @@ import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import type { UpdateResult } from '../core/repository.js';
 import type { ResourceValidator } from '../core/validation.js';
 import { conditionalQuery, ifNoneExistParams, singleMatch } from './conditional.js';
+import { readShaper } from './search.js';
 
 /**
  * POST [base]/Type → 201 with Location/ETag. A client-supplied id is ignored, even one that is
@@ -58,16 +59,18 @@ export async function conditionalDelete(req: FhirRequest, type: string): Promise
   return { status: 200, body: informational(deleted ? 'Deleted' : 'No match: nothing deleted') };
 }
 
-/** GET [base]/Type/id */
+/** GET [base]/Type/id (`_summary`, `_elements` shape it: docs/rest.md#read). */
 export async function readResource(req: FhirRequest, type: string, id: string): Promise<FhirResult> {
+  const shape = readShaper(req.query);
   const resource = await req.ctx.repo.read(type, id);
-  return { status: 200, body: resource, headers: versionHeaders(resource) };
+  return { status: 200, body: shape(resource), headers: versionHeaders(resource) };
 }
 
-/** GET [base]/Type/id/_history/vid */
+/** GET [base]/Type/id/_history/vid (`_summary`, `_elements` as for read). */
 export async function readVersion(req: FhirRequest, type: string, id: string, vid: string): Promise<FhirResult> {
+  const shape = readShaper(req.query);
   const resource = await req.ctx.repo.readVersion(type, id, vid);
-  return { status: 200, body: resource, headers: versionHeaders(resource) };
+  return { status: 200, body: shape(resource), headers: versionHeaders(resource) };
 }
 
 /** PUT [base]/Type/id → 200 (update) or 201 (create with the client's id). */

@@ -72,6 +72,23 @@ export async function searchBundle(ctx: RequestContext, query: SearchQuery, url:
 }
 
 /**
+ * `_summary` and `_elements` on read and vread (docs/rest.md#read): the same shaping as a
+ * search's matches. Values are checked as a search checks them; `_summary=count` has no meaning
+ * for one resource (400).
+ */
+export function readShaper(query: Array<[string, string]>): (resource: Resource) => Resource {
+  for (const [name, value] of query) {
+    if (name === '_summary' && !['true', 'false', 'text', 'data'].includes(value)) throw badRequest(`Invalid value '${value}' for _summary`);
+    if (name === '_elements') {
+      for (const element of value.split(',').map((e) => e.trim()).filter(Boolean)) {
+        if (!/^[A-Za-z][A-Za-z0-9]*(\[x\])?$/.test(element)) throw badRequest(`Invalid value '${value}' for _elements`);
+      }
+    }
+  }
+  return shaper(query);
+}
+
+/**
  * The output shaping the request asks for: `_summary=true|text|data` (from the
  * StructureDefinition's summary and mandatory elements) or `_elements=a,b` (those top-level
  * elements). Shaped resources are tagged SUBSETTED. `_summary` wins when both are given.
