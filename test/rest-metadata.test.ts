@@ -46,6 +46,12 @@ function searchUrls(resource: CapabilityStatementRestResource): string[] {
   const type = resource.type;
   const urls: string[] = [];
   for (const sp of resource.searchParam ?? []) {
+    if (sp.name === '_has') {
+      // Reverse chaining through the first type the statement says can reference this one.
+      const [source, param] = (resource.searchRevInclude?.[0] ?? '').split(':');
+      urls.push(`${type}?_has:${source}:${param}:_id=x`);
+      continue;
+    }
     const name = encodeURIComponent(sp.name);
     urls.push(`${type}?${name}=${encodeURIComponent(sampleValue(sp.type, undefined))}`);
     for (const modifier of modifiersOf(sp.documentation)) {
@@ -77,7 +83,9 @@ for (const driver of drivers) {
       const observation = resources().find((r) => r.type === 'Observation');
       assert.ok(observation?.searchInclude?.includes('Observation:subject'));
       assert.ok(resources().find((r) => r.type === 'Patient')?.searchRevInclude?.includes('Observation:subject'));
-      assert.equal(observation?.searchParam?.find((p) => p.name === 'code')?.documentation?.startsWith('Modifiers: :missing'), true);
+      assert.equal(observation?.searchParam?.find((p) => p.name === 'code')?.documentation, 'Modifiers: :missing, :not, :text, :below, :above, :in, :not-in');
+      assert.equal(resources().find((r) => r.type === 'Patient')?.searchParam?.find((p) => p.name === 'identifier')?.documentation, 'Modifiers: :missing, :not, :text, :of-type, :below, :above, :in, :not-in');
+      assert.ok(resources().find((r) => r.type === 'Patient')?.searchParam?.some((p) => p.name === '_has'));
       assert.deepEqual(cs.rest?.[0]?.compartment, [
         'http://hl7.org/fhir/CompartmentDefinition/patient',
         'http://hl7.org/fhir/CompartmentDefinition/encounter',

@@ -15,7 +15,12 @@ export function searchCapabilities(): SearchCapabilities {
   return {
     parameters(type) {
       let list = cache.get(type);
-      if (!list) cache.set(type, (list = parametersOf(type)));
+      if (!list) {
+        list = parametersOf(type);
+        // Reverse chaining, where some type can reference this one (docs/rest.md#chaining-and-includes).
+        if (this.revIncludes(type).length > 0) list.push({ name: '_has', type: 'special', modifiers: [] });
+        cache.set(type, list);
+      }
       return list;
     },
     includes(type) {

@@ -6,7 +6,7 @@ import type { SqlParams } from './sql-params.js';
 import { splitValues, unescapeValue } from './values.js';
 
 /** Standard parameters Lattice knows but does not implement: refused, never ignored. */
-const NOT_SUPPORTED = new Set(['_has', '_text', '_content', '_query', '_filter', '_list', '_type', '_contained', '_containedType']);
+const NOT_SUPPORTED = new Set(['_text', '_content', '_query', '_filter', '_list', '_type', '_contained', '_containedType']);
 
 /**
  * SQL for one query parameter (`name[:modifier][.chained…]=values`) about the `owner` row, or
@@ -14,6 +14,7 @@ const NOT_SUPPORTED = new Set(['_has', '_text', '_content', '_query', '_filter',
  * Throws 400 for unknown parameters, modifiers and malformed values.
  */
 export function filterSql(p: SqlParams, owner: Owner, name: string, rawValue: string): string | undefined {
+  if (name.startsWith('_has:') || name === '_has') return hasSql(p, owner, name, rawValue);
   const dot = name.indexOf('.');
   const head = dot >= 0 ? name.slice(0, dot) : name;
   const [code, modifier] = splitModifier(head);
@@ -88,5 +89,33 @@ function chainSql(p: SqlParams, owner: Owner, code: string, modifier: string | u
     `EXISTS (SELECT 1 FROM search_reference ${x} JOIN resource ${t} ON ${t}.resource_type = ${x}.target_type AND ${t}.id = ${x}.target_id` +
     ` WHERE ${x}.resource_type = ${p.add(owner.type)} AND ${x}.id = ${owner.alias}.id AND ${x}.param = ${p.add(code)}` +
     ` AND NOT ${t}.deleted AND ${p.visibility(t)} AND (${branches.join(' OR ')}))`
+  );
+}
+
+/**
+ * `_has:<Type>:<reference parameter>:<parameter>=<value>` (reverse chaining, nested as
+ * `_has:<Type>:<ref>:_has:…`): resources of the owner's type that a visible, current resource of
+ * `<Type>` references through `<reference parameter>` and that matches `<parameter>=<value>`.
+ * The referencing rows pass the caller's access rights, as a chain's targets do.
+ */
+function hasSql(p: SqlParams, owner: Owner, name: string, rawValue: string): string | undefined {
+  const m = /^_has:([A-Za-z]+):([A-Za-z0-9-]+):(.+)$/.exec(name);
+  if (!m || !isResourceType(m[1])) throw badRequest(`Invalid _has parameter '${name}': expected _has:<Type>:<reference parameter>:<parameter>`);
+  const [, type, ref, inner] = m;
+  const sp = searchParameter(type, ref);
+  if (!sp) throw badRequest(`Unknown search parameter: ${ref}`);
+  if (sp.type !== 'reference') throw badRequest(`Search parameter ${ref} is not a reference and cannot be used in _has`);
+  const targets = ((sp.target ?? []) as string[]).filter(isResourceType);
+  if (targets.length > 0 && !targets.includes(owner.type)) {
+    throw badRequest(`Search parameter ${ref} of ${type} cannot reference ${owner.type}`);
+  }
+  const t = p.alias('t');
+  const x = p.alias('x');
+  const condition = filterSql(p, { alias: t, type }, inner, rawValue);
+  if (condition === undefined) return undefined;
+  return (
+    `EXISTS (SELECT 1 FROM search_reference ${x} JOIN resource ${t} ON ${t}.resource_type = ${x}.resource_type AND ${t}.id = ${x}.id` +
+    ` WHERE ${x}.resource_type = ${p.add(type)} AND ${x}.param = ${p.add(ref)} AND ${x}.target_type = ${p.add(owner.type)} AND ${x}.target_id = ${owner.alias}.id` +
+    ` AND NOT ${t}.deleted AND ${p.visibility(t, 'r', type)} AND ${condition})`
   );
 }

@@ -49,6 +49,8 @@ export function checkSearchLimits(params: Array<[string, string]>, limits: Searc
     throw tooCostly(`Too many search parameters: ${filters.length} (at most ${limits.maxParameters})`);
   }
   for (const [name, value] of filters) {
+    const has = name.split('_has:').length - 1;
+    if (has > limits.maxHasDepth) throw tooCostly(`_has nested too deep: ${has} levels (at most ${limits.maxHasDepth})`);
     const links = name.split('.').length - 1;
     if (links > limits.maxChain) throw tooCostly(`Chained search parameter too deep: ${links} links (at most ${limits.maxChain})`);
     const values = splitValues(value).length;

@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { createProject, drivers, loginTokens, ooText, startServer, type ApiResponse, type TestProject, type TestServer } from './harness.js';
+
+/**
+ * Reverse chaining `_has` (docs/rest.md#chaining-and-includes), composite parameters
+ * (docs/rest.md#composite-parameters) and `_text`/`_content` (docs/rest.md#text-search): exact
+ * answers and texts, and the referencing resources `_has` looks at pass the caller's access
+ * policy (a member who may read only laboratory observations learns nothing from the others).
+ */
+const ids = (res: ApiResponse): string[] => (res.body.entry ?? []).map((e: { resource: { id: string } }) => e.resource.id).sort();
+
+function assertOutcome(res: ApiResponse, status: number, code: string, text: string): void {
+  assert.equal(res.status, status, res.text);
+  assert.equal(res.body.issue[0].code, code, res.text);
+  assert.equal(ooText(res.body), text);
+}
+
+const LOINC = 'http://loinc.org';
+const category = (code: string) => [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/observation-category', code }] }];
+
+for (const driver of drivers) {
+  describe(`search: _has, composites, text (${driver})`, () => {
+    let server: TestServer;
+    let a: TestProject;
+    let labOnly: string;
+    const r: Record<string, string> = {};
+    const post = async (key: string, body: Record<string, unknown>) => {
+      const res = await server.fhir('POST', `/${body.resourceType as string}`, { token: a.adminToken, body });
+      assert.equal(res.status, 201, res.text);
+      r[key] = res.body.id;
+    };
+    before(async () => {
+      server = await startServer(driver);
+      a = await createProject(server, 'Has A');
+      await post('ann', { resourceType: 'Patient', name: [{ family: 'Ann' }], text: { status: 'generated', div: '<div xmlns="http://www.w3.org/1999/xhtml">Ann has a quiet cough</div>' } });
+      await post('bob', { resourceType: 'Patient', name: [{ family: 'Bob' }] });
+      await post('cat', { resourceType: 'Patient', name: [{ family: 'Cat' }] });
+      await post('annEnc', { resourceType: 'Encounter', status: 'finished', class: { code: 'AMB' }, subject: { reference: `Patient/${r.ann}` } });
+      // Ann: a laboratory glucose of 120 mg/dL; Bob: a vital-signs glucose of 90 and a lab one of 70.
+      await post('annLab', { resourceType: 'Observation', status: 'final', category: category('laboratory'), code: { coding: [{ system: LOINC, code: '2339-0' }] }, subject: { reference: `Patient/${r.ann}` }, encounter: { reference: `Encounter/${r.annEnc}` }, valueQuantity: { value: 120, system: 'http://unitsofmeasure.org', code: 'mg/dL' } });
+      await post('bobVital', { resourceType: 'Observation', status: 'final', category: category('vital-signs'), code: { coding: [{ system: LOINC, code: '2339-0' }] }, subject: { reference: `Patient/${r.bob}` }, valueQuantity: { value: 90, system: 'http://unitsofmeasure.org', code: 'mg/dL' } });
+      await post('bobLab', { resourceType: 'Observation', status: 'final', category: category('laboratory'), code: { coding: [{ system: LOINC, code: '8867-4' }] }, subject: { reference: `Patient/${r.bob}` }, valueQuantity: { value: 70, system: 'http://unitsofmeasure.org', code: '/min' } });
+      // Blood pressure as components: systolic 150 / diastolic 95.
+      await post('bp', {
+        resourceType: 'Observation', status: 'final', code: { coding: [{ system: LOINC, code: '85354-9' }] }, subject: { reference: `Patient/${r.cat}` },
+        component: [
+          { code: { coding: [{ system: LOINC, code: '8480-6' }] }, valueQuantity: { value: 150, system: 'http://unitsofmeasure.org', code: 'mm[Hg]' } },
+          { code: { coding: [{ system: LOINC, code: '8462-4' }] }, valueQuantity: { value: 95, system: 'http://unitsofmeasure.org', code: 'mm[Hg]' } },
+        ],
+      });
+      await post('report', { resourceType: 'DiagnosticReport', status: 'final', code: { text: 'panel' }, subject: { reference: `Patient/${r.ann}` }, result: [{ reference: `Observation/${r.annLab}` }] });
+      const policy = await server.fhir('POST', '/AccessPolicy', {
+        token: a.adminToken,
+        body: { resourceType: 'AccessPolicy', name: 'lab only', resource: [{ resourceType: 'Observation', readonly: true, criteria: 'Observation?category=laboratory' }, { resourceType: 'Patient' }] },
+      });
+      assert.equal(policy.status, 201, policy.text);
+      const email = `lab-${randomBytes(4).toString('hex')}@example.org`;
+      const password = `pw-${randomBytes(9).toString('base64url')}`;
+      const inv = await server.request('POST', `/admin/projects/${a.projectId}/invite`, {
+        token: a.adminToken,
+        contentType: 'application/json',
+        body: { resourceType: 'Practitioner', firstName: 'Lab', lastName: 'Only', email, password, membership: { accessPolicy: { reference: `AccessPolicy/${policy.body.id}` } } },
+      });
+      assert.equal(inv.status, 200, inv.text);
+      labOnly = (await loginTokens(server, email, password, { projectId: a.projectId, scope: 'openid' })).access_token;
+    });
+    after(() => server.stop());
+
+    const get = (path: string, token = a.adminToken) => server.fhir('GET', path, { token });
+
+    test('_has finds the resources others reference, nested too', async () => {
+      assert.deepEqual(ids(await get(`/Patient?_has:Observation:patient:code=${LOINC}|2339-0`)), [r.ann, r.bob].sort());
+      assert.deepEqual(ids(await get('/Patient?_has:Observation:subject:category=laboratory&_has:Observation:subject:code=2339-0')), [r.ann, r.bob].sort());
+      assert.deepEqual(ids(await get(`/Patient?_has:Observation:subject:value-quantity=gt100`)), [r.ann]);
+      assert.deepEqual(ids(await get('/Encounter?_has:Observation:encounter:_has:DiagnosticReport:result:status=final')), [r.annEnc]);
+      assert.deepEqual(ids(await get('/Patient?_has:Observation:subject:code=nothing')), []);
+    });
+
+    test('_has: the referencing resources pass the caller’s access policy', async () => {
+      // Bob's glucose is a vital sign, outside the policy: it does not reveal Bob.
+      assert.deepEqual(ids(await get(`/Patient?_has:Observation:patient:code=${LOINC}|2339-0`, labOnly)), [r.ann]);
+      assert.deepEqual(ids(await get('/Patient?_has:Observation:patient:category=vital-signs', labOnly)), []);
+    });
+
+    test('_has errors and bounds → 400 with exact texts', async () => {
+      assertOutcome(await get('/Patient?_has:Observation:patient=x'), 400, 'invalid', "Invalid _has parameter '_has:Observation:patient': expected _has:<Type>:<reference parameter>:<parameter>");
+      assertOutcome(await get('/Patient?_has:Nope:patient:code=x'), 400, 'invalid', "Invalid _has parameter '_has:Nope:patient:code': expected _has:<Type>:<reference parameter>:<parameter>");
+      assertOutcome(await get('/Patient?_has:Observation:nope:code=x'), 400, 'invalid', 'Unknown search parameter: nope');
+      assertOutcome(await get('/Patient?_has:Observation:code:code=x'), 400, 'invalid', 'Search parameter code is not a reference and cannot be used in _has');
+      assertOutcome(await get('/Patient?_has:Observation:encounter:code=x'), 400, 'invalid', 'Search parameter encounter of Observation cannot reference Patient');
+      assertOutcome(await get('/Patient?_has:Observation:patient:bogus=x'), 400, 'invalid', 'Unknown search parameter: bogus');
+      assertOutcome(
+        await get('/Patient?_has:Observation:patient:_has:DiagnosticReport:result:_has:Provenance:target:agent=x'),
+        400, 'too-costly', '_has nested too deep: 3 levels (at most 2)',
+      );
+    });
+  });
+}
