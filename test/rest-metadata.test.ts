@@ -53,6 +53,12 @@ function searchUrls(resource: CapabilityStatementRestResource): string[] {
       continue;
     }
     const name = encodeURIComponent(sp.name);
+    const components = /^Components: (.*)$/.exec(sp.documentation ?? '')?.[1];
+    if (sp.type === 'composite') {
+      assert.ok(components, `${type}.${sp.name} lists no components`);
+      urls.push(`${type}?${name}=${encodeURIComponent(components.split('$').map((t) => sampleValue(t, undefined)).join('$'))}`);
+      continue;
+    }
     urls.push(`${type}?${name}=${encodeURIComponent(sampleValue(sp.type, undefined))}`);
     for (const modifier of modifiersOf(sp.documentation)) {
       if (modifier === 'type') urls.push(`${type}?${name}:Patient=x`);
@@ -86,6 +92,9 @@ for (const driver of drivers) {
       assert.equal(observation?.searchParam?.find((p) => p.name === 'code')?.documentation, 'Modifiers: :missing, :not, :text, :below, :above, :in, :not-in');
       assert.equal(resources().find((r) => r.type === 'Patient')?.searchParam?.find((p) => p.name === 'identifier')?.documentation, 'Modifiers: :missing, :not, :text, :of-type, :below, :above, :in, :not-in');
       assert.ok(resources().find((r) => r.type === 'Patient')?.searchParam?.some((p) => p.name === '_has'));
+      assert.equal(observation?.searchParam?.find((p) => p.name === 'code-value-quantity')?.documentation, 'Components: token$quantity');
+      // Every R4 composite parameter is listed (all of their components are indexable).
+      assert.ok(resources().flatMap((r) => r.searchParam ?? []).filter((p) => p.type === 'composite').length >= 60);
       assert.deepEqual(cs.rest?.[0]?.compartment, [
         'http://hl7.org/fhir/CompartmentDefinition/patient',
         'http://hl7.org/fhir/CompartmentDefinition/encounter',

@@ -84,6 +84,20 @@ for (const driver of drivers) {
       assert.deepEqual(ids(await get('/Patient?_has:Observation:patient:category=vital-signs', labOnly)), []);
     });
 
+    test('composite parameters match components of one element', async () => {
+      const u = 'http://unitsofmeasure.org';
+      assert.deepEqual(ids(await get(`/Observation?code-value-quantity=${LOINC}|2339-0$gt100|${u}|mg/dL`)), [r.annLab]);
+      assert.deepEqual(ids(await get(`/Observation?code-value-quantity=${LOINC}|2339-0$lt100,${LOINC}|8867-4$70`)), [r.bobVital, r.bobLab].sort());
+      // Systolic above 140: the component pair, not the resource's values mixed.
+      assert.deepEqual(ids(await get(`/Observation?component-code-value-quantity=${LOINC}|8480-6$gt140`)), [r.bp]);
+      assert.deepEqual(ids(await get(`/Observation?component-code-value-quantity=${LOINC}|8462-4$gt140`)), []);
+      assert.deepEqual(ids(await get(`/Observation?combo-code-value-quantity=${LOINC}|8462-4$95`)), [r.bp]);
+      assert.deepEqual(ids(await get(`/Patient?_has:Observation:subject:component-code-value-quantity=${LOINC}|8480-6$ge150`)), [r.cat]);
+      assertOutcome(await get(`/Observation?code-value-quantity=${LOINC}|2339-0`), 400, 'invalid', `Invalid value '${LOINC}|2339-0' for composite search parameter code-value-quantity: expected 2 values separated by '$'`);
+      assertOutcome(await get('/Observation?code-value-quantity:missing=true'), 400, 'invalid', "Unsupported modifier ':missing' for search parameter code-value-quantity");
+      assertOutcome(await get(`/Observation?code-value-quantity=${LOINC}|2339-0$high`), 400, 'invalid', "Invalid number 'high' for search parameter value-quantity");
+    });
+
     test('_has errors and bounds → 400 with exact texts', async () => {
       assertOutcome(await get('/Patient?_has:Observation:patient=x'), 400, 'invalid', "Invalid _has parameter '_has:Observation:patient': expected _has:<Type>:<reference parameter>:<parameter>");
       assertOutcome(await get('/Patient?_has:Nope:patient:code=x'), 400, 'invalid', "Invalid _has parameter '_has:Nope:patient:code': expected _has:<Type>:<reference parameter>:<parameter>");

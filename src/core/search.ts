@@ -15,6 +15,8 @@ export interface SearchParameterCapability {
   modifiers: string[];
   /** For `type`: the target types a reference may be narrowed to. */
   targets?: string[];
+  /** A composite's component types, in order (its value is their values joined by `$`). */
+  components?: string[];
 }
 
 export interface SearchCapabilities {

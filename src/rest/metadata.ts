@@ -62,6 +62,7 @@ export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDi
       type: sp.type as NonNullable<CapabilityStatementRestResource['searchParam']>[number]['type'],
       // R4 has no element for modifiers: they are stated in the documentation, in this form.
       ...(sp.modifiers.length > 0 ? { documentation: `Modifiers: ${sp.modifiers.map((m) => `:${m}`).join(', ')}` } : {}),
+      ...(sp.components ? { documentation: `Components: ${sp.components.join('$')}` } : {}),
     })),
     operation: operations
       .filter((op) => op.resourceTypes.includes(type))

@@ -3,7 +3,7 @@ import { isResourceType, resourceTypes, searchParametersFor } from '../../fhir/d
 import { checkKnown } from './query/filters.js';
 import { MODIFIERS } from './query/conditions.js';
 import { COMPARTMENT_DEFINITIONS } from './query/compartment.js';
-import { identifierParameter, tableFor } from './parameters.js';
+import { compositeComponents, identifierParameter, tableFor } from './parameters.js';
 
 /**
  * What the search builder accepts, for the CapabilityStatement (docs/rest.md#metadata): a
@@ -60,8 +60,10 @@ function parametersOf(type: string): SearchParameterCapability[] {
     if (code === '_id' || code === '_lastUpdated' || !accepted(type, code)) continue;
     const table = tableFor(sp);
     const modifiers = (table ? MODIFIERS[table] : []).filter((m) => m !== 'of-type' || identifierParameter(sp));
-    const entry: SearchParameterCapability = { name: code, type: sp.type ?? 'special', modifiers: ['missing', ...modifiers] };
+    const entry: SearchParameterCapability = { name: code, type: sp.type ?? 'special', modifiers: table ? ['missing', ...modifiers] : [] };
     if (sp.url) entry.definition = sp.url;
+    const components = compositeComponents(sp);
+    if (components) entry.components = components.map((c) => c.table);
     if (sp.type === 'reference') {
       const targets = ((sp.target ?? []) as string[]).filter(isResourceType);
       if (targets.length > 0) {

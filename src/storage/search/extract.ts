@@ -2,7 +2,7 @@ import type { Resource } from '@medplum/fhirtypes';
 import { toDates, toNumbers, toQuantities, toReferences, toStrings, toTokens, toUris } from './convert.js';
 import { typedValue, type TypedValue } from './fhir-values.js';
 import { emptyRows, type IndexRows } from './index-rows.js';
-import { indexedParameters, type IndexTable } from './parameters.js';
+import { MAX_COMPOSITE_ITEMS, indexedComposites, indexedParameters, type IndexTable } from './parameters.js';
 import { clip } from './normalize.js';
 
 /**
@@ -39,6 +39,22 @@ export function extractRows(resource: Resource): IndexRows {
     }
     if (!Array.isArray(items) || items.length === 0) continue;
     addRows(rows, param.table, param.code, items);
+  }
+  // Composites: each component's values of base item i under `<code>#<i>.<k>`, so a search can
+  // ask for components of one item (docs/rest.md#composite-parameters).
+  for (const composite of indexedComposites(resource.resourceType)) {
+    let n = 0;
+    try {
+      n = Math.min(composite.count(view), MAX_COMPOSITE_ITEMS);
+    } catch {
+      continue;
+    }
+    for (let i = 0; i < n; i++) {
+      composite.tables.forEach((table, k) => {
+        const items = composite.evaluate(view, i, k);
+        if (items.length > 0) addRows(rows, table, `${composite.code}#${i}.${k}`, items);
+      });
+    }
   }
   return rows;
 }
@@ -77,7 +93,7 @@ function addRows<K extends IndexTable>(rows: IndexRows, table: K, code: string, 
   for (const item of items) {
     const value = typedValue(item);
     if (!value) continue;
-    if (table === 'token' && value.type === 'Identifier') addIdentifierTypes(rows, code, value.data);
+    if (table === 'token' && value.type === 'Identifier' && !code.includes('#')) addIdentifierTypes(rows, code, value.data);
     for (const row of CONVERT[table](value)) {
       const key = Object.values(row).join('\u0001');
       if (seen.has(key)) continue;

@@ -2,7 +2,7 @@ import { badRequest } from '../../../fhir/outcome.js';
 import { isResourceType } from '../../../fhir/definitions.js';
 import { parseDateRange } from '../../../fhir/date-range.js';
 import { clip, escapeLike, normalizeText } from '../normalize.js';
-import { identifierParameter, searchParameter, type IndexTable } from '../parameters.js';
+import { identifierParameter, searchParameter, type CompositeComponent, type IndexTable } from '../parameters.js';
 import { dateComparison, numberComparison } from './comparisons.js';
 import type { SqlParams } from './sql-params.js';
 import { parseSearchNumber, splitPipe, splitPrefix, unescapeValue } from './values.js';
@@ -187,4 +187,63 @@ function quantityMatch(p: SqlParams, x: string, code: string, value: string): st
   if (systemText !== '') parts.push(`${x}.system = ${p.add(systemText)}`);
   if (unitText !== '') parts.push(`(${x}.code = ${p.add(unitText)} OR ${x}.unit = ${p.add(unitText)})`);
   return parts.join(' AND ');
+}
+
+/**
+ * One value of a composite parameter, `<component 1>$<component 2>…` (docs/rest.md#composite-parameters):
+ * the components must match values of ONE item of the composite's base (rows
+ * `<code>#<i>.<k>`, extract.ts) — the first component's row names the item, the others join on it.
+ */
+export function compositeSql(p: SqlParams, owner: Owner, code: string, components: CompositeComponent[], value: string): string {
+  const parts = splitDollar(value);
+  if (parts.length !== components.length || parts.some((v) => v === '')) {
+    throw badRequest(`Invalid value '${value}' for composite search parameter ${code}: expected ${components.length} values separated by '$'`);
+  }
+  const aliases = components.map(() => p.alias('k'));
+  const first = aliases[0];
+  const conditions = components.map((c, k) => {
+    const x = aliases[k];
+    const param = k === 0 ? `${x}.param LIKE ${p.add(`${escapeLike(code)}#%.0`)}` : `${x}.param = split_part(${first}.param, '.', 1) || ${p.add(`.${k}`)}`;
+    return `${x}.resource_type = ${p.add(owner.type)} AND ${x}.id = ${owner.alias}.id AND ${param} AND (${componentMatch(p, x, c, parts[k])})`;
+  });
+  let sql = '';
+  for (let k = components.length - 1; k >= 0; k--) {
+    const inner = sql === '' ? '' : ` AND ${sql}`;
+    sql = `EXISTS (SELECT 1 FROM search_${components[k].table} ${aliases[k]} WHERE ${conditions[k]}${inner})`;
+  }
+  return sql;
+}
+
+function componentMatch(p: SqlParams, x: string, c: CompositeComponent, value: string): string {
+  switch (c.table) {
+    case 'string':
+      return stringMatch(p, x, undefined, unescapeValue(value));
+    case 'token':
+      return tokenMatch(p, x, value);
+    case 'reference':
+      return referenceMatch(p, x, undefined, unescapeValue(value));
+    case 'uri':
+      return uriMatch(p, x, undefined, unescapeValue(value));
+    case 'date':
+      return dateMatch(p, `${x}.low`, `${x}.high`, c.code, value);
+    case 'number':
+      return numberMatch(p, `${x}.value`, c.code, value);
+    case 'quantity':
+      return quantityMatch(p, x, c.code, value);
+  }
+}
+
+/** Splits a composite value at each unescaped `$`. */
+function splitDollar(value: string): string[] {
+  const out: string[] = [];
+  let start = 0;
+  for (let i = 0; i < value.length; i++) {
+    if (value[i] === '\\') i++;
+    else if (value[i] === '$') {
+      out.push(value.slice(start, i));
+      start = i + 1;
+    }
+  }
+  out.push(value.slice(start));
+  return out;
 }

@@ -1,7 +1,7 @@
 import { badRequest } from '../../../fhir/outcome.js';
 import { isResourceType } from '../../../fhir/definitions.js';
-import { searchParameter, tableFor } from '../parameters.js';
-import { criterionSql, dateMatch, type Owner } from './conditions.js';
+import { compositeComponents, searchParameter, tableFor } from '../parameters.js';
+import { compositeSql, criterionSql, dateMatch, type Owner } from './conditions.js';
 import type { SqlParams } from './sql-params.js';
 import { splitValues, unescapeValue } from './values.js';
 
@@ -33,7 +33,13 @@ export function filterSql(p: SqlParams, owner: Owner, name: string, rawValue: st
     const high = `(${owner.alias}.last_updated + interval '1 millisecond')`;
     return values.map((v) => `(${dateMatch(p, low, high, code, v)})`).join(' OR ');
   }
-  const table = tableFor(searchParameter(owner.type, code)!)!;
+  const sp = searchParameter(owner.type, code)!;
+  const components = compositeComponents(sp);
+  if (components) {
+    if (modifier !== undefined) throw badRequest(`Unsupported modifier ':${modifier}' for search parameter ${code}`);
+    return `(${values.map((v) => compositeSql(p, owner, code, components, v)).join(' OR ')})`;
+  }
+  const table = tableFor(sp)!;
   return `(${criterionSql(p, owner, { code, table, modifier, values })})`;
 }
 
@@ -49,6 +55,7 @@ export function checkKnown(type: string, code: string): void {
   if (code === '_id' || code === '_lastUpdated') return;
   const sp = searchParameter(type, code);
   if (!sp) throw badRequest(`Unknown search parameter: ${code}`);
+  if (sp.type === 'composite' && compositeComponents(sp)) return;
   if (!tableFor(sp) || !sp.expression) throw badRequest(`Search parameter ${code} is not supported`);
 }
 
