@@ -222,7 +222,7 @@ export function indexedComposites(resourceType: string): IndexedComposite[] {
         evaluate: (resource, i, k) => {
           try {
             const result = parts[k](resource, { i });
-            return Array.isArray(result) ? result : [];
+            return Array.isArray(result) ? (result as unknown[]) : [];
           } catch {
             return [];
           }
