@@ -98,6 +98,21 @@ for (const driver of drivers) {
       assertOutcome(await get(`/Observation?code-value-quantity=${LOINC}|2339-0$high`), 400, 'invalid', "Invalid number 'high' for search parameter value-quantity");
     });
 
+    test('_text searches the narrative, _content every text of the resource (PostgreSQL full-text)', async () => {
+      assert.deepEqual(ids(await get('/Patient?_text=cough')), [r.ann]);
+      assert.deepEqual(ids(await get('/Patient?_text=coughing quietly')), [r.ann]); // English stems
+      assert.deepEqual(ids(await get('/Patient?_text="quiet cough"')), [r.ann]);
+      assert.deepEqual(ids(await get('/Patient?_text="cough quiet"')), []);
+      assert.deepEqual(ids(await get('/Patient?_text=cough -quiet')), []);
+      assert.deepEqual(ids(await get('/Patient?_content=bob,cat')), [r.bob, r.cat].sort());
+      assert.deepEqual(ids(await get('/Patient?_content=ann cough')), [r.ann]);
+      assert.deepEqual(ids(await get('/Observation?_content=2339-0')), [r.annLab, r.bobVital].sort());
+      // The access policy applies as to any search: the vital sign stays hidden.
+      assert.deepEqual(ids(await get('/Observation?_content=2339-0', labOnly)), [r.annLab]);
+      assertOutcome(await get('/Patient?_text:exact=cough'), 400, 'invalid', "Unsupported modifier ':exact' for search parameter _text");
+      assertOutcome(await get('/Patient?_sort=_content'), 400, 'invalid', 'Cannot sort by search parameter _content');
+    });
+
     test('_has errors and bounds → 400 with exact texts', async () => {
       assertOutcome(await get('/Patient?_has:Observation:patient=x'), 400, 'invalid', "Invalid _has parameter '_has:Observation:patient': expected _has:<Type>:<reference parameter>:<parameter>");
       assertOutcome(await get('/Patient?_has:Nope:patient:code=x'), 400, 'invalid', "Invalid _has parameter '_has:Nope:patient:code': expected _has:<Type>:<reference parameter>:<parameter>");

@@ -1,6 +1,6 @@
 import type { SearchCapabilities, SearchParameterCapability } from '../../core/search.js';
 import { isResourceType, resourceTypes, searchParametersFor } from '../../fhir/definitions.js';
-import { checkKnown } from './query/filters.js';
+import { TEXT_PARAMETERS, checkKnown } from './query/filters.js';
 import { MODIFIERS } from './query/conditions.js';
 import { COMPARTMENT_DEFINITIONS } from './query/compartment.js';
 import { compositeComponents, identifierParameter, tableFor } from './parameters.js';
@@ -60,7 +60,7 @@ function parametersOf(type: string): SearchParameterCapability[] {
     if (code === '_id' || code === '_lastUpdated' || !accepted(type, code)) continue;
     const table = tableFor(sp);
     const modifiers = (table ? MODIFIERS[table] : []).filter((m) => m !== 'of-type' || identifierParameter(sp));
-    const entry: SearchParameterCapability = { name: code, type: sp.type ?? 'special', modifiers: table ? ['missing', ...modifiers] : [] };
+    const entry: SearchParameterCapability = { name: code, type: sp.type ?? 'special', modifiers: table && !TEXT_PARAMETERS.has(code) ? ['missing', ...modifiers] : [] };
     if (sp.url) entry.definition = sp.url;
     const components = compositeComponents(sp);
     if (components) entry.components = components.map((c) => c.table);

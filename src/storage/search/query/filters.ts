@@ -6,7 +6,10 @@ import type { SqlParams } from './sql-params.js';
 import { splitValues, unescapeValue } from './values.js';
 
 /** Standard parameters Lattice knows but does not implement: refused, never ignored. */
-const NOT_SUPPORTED = new Set(['_text', '_content', '_query', '_filter', '_list', '_type', '_contained', '_containedType']);
+const NOT_SUPPORTED = new Set(['_query', '_filter', '_list', '_type', '_contained', '_containedType']);
+
+/** Full-text parameters (docs/rest.md#text-search), answered from `search_text`. */
+export const TEXT_PARAMETERS: ReadonlySet<string> = new Set(['_text', '_content']);
 
 /**
  * SQL for one query parameter (`name[:modifier][.chained…]=values`) about the `owner` row, or
@@ -26,6 +29,15 @@ export function filterSql(p: SqlParams, owner: Owner, name: string, rawValue: st
   if (code === '_id') {
     if (modifier !== undefined) throw badRequest(`Unsupported modifier ':${modifier}' for search parameter _id`);
     return `${owner.alias}.id = ANY(${p.add(values.map(unescapeValue))}::text[])`;
+  }
+  if (TEXT_PARAMETERS.has(code)) {
+    if (modifier !== undefined) throw badRequest(`Unsupported modifier ':${modifier}' for search parameter ${code}`);
+    const x = p.alias('x');
+    const any = values.map((v) => `${x}.document @@ websearch_to_tsquery('english', ${p.add(unescapeValue(v))})`).join(' OR ');
+    return (
+      `EXISTS (SELECT 1 FROM search_text ${x} WHERE ${x}.resource_type = ${p.add(owner.type)} AND ${x}.id = ${owner.alias}.id` +
+      ` AND ${x}.param = ${p.add(code)} AND (${any}))`
+    );
   }
   if (code === '_lastUpdated') {
     if (modifier !== undefined) throw badRequest(`Unsupported modifier ':${modifier}' for search parameter _lastUpdated`);
@@ -54,6 +66,7 @@ export function checkKnown(type: string, code: string): void {
   if (NOT_SUPPORTED.has(code)) throw badRequest(`Search parameter ${code} is not supported`);
   if (code === '_id' || code === '_lastUpdated') return;
   const sp = searchParameter(type, code);
+  if (TEXT_PARAMETERS.has(code) && sp) return;
   if (!sp) throw badRequest(`Unknown search parameter: ${code}`);
   if (sp.type === 'composite' && compositeComponents(sp)) return;
   if (!tableFor(sp) || !sp.expression) throw badRequest(`Search parameter ${code} is not supported`);
