@@ -113,15 +113,19 @@ for (const driver of drivers) {
         assert.deepEqual(ids((await get('/Practitioner')).body), []);
       });
 
-      test('_include, _revinclude and chains never reach another patient', async () => {
+      test('_include, _revinclude, chains and _has never reach another patient', async () => {
         const inc = await get('/Observation?_include=Observation:subject');
         assert.deepEqual(ids(inc.body), [`Observation/${created.ownLab.id}`, `Observation/${created.ownVital.id}`, `Patient/${patientUser.own}`].sort());
         const rev = await get('/Patient?_revinclude=Observation:subject&_revinclude=Encounter:subject');
         assert.deepEqual(ids(rev.body), [`Patient/${patientUser.own}`, `Observation/${created.ownLab.id}`, `Observation/${created.ownVital.id}`, `Encounter/${created.ownEncounter.id}`].sort());
         assert.deepEqual(ids((await get('/Observation?subject:Patient.name=Otherfamily')).body), []);
         assert.equal(ids((await get('/Observation?subject:Patient.name=Ownfamily')).body).length, 2);
+        // _has looks at the referencing resources through the same access rights: only its own.
         const has = await get(`/Patient?_has:Observation:subject:status=final`);
-        assert.equal(has.status, 400); // _has is not supported at all (docs/rest.md)
+        assert.equal(has.status, 200, has.text);
+        assert.deepEqual(ids(has.body), [`Patient/${patientUser.own}`]);
+        const hasOther = await get(`/Encounter?_has:Observation:encounter:subject=Patient/${other}`);
+        assert.deepEqual(ids(hasOther.body), []);
       });
 
       test('history: instance 404, type and system history only its compartment', async () => {

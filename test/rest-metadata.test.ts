@@ -52,6 +52,10 @@ function searchUrls(resource: CapabilityStatementRestResource): string[] {
       urls.push(`${type}?_has:${source}:${param}:_id=x`);
       continue;
     }
+    if (sp.name === '_filter') {
+      urls.push(`${type}?_filter=${encodeURIComponent('_id eq x or (_lastUpdated gt 2020-01-01 and not(_id ne y))')}`);
+      continue;
+    }
     const name = encodeURIComponent(sp.name);
     const components = /^Components: (.*)$/.exec(sp.documentation ?? '')?.[1];
     if (sp.type === 'composite') {

@@ -113,6 +113,38 @@ for (const driver of drivers) {
       assertOutcome(await get('/Patient?_sort=_content'), 400, 'invalid', 'Cannot sort by search parameter _content');
     });
 
+    test('_filter: the grammar over every kind of parameter, through references, combined with and/or/not', async () => {
+      const f = (type: string, expression: string, token?: string) => get(`/${type}?_filter=${encodeURIComponent(expression)}`, token);
+      assert.deepEqual(ids(await f('Patient', 'name eq ann or name sw bo')), [r.ann, r.bob].sort());
+      assert.deepEqual(ids(await f('Patient', 'name co "n" and not(name eq ann)')), []);
+      assert.deepEqual(ids(await f('Patient', 'name ew "at"')), [r.cat]);
+      assert.deepEqual(ids(await f('Patient', `_id eq ${r.ann} or (_id ne ${r.ann} and name eq cat)`)), [r.ann, r.cat].sort());
+      assert.deepEqual(ids(await f('Observation', `code eq ${LOINC}|2339-0 and value-quantity gt 100`)), [r.annLab]);
+      assert.deepEqual(ids(await f('Observation', 'value-quantity le 90 and category ne vital-signs')), [r.bobLab]);
+      assert.deepEqual(ids(await f('Observation', 'subject.name eq bob')), [r.bobVital, r.bobLab].sort());
+      assert.deepEqual(ids(await f('Observation', 'subject:Patient.name eq cat and component-code pr true')), [r.bp]);
+      assert.deepEqual(ids(await f('Observation', 'value-quantity pr false')), [r.bp]);
+      assert.deepEqual(ids(await f('Patient', '_text co cough')), [r.ann]);
+      assert.deepEqual(ids(await f('Observation', '_lastUpdated gt 2000-01-01 and encounter pr true')), [r.annLab]);
+      // With other parameters and through the access policy: the hidden vital sign stays hidden.
+      assert.deepEqual(ids(await get(`/Observation?status=final&_filter=${encodeURIComponent('subject.name eq bob')}`, labOnly)), [r.bobLab]);
+    });
+
+    test('_filter errors and bound → 400 with exact texts', async () => {
+      const f = (expression: string) => get(`/Patient?_filter=${encodeURIComponent(expression)}`);
+      assertOutcome(await f('name eq'), 400, 'invalid', "Invalid _filter 'name eq': expected a value at position 8");
+      assertOutcome(await f('name xx ann'), 400, 'invalid', "Invalid _filter 'name xx ann': expected an operator (eq, ne, co, sw, ew, gt, lt, ge, le, ap, sa, eb, pr, po, ss, sb, in, ni, re) at position 6");
+      assertOutcome(await f('(name eq ann'), 400, 'invalid', "Invalid _filter '(name eq ann': expected ')' at position 13");
+      assertOutcome(await f('name eq ann bob'), 400, 'invalid', "Invalid _filter 'name eq ann bob': unexpected 'bob' at position 13");
+      assertOutcome(await f('name eq "ann'), 400, 'invalid', "Invalid _filter 'name eq \"ann': unterminated string at position 9");
+      assertOutcome(await f('bogus eq 1'), 400, 'invalid', 'Unknown search parameter: bogus');
+      assertOutcome(await f('gender gt female'), 400, 'invalid', "Operator 'gt' is not supported for search parameter gender in _filter");
+      assertOutcome(await f('gender in http://hl7.org/fhir/ValueSet/administrative-gender'), 400, 'invalid', "Operator 'in' is not supported for search parameter gender in _filter");
+      assertOutcome(await f('birthdate eq soon'), 400, 'invalid', "Invalid date 'soon' for search parameter birthdate");
+      const many = Array.from({ length: 21 }, (_, i) => `name eq n${i}`).join(' or ');
+      assertOutcome(await f(many), 400, 'too-costly', '_filter has 21 comparisons (at most 20)');
+    });
+
     test('_has errors and bounds → 400 with exact texts', async () => {
       assertOutcome(await get('/Patient?_has:Observation:patient=x'), 400, 'invalid', "Invalid _has parameter '_has:Observation:patient': expected _has:<Type>:<reference parameter>:<parameter>");
       assertOutcome(await get('/Patient?_has:Nope:patient:code=x'), 400, 'invalid', "Invalid _has parameter '_has:Nope:patient:code': expected _has:<Type>:<reference parameter>:<parameter>");

@@ -19,6 +19,7 @@ export function searchCapabilities(): SearchCapabilities {
         list = parametersOf(type);
         // Reverse chaining, where some type can reference this one (docs/rest.md#chaining-and-includes).
         if (this.revIncludes(type).length > 0) list.push({ name: '_has', type: 'special', modifiers: [] });
+        list.push({ name: '_filter', type: 'special', modifiers: [] }); // docs/rest.md#filter
         cache.set(type, list);
       }
       return list;

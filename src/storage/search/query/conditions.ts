@@ -115,7 +115,7 @@ function ofTypeSql(p: SqlParams, owner: Owner, c: Criterion): string {
   );
 }
 
-function stringMatch(p: SqlParams, x: string, modifier: string | undefined, value: string): string {
+export function stringMatch(p: SqlParams, x: string, modifier: string | undefined, value: string): string {
   const normalized = normalizeText(value);
   if (modifier === 'exact') return `${x}.value = ${p.add(normalized)} AND ${x}.raw = ${p.add(value)}`;
   if (modifier === 'contains') return `${x}.value LIKE ${p.add(`%${escapeLike(normalized)}%`)}`;
@@ -123,7 +123,7 @@ function stringMatch(p: SqlParams, x: string, modifier: string | undefined, valu
 }
 
 /** `code`, `system|code`, `|code` (no system), `system|` (any code of the system). */
-function tokenMatch(p: SqlParams, x: string, value: string): string {
+export function tokenMatch(p: SqlParams, x: string, value: string): string {
   const [system, rawCode] = splitPipe(value);
   const code = clip(unescapeValue(rawCode));
   if (system === undefined) return `${x}.code = ${p.add(code)}`;
@@ -136,7 +136,7 @@ const ABSOLUTE_TAIL = /\/([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/
 const ID = /^[A-Za-z0-9\-.]{1,64}$/;
 
 /** `Type/id`, a bare `id` (any type, or the `:Type` modifier's), an absolute URL or a canonical. */
-function referenceMatch(p: SqlParams, x: string, type: string | undefined, value: string): string {
+export function referenceMatch(p: SqlParams, x: string, type: string | undefined, value: string): string {
   const target = (t: string, id: string): string =>
     type !== undefined && type !== t ? 'false' : `${x}.target_type = ${p.add(t)} AND ${x}.target_id = ${p.add(id)}`;
   const relative = RELATIVE.exec(value);
@@ -155,7 +155,7 @@ function referenceMatch(p: SqlParams, x: string, type: string | undefined, value
   return `${x}.reference = ${p.add(clip(value))}`;
 }
 
-function uriMatch(p: SqlParams, x: string, modifier: string | undefined, value: string): string {
+export function uriMatch(p: SqlParams, x: string, modifier: string | undefined, value: string): string {
   const text = clip(value);
   if (modifier === 'below') return `${x}.value LIKE ${p.add(`${escapeLike(text)}%`)}`;
   if (modifier === 'above') return `starts_with(${p.add(text)}::text, ${x}.value)`;
@@ -171,13 +171,13 @@ export function dateMatch(p: SqlParams, low: string, high: string, code: string,
   return dateComparison(prefix, low, high, () => `${p.add(ql)}::timestamptz`, () => `${p.add(qh)}::timestamptz`);
 }
 
-function numberMatch(p: SqlParams, column: string, code: string, value: string): string {
+export function numberMatch(p: SqlParams, column: string, code: string, value: string): string {
   const [prefix, text] = splitPrefix(value);
   return numberComparison(prefix, column, parseSearchNumber(text, code), (v) => p.add(v));
 }
 
 /** `[prefix]number|system|code`; system and code are optional (`5.4||mg`, `5.4`). */
-function quantityMatch(p: SqlParams, x: string, code: string, value: string): string {
+export function quantityMatch(p: SqlParams, x: string, code: string, value: string): string {
   const [numberText, rest] = splitPipe(value);
   if (numberText === undefined) return numberMatch(p, `${x}.value`, code, unescapeValue(rest));
   const [system, unit] = splitPipe(rest);

@@ -2,6 +2,7 @@ import { FhirError, issue } from '../../../fhir/outcome.js';
 import { CONTROL_PARAMETERS } from './controls.js';
 import { splitModifier } from './filters.js';
 import { splitValues } from './values.js';
+import { comparisons, parseFilter } from './filter-expression.js';
 
 /**
  * Bounds on the work one search may ask for (docs/rest.md#limits), checked before any SQL is
@@ -49,6 +50,10 @@ export function checkSearchLimits(params: Array<[string, string]>, limits: Searc
     throw tooCostly(`Too many search parameters: ${filters.length} (at most ${limits.maxParameters})`);
   }
   for (const [name, value] of filters) {
+    if (name === '_filter' && value.trim() !== '') {
+      const terms = comparisons(parseFilter(value));
+      if (terms > limits.maxFilterTerms) throw tooCostly(`_filter has ${terms} comparisons (at most ${limits.maxFilterTerms})`);
+    }
     const has = name.split('_has:').length - 1;
     if (has > limits.maxHasDepth) throw tooCostly(`_has nested too deep: ${has} levels (at most ${limits.maxHasDepth})`);
     const links = name.split('.').length - 1;
