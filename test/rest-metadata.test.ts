@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CapabilityStatement, CapabilityStatementRestResource } from '@medplum/fhirtypes';
 import { drivers, startServer, type TestServer } from './harness.js';
+import { searchParametersFor } from '../src/fhir/definitions.js';
 
 /**
  * The CapabilityStatement tells the truth (docs/rest.md#metadata): this test reads `/metadata`
@@ -125,6 +126,18 @@ for (const driver of drivers) {
       }
       assert.deepEqual(failures.slice(0, 40), []);
       assert.ok(tried > 5000, `only ${tried} searches tried`);
+    });
+
+    test('nothing that works is left out: an R4 parameter the statement does not list is refused', async () => {
+      for (const type of ['Patient', 'Observation', 'Location', 'Encounter', 'ValueSet']) {
+        const listed = new Set((resources().find((r) => r.type === type)?.searchParam ?? []).map((p) => p.name));
+        const unlisted = [...searchParametersFor(type).keys()].filter((code) => !listed.has(code));
+        for (const code of unlisted) {
+          const res = await server.fhir('GET', `/${type}?${code}=x`);
+          assert.equal(res.status, 400, `${type}?${code}: ${res.text.slice(0, 200)}`);
+          assert.equal(res.body.issue[0].details.text, `Search parameter ${code} is not supported`);
+        }
+      }
     });
 
     test('every type answers search-type and history-type; a sample of types every instance interaction and both patch formats', async () => {
