@@ -46,11 +46,11 @@ for (const driver of drivers) {
 
     test('$everything with the client\'s default call (POST without a body), Patient and Encounter', async () => {
       const patient = (await client.create({ resourceType: 'Patient', body: { resourceType: 'Patient', name: [{ family: 'KitEverything' }] } })) as Patient;
-      const org = (await client.create({ resourceType: 'Organization', body: { resourceType: 'Organization', name: 'Kit clinic' } })) as { id: string };
+      const org = (await client.create({ resourceType: 'Organization', body: { resourceType: 'Organization', name: 'Kit clinic' } })) as unknown as { id: string };
       const encounter = (await client.create({
         resourceType: 'Encounter',
         body: { resourceType: 'Encounter', status: 'finished', class: { code: 'AMB' }, subject: { reference: `Patient/${patient.id}` }, serviceProvider: { reference: `Organization/${org.id}` } },
-      })) as { id: string };
+      })) as unknown as { id: string };
       const everything = (await client.operation({ name: '$everything', resourceType: 'Patient', id: patient.id })) as KitBundle & { entry: Array<{ resource: { resourceType: string; id: string }; search: { mode: string } }> };
       assert.deepEqual(everything.entry.map((e) => `${e.search.mode} ${e.resource.resourceType}`).sort(), ['include Organization', 'match Encounter', 'match Patient']);
       const byEncounter = (await client.operation({ name: 'everything', resourceType: 'Encounter', id: encounter.id })) as KitBundle & { entry: Array<{ resource: { resourceType: string } }> };
