@@ -51,9 +51,10 @@ for (const driver of drivers) {
         resourceType: 'Encounter',
         body: { resourceType: 'Encounter', status: 'finished', class: { code: 'AMB' }, subject: { reference: `Patient/${patient.id}` }, serviceProvider: { reference: `Organization/${org.id}` } },
       })) as unknown as { id: string };
-      const everything = (await client.operation({ name: '$everything', resourceType: 'Patient', id: patient.id })) as KitBundle & { entry: Array<{ resource: { resourceType: string; id: string }; search: { mode: string } }> };
+      type Page = { entry: Array<{ resource: { resourceType: string; id: string }; search: { mode: string } }> };
+      const everything = (await client.operation({ name: '$everything', resourceType: 'Patient', id: patient.id })) as unknown as Page;
       assert.deepEqual(everything.entry.map((e) => `${e.search.mode} ${e.resource.resourceType}`).sort(), ['include Organization', 'match Encounter', 'match Patient']);
-      const byEncounter = (await client.operation({ name: 'everything', resourceType: 'Encounter', id: encounter.id })) as KitBundle & { entry: Array<{ resource: { resourceType: string } }> };
+      const byEncounter = (await client.operation({ name: 'everything', resourceType: 'Encounter', id: encounter.id })) as unknown as Page;
       assert.deepEqual(byEncounter.entry.map((e) => e.resource.resourceType).sort(), ['Encounter', 'Organization', 'Patient']);
     });
 
