@@ -69,6 +69,7 @@ for (const driver of drivers) {
 
     test(':in and :not-in evaluate the value set; a change to it is seen by the next search', async () => {
       assert.deepEqual(ids(await search(`code:in=${VALUE_SET}`)), [c.a, c.b].sort());
+      assert.deepEqual(ids(await search(`code:in=ValueSet/${c.vs}`)), [c.a, c.b].sort());
       assert.deepEqual(ids(await search(`code:not-in=${VALUE_SET}`)), [c.root, c.a1, c.lone, c.none].sort());
       const vs = (await server.fhir('GET', `/ValueSet/${c.vs}`)).body;
       const updated = await server.fhir('PUT', `/ValueSet/${c.vs}`, { body: { ...vs, compose: { include: [{ system: SYSTEM, filter: [{ property: 'concept', op: 'is-a', value: 'a' }] }] } } });
@@ -89,6 +90,7 @@ for (const driver of drivers) {
       const theirs = await server.fhir('POST', '/ValueSet', { token: other.adminToken, body: { resourceType: 'ValueSet', url, status: 'active', compose: { include: [{ system: SYSTEM }] } } });
       assert.equal(theirs.status, 201, theirs.text);
       assertOutcome(await search(`code:in=${url}`), 400, 'invalid', `Unknown value set '${url}' for search parameter code:in`);
+      assertOutcome(await search(`code:in=ValueSet/${theirs.body.id}`), 400, 'invalid', `Unknown value set 'ValueSet/${theirs.body.id}' for search parameter code:in`);
       assertOutcome(await search(`code:below=${SYSTEM}|a`, other.adminToken), 400, 'invalid', `Unknown code system '${SYSTEM}' for search parameter code:below`);
       const mine = await search(`code:below=${SYSTEM}|root&_count=100`);
       assert.equal(mine.body.total, 4);

@@ -45,7 +45,8 @@ export interface SearchTerminology {
    */
   related(repo: ResourceRepository, system: string, code: string, relation: 'below' | 'above', candidates: string[]): Promise<Set<string> | undefined>;
   /**
-   * Which of `candidates` are members of the value set `valueSet` (a canonical `url[|version]`),
+   * Which of `candidates` are members of the value set `valueSet` (a canonical `url[|version]`,
+   * or `ValueSet/<id>`),
    * as `system|code` keys. Undefined when the caller knows no such value set.
    */
   members(repo: ResourceRepository, valueSet: string, candidates: Array<{ system: string; code: string }>): Promise<Set<string> | undefined>;

@@ -3,7 +3,7 @@ import type { SearchTerminology } from '../../core/search.js';
 import { FhirError } from '../../fhir/outcome.js';
 import { providerFor } from '../providers/select.js';
 import { ValueSetEvaluator } from './compose.js';
-import { resolveCodeSystem, resolveValueSet } from './resolve.js';
+import { resolveCodeSystem, resolveValueSet, valueSetByResourceId } from './resolve.js';
 import type { TermContext, TerminologyEnv } from '../types.js';
 import { parseVersionRules } from '../versions.js';
 
@@ -43,8 +43,12 @@ export function searchTerminology(env: TerminologyEnv): SearchTerminology {
     },
     async members(repo, valueSet, candidates) {
       const tc = await context(repo);
+      // A canonical `url[|version]`, or a relative `ValueSet/<id>` (the stored resource the caller sees).
+      const relative = /^ValueSet\/([A-Za-z0-9\-.]{1,64})$/.exec(valueSet);
       const bar = valueSet.indexOf('|');
-      const vs = await resolveValueSet(tc, bar >= 0 ? valueSet.slice(0, bar) : valueSet, bar >= 0 ? valueSet.slice(bar + 1) : undefined);
+      const vs = relative
+        ? await valueSetByResourceId(tc, relative[1])
+        : await resolveValueSet(tc, bar >= 0 ? valueSet.slice(0, bar) : valueSet, bar >= 0 ? valueSet.slice(bar + 1) : undefined);
       if (!vs) return undefined;
       const evaluator = new ValueSetEvaluator(tc, vs);
       const bySystem = new Map<string, string[]>();
