@@ -63,6 +63,10 @@ for (const driver of drivers) {
       assert.deepEqual(ids(await search(`code:above=${SYSTEM}|a1`)), [c.root, c.a, c.a1].sort());
       assert.deepEqual(ids(await search(`code:below=${SYSTEM}|a,${SYSTEM}|lone`)), [c.a, c.a1, c.lone].sort());
       assert.deepEqual(ids(await search(`code:below=${SYSTEM}|unknown-code`)), []);
+      // The same in _filter: sb (subsumed by) = :below, ss (subsumes) = :above, in / ni = :in / :not-in.
+      const filter = (expression: string) => search(`_filter=${encodeURIComponent(expression)}`);
+      assert.deepEqual(ids(await filter(`code sb ${SYSTEM}|a or code eq ${SYSTEM}|lone`)), [c.a, c.a1, c.lone].sort());
+      assert.deepEqual(ids(await filter(`code ss ${SYSTEM}|a1 and not(code eq ${SYSTEM}|root)`)), [c.a, c.a1].sort());
       // Combined with other parameters as any criterion.
       assert.deepEqual(ids(await search(`code:below=${SYSTEM}|root&_id=${c.b},${c.lone}`)), [c.b]);
     });
@@ -71,6 +75,7 @@ for (const driver of drivers) {
       assert.deepEqual(ids(await search(`code:in=${VALUE_SET}`)), [c.a, c.b].sort());
       assert.deepEqual(ids(await search(`code:in=ValueSet/${c.vs}`)), [c.a, c.b].sort());
       assert.deepEqual(ids(await search(`code:not-in=${VALUE_SET}`)), [c.root, c.a1, c.lone, c.none].sort());
+      assert.deepEqual(ids(await search(`_filter=${encodeURIComponent(`code in ${VALUE_SET} or code ni ${VALUE_SET}`)}`)), [c.root, c.a, c.a1, c.b, c.lone, c.none].sort());
       const vs = (await server.fhir('GET', `/ValueSet/${c.vs}`)).body;
       const updated = await server.fhir('PUT', `/ValueSet/${c.vs}`, { body: { ...vs, compose: { include: [{ system: SYSTEM, filter: [{ property: 'concept', op: 'is-a', value: 'a' }] }] } } });
       assert.equal(updated.status, 200, updated.text);
@@ -82,7 +87,7 @@ for (const driver of drivers) {
       assertOutcome(await search('code:below=http://example.org/unknown|a'), 400, 'invalid', "Unknown code system 'http://example.org/unknown' for search parameter code:below");
       assertOutcome(await search('code:below=a'), 400, 'invalid', 'Search parameter code:below needs a system and a code: code:below=<system>|<code>');
       assertOutcome(await search('code:in=http://example.org/ValueSet/none'), 400, 'invalid', "Unknown value set 'http://example.org/ValueSet/none' for search parameter code:in");
-      assertOutcome(await search(`subject:Group.code:below=${SYSTEM}|a`), 400, 'invalid', 'Modifier :below of search parameter code is not supported in a chain, _has or _filter');
+      assertOutcome(await search(`subject:Group.code:below=${SYSTEM}|a`), 400, 'invalid', 'Modifier :below of search parameter code is not supported in a chain or _has');
     });
 
     test("another project's value set and code system do not exist for the caller; its resources never match", async () => {

@@ -64,20 +64,7 @@ export function criterionSql(p: SqlParams, owner: Owner, c: Criterion): string {
     case 'token':
       if (c.modifier === 'not') return `NOT ${exists((x) => anyOf(x, (v) => tokenMatch(p, x, v)))}`;
       if (c.modifier === 'text') return exists((x) => anyOf(x, (v) => `${x}.text_value LIKE ${p.add(`${escapeLike(normalizeText(unescapeValue(v)))}%`)}`));
-      if (c.modifier !== undefined && TERMINOLOGY_MODIFIERS.includes(c.modifier)) {
-        const codings = c.values.flatMap((v) => {
-          const found = p.terms?.get(termKey(owner.type, c.code, c.modifier as string, v));
-          if (!found) throw badRequest(`Modifier :${c.modifier} of search parameter ${c.code} is not supported in a chain, _has or _filter`);
-          return found;
-        });
-        const x = p.alias('x');
-        const member =
-          codings.length === 0
-            ? 'false'
-            : `EXISTS (SELECT 1 FROM search_token ${x} WHERE ${x}.resource_type = ${p.add(owner.type)} AND ${x}.id = ${owner.alias}.id AND ${x}.param = ${p.add(c.code)}` +
-              ` AND (${x}.system, ${x}.code) IN (SELECT * FROM unnest(${p.add(codings.map(([s]) => s))}::text[], ${p.add(codings.map(([, k]) => k))}::text[])))`;
-        return c.modifier === 'not-in' ? `NOT ${member}` : member;
-      }
+      if (c.modifier !== undefined && TERMINOLOGY_MODIFIERS.includes(c.modifier)) return termSql(p, owner, c.code, c.modifier, c.values);
       if (c.modifier === 'of-type') return ofTypeSql(p, owner, c);
       return exists((x) => anyOf(x, (v) => tokenMatch(p, x, v)));
     case 'reference':
@@ -246,4 +233,23 @@ function splitDollar(value: string): string[] {
   }
   out.push(value.slice(start));
   return out;
+}
+
+/**
+ * A terminology criterion (`:below`, `:above`, `:in`, `:not-in`) from the stored codings the
+ * pre-pass found (terminology.ts): those codings, or for `not-in` none of them.
+ */
+export function termSql(p: SqlParams, owner: Owner, code: string, modifier: string, values: string[]): string {
+  const codings = values.flatMap((v) => {
+    const found = p.terms?.get(termKey(owner.type, code, modifier, v));
+    if (!found) throw badRequest(`Modifier :${modifier} of search parameter ${code} is not supported in a chain or _has`);
+    return found;
+  });
+  const x = p.alias('x');
+  const member =
+    codings.length === 0
+      ? 'false'
+      : `EXISTS (SELECT 1 FROM search_token ${x} WHERE ${x}.resource_type = ${p.add(owner.type)} AND ${x}.id = ${owner.alias}.id AND ${x}.param = ${p.add(code)}` +
+        ` AND (${x}.system, ${x}.code) IN (SELECT * FROM unnest(${p.add(codings.map(([s]) => s))}::text[], ${p.add(codings.map(([, k]) => k))}::text[])))`;
+  return modifier === 'not-in' ? `NOT ${member}` : member;
 }

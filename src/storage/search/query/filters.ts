@@ -9,11 +9,13 @@ import {
   quantityMatch,
   referenceMatch,
   stringMatch,
+  termSql,
   tokenMatch,
   uriMatch,
   type Owner,
 } from './conditions.js';
 import { parseFilter, type FilterNode } from './filter-expression.js';
+import { FILTER_TERM_OPS, termKey } from './terminology.js';
 import { parseDateRange } from '../../../fhir/date-range.js';
 import { escapeLike, normalizeText } from '../normalize.js';
 import type { SqlParams } from './sql-params.js';
@@ -240,6 +242,10 @@ function comparisonSql(p: SqlParams, owner: Owner, path: string[], op: string, v
     }
     case 'token':
       if (op === 'eq' || op === 'ne') return negate(exists((x) => tokenMatch(p, x, value)));
+      // in, ni, sb, ss: answered by the terminology engine before the SQL is built (terminology.ts).
+      if (FILTER_TERM_OPS[op] && p.terms?.has(termKey(owner.type, code, FILTER_TERM_OPS[op], value))) {
+        return termSql(p, owner, code, FILTER_TERM_OPS[op], [value]);
+      }
       return refuse();
     case 'reference':
       if (op === 'eq' || op === 're' || op === 'ne') return negate(exists((x) => referenceMatch(p, x, undefined, value)));

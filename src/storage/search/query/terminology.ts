@@ -6,6 +6,7 @@ import { searchParameter } from '../parameters.js';
 import { clip } from '../normalize.js';
 import type { TermMatches } from './sql-params.js';
 import { splitPipe, splitValues, unescapeValue } from './values.js';
+import { parseFilter, type FilterNode } from './filter-expression.js';
 
 /** Token modifiers answered by the terminology engine (docs/rest.md#terminology-modifiers). */
 export const TERMINOLOGY_MODIFIERS = ['below', 'above', 'in', 'not-in'];
@@ -60,10 +61,30 @@ export async function resolveTermCriteria(
   return out;
 }
 
-/** The terminology criteria among a search's parameters (top level: `code:modifier=v1,v2`). */
+/** `_filter` operators answered as terminology modifiers (docs/rest.md#filter). */
+export const FILTER_TERM_OPS: Record<string, string> = { in: 'in', ni: 'not-in', sb: 'below', ss: 'above' };
+
+/**
+ * The terminology criteria among a search's parameters: top level `code:modifier=v1,v2`, and the
+ * `in`/`ni`/`sb`/`ss` comparisons of a `_filter` on the type's own token parameters.
+ */
 export function termCriteria(type: string, params: Array<[string, string]>): TermCriterion[] {
   const out: TermCriterion[] = [];
   for (const [name, value] of params) {
+    if (name === '_filter' && value.trim() !== '') {
+      const walk = (node: FilterNode): void => {
+        if (node.kind === 'compare') {
+          const modifier = FILTER_TERM_OPS[node.op];
+          if (modifier && node.path.length === 1 && searchParameter(type, node.path[0])?.type === 'token') out.push({ type, code: node.path[0], modifier, value: node.value });
+        } else if (node.kind === 'not') walk(node.inner);
+        else {
+          walk(node.left);
+          walk(node.right);
+        }
+      };
+      walk(parseFilter(value));
+      continue;
+    }
     if (name.includes('.')) continue; // chains: refused where they are built
     const colon = name.indexOf(':');
     if (colon < 0) continue;
