@@ -291,7 +291,7 @@ function resourceValidate(): OperationDefinition {
 }
 
 /**
- * `Patient/$everything` (docs/rest.md#patient-everything): instance level only (one patient), without
+ * `Patient/$everything` (docs/rest.md#everything): instance level only (one patient), without
  * `start`/`end` (care-date filtering is not implemented); `_since`, `_type`, `_count`, `_offset` page
  * the compartment.
  */
@@ -299,6 +299,20 @@ function patientEverything(): OperationDefinition {
   const def = standard('Patient-everything');
   def.type = false;
   def.parameter = (def.parameter ?? []).filter((p) => p.name !== 'start' && p.name !== 'end');
+  return def;
+}
+
+/**
+ * `Encounter/$everything` (docs/rest.md#everything): the R4 definition as is (instance level:
+ * `_since`, `_type`, `_count` page the encounter's compartment and what it references), plus
+ * `_offset` for its paging links.
+ */
+function encounterEverything(): OperationDefinition {
+  const def = standard('Encounter-everything');
+  // R4 gives Patient/$everything an `_offset` but not this one; its paging links need it.
+  const params = def.parameter ?? [];
+  params.splice(params.findIndex((p) => p.use === 'out'), 0, param('in', '_offset', 0, '1', 'integer', 'Skip this many resources: the next/previous links of a page use it.'));
+  def.parameter = params;
   return def;
 }
 
@@ -316,6 +330,7 @@ export function buildDefinitions(): Record<string, OperationDefinition> {
     'CapabilityStatement-versions': versions(),
     'Resource-validate': resourceValidate(),
     'Patient-everything': patientEverything(),
+    'Encounter-everything': encounterEverything(),
   };
 }
 

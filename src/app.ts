@@ -14,6 +14,7 @@ import { subscribeChanges } from './storage/change-feed.js';
 import { RowCache } from './storage/row-cache.js';
 import { ResourceHooks } from './storage/resource-hooks.js';
 import { createSearchIndex } from './storage/search/sql-search-index.js';
+import { searchCapabilities } from './storage/search/capabilities.js';
 import { authHooks } from './auth/resource-hooks.js';
 import { installAuth } from './auth/install.js';
 import { installOperations } from './operations/install.js';
@@ -94,6 +95,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     // Required bindings are checked against the shared terminologies (docs/rest.md#validation).
     const terminology = installTerminology(env, registry, repository(ANONYMOUS));
     const validator = createResourceValidator(terminology.bindings);
+    searchIndex.useTerminology(terminology.search);
     installRest(registry, validator);
     await installEmail(env);
     const adminRoutes = installAdmin(env);
@@ -108,8 +110,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       repository,
       fhir: createFhirRouter(registry, {
         bundleMaxEntries: config.bundleMaxEntries,
+        // A transaction Bundle: the transaction limit plus a share per entry (docs/rest.md#batch-and-transaction).
+        bundleTimeoutMs: (entries) => (config.database.statementTimeoutMs > 0 ? config.database.statementTimeoutMs + entries * config.bundleEntryMs : undefined),
         terminologyCapabilities: terminology.capabilities,
         validator,
+        search: searchCapabilities(),
       }),
       routes,
     });

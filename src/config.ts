@@ -29,13 +29,24 @@ export interface Config {
   /** How long one request may use the database (docs/errors.md#database-limits); 0 = no limit. */
   database: { statementTimeoutMs: number; acquireTimeoutMs: number; poolSize: number };
   /** Bounds on one search (docs/rest.md#limits). */
-  searchLimits: { maxParameters: number; maxValues: number; maxChain: number; maxIncludes: number; maxIncluded: number };
+  searchLimits: {
+    maxParameters: number;
+    maxValues: number;
+    maxChain: number;
+    maxIncludes: number;
+    maxIncluded: number;
+    maxCodes: number;
+    maxHasDepth: number;
+    maxFilterTerms: number;
+  };
   /** Lifetime of a client application secret in seconds; 0 = it never expires (docs/auth.md#client-secrets). */
   clientSecretLifetime: number;
   /** Access-token lifetime in seconds. */
   accessTokenLifetime: number;
   /** Most entries a batch/transaction Bundle may have (default 1000). */
   bundleMaxEntries: number;
+  /** Time a transaction Bundle gets per entry beyond the transaction limit (ms, `LATTICE_BUNDLE_ENTRY_MS`). */
+  bundleEntryMs: number;
   /**
    * How the base R4 terminologies reach the database: `background` (all written once per
    * database by a background job) or `lazy` (each written when a request first resolves it).
@@ -114,10 +125,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxChain: intOf(env.LATTICE_SEARCH_MAX_CHAIN, 3, 'LATTICE_SEARCH_MAX_CHAIN'),
       maxIncludes: intOf(env.LATTICE_SEARCH_MAX_INCLUDES, 10, 'LATTICE_SEARCH_MAX_INCLUDES'),
       maxIncluded: intOf(env.LATTICE_SEARCH_MAX_INCLUDED, 1000, 'LATTICE_SEARCH_MAX_INCLUDED'),
+      maxCodes: intOf(env.LATTICE_SEARCH_MAX_CODES, 10_000, 'LATTICE_SEARCH_MAX_CODES'),
+      maxHasDepth: intOf(env.LATTICE_SEARCH_MAX_HAS_DEPTH, 2, 'LATTICE_SEARCH_MAX_HAS_DEPTH'),
+      maxFilterTerms: intOf(env.LATTICE_SEARCH_MAX_FILTER_TERMS, 20, 'LATTICE_SEARCH_MAX_FILTER_TERMS'),
     },
     clientSecretLifetime: intOf(env.LATTICE_CLIENT_SECRET_LIFETIME, 0, 'LATTICE_CLIENT_SECRET_LIFETIME'),
     accessTokenLifetime: intOf(env.LATTICE_TOKEN_LIFETIME, 3600, 'LATTICE_TOKEN_LIFETIME'),
-    bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 1000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
+    bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 10_000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
+    bundleEntryMs: intOf(env.LATTICE_BUNDLE_ENTRY_MS, 30, 'LATTICE_BUNDLE_ENTRY_MS'),
     email: {
       from: env.LATTICE_EMAIL_FROM || undefined,
       pollMs: intOf(env.LATTICE_EMAIL_POLL_MS, 5_000, 'LATTICE_EMAIL_POLL_MS'),

@@ -44,6 +44,20 @@ for (const driver of drivers) {
       assert.deepEqual([...seen].sort(), [...ids].sort());
     });
 
+    test('$everything with the client\'s default call (POST without a body), Patient and Encounter', async () => {
+      const patient = (await client.create({ resourceType: 'Patient', body: { resourceType: 'Patient', name: [{ family: 'KitEverything' }] } })) as Patient;
+      const org = (await client.create({ resourceType: 'Organization', body: { resourceType: 'Organization', name: 'Kit clinic' } })) as unknown as { id: string };
+      const encounter = (await client.create({
+        resourceType: 'Encounter',
+        body: { resourceType: 'Encounter', status: 'finished', class: { code: 'AMB' }, subject: { reference: `Patient/${patient.id}` }, serviceProvider: { reference: `Organization/${org.id}` } },
+      })) as unknown as { id: string };
+      type Page = { entry: Array<{ resource: { resourceType: string; id: string }; search: { mode: string } }> };
+      const everything = (await client.operation({ name: '$everything', resourceType: 'Patient', id: patient.id })) as unknown as Page;
+      assert.deepEqual(everything.entry.map((e) => `${e.search.mode} ${e.resource.resourceType}`).sort(), ['include Organization', 'match Encounter', 'match Patient']);
+      const byEncounter = (await client.operation({ name: 'everything', resourceType: 'Encounter', id: encounter.id })) as unknown as Page;
+      assert.deepEqual(byEncounter.entry.map((e) => e.resource.resourceType).sort(), ['Encounter', 'Organization', 'Patient']);
+    });
+
     test('reads the CapabilityStatement', async () => {
       const cs = await client.capabilityStatement();
       assert.equal(cs.resourceType, 'CapabilityStatement');

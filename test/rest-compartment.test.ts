@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createProject, drivers, ooText, startServer, type ApiResponse, type TestProject, type TestServer } from './harness.js';
 
-/** Patient compartment search and Patient/$everything (docs/rest.md#compartment-search, docs/rest.md#patient-everything). */
+/** Patient compartment search and Patient/$everything (docs/rest.md#compartment-search, docs/rest.md#everything). */
 const ids = (res: ApiResponse): string[] => (res.body.entry ?? []).map((e: { resource: { resourceType: string; id: string } }) => `${e.resource.resourceType}/${e.resource.id}`);
 
 for (const driver of drivers) {
@@ -103,17 +103,22 @@ for (const driver of drivers) {
       assert.equal(all.body.type, 'searchset');
       assert.equal(all.body.total, 6);
       assert.ok(ids(all).includes(`Patient/${patient}`));
+      // What the compartment references comes along (search.mode include): the other patient
+      // `performed` is about. The practitioner nothing references does not.
+      const included = all.body.entry.filter((e: { search: { mode: string } }) => e.search.mode === 'include');
+      assert.deepEqual(included.map((e: { resource: { id: string } }) => e.resource.id), [otherPatient]);
       assert.ok(!ids(all).some((id) => id.startsWith('Practitioner/')));
       const page1 = await server.fhir('GET', `/Patient/${patient}/$everything?_count=4`);
-      assert.equal(page1.body.entry.length, 4);
+      assert.equal(page1.body.entry.filter((e: { search: { mode: string } }) => e.search.mode === 'match').length, 4);
       const next = page1.body.link.find((l: { relation: string }) => l.relation === 'next').url as string;
       assert.equal(next, `${server.fhirUrl}/Patient/${patient}/$everything?_count=4&_offset=4`);
       const page2 = await server.request('GET', next.slice(server.baseUrl.length));
       assert.equal(page2.status, 200, page2.text);
-      assert.equal(page2.body.entry.length, 2);
-      assert.deepEqual([...ids(page1), ...ids(page2)].sort(), ids(all).sort());
+      const matches = (res: ApiResponse) => ids({ ...res, body: { entry: res.body.entry.filter((e: { search: { mode: string } }) => e.search.mode === 'match') } });
+      assert.equal(matches(page2).length, 2);
+      assert.deepEqual([...matches(page1), ...matches(page2)].sort(), matches(all).sort());
       const posted = await server.fhir('POST', `/Patient/${patient}/$everything`, { body: { resourceType: 'Parameters', parameter: [{ name: '_type', valueCode: 'Condition,Encounter' }] } });
-      assert.deepEqual(ids(posted).sort(), [`Condition/${condition}`, `Encounter/${encounter}`].sort());
+      assert.deepEqual(ids(posted).sort(), [`Condition/${condition}`, `Encounter/${encounter}`, `Patient/${patient}`].sort()); // the patient as their reference
     });
 
     test('$everything _since keeps what changed since; bad inputs → 400; other project → 404', async () => {

@@ -52,9 +52,11 @@ export interface Database extends Queryable {
   health(): Promise<DatabaseHealth>;
   /**
    * Runs `fn` inside one transaction: committed when it resolves, rolled back when it throws.
-   * On PostgreSQL a serialization failure or deadlock is retried a few times.
+   * On PostgreSQL a serialization failure or deadlock is retried a few times. `timeoutMs`
+   * replaces the transaction deadline of the limits (a transaction Bundle's is longer,
+   * docs/rest.md#batch-and-transaction); each statement keeps the statement timeout.
    */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: { timeoutMs?: number }): Promise<T>;
   /**
    * A long read-only pass (building an in-memory index from many chunked statements), outside
    * a request's limits: no statement timeout and no transaction deadline, as it may take longer

@@ -47,6 +47,11 @@ export interface Operation {
    * POST body that is a resource other than Parameters is taken as this input.
    */
   resourceInput?: string;
+  /**
+   * A POST without a body is accepted and read like a GET, its inputs from the query string
+   * (docs/operations.md#post): clients call `$everything` so.
+   */
+  emptyPost?: boolean;
 }
 
 /** Where a `$code` request points: `[base]/$code`, `[base]/Type/$code` or `[base]/Type/id/$code`. */

@@ -35,12 +35,12 @@ export interface SearchQuery {
   /** Query pairs as given, e.g. [['name:exact','Eve'], ['_count','10']]; `_format`/`_pretty` removed. */
   params: Array<[string, string]>;
   /**
-   * Only resources in this compartment (docs/rest.md#compartment-search): the compartment's own
-   * resource, and resources that reference it through the parameters the R4
-   * CompartmentDefinition names for their type. The caller checks the compartment resource is
+   * Only resources in this compartment (docs/rest.md#compartment-search; one of the five R4
+   * compartments): the compartment's own resource, and resources that reference it through the
+   * parameters the R4 CompartmentDefinition names for their type. The caller checks the compartment resource is
    * visible first. `types` narrows a `*` search.
    */
-  compartment?: { resourceType: 'Patient'; id: string; types?: string[] };
+  compartment?: { resourceType: 'Patient' | 'Encounter' | 'RelatedPerson' | 'Practitioner' | 'Device'; id: string; types?: string[] };
 }
 
 export interface SearchResult {
@@ -76,8 +76,11 @@ export interface ResourceRepository {
   readVersion(resourceType: string, id: string, versionId: string): Promise<Resource>;
   /** Updates (or creates with the client's id); `ifMatch` is the expected current version id. */
   update(resource: Resource, options?: { ifMatch?: string }): Promise<UpdateResult>;
-  /** Deletes; deleting a deleted resource is a no-op, an unknown id is 404. */
-  delete(resourceType: string, id: string): Promise<void>;
+  /**
+   * Deletes; false when there was nothing to delete (unknown, invisible or already deleted: all
+   * alike). `ifMatch` is the expected current version id (412 when stale).
+   */
+  delete(resourceType: string, id: string, options?: { ifMatch?: string }): Promise<boolean>;
   /** History of one resource (`id` given), of a type, or of everything visible (`resourceType` undefined), newest first. */
   history(
     resourceType: string | undefined,
@@ -92,8 +95,9 @@ export interface ResourceRepository {
    * resolves and rolls back when it throws (a FHIR transaction Bundle, a conditional write).
    * Called on a repository that is already in a transaction, it joins that one.
    * On PostgreSQL `fn` may run again after a serialization failure: it must not keep state.
+   * `timeoutMs` replaces the transaction's time limit (a transaction Bundle's, scaled by size).
    */
-  transaction<T>(fn: (repo: ResourceRepository) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (repo: ResourceRepository) => Promise<T>, options?: { timeoutMs?: number }): Promise<T>;
   /**
    * `search`, after taking a transaction-scoped lock on the normalised search (type and sorted
    * parameters): two identical conditional writes (create `If-None-Exist`, conditional

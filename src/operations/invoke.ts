@@ -27,7 +27,8 @@ export async function invokeOperation(req: FhirRequest, operation: Operation, ta
   const { definition } = operation;
   const { method } = req; // a HEAD arrives as GET
   let input: OperationValues;
-  if (method === 'GET') input = buildInput(paramsOf(definition.parameter, 'in'), parseQueryInput(definition, req.query));
+  const fromQuery = method === 'GET' || (method === 'POST' && req.body === undefined && operation.emptyPost === true);
+  if (fromQuery) input = buildInput(paramsOf(definition.parameter, 'in'), parseQueryInput(definition, req.query));
   else if (method === 'POST') input = postedInput(operation, req.body);
   else {
     const allowed = definition.affectsState === true ? ['POST'] : ['GET', 'HEAD', 'POST'];

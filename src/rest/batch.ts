@@ -45,7 +45,13 @@ interface EntryRequest {
  *   conditional references are resolved as in a transaction, `urn:uuid:`s are not.
  * Each entry goes through the same interactions as a plain request (`route`).
  */
-export async function bundleInteraction(req: FhirRequest, routeWith: RouteWith, maxEntries: number, validator: ResourceValidator): Promise<FhirResult> {
+export async function bundleInteraction(
+  req: FhirRequest,
+  routeWith: RouteWith,
+  limits: { maxEntries: number; timeoutMs?: (entries: number) => number | undefined },
+  validator: ResourceValidator,
+): Promise<FhirResult> {
+  const { maxEntries } = limits;
   const body = req.body;
   if (body === undefined) throw badRequest('Request body is empty: expected a Bundle of type batch or transaction');
   if (!isObject(body) || body.resourceType !== 'Bundle') throw badRequest('Expected a Bundle of type batch or transaction');
@@ -118,7 +124,7 @@ export async function bundleInteraction(req: FhirRequest, routeWith: RouteWith, 
       });
     }
     return out;
-  });
+  }, { timeoutMs: limits.timeoutMs?.(parsed.length) });
   return { status: 200, body: { resourceType: 'Bundle', type: 'transaction-response', entry: responses } satisfies Bundle };
 }
 

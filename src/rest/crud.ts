@@ -5,6 +5,7 @@ import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import type { UpdateResult } from '../core/repository.js';
 import type { ResourceValidator } from '../core/validation.js';
 import { conditionalQuery, ifNoneExistParams, singleMatch } from './conditional.js';
+import { readShaper } from './search.js';
 
 /**
  * POST [base]/Type → 201 with Location/ETag. A client-supplied id is ignored, even one that is
@@ -52,22 +53,24 @@ export async function conditionalDelete(req: FhirRequest, type: string): Promise
   const query = conditionalQuery(type, req.query, 'Conditional delete');
   const deleted = await req.ctx.repo.transaction(async (repo) => {
     const match = await singleMatch(repo, query);
-    if (match?.id) await repo.delete(type, match.id);
+    if (match?.id) await repo.delete(type, match.id, { ifMatch: parseIfMatch(req.headers['if-match']) });
     return match !== undefined;
   });
   return { status: 200, body: informational(deleted ? 'Deleted' : 'No match: nothing deleted') };
 }
 
-/** GET [base]/Type/id */
+/** GET [base]/Type/id (`_summary`, `_elements` shape it: docs/rest.md#read). */
 export async function readResource(req: FhirRequest, type: string, id: string): Promise<FhirResult> {
+  const shape = readShaper(req.query);
   const resource = await req.ctx.repo.read(type, id);
-  return { status: 200, body: resource, headers: versionHeaders(resource) };
+  return { status: 200, body: shape(resource), headers: versionHeaders(resource) };
 }
 
-/** GET [base]/Type/id/_history/vid */
+/** GET [base]/Type/id/_history/vid (`_summary`, `_elements` as for read). */
 export async function readVersion(req: FhirRequest, type: string, id: string, vid: string): Promise<FhirResult> {
+  const shape = readShaper(req.query);
   const resource = await req.ctx.repo.readVersion(type, id, vid);
-  return { status: 200, body: resource, headers: versionHeaders(resource) };
+  return { status: 200, body: shape(resource), headers: versionHeaders(resource) };
 }
 
 /** PUT [base]/Type/id → 200 (update) or 201 (create with the client's id). */
@@ -78,11 +81,18 @@ export async function updateResource(req: FhirRequest, type: string, id: string,
   return written(req, stored, created ? 201 : 200, created);
 }
 
-/** DELETE [base]/Type/id → 200 with an OperationOutcome (idempotent). */
+/**
+ * DELETE [base]/Type/id → 200 with an OperationOutcome, `Deleted`, or `Not found: nothing
+ * deleted` for an id that is absent, invisible or already deleted (idempotent: the same answer
+ * inside a transaction Bundle, which therefore does not fail). `If-Match` → 412 when stale.
+ */
 export async function deleteResource(req: FhirRequest, type: string, id: string): Promise<FhirResult> {
-  await req.ctx.repo.delete(type, id);
-  return { status: 200, body: informational('Deleted') };
+  const deleted = await req.ctx.repo.delete(type, id, { ifMatch: parseIfMatch(req.headers['if-match']) });
+  return { status: 200, body: informational(deleted ? 'Deleted' : NOTHING_DELETED) };
 }
+
+/** The answer of a delete that found nothing current to delete (docs/rest.md#delete). */
+export const NOTHING_DELETED = 'Not found: nothing deleted';
 
 /** The body of a create/update: a JSON object of the URL's type that passes validation (docs/rest.md#validation). */
 async function checkedBody(req: FhirRequest, type: string, validator: ResourceValidator, options: { ignoreId?: boolean } = {}): Promise<Resource> {

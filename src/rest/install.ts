@@ -4,10 +4,11 @@ import { everythingOperation } from './operations/everything.js';
 import { validateOperation } from './operations/validate.js';
 
 /**
- * Registers the operations of the REST layer (docs/rest.md#validate, docs/rest.md#patient-everything):
- * `$validate` on every type (with the same validator as create and update) and `Patient/$everything`.
+ * Registers the operations of the REST layer (docs/rest.md#validate, docs/rest.md#everything):
+ * `$validate` on every type (with the same validator as create and update) and `Patient/$everything`, `Encounter/$everything`.
  */
 export function installRest(registry: OperationRegistry, validator: ResourceValidator): void {
   registry.register(validateOperation(validator));
-  registry.register(everythingOperation());
+  registry.register(everythingOperation('Patient'));
+  registry.register(everythingOperation('Encounter'));
 }

@@ -2,7 +2,8 @@ import type { CapabilityStatement, CapabilityStatementRestResource, Resource } f
 import type { OperationDispatcher } from '../core/operation.js';
 import type { RequestContext } from '../core/context.js';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
-import { resourceTypes, searchParametersFor } from '../fhir/definitions.js';
+import type { SearchCapabilities } from '../core/search.js';
+import { resourceTypes } from '../fhir/definitions.js';
 import { badRequest } from '../fhir/outcome.js';
 
 /** The server's identity, stated in both capability statements. */
@@ -25,6 +26,7 @@ export async function metadataInteraction(
   req: FhirRequest,
   dispatcher: OperationDispatcher,
   terminology: TerminologyCapabilitiesSource,
+  search: SearchCapabilities,
 ): Promise<FhirResult> {
   const modes = req.query.filter(([k]) => k === 'mode').map(([, v]) => v);
   const mode = modes[modes.length - 1];
@@ -32,14 +34,16 @@ export async function metadataInteraction(
   if (mode !== undefined && mode !== 'full' && mode !== 'normative') {
     throw badRequest(`Invalid value '${mode}' provided for parameter 'mode' (full, normative or terminology)`);
   }
-  return { status: 200, body: capabilityStatement(req.ctx, dispatcher) };
+  return { status: 200, body: capabilityStatement(req.ctx, dispatcher, search) };
 }
 
 /**
- * The CapabilityStatement, built from what is really registered: resource types and their
- * search parameters from the definitions, operations from the operations registry.
+ * The CapabilityStatement, built from what is really registered: resource types from the
+ * definitions, search parameters with their modifiers, `_include`/`_revinclude` values and
+ * compartments from the search index (the same functions a search goes through), operations
+ * from the operations registry. test/rest-metadata.test.ts tries everything it lists.
  */
-export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDispatcher): CapabilityStatement {
+export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDispatcher, search: SearchCapabilities): CapabilityStatement {
   const operations = dispatcher.capabilities();
   const resources: CapabilityStatementRestResource[] = [...resourceTypes()].sort().map((type) => ({
     type: type as CapabilityStatementRestResource['type'],
@@ -50,12 +54,16 @@ export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDi
     conditionalCreate: true,
     conditionalUpdate: true,
     conditionalDelete: 'single',
-    searchParam: [
-      ...['_id', '_lastUpdated'].map((name) => ({ name, type: name === '_id' ? ('token' as const) : ('date' as const) })),
-      ...[...searchParametersFor(type).values()]
-        .filter((sp) => sp.code !== '_id' && sp.code !== '_lastUpdated')
-        .map((sp) => ({ name: sp.code, definition: sp.url, type: sp.type })),
-    ],
+    searchInclude: ['*', ...search.includes(type)],
+    searchRevInclude: search.revIncludes(type),
+    searchParam: search.parameters(type).map((sp) => ({
+      name: sp.name,
+      ...(sp.definition ? { definition: sp.definition } : {}),
+      type: sp.type as NonNullable<CapabilityStatementRestResource['searchParam']>[number]['type'],
+      // R4 has no element for modifiers: they are stated in the documentation, in this form.
+      ...(sp.modifiers.length > 0 ? { documentation: `Modifiers: ${sp.modifiers.map((m) => `:${m}`).join(', ')}` } : {}),
+      ...(sp.components ? { documentation: `Components: ${sp.components.join('$')}` } : {}),
+    })),
     operation: operations
       .filter((op) => op.resourceTypes.includes(type))
       .map((op) => ({ name: op.name, definition: op.definition })),
@@ -80,6 +88,8 @@ export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDi
     implementation: { description: 'Lattice FHIR R4 server', url: ctx.fhirBaseUrl },
     fhirVersion: '4.0.1',
     format: ['application/fhir+json', 'json'],
+    // JSON Patch and FHIRPath Patch (a Parameters resource), docs/rest.md#patch.
+    patchFormat: ['application/json-patch+json', 'application/fhir+json'],
     rest: [
       {
         mode: 'server',
@@ -100,7 +110,7 @@ export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDi
         resource: resources,
         interaction: [{ code: 'transaction' }, { code: 'batch' }, { code: 'history-system' }],
         // Compartment search (docs/rest.md#compartment-search).
-        compartment: ['http://hl7.org/fhir/CompartmentDefinition/patient'],
+        compartment: search.compartments(),
         operation: operations.filter((op) => op.system).map((op) => ({ name: op.name, definition: op.definition })),
       },
     ],

@@ -1,4 +1,5 @@
 import { isResourceType } from '../fhir/definitions.js';
+import { isCompartmentType } from '../fhir/compartments.js';
 import { FhirError, issue, methodNotAllowed, notFound } from '../fhir/outcome.js';
 
 /** What a FHIR path names, before the method is considered. */
@@ -68,8 +69,8 @@ function classify(segments: string[]): RouteTarget {
     case 3:
       if (third.startsWith('$')) return { kind: 'operation' };
       if (third === '_history') return interaction('GET', 'HEAD');
-      // Compartment search (docs/rest.md#compartment-search): Patient/<id>/<Type> and Patient/<id>/*.
-      if (first === 'Patient' && (third === '*' || isResourceType(third))) return interaction('GET', 'HEAD');
+      // Compartment search (docs/rest.md#compartment-search): <Compartment>/<id>/<Type> and <Compartment>/<id>/*.
+      if (isCompartmentType(first) && (third === '*' || isResourceType(third))) return interaction('GET', 'HEAD');
       return { kind: 'nothing' };
     case 4:
       return third === '_history' ? interaction('GET', 'HEAD') : { kind: 'nothing' };

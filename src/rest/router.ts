@@ -1,8 +1,10 @@
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import type { OperationCall, OperationDispatcher } from '../core/operation.js';
 import type { ResourceValidator } from '../core/validation.js';
+import type { SearchCapabilities } from '../core/search.js';
 import { badRequest } from '../fhir/outcome.js';
 import { primitiveCheck } from '../fhir/validation/primitives.js';
+import { isCompartmentType } from '../fhir/compartments.js';
 import { conditionalDelete, conditionalUpdate, createResource, deleteResource, readResource, readVersion, updateResource } from './crud.js';
 import { bundleInteraction } from './batch.js';
 import { historyInteraction } from './history.js';
@@ -18,10 +20,14 @@ export type FhirRouter = (req: FhirRequest, route: FhirRoute) => Promise<FhirRes
 export interface FhirRouterOptions {
   /** Most entries a batch/transaction Bundle may have (`LATTICE_BUNDLE_MAX_ENTRIES`). */
   bundleMaxEntries: number;
+  /** Time limit of a transaction Bundle of `entries` entries (ms; undefined: the database's own). */
+  bundleTimeoutMs?: (entries: number) => number | undefined;
   /** `GET [base]/metadata?mode=terminology` (the terminology feature answers it). */
   terminologyCapabilities: TerminologyCapabilitiesSource;
   /** Validation of written resources: structure and required bindings (docs/rest.md#validation). */
   validator: ResourceValidator;
+  /** What search supports, for `/metadata` (the search index states it). */
+  search: SearchCapabilities;
 }
 
 /** The FHIR router over the interactions below and the given operations. */
@@ -45,10 +51,10 @@ async function routeFhirRequest(req: FhirRequest, route: FhirRoute, operations: 
   if (segments.length === 0) {
     // Bundle entries run through this router again, with the validator the Bundle chooses.
     const routeWith = (validator: ResourceValidator): FhirRouter => (entry, entryRoute) => routeFhirRequest(entry, entryRoute, operations, { ...options, validator });
-    return bundleInteraction(req, routeWith, options.bundleMaxEntries, options.validator);
+    return bundleInteraction(req, routeWith, { maxEntries: options.bundleMaxEntries, timeoutMs: options.bundleTimeoutMs }, options.validator);
   }
   if (segments.length === 1 && first === '_history') return historyInteraction(req, undefined);
-  if (segments.length === 1 && first === 'metadata') return metadataInteraction(req, operations, options.terminologyCapabilities);
+  if (segments.length === 1 && first === 'metadata') return metadataInteraction(req, operations, options.terminologyCapabilities, options.search);
   if (first?.startsWith('$')) return operations.dispatch(req, { code: first.slice(1) });
   const type = first;
   if (segments.length === 1) {
@@ -62,10 +68,10 @@ async function routeFhirRequest(req: FhirRequest, route: FhirRoute, operations: 
   if (segments.length === 2 && second === '_search') return searchInteraction(req, type);
   if (segments.length === 2 && second === '_history') return historyInteraction(req, type);
 
-  // Instance level: [type]/[id], [type]/[id]/$op, [type]/[id]/_history[/vid], Patient/[id]/[type] (compartment)
+  // Instance level: [type]/[id], [type]/[id]/$op, [type]/[id]/_history[/vid], [compartment]/[id]/[type]
   checkId(type, second);
   if (segments.length === 3 && third.startsWith('$')) return operations.dispatch(req, { code: third.slice(1), resourceType: type, id: second } satisfies OperationCall);
-  if (segments.length === 3 && third !== '_history') return compartmentSearchInteraction(req, 'Patient', second, third);
+  if (segments.length === 3 && third !== '_history' && isCompartmentType(type)) return compartmentSearchInteraction(req, type, second, third);
   if (segments.length === 3) return historyInteraction(req, type, second);
   if (segments.length === 4) return readVersion(req, type, second, fourth);
   if (method === 'GET') return readResource(req, type, second);

@@ -1,5 +1,6 @@
 import type { Bundle, Coding, Resource } from '@medplum/fhirtypes';
-import { inPatientCompartment, isResourceType, structureDefinitionMap } from '../fhir/definitions.js';
+import { isResourceType, structureDefinitionMap } from '../fhir/definitions.js';
+import { inCompartment, type CompartmentType } from '../fhir/compartments.js';
 import { badRequest } from '../fhir/outcome.js';
 import type { SearchQuery } from '../core/repository.js';
 import type { RequestContext } from '../core/context.js';
@@ -23,20 +24,21 @@ export async function searchInteraction(req: FhirRequest, type: string): Promise
 }
 
 /**
- * GET [base]/Patient/<id>/<Type> and [base]/Patient/<id>/* (docs/rest.md#compartment-search):
- * the search of `<Type>` (or of every compartment type, optionally narrowed by `_type`)
- * restricted to the patient's compartment. The patient must be visible to the caller (404/410
- * as for read) and `<Type>` a type of the compartment.
+ * GET [base]/<Compartment>/<id>/<Type> and [base]/<Compartment>/<id>/* for the five R4
+ * compartments (docs/rest.md#compartment-search): the search of `<Type>` (or of every type of
+ * the compartment, optionally narrowed by `_type`) restricted to the compartment. The
+ * compartment's resource must be visible to the caller (404/410 as for read) and `<Type>` a type
+ * of the compartment.
  */
-export async function compartmentSearchInteraction(req: FhirRequest, compartmentType: 'Patient', id: string, type: string): Promise<FhirResult> {
+export async function compartmentSearchInteraction(req: FhirRequest, compartmentType: CompartmentType, id: string, type: string): Promise<FhirResult> {
   await req.ctx.repo.read(compartmentType, id);
   let params = req.query;
   const compartment: SearchQuery['compartment'] = { resourceType: compartmentType, id };
   if (type === '*') {
     const wanted = params.filter(([k]) => k === '_type').flatMap(([, v]) => v.split(',').map((t) => t.trim()).filter(Boolean));
-    if (wanted.length > 0) compartment.types = checkedCompartmentTypes(wanted);
+    if (wanted.length > 0) compartment.types = checkedCompartmentTypes(wanted, compartmentType);
     params = params.filter(([k]) => k !== '_type');
-  } else if (!inPatientCompartment(type)) {
+  } else if (!inCompartment(compartmentType, type)) {
     throw badRequest(`Resource type ${type} is not in the ${compartmentType} compartment`);
   }
   const url = `${req.ctx.fhirBaseUrl}/${compartmentType}/${id}/${type}`;
@@ -44,10 +46,10 @@ export async function compartmentSearchInteraction(req: FhirRequest, compartment
 }
 
 /** `_type` values of a compartment search: resource types of the compartment, else 400. */
-export function checkedCompartmentTypes(types: string[]): string[] {
+export function checkedCompartmentTypes(types: string[], compartment: CompartmentType = 'Patient'): string[] {
   for (const t of types) {
     if (!isResourceType(t)) throw badRequest(`Invalid value '${t}' for _type: not a resource type`);
-    if (!inPatientCompartment(t)) throw badRequest(`Resource type ${t} is not in the Patient compartment`);
+    if (!inCompartment(compartment, t)) throw badRequest(`Resource type ${t} is not in the ${compartment} compartment`);
   }
   return types;
 }
@@ -67,6 +69,23 @@ export async function searchBundle(ctx: RequestContext, query: SearchQuery, url:
     [...params].reverse().find(([k]) => k === '_total')?.[1] === 'none' ? undefined : result.total,
     pageLinks(url, linkParams, result),
   );
+}
+
+/**
+ * `_summary` and `_elements` on read and vread (docs/rest.md#read): the same shaping as a
+ * search's matches. Values are checked as a search checks them; `_summary=count` has no meaning
+ * for one resource (400).
+ */
+export function readShaper(query: Array<[string, string]>): (resource: Resource) => Resource {
+  for (const [name, value] of query) {
+    if (name === '_summary' && !['true', 'false', 'text', 'data'].includes(value)) throw badRequest(`Invalid value '${value}' for _summary`);
+    if (name === '_elements') {
+      for (const element of value.split(',').map((e) => e.trim()).filter(Boolean)) {
+        if (!/^[A-Za-z][A-Za-z0-9]*(\[x\])?$/.test(element)) throw badRequest(`Invalid value '${value}' for _elements`);
+      }
+    }
+  }
+  return shaper(query);
 }
 
 /**

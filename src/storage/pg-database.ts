@@ -69,12 +69,13 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
         client.release(broken === undefined ? undefined : broken instanceof Error ? broken : new Error('connection failed'));
       }
     },
-    async transaction(fn) {
+    async transaction(fn, options) {
+      const limit = options?.timeoutMs ?? statement;
       for (let attempt = 1; ; attempt++) {
         const client = await pool.connect().catch(fail);
-        const deadline = statement > 0 ? Date.now() + statement : Infinity;
+        const deadline = statement > 0 ? Date.now() + limit : Infinity;
         const check = () => {
-          if (Date.now() > deadline) throw databaseTimeout(statement);
+          if (Date.now() > deadline) throw databaseTimeout(limit);
         };
         const ended: Array<() => void> = [];
         const tx: Queryable = {

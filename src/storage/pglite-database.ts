@@ -63,19 +63,19 @@ export async function openPgliteDatabase(
   // that outlives it (a background wake-up) finds `active` false and waits like anyone.
   const holding = new AsyncLocalStorage<{ active: boolean }>();
 
-  const deadlineOf = (start: number) => (limits.statementTimeoutMs > 0 ? start + limits.statementTimeoutMs : Infinity);
-  const checkDeadline = (deadline: number) => {
-    if (Date.now() > deadline) throw databaseTimeout(limits.statementTimeoutMs);
+  const deadlineOf = (start: number, timeoutMs = limits.statementTimeoutMs) => (limits.statementTimeoutMs > 0 ? start + timeoutMs : Infinity);
+  const checkDeadline = (deadline: number, timeoutMs = limits.statementTimeoutMs) => {
+    if (Date.now() > deadline) throw databaseTimeout(timeoutMs);
   };
-  const wrap = (q: { query: PGlite['query'] }, deadline: number): Queryable => ({
+  const wrap = (q: { query: PGlite['query'] }, deadline: number, timeoutMs?: number): Queryable => ({
     async query<T>(sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
-      checkDeadline(deadline);
+      checkDeadline(deadline, timeoutMs);
       const res = await q.query<T>(sql, params);
       return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
     },
     // PGlite's COPY reads the rows from its `/dev/blob` device, given per statement.
     async copyRows(table: string, columns: string[], text: string): Promise<void> {
-      checkDeadline(deadline);
+      checkDeadline(deadline, timeoutMs);
       await q.query(`COPY ${table} (${columns.join(', ')}) FROM '/dev/blob'`, [], { blob: new Blob([text]) });
     },
   });
@@ -100,12 +100,12 @@ export async function openPgliteDatabase(
     dumpDataDir: () => withTurn(() => pg.dumpDataDir('none')),
     query: (sql, params) => withTurn(() => wrap(pg, Infinity).query(sql, params)),
     copyRows: (table, columns, text) => withTurn(() => (wrap(pg, Infinity).copyRows as NonNullable<Queryable['copyRows']>)(table, columns, text)),
-    transaction: (fn) =>
+    transaction: (fn, options) =>
       withTurn(() => {
-        const deadline = deadlineOf(Date.now());
+        const deadline = deadlineOf(Date.now(), options?.timeoutMs);
         return pg.transaction(async (tx) => {
-          const result = await fn(wrap(tx, deadline));
-          checkDeadline(deadline); // past the limit: rolled back, not committed
+          const result = await fn(wrap(tx, deadline, options?.timeoutMs));
+          checkDeadline(deadline, options?.timeoutMs); // past the limit: rolled back, not committed
           return result;
         });
       }),

@@ -181,14 +181,26 @@ export class Repository implements SystemRepository {
     });
   }
 
-  /** Deletes a resource; deleting a deleted resource again is a no-op, an unknown id is 404. */
-  async delete(resourceType: string, id: string): Promise<void> {
+  /**
+   * Deletes a resource (docs/rest.md#delete). Returns false when there was nothing to delete: an
+   * id that never existed, one the caller cannot see (another project, outside its access) and
+   * an already deleted resource all answer alike, so a delete is idempotent and tells nothing
+   * about other projects. `ifMatch` (the expected current version, or `*`) → 412 when stale.
+   */
+  async delete(resourceType: string, id: string, options: { ifMatch?: string } = {}): Promise<boolean> {
     this.scope.checkAccess(resourceType, 'd');
-    await this.db.transaction(async (tx) => {
-      const row = await this.lockRow(tx, resourceType, id);
-      if (!row || !this.scope.canSee(scopedRow(row))) throw notFound();
-      if (row.deleted) return;
-      if (!(await rowPasses(tx, this.scope, resourceType, id, 'd'))) throw notFound();
+    return this.db.transaction(async (tx) => {
+      const found = await this.lockRow(tx, resourceType, id);
+      const row = found && found.version_id > 0 && this.scope.canSee(scopedRow(found)) ? found : undefined;
+      const live = row !== undefined && !row.deleted && (await rowPasses(tx, this.scope, resourceType, id, 'd'));
+      if (options.ifMatch !== undefined && !(live && matchesVersion(options.ifMatch, row))) {
+        throw preconditionFailed(
+          live
+            ? `Version mismatch: If-Match names version ${options.ifMatch}, the current version of ${resourceType}/${id} is ${row.version_id}`
+            : `Version mismatch: ${resourceType}/${id} has no current version`,
+        );
+      }
+      if (!live) return false;
       this.scope.checkDelete(scopedRow(row));
       const previous = JSON.parse(row.content) as Resource;
       for (const hook of this.hooks.for(resourceType)) await hook.beforeDelete?.(previous, this.auth, tx);
@@ -206,6 +218,7 @@ export class Repository implements SystemRepository {
       );
       await this.searchIndex.remove(tx, resourceType, id);
       for (const hook of this.hooks.for(resourceType)) await hook.afterDelete?.(tx, previous);
+      return true;
     });
   }
 
@@ -266,14 +279,14 @@ export class Repository implements SystemRepository {
   /** Searches resources of one type within the caller's scope. */
   async search(query: SearchQuery): Promise<SearchResult> {
     if (query.resourceType !== '*') this.scope.checkAccess(query.resourceType, 's');
-    const result = await this.searchIndex.search(this.db, this.scope, query);
+    const result = await this.searchIndex.search(this.db, this.scope, query, this);
     return { ...result, resources: result.resources.map((r) => this.redact(r)) };
   }
 
   /** One transaction for several changes: `fn` gets this repository joined to it (or joins the open one). */
-  async transaction<T>(fn: (repo: ResourceRepository) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (repo: ResourceRepository) => Promise<T>, options?: { timeoutMs?: number }): Promise<T> {
     if (this.joined) return fn(this);
-    return this.db.transaction((tx) => fn(this.inTransaction(tx)));
+    return this.db.transaction((tx) => fn(this.inTransaction(tx)), options);
   }
 
   /**

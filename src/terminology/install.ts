@@ -6,6 +6,8 @@ import type { OperationRegistry } from '../core/operation.js';
 import type { ResourceRepository } from '../core/repository.js';
 import type { BindingChecker } from '../core/validation.js';
 import { createBindingChecker } from './engine/binding-checker.js';
+import { searchTerminology } from './engine/search-codes.js';
+import type { SearchTerminology } from '../core/search.js';
 import { preloadBaseTerminology } from './store/base-terminology.js';
 import { terminologyCapabilities, type Software } from './operations/capabilities.js';
 import { batchValidateCodeOperation } from './operations/batch-validate-code.js';
@@ -34,6 +36,8 @@ export interface TerminologyFeature {
   routes: AppRoute[];
   /** The codes of bound value sets, for resource validation (binding-checker.ts). */
   bindings: BindingChecker;
+  /** Subsumption and value-set membership for search's token modifiers (search-codes.ts). */
+  search: SearchTerminology;
 }
 
 /**
@@ -94,5 +98,6 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry,
     capabilities: (ctx, software) => terminologyCapabilities(env, ctx, software, registry.definitions()),
     routes: [importRoute(env)],
     bindings: createBindingChecker(env, shared),
+    search: searchTerminology(env),
   };
 }

@@ -7,6 +7,7 @@ import codeSystemLookup from './CodeSystem-lookup.json' with { type: 'json' };
 import codeSystemSubsumes from './CodeSystem-subsumes.json' with { type: 'json' };
 import codeSystemValidateCode from './CodeSystem-validate-code.json' with { type: 'json' };
 import patientEverything from './Patient-everything.json' with { type: 'json' };
+import encounterEverything from './Encounter-everything.json' with { type: 'json' };
 import resourceValidate from './Resource-validate.json' with { type: 'json' };
 import valueSetExpand from './ValueSet-expand.json' with { type: 'json' };
 import valueSetValidateCode from './ValueSet-validate-code.json' with { type: 'json' };
@@ -27,6 +28,7 @@ const DEFINITIONS = {
   'CapabilityStatement-versions': capabilityStatementVersions,
   'Resource-validate': resourceValidate,
   'Patient-everything': patientEverything,
+  'Encounter-everything': encounterEverything,
 } as const;
 
 /** Ids of the shipped definitions. */

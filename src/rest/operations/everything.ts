@@ -13,21 +13,25 @@ interface EverythingInput {
 }
 
 /**
- * `[base]/Patient/<id>/$everything` (docs/rest.md#patient-everything): the patient and every
- * resource of its compartment the caller can see, as a searchset Bundle paged like a search
- * (`next`/`previous` links call the operation again with `_offset`). Unless `_count` says
- * otherwise a page holds up to 1000 resources (R4: the whole record in one Bundle when possible).
+ * `[base]/Patient/<id>/$everything` and `[base]/Encounter/<id>/$everything`
+ * (docs/rest.md#everything): the resource and every resource of its compartment the caller can
+ * see, plus every resource those reference (practitioners, organizations, locations, …; the
+ * same `_include=*` a search runs, with the same access rights), as a searchset Bundle paged like
+ * a search (`next`/`previous` links call the operation again with `_offset`). Unless `_count`
+ * says otherwise a page holds up to 1000 compartment resources (R4: the whole record in one
+ * Bundle when possible). GET, or POST with a Parameters body or none at all.
  */
-export function everythingOperation(): Operation {
+export function everythingOperation(compartment: 'Patient' | 'Encounter'): Operation {
   const handler: OperationHandler = async (ctx, input: EverythingInput, target) => {
     const id = target.id as string;
-    await ctx.repo.read('Patient', id); // 404 / 410 as for read: tenancy decides first
+    await ctx.repo.read(compartment, id); // 404 / 410 as for read: tenancy decides first
     const types = (input._type ?? []).flatMap((v) => v.split(',').map((t) => t.trim()).filter(Boolean));
     const count = wholeNumber('_count', input._count) ?? MAX_SEARCH_COUNT;
     const offset = wholeNumber('_offset', input._offset) ?? 0;
     const params: Array<[string, string]> = [
       ['_count', String(Math.min(count, MAX_SEARCH_COUNT))],
       ['_offset', String(offset)],
+      ['_include', '*'],
     ];
     const linkParams: Array<[string, string]> = [];
     if (input._since !== undefined) {
@@ -38,11 +42,11 @@ export function everythingOperation(): Operation {
     }
     if (types.length > 0) linkParams.push(['_type', types.join(',')]);
     if (input._count !== undefined) linkParams.push(['_count', String(input._count)]);
-    const compartment = { resourceType: 'Patient' as const, id, ...(types.length > 0 ? { types: checkedCompartmentTypes(types) } : {}) };
-    const url = `${ctx.fhirBaseUrl}/Patient/${id}/$everything`;
-    return { return: await searchBundle(ctx, { resourceType: '*', params, compartment }, url, linkParams) };
+    const scope = { resourceType: compartment, id, ...(types.length > 0 ? { types: checkedCompartmentTypes(types, compartment) } : {}) };
+    const url = `${ctx.fhirBaseUrl}/${compartment}/${id}/$everything`;
+    return { return: await searchBundle(ctx, { resourceType: '*', params, compartment: scope }, url, linkParams) };
   };
-  return { definition: loadDefinition('Patient-everything'), handler };
+  return { definition: loadDefinition(compartment === 'Patient' ? 'Patient-everything' : 'Encounter-everything'), handler, emptyPost: true };
 }
 
 function wholeNumber(name: string, value: number | undefined): number | undefined {

@@ -10,6 +10,8 @@ export interface IndexRows {
   number: Array<{ param: string; value: string }>;
   quantity: Array<{ param: string; value: string; system: string | null; code: string | null; unit: string | null }>;
   uri: Array<{ param: string; value: string }>;
+  /** `_text`/`_content` (docs/rest.md#text-search): the text, turned into a tsvector when written. */
+  text: Array<{ param: string; body: string }>;
 }
 
 /** Column lists and PostgreSQL array types used to insert each table with one `unnest`. */
@@ -21,6 +23,7 @@ export const TABLE_COLUMNS: { [K in keyof IndexRows]: Array<[column: keyof Index
   number: [['param', 'text'], ['value', 'numeric']],
   quantity: [['param', 'text'], ['value', 'numeric'], ['system', 'text'], ['code', 'text'], ['unit', 'text']],
   uri: [['param', 'text'], ['value', 'text']],
+  text: [['param', 'text'], ['body', 'text']],
 };
 
 /** Every index table, in the order rows are written and removed. */
@@ -28,5 +31,5 @@ export const INDEX_TABLES = Object.keys(TABLE_COLUMNS) as Array<keyof IndexRows>
 
 /** An empty set of rows. */
 export function emptyRows(): IndexRows {
-  return { string: [], token: [], reference: [], date: [], number: [], quantity: [], uri: [] };
+  return { string: [], token: [], reference: [], date: [], number: [], quantity: [], uri: [], text: [] };
 }

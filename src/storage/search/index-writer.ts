@@ -18,6 +18,11 @@ export async function replaceRows(tx: Queryable, resourceType: string, id: strin
       params.push(list.map((row) => row[column] ?? null));
       return `$${params.length}::${type}[]`;
     });
+    if (table === 'text') {
+      // The text becomes a tsvector here, with the configuration the query uses (conditions.ts).
+      parts.push(`i_text AS (INSERT INTO search_text (resource_type, id, param, document) SELECT $1, $2, u.param, to_tsvector('english', u.body) FROM unnest(${arrays.join(', ')}) AS u(param, body))`);
+      continue;
+    }
     parts.push(
       `i_${table} AS (INSERT INTO search_${table} (resource_type, id, ${columns.map(([c]) => c).join(', ')}) ` +
         `SELECT $1, $2, * FROM unnest(${arrays.join(', ')}))`,

@@ -1,7 +1,7 @@
 import fhirpath from 'fhirpath';
 import r4 from 'fhirpath/fhir-context/r4';
 import type { SearchParameter } from '@medplum/fhirtypes';
-import { searchParametersFor } from '../../fhir/definitions.js';
+import { searchParameterMap, searchParametersFor } from '../../fhir/definitions.js';
 
 /** The index table (suffix of `search_<table>`) of each searchable SearchParameter type. */
 export type IndexTable = 'string' | 'token' | 'reference' | 'date' | 'number' | 'quantity' | 'uri';
@@ -144,4 +144,94 @@ export function splitTopLevelUnion(expression: string): string[] {
   }
   parts.push(expression.slice(start).trim());
   return parts.filter((p) => p.length > 0);
+}
+
+/** True when a token parameter indexes Identifiers (`:of-type` applies: docs/rest.md#modifiers). */
+export function identifierParameter(sp: SearchParameter): boolean {
+  return sp.type === 'token' && /\.identifier\b/.test(sp.expression ?? '');
+}
+
+/** Most repetitions of a composite's base element indexed per resource (e.g. Observation.component). */
+export const MAX_COMPOSITE_ITEMS = 100;
+
+/** One component of a composite parameter: the table of its own parameter, its expression relative to the base. */
+export interface CompositeComponent {
+  table: IndexTable;
+  /** The component parameter's code (for error texts). */
+  code: string;
+  expression: string;
+}
+
+let byUrl: Map<string, SearchParameter> | undefined;
+
+/**
+ * The components of a composite SearchParameter (docs/rest.md#composite-parameters), each with
+ * the index table of the parameter it names; undefined when it is not a composite or a component
+ * cannot be indexed (its parameter unknown or itself not indexable).
+ */
+export function compositeComponents(sp: SearchParameter): CompositeComponent[] | undefined {
+  if (sp.type !== 'composite' || !sp.expression || !sp.component?.length) return undefined;
+  if (!byUrl) {
+    byUrl = new Map();
+    for (const params of searchParameterMap().values()) for (const p of params.values()) if (p.url) byUrl.set(p.url, p);
+  }
+  const out: CompositeComponent[] = [];
+  for (const c of sp.component) {
+    const target = c.definition ? byUrl.get(c.definition) : undefined;
+    const table = target ? tableFor(target) : undefined;
+    if (!target || !table || !c.expression) return undefined;
+    out.push({ table, code: target.code ?? '', expression: c.expression });
+  }
+  return out;
+}
+
+/** A composite parameter ready for extraction: how many base items, and each component's values of item `i`. */
+export interface IndexedComposite {
+  code: string;
+  tables: IndexTable[];
+  count: (resource: unknown) => number;
+  /** Values of component `k` of base item `i`. */
+  evaluate: (resource: unknown, i: number, k: number) => unknown[];
+}
+
+const compositeCache = new Map<string, IndexedComposite[]>();
+
+/**
+ * The composite parameters of a resource type, compiled once: `(<base>).count()` and, per
+ * component, `(<base>)[%i].select(<component expression>)` — the item's own values, so the
+ * components of one match come from the same element (one `component` of an Observation).
+ */
+export function indexedComposites(resourceType: string): IndexedComposite[] {
+  let list = compositeCache.get(resourceType);
+  if (list) return list;
+  list = [];
+  for (const [code, sp] of searchParametersFor(resourceType)) {
+    const components = compositeComponents(sp);
+    if (!components) continue;
+    const base = expressionFor(resourceType, sp.expression as string);
+    try {
+      const count = fhirpath.compile(`(${base}).count()`, r4, OPTIONS) as Compiled;
+      const parts = components.map((c) => fhirpath.compile(`(${base})[%i].select(${c.expression})`, r4, OPTIONS) as (resource: unknown, env: Record<string, unknown>) => unknown);
+      list.push({
+        code,
+        tables: components.map((c) => c.table),
+        count: (resource) => {
+          const n = (count(resource) as unknown[])[0];
+          return typeof n === 'number' ? n : 0;
+        },
+        evaluate: (resource, i, k) => {
+          try {
+            const result = parts[k](resource, { i });
+            return Array.isArray(result) ? (result as unknown[]) : [];
+          } catch {
+            return [];
+          }
+        },
+      });
+    } catch {
+      continue; // an expression that does not compile indexes nothing
+    }
+  }
+  compositeCache.set(resourceType, list);
+  return list;
 }

@@ -1,6 +1,7 @@
 import type { Resource } from '@medplum/fhirtypes';
 import type { Queryable } from '../../core/database.js';
-import type { SearchQuery, SearchResult } from '../../core/repository.js';
+import type { ResourceRepository, SearchQuery, SearchResult } from '../../core/repository.js';
+import type { SearchTerminology } from '../../core/search.js';
 import type { Scope } from '../../core/scope.js';
 
 /**
@@ -12,6 +13,11 @@ export interface SearchIndex {
   index(tx: Queryable, resource: Resource): Promise<void>;
   /** Removes the index rows of a resource (on delete). */
   remove(tx: Queryable, resourceType: string, id: string): Promise<void>;
-  /** Runs a search; throws FhirError 400 for unknown parameters or bad values. */
-  search(q: Queryable, scope: Scope, query: SearchQuery): Promise<SearchResult>;
+  /**
+   * Runs a search; throws FhirError 400 for unknown parameters or bad values. `repo` is the
+   * caller's repository: the terminology modifiers resolve code systems and value sets with it.
+   */
+  search(q: Queryable, scope: Scope, query: SearchQuery, repo?: ResourceRepository): Promise<SearchResult>;
+  /** The terminology engine the token modifiers ask (wired once the terminology feature exists). */
+  useTerminology(terminology: SearchTerminology): void;
 }

@@ -1,6 +1,7 @@
 import type { Resource } from '@medplum/fhirtypes';
 import type { Queryable } from '../../core/database.js';
-import type { SearchQuery, SearchResult } from '../../core/repository.js';
+import type { ResourceRepository, SearchQuery, SearchResult } from '../../core/repository.js';
+import type { SearchTerminology } from '../../core/search.js';
 import type { Scope } from '../../core/scope.js';
 import { extractRows } from './extract.js';
 import { removeRows, replaceRows } from './index-writer.js';
@@ -16,6 +17,7 @@ import { StatisticsSchedule } from './statistics.js';
  */
 export function createSearchIndex(limits: SearchLimits = DEFAULT_SEARCH_LIMITS): SearchIndex {
   const statistics = new StatisticsSchedule();
+  let terminology: SearchTerminology | undefined;
   return {
     async index(tx: Queryable, resource: Resource): Promise<void> {
       await replaceRows(tx, resource.resourceType, resource.id as string, extractRows(resource));
@@ -25,9 +27,12 @@ export function createSearchIndex(limits: SearchLimits = DEFAULT_SEARCH_LIMITS):
       await removeRows(tx, resourceType, id);
       statistics.wrote();
     },
-    async search(q: Queryable, scope: Scope, query: SearchQuery): Promise<SearchResult> {
+    async search(q: Queryable, scope: Scope, query: SearchQuery, repo?: ResourceRepository): Promise<SearchResult> {
       await statistics.refreshIfDue(q);
-      return runSearch(q, scope, query, limits);
+      return runSearch(q, scope, query, limits, { terminology, repo });
+    },
+    useTerminology(t: SearchTerminology): void {
+      terminology = t;
     },
   };
 }

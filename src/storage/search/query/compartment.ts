@@ -1,17 +1,19 @@
-import { patientCompartmentParams } from '../../../fhir/definitions.js';
+import { COMPARTMENT_CANONICALS, compartmentMemberTypes, compartmentParams, type CompartmentType } from '../../../fhir/compartments.js';
 import type { SearchQuery } from '../../../core/repository.js';
 import type { SqlParams } from './sql-params.js';
 
 /** The compartment of a search (SearchQuery.compartment). */
 export type Compartment = NonNullable<SearchQuery['compartment']>;
 
+/** CompartmentDefinition canonicals of the compartments search supports (docs/rest.md#compartment-search). */
+export const COMPARTMENT_DEFINITIONS = COMPARTMENT_CANONICALS;
+
 /**
- * Resource types of the Patient compartment (docs/rest.md#compartment-search): Patient itself
- * and every type the R4 CompartmentDefinition gives parameters for.
+ * Resource types of a compartment (docs/rest.md#compartment-search): its own type and every
+ * type the R4 CompartmentDefinition gives parameters for. Patient unless said otherwise.
  */
-export function compartmentTypes(): string[] {
-  const types = [...patientCompartmentParams().keys()];
-  return types.includes('Patient') ? types : ['Patient', ...types];
+export function compartmentTypes(compartment: CompartmentType = 'Patient'): string[] {
+  return compartmentMemberTypes(compartment);
 }
 
 /**
@@ -21,7 +23,7 @@ export function compartmentTypes(): string[] {
  * reference index (resource_type, param, target_id).
  */
 export function compartmentSql(p: SqlParams, alias: string, types: string[], compartment: Compartment): string {
-  const params = patientCompartmentParams();
+  const params = compartmentParams(compartment.resourceType);
   const pairs = types.flatMap((type) => (params.get(type) ?? []).map((param) => `${type}.${param}`));
   const branches: string[] = [];
   if (types.includes(compartment.resourceType)) {

@@ -1,7 +1,7 @@
 import { MAX_SEARCH_COUNT, SEARCH_CONTROL_PARAMETERS } from '../../../core/repository.js';
 import { badRequest } from '../../../fhir/outcome.js';
 import { searchParameter, tableFor } from '../parameters.js';
-import { checkKnown, splitModifier } from './filters.js';
+import { TEXT_PARAMETERS, checkKnown, splitModifier } from './filters.js';
 import type { SqlParams } from './sql-params.js';
 
 /** Result parameters: they shape the answer instead of selecting resources (the search contract's). */
@@ -75,7 +75,7 @@ function parseSort(type: string, value: string): Controls['sort'] {
       const descending = key.startsWith('-');
       const code = descending ? key.slice(1) : key;
       checkKnown(type, code);
-      if (code !== '_id' && code !== '_lastUpdated' && !tableFor(searchParameter(type, code)!)) {
+      if (code !== '_id' && code !== '_lastUpdated' && (TEXT_PARAMETERS.has(code) || !tableFor(searchParameter(type, code)!))) {
         throw badRequest(`Cannot sort by search parameter ${code}`);
       }
       return { code, descending };

@@ -28,6 +28,11 @@ export function parseDirectives(type: string, params: Array<[string, string]>): 
     const [base, modifier] = name.split(':');
     if ((base !== '_include' && base !== '_revinclude') || value === '') continue;
     if (modifier !== undefined && modifier !== 'iterate') throw badRequest(`Unsupported modifier ':${modifier}' for ${base}`);
+    if (value === '*' && base === '_include') {
+      // Every reference of every match (docs/rest.md#chaining-and-includes).
+      out.push({ reverse: false, iterate: modifier === 'iterate', source: '*', param: '*', target: undefined });
+      continue;
+    }
     const [source, param, target, extra] = value.split(':');
     const invalid = (): Error => badRequest(`Invalid ${base} value '${value}'`);
     if (!source || !param || extra !== undefined || !isResourceType(source)) throw invalid();
@@ -53,6 +58,8 @@ export async function loadIncluded(
   directives: Directive[],
   matches: Resource[],
   maxIncluded: number,
+  /** Rows that are matches on some page of the search (SQL about the alias given), never included. */
+  exclude?: (p: SqlParams, alias: string) => string,
 ): Promise<Resource[]> {
   const seen = new Set(matches.map(key));
   const included: Resource[] = [];
@@ -64,7 +71,7 @@ export async function loadIncluded(
       // Rows already seen are skipped; one more than the room left tells "too many" apart
       // from "exactly enough".
       const room = maxIncluded - included.length - found.length;
-      for (const resource of await runDirective(q, scope, d, base, room + seen.size + 1)) {
+      for (const resource of await runDirective(q, scope, d, base, room + seen.size + 1, exclude)) {
         if (seen.has(key(resource))) continue;
         seen.add(key(resource));
         found.push(resource);
@@ -83,10 +90,15 @@ async function runDirective(
   d: Directive,
   base: Resource[],
   limit: number,
+  exclude?: (p: SqlParams, alias: string) => string,
 ): Promise<Resource[]> {
   const p = new SqlParams(scope, accessSql);
   let sql: string;
-  if (!d.reverse) {
+  if (!d.reverse && d.source === '*') {
+    sql =
+      `SELECT DISTINCT ON (t.resource_type, t.id) t.content FROM search_reference x JOIN resource t ON t.resource_type = x.target_type AND t.id = x.target_id` +
+      ` WHERE (x.resource_type, x.id) IN (SELECT * FROM unnest(${p.add(base.map((r) => r.resourceType))}::text[], ${p.add(base.map((r) => r.id))}::text[]))`;
+  } else if (!d.reverse) {
     const ids = base.filter((r) => r.resourceType === d.source).map((r) => r.id as string);
     if (ids.length === 0) return [];
     sql =
@@ -101,6 +113,7 @@ async function runDirective(
       ` WHERE x.resource_type = ${p.add(d.source)} AND x.param = ${p.add(d.param)}` +
       ` AND (x.target_type, x.target_id) IN (SELECT * FROM unnest(${p.add(targets.map((r) => r.resourceType))}::text[], ${p.add(targets.map((r) => r.id))}::text[]))`;
   }
+  if (exclude) sql += ` AND NOT ${exclude(p, 't')}`;
   sql += ` AND NOT t.deleted AND ${p.visibility('t')} ORDER BY t.resource_type, t.id LIMIT ${Math.max(1, limit)}`;
   const rows = await q.query<{ content: string }>(sql, p.values);
   return rows.rows.map((row) => JSON.parse(row.content) as Resource);

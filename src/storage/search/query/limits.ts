@@ -2,6 +2,7 @@ import { FhirError, issue } from '../../../fhir/outcome.js';
 import { CONTROL_PARAMETERS } from './controls.js';
 import { splitModifier } from './filters.js';
 import { splitValues } from './values.js';
+import { comparisons, parseFilter } from './filter-expression.js';
 
 /**
  * Bounds on the work one search may ask for (docs/rest.md#limits), checked before any SQL is
@@ -19,9 +20,24 @@ export interface SearchLimits {
   maxIncludes: number;
   /** Resources `_include`/`_revinclude` may add to one page (all directives and iterations). */
   maxIncluded: number;
+  /** Distinct stored codes a terminology modifier (`:below`, `:above`, `:in`, `:not-in`) may test. */
+  maxCodes: number;
+  /** Nesting of `_has` (`_has:A:p:_has:B:q:…` has 2). */
+  maxHasDepth: number;
+  /** Comparisons of one `_filter` expression. */
+  maxFilterTerms: number;
 }
 
-export const DEFAULT_SEARCH_LIMITS: SearchLimits = { maxParameters: 30, maxValues: 100, maxChain: 3, maxIncludes: 10, maxIncluded: 1000 };
+export const DEFAULT_SEARCH_LIMITS: SearchLimits = {
+  maxParameters: 30,
+  maxValues: 100,
+  maxChain: 3,
+  maxIncludes: 10,
+  maxIncluded: 1000,
+  maxCodes: 10_000,
+  maxHasDepth: 2,
+  maxFilterTerms: 20,
+};
 
 /** Throws 400 `too-costly` naming the bound a search exceeds. */
 export function checkSearchLimits(params: Array<[string, string]>, limits: SearchLimits): void {
@@ -34,6 +50,12 @@ export function checkSearchLimits(params: Array<[string, string]>, limits: Searc
     throw tooCostly(`Too many search parameters: ${filters.length} (at most ${limits.maxParameters})`);
   }
   for (const [name, value] of filters) {
+    if (name === '_filter' && value.trim() !== '') {
+      const terms = comparisons(parseFilter(value));
+      if (terms > limits.maxFilterTerms) throw tooCostly(`_filter has ${terms} comparisons (at most ${limits.maxFilterTerms})`);
+    }
+    const has = name.split('_has:').length - 1;
+    if (has > limits.maxHasDepth) throw tooCostly(`_has nested too deep: ${has} levels (at most ${limits.maxHasDepth})`);
     const links = name.split('.').length - 1;
     if (links > limits.maxChain) throw tooCostly(`Chained search parameter too deep: ${links} links (at most ${limits.maxChain})`);
     const values = splitValues(value).length;
@@ -48,6 +70,6 @@ export function tooManyIncluded(maxIncluded: number): FhirError {
   return tooCostly(`_include/_revinclude would add more than ${maxIncluded} resources (at most ${maxIncluded}): narrow the search or lower _count`);
 }
 
-function tooCostly(text: string): FhirError {
+export function tooCostly(text: string): FhirError {
   return new FhirError(400, [issue('too-costly', text)]);
 }

@@ -1,6 +1,8 @@
 import type { Resource } from '@medplum/fhirtypes';
 import type { Queryable } from '../../../core/database.js';
-import type { SearchQuery, SearchResult } from '../../../core/repository.js';
+import type { ResourceRepository, SearchQuery, SearchResult } from '../../../core/repository.js';
+import type { SearchTerminology } from '../../../core/search.js';
+import { resolveTermCriteria, termCriteria } from './terminology.js';
 import type { Scope } from '../../../core/scope.js';
 import { CONTROL_PARAMETERS, orderBySql, parseControls } from './controls.js';
 import { filterSql, splitModifier } from './filters.js';
@@ -19,7 +21,7 @@ const ANY_TYPE = '*';
 function searchedTypes(query: SearchQuery): string[] {
   if (query.resourceType !== ANY_TYPE) return [query.resourceType];
   if (!query.compartment) throw badRequest('A search of every resource type needs a compartment');
-  const all = compartmentTypes();
+  const all = compartmentTypes(query.compartment.resourceType);
   const wanted = query.compartment.types;
   return wanted ? all.filter((t) => wanted.includes(t)) : all;
 }
@@ -30,7 +32,13 @@ function searchedTypes(query: SearchQuery): string[] {
  * The total comes from the page itself when the page is the last one, else from a COUNT
  * with the same WHERE.
  */
-export async function runSearch(q: Queryable, scope: Scope, query: SearchQuery, limits: SearchLimits = DEFAULT_SEARCH_LIMITS): Promise<SearchResult> {
+export async function runSearch(
+  q: Queryable,
+  scope: Scope,
+  query: SearchQuery,
+  limits: SearchLimits = DEFAULT_SEARCH_LIMITS,
+  engines: { terminology?: SearchTerminology; repo?: ResourceRepository } = {},
+): Promise<SearchResult> {
   checkSearchLimits(query.params, limits);
   const type = query.resourceType;
   const controlPairs = query.params.filter(([name]) => CONTROL_PARAMETERS.has(splitModifier(name)[0]));
@@ -38,6 +46,9 @@ export async function runSearch(q: Queryable, scope: Scope, query: SearchQuery, 
   const directives = parseDirectives(type, controlPairs);
 
   const p = new SqlParams(scope, accessSql);
+  // The terminology modifiers are answered first (asynchronously), then read by the builder.
+  const criteria = type === ANY_TYPE ? [] : termCriteria(type, query.params.filter(([name]) => !CONTROL_PARAMETERS.has(splitModifier(name)[0])));
+  if (criteria.length > 0) p.terms = await resolveTermCriteria(q, criteria, limits.maxCodes, engines.terminology, engines.repo);
   const types = searchedTypes(query);
   const typeSql = types.length === 1 ? `r.resource_type = ${p.add(types[0])}` : `r.resource_type = ANY(${p.add(types)}::text[])`;
   const where = [typeSql, 'NOT r.deleted', 'r.version_id > 0', p.visibility('r', 's', types.length === 1 ? types[0] : undefined)];
@@ -66,7 +77,11 @@ export async function runSearch(q: Queryable, scope: Scope, query: SearchQuery, 
   const matches = rows.rows.map((row) => JSON.parse(row.content) as Resource);
   const lastPage = matches.length < controls.count && (matches.length > 0 || controls.offset === 0);
   const total = lastPage ? controls.offset + matches.length : await countTotal();
-  const included = directives.length > 0 ? await loadIncluded(q, scope, directives, matches, limits.maxIncluded) : [];
+  // Across the types of a compartment (`*`, $everything) a resource of the compartment is a
+  // match on some page: it is not repeated as an include on another.
+  const compartment = query.compartment;
+  const exclude = type === ANY_TYPE && compartment ? (ip: SqlParams, alias: string) => compartmentSql(ip, alias, types, compartment) : undefined;
+  const included = directives.length > 0 ? await loadIncluded(q, scope, directives, matches, limits.maxIncluded, exclude) : [];
   return {
     resources: [...matches, ...included],
     total,

@@ -2,6 +2,13 @@ import { BindValues } from '../../bind-values.js';
 import type { Interaction, Scope } from '../../../core/scope.js';
 import { resourceTable } from '../../scope.js';
 
+/**
+ * The stored codings each terminology criterion matches, keyed by `termKey` (terminology.ts):
+ * filled before the SQL is built (the engine is asynchronous, the builder is not), read by
+ * conditions.ts.
+ */
+export type TermMatches = Map<string, Array<[system: string, code: string]>>;
+
 /** Builds the SQL of the caller's access rights for a row (access.ts), given to SqlParams by its creator. */
 export type AccessSqlBuilder = (p: SqlParams, scope: Scope, alias: string, interaction: Interaction, type?: string) => string | undefined;
 
@@ -12,6 +19,8 @@ export type AccessSqlBuilder = (p: SqlParams, scope: Scope, alias: string, inter
 export class SqlParams extends BindValues {
   private aliases = 0;
   private accessOff = 0;
+  /** The stored codings of the search's terminology criteria (terminology.ts), when it has any. */
+  terms?: TermMatches;
 
   constructor(
     private readonly scope: Scope,
