@@ -172,7 +172,7 @@ for (const driver of drivers) {
         assert.equal(after.body.status, 'final');
       });
 
-      test('writes: into its compartment 201; about another patient 403 (create) or 404 (update) / nothing deleted (delete)', async () => {
+      test('writes: into its compartment 201; about another patient 403 (create) or 404 (update, delete)', async () => {
         const own = await server.fhir('POST', '/Observation', { token: patientUser.token, body: { resourceType: 'Observation', status: 'preliminary', code: { text: 'self' }, subject: { reference: `Patient/${patientUser.own}` } } });
         assert.equal(own.status, 201, own.text);
         const foreign = await server.fhir('POST', '/Observation', { token: patientUser.token, body: { resourceType: 'Observation', status: 'preliminary', code: { text: 'x' }, subject: { reference: `Patient/${other}` } } });
@@ -182,10 +182,7 @@ for (const driver of drivers) {
         assert.equal(moved.status, 403, moved.text);
         assert.equal(ooText(moved.body), OUTSIDE);
         assert.equal((await server.fhir('PUT', `/Observation/${created.otherLab.id}`, { token: patientUser.token, body: created.otherLab })).status, 404);
-        // A delete outside the compartment finds nothing (docs/rest.md#delete): 200, nothing deleted.
-        const outside = await server.fhir('DELETE', `/Observation/${created.otherLab.id}`, { token: patientUser.token });
-        assert.equal(outside.status, 200, outside.text);
-        assert.equal(ooText(outside.body), 'Not found: nothing deleted');
+        assert.equal((await server.fhir('DELETE', `/Observation/${created.otherLab.id}`, { token: patientUser.token })).status, 404);
         assert.equal((await server.fhir('GET', `/Observation/${created.otherLab.id}`, { token: a.adminToken })).status, 200);
       });
 

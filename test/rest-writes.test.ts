@@ -5,8 +5,7 @@ import { syntheticRecord } from './support/synthetic-record.js';
 
 /**
  * Writes as clients expect them (docs/rest.md#delete, docs/rest.md#batch-and-transaction):
- * `If-Match` on DELETE, a delete of an absent id answering alike inside and outside a
- * transaction, and a Synthea-size patient record as one transaction with the default limits.
+ * `If-Match` on DELETE, a delete answering alike inside and outside a transaction, and a Synthea-size patient record as one transaction with the default limits.
  */
 
 function assertOutcome(res: ApiResponse, status: number, text: string): void {
@@ -27,61 +26,64 @@ for (const driver of drivers) {
 
     const newPatient = async (family: string) => (await server.fhir('POST', '/Patient', { body: { resourceType: 'Patient', name: [{ family }] } })).body;
 
-    test('DELETE with If-Match: stale → 412 naming both versions (nothing deleted); current or * → deleted', async () => {
+    test('DELETE with If-Match: stale or already deleted → 412 Version mismatch (nothing deleted); current or * → deleted', async () => {
       const p = await newPatient('IfMatch');
       await server.fhir('PUT', `/Patient/${p.id}`, { body: { ...p, gender: 'female' } }); // now version 2
       const stale = await server.fhir('DELETE', `/Patient/${p.id}`, { headers: { 'if-match': 'W/"1"' } });
-      assertOutcome(stale, 412, `Version mismatch: If-Match names version 1, the current version of Patient/${p.id} is 2`);
+      assertOutcome(stale, 412, 'Version mismatch');
       assert.equal(stale.body.issue[0].code, 'conflict');
       assert.equal((await server.fhir('GET', `/Patient/${p.id}`)).status, 200);
       assertOutcome(await server.fhir('DELETE', `/Patient/${p.id}`, { headers: { 'if-match': 'W/"2"' } }), 200, 'Deleted');
       assert.equal((await server.fhir('GET', `/Patient/${p.id}`)).status, 410);
-      // Deleted, never existed: no current version to match.
-      assertOutcome(await server.fhir('DELETE', `/Patient/${p.id}`, { headers: { 'if-match': '*' } }), 412, `Version mismatch: Patient/${p.id} has no current version`);
-      assertOutcome(await server.fhir('DELETE', '/Patient/never-was', { headers: { 'if-match': 'W/"1"' } }), 412, 'Version mismatch: Patient/never-was has no current version');
+      // Deleted: no current version to match. Never existed: 404 before any version check.
+      assertOutcome(await server.fhir('DELETE', `/Patient/${p.id}`, { headers: { 'if-match': '*' } }), 412, 'Version mismatch');
+      assertOutcome(await server.fhir('DELETE', '/Patient/never-was', { headers: { 'if-match': 'W/"1"' } }), 404, 'Not found');
       const q = await newPatient('Star');
       assertOutcome(await server.fhir('DELETE', `/Patient/${q.id}`, { headers: { 'if-match': '*' } }), 200, 'Deleted');
       const r = await newPatient('Garbage');
-      assertOutcome(await server.fhir('DELETE', `/Patient/${r.id}`, { headers: { 'if-match': 'W/"x' } }), 412, `Version mismatch: If-Match names version W/"x, the current version of Patient/${r.id} is 1`);
+      assertOutcome(await server.fhir('DELETE', `/Patient/${r.id}`, { headers: { 'if-match': 'W/"x' } }), 412, 'Version mismatch');
+      assert.equal((await server.fhir('GET', `/Patient/${r.id}`)).status, 200);
     });
 
     test('conditional DELETE with If-Match applies it to the match', async () => {
       const p = (await server.fhir('POST', '/Patient', { body: { resourceType: 'Patient', identifier: [{ system: 'http://w', value: 'cond-ifmatch' }] } })).body;
       const url = '/Patient?identifier=http://w|cond-ifmatch';
-      assertOutcome(await server.fhir('DELETE', url, { headers: { 'if-match': 'W/"7"' } }), 412, `Version mismatch: If-Match names version 7, the current version of Patient/${p.id} is 1`);
+      assertOutcome(await server.fhir('DELETE', url, { headers: { 'if-match': 'W/"7"' } }), 412, 'Version mismatch');
       assertOutcome(await server.fhir('DELETE', url, { headers: { 'if-match': 'W/"1"' } }), 200, 'Deleted');
     });
 
-    test('a delete of an absent id answers 200 `Not found: nothing deleted`, alone and in a transaction (which then commits)', async () => {
-      assertOutcome(await server.fhir('DELETE', '/Patient/absent-1'), 200, 'Not found: nothing deleted');
+    test('a delete answers alike alone and in a transaction: deleted again 200 Deleted; an unknown id 404, failing the transaction (nothing kept)', async () => {
+      const gone = await newPatient('DeletedTwice');
+      assertOutcome(await server.fhir('DELETE', `/Patient/${gone.id}`), 200, 'Deleted');
+      assertOutcome(await server.fhir('DELETE', `/Patient/${gone.id}`), 200, 'Deleted');
+      const again = await server.fhir('POST', '', { body: { resourceType: 'Bundle', type: 'transaction', entry: [{ request: { method: 'DELETE', url: `Patient/${gone.id}` } }] } });
+      assert.equal(again.status, 200, again.text);
+      assert.equal(again.body.entry[0].response.status, '200 OK');
+      assert.equal(ooText(again.body.entry[0].response.outcome), 'Deleted');
+
+      assertOutcome(await server.fhir('DELETE', '/Patient/absent-1'), 404, 'Not found');
       const res = await server.fhir('POST', '', {
         body: {
           resourceType: 'Bundle',
           type: 'transaction',
           entry: [
+            { resource: { resourceType: 'Patient', name: [{ family: 'BeforeAbsentDelete' }] }, request: { method: 'POST', url: 'Patient' } },
             { request: { method: 'DELETE', url: 'Patient/absent-1' } },
-            { resource: { resourceType: 'Patient', name: [{ family: 'AfterAbsentDelete' }] }, request: { method: 'POST', url: 'Patient' } },
           ],
         },
       });
-      assert.equal(res.status, 200, res.text);
-      const [deleted, created] = res.body.entry;
-      assert.equal(deleted.response.status, '200 OK');
-      assert.equal(ooText(deleted.response.outcome), 'Not found: nothing deleted');
-      assert.equal(created.response.status, '201 Created');
-      assert.equal((await server.fhir('GET', `/Patient/${created.resource.id}`)).status, 200);
+      assertOutcome(res, 404, 'Bundle.entry[1]: Not found');
+      assert.equal((await server.fhir('GET', '/Patient?family=BeforeAbsentDelete')).body.total, 0);
     });
 
-    test('another project’s resource: delete finds nothing (200), alone and in a transaction; it stays', async () => {
+    test('another project’s resource: delete is 404 as for an unknown id, alone, with If-Match and in a transaction; it stays', async () => {
       const theirs = await server.fhir('POST', '/Patient', { token: other.adminToken, body: { resourceType: 'Patient', name: [{ family: 'Theirs' }] } });
       assert.equal(theirs.status, 201, theirs.text);
       const id = theirs.body.id as string;
-      assertOutcome(await server.fhir('DELETE', `/Patient/${id}`), 200, 'Not found: nothing deleted');
+      assertOutcome(await server.fhir('DELETE', `/Patient/${id}`), 404, 'Not found');
+      assertOutcome(await server.fhir('DELETE', `/Patient/${id}`, { headers: { 'if-match': 'W/"1"' } }), 404, 'Not found');
       const tx = await server.fhir('POST', '', { body: { resourceType: 'Bundle', type: 'transaction', entry: [{ request: { method: 'DELETE', url: `Patient/${id}` } }] } });
-      assert.equal(tx.status, 200, tx.text);
-      assert.equal(ooText(tx.body.entry[0].response.outcome), 'Not found: nothing deleted');
-      // Its version is as invisible as the rest of it.
-      assertOutcome(await server.fhir('DELETE', `/Patient/${id}`, { headers: { 'if-match': 'W/"1"' } }), 412, `Version mismatch: Patient/${id} has no current version`);
+      assertOutcome(tx, 404, 'Bundle.entry[0]: Not found');
       assert.equal((await server.fhir('GET', `/Patient/${id}`, { token: other.adminToken })).status, 200);
     });
 
@@ -97,7 +99,7 @@ for (const driver of drivers) {
           ],
         },
       });
-      assertOutcome(res, 412, `Bundle.entry[1]: Version mismatch: If-Match names version 3, the current version of Patient/${p.id} is 1`);
+      assertOutcome(res, 412, 'Bundle.entry[1]: Version mismatch');
       assert.equal((await server.fhir('GET', `/Patient/${p.id}`)).status, 200);
       assert.equal((await server.fhir('GET', '/Patient?family=NotKept')).body.total, 0);
     });

@@ -71,7 +71,7 @@ for (const driver of drivers) {
       assert.equal(again.body.meta.versionId, '1');
     });
 
-    test('delete then read answers 410 Deleted; delete again is 200; unknown id is 200 nothing deleted', async () => {
+    test('delete then read answers 410 Deleted; delete again is 200; unknown id is 404', async () => {
       const created = (await server.fhir('POST', '/Patient', { body: patient('Gone') })).body;
       const del = await server.fhir('DELETE', `/Patient/${created.id}`);
       assert.equal(del.status, 200);
@@ -82,8 +82,8 @@ for (const driver of drivers) {
       assert.equal(ooText(read.body), 'Deleted');
       assert.equal((await server.fhir('DELETE', `/Patient/${created.id}`)).status, 200);
       const unknown = await server.fhir('DELETE', '/Patient/never-existed');
-      assert.equal(unknown.status, 200);
-      assert.equal(ooText(unknown.body), 'Not found: nothing deleted');
+      assert.equal(unknown.status, 404);
+      assert.equal(ooText(unknown.body), 'Not found');
     });
 
     test('a read after each change sees that change (read, update, read, delete, read)', async () => {

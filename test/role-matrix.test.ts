@@ -239,9 +239,7 @@ const TABLE: Row[] = [
   [/^rest metadata$/, { any: 200 }],
   [/^rest metadata terminology$/, { any: 200 }, (res) => assert.equal(res.body?.resourceType, 'TerminologyCapabilities', res.text)],
   [/^rest create Patient$/, { anonymous: 401, token: 201 }],
-  [/^rest (read|vread|history|update) Patient$/, { anonymous: 401, A: 200, otherAdmin: 404 }],
-  // A delete of what the caller cannot see finds nothing: 200 `Not found: nothing deleted` (docs/rest.md#delete).
-  [/^rest delete Patient$/, { anonymous: 401, A: 200, otherAdmin: 200 }],
+  [/^rest (read|vread|history|update|delete) Patient$/, { anonymous: 401, A: 200, otherAdmin: 404 }],
   [/^rest (search|type-history) \w+$/, { anonymous: 401, token: 200 }, listsTargetIfVisible],
   [/^rest compartment Patient$/, { anonymous: 401, A: 200, otherAdmin: 404 }, listsTargetIfVisible],
 
@@ -252,12 +250,12 @@ const TABLE: Row[] = [
   [/^rest (read|vread|history) (User|ProjectMembership|ClientApplication)$/, { anonymous: 401, admins: 200, members: 404, otherAdmin: 404 }],
   [/^rest (read|vread|history) Project$/, { anonymous: 401, A: 200, otherAdmin: 404 }],
   [/^rest update (User|ProjectMembership|ClientApplication|Project)$/, { anonymous: 401, superAdmin: 200, token: 403 }],
-  // A delete is 403 where the caller sees the account; where it does not, nothing is deleted
-  // (200 `Not found: nothing deleted`, as for an id that never existed: docs/rest.md#delete).
-  [/^rest delete (User|ClientApplication)$/, { anonymous: 401, superAdmin: 200, projectAdmin: 403, members: [200, 403], otherAdmin: [200, 403] }],
+  // A delete is 403 where the caller sees the account; where it does not, the docs say 403
+  // ("checked before visibility") and the tenancy test says 404: both are refusals.
+  [/^rest delete (User|ClientApplication)$/, { anonymous: 401, superAdmin: 200, projectAdmin: 403, members: [403, 404], otherAdmin: [403, 404] }],
   // A project's admins remove its members (contract case #135, docs/auth.md#managing-members).
-  [/^rest delete ProjectMembership$/, { anonymous: 401, admins: 200, members: [200, 403], otherAdmin: 200 }],
-  [/^rest delete Project$/, { anonymous: 401, superAdmin: 200, A: 403, otherAdmin: [200, 403] }],
+  [/^rest delete ProjectMembership$/, { anonymous: 401, admins: 200, members: [403, 404], otherAdmin: 404 }],
+  [/^rest delete Project$/, { anonymous: 401, superAdmin: 200, A: 403, otherAdmin: [403, 404] }],
 
   // Operations (`op <Type>/$<code> <level> <method> <variant>`). GET of a state-changing one → 405.
   [/^op CodeSystem\/\$import type GET /, { anonymous: 401, token: 405 }],
@@ -633,9 +631,7 @@ for (const driver of drivers) {
     /** Another project's admin never succeeds on A's data, nor sees any of A's ids. */
     function crossProject(route: Route, res: ApiResponse, aIds: string[]): string[] {
       if (res.status < 200 || res.status >= 300) return [];
-      // A delete that found nothing answers 200 without touching anything (docs/rest.md#delete; the snapshot checks it).
-      const nothingDeleted = route.method === 'DELETE' && res.body?.issue?.[0]?.details?.text === 'Not found: nothing deleted';
-      if (route.addressesA && !nothingDeleted) return ['success on project A\'s data'];
+      if (route.addressesA) return ['success on project A\'s data'];
       // Bundles repeat the query in their links: look at the entries only.
       const shown = res.body?.resourceType === 'Bundle' ? JSON.stringify(res.body.entry ?? []) : res.text;
       const leaked = aIds.filter((id) => shown.includes(id));

@@ -63,13 +63,6 @@ for (const driver of drivers) {
       return JSON.stringify([current.rows, history.rows]);
     }
 
-    /** A delete of what the caller cannot see finds nothing, as for an id that never existed (docs/rest.md#delete). */
-    function assertNothingDeleted(res: ApiResponse, what: string): void {
-      assert.equal(res.status, 200, `${what}: ${res.text}`);
-      assert.equal(res.body.issue[0].code, 'informational', what);
-      assert.equal(ooText(res.body), 'Not found: nothing deleted', what);
-    }
-
     function assertNotFound(res: ApiResponse, what: string): void {
       assert.equal(res.status, 404, `${what}: ${res.text}`);
       assert.equal(res.body.issue[0].code, 'not-found', what);
@@ -96,13 +89,13 @@ for (const driver of drivers) {
         }
       });
 
-      test(`${actor}: update of B's Patient → 404, delete → nothing deleted, B unchanged`, async () => {
+      test(`${actor}: update and delete of B's Patient → 404, B unchanged`, async () => {
         const put = await server.fhir('PUT', `/Patient/${bPatientId}`, {
           token: token(),
           body: { resourceType: 'Patient', id: bPatientId, name: [{ family: 'Hijacked' }] },
         });
         assertNotFound(put, 'update');
-        assertNothingDeleted(await server.fhir('DELETE', `/Patient/${bPatientId}`, { token: token() }), 'delete');
+        assertNotFound(await server.fhir('DELETE', `/Patient/${bPatientId}`, { token: token() }), 'delete');
         assert.equal(await snapshotOfB(), bSnapshot);
       });
 
@@ -161,13 +154,13 @@ for (const driver of drivers) {
         assert.equal(promote.status, 403, promote.text);
       });
 
-      test(`${actor}: cannot delete account resources of A (403, or nothing deleted where it cannot see them; its own membership 400) nor B's (nothing deleted)`, async () => {
+      test(`${actor}: cannot delete account resources of A (403, or 404 where it cannot see them; its own membership 400) nor see B's (404)`, async () => {
         // Only the admin sees the project's other accounts; to others they do not exist.
         const seesAccounts = actor === 'A admin';
         for (const path of [`/ProjectMembership/${a.admin.membershipId}`, `/User/${a.admin.userId}`, `/Project/${a.projectId}`]) {
           const res = await server.fhir('DELETE', path, { token: token() });
           if (!seesAccounts && !path.startsWith('/Project/')) {
-            assertNothingDeleted(res, `${actor} DELETE ${path}`);
+            assertNotFound(res, `${actor} DELETE ${path}`);
             continue;
           }
           if (path.startsWith('/ProjectMembership/')) {
@@ -179,8 +172,8 @@ for (const driver of drivers) {
           assert.equal(res.status, 403, `${path}: ${res.text}`);
           assert.equal(ooText(res.body), 'Forbidden');
         }
-        assertNothingDeleted(await server.fhir('DELETE', `/ProjectMembership/${b.admin.membershipId}`, { token: token() }), 'B membership');
-        assertNothingDeleted(await server.fhir('DELETE', `/Project/${b.projectId}`, { token: token() }), 'B project');
+        assertNotFound(await server.fhir('DELETE', `/ProjectMembership/${b.admin.membershipId}`, { token: token() }), 'B membership');
+        assertNotFound(await server.fhir('DELETE', `/Project/${b.projectId}`, { token: token() }), 'B project');
         assert.equal((await server.fhir('GET', `/ProjectMembership/${a.admin.membershipId}`, { token: server.adminToken })).status, 200);
         assert.equal(await snapshotOfB(), bSnapshot);
       });

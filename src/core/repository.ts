@@ -77,8 +77,8 @@ export interface ResourceRepository {
   /** Updates (or creates with the client's id); `ifMatch` is the expected current version id. */
   update(resource: Resource, options?: { ifMatch?: string }): Promise<UpdateResult>;
   /**
-   * Deletes; false when there was nothing to delete (unknown, invisible or already deleted: all
-   * alike). `ifMatch` is the expected current version id (412 when stale).
+   * Deletes; an unknown or invisible id is 404; deleting a deleted resource is a no-op (false).
+   * `ifMatch` is the expected current version id (412 when stale).
    */
   delete(resourceType: string, id: string, options?: { ifMatch?: string }): Promise<boolean>;
   /** History of one resource (`id` given), of a type, or of everything visible (`resourceType` undefined), newest first. */

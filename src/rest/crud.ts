@@ -82,17 +82,14 @@ export async function updateResource(req: FhirRequest, type: string, id: string,
 }
 
 /**
- * DELETE [base]/Type/id → 200 with an OperationOutcome, `Deleted`, or `Not found: nothing
- * deleted` for an id that is absent, invisible or already deleted (idempotent: the same answer
- * inside a transaction Bundle, which therefore does not fail). `If-Match` → 412 when stale.
+ * DELETE [base]/Type/id → 200 with an OperationOutcome `Deleted`, also for a resource deleted
+ * before (idempotent); an unknown id → 404, inside a transaction Bundle as alone
+ * (docs/rest.md#delete). `If-Match` → 412 when stale.
  */
 export async function deleteResource(req: FhirRequest, type: string, id: string): Promise<FhirResult> {
-  const deleted = await req.ctx.repo.delete(type, id, { ifMatch: parseIfMatch(req.headers['if-match']) });
-  return { status: 200, body: informational(deleted ? 'Deleted' : NOTHING_DELETED) };
+  await req.ctx.repo.delete(type, id, { ifMatch: parseIfMatch(req.headers['if-match']) });
+  return { status: 200, body: informational('Deleted') };
 }
-
-/** The answer of a delete that found nothing current to delete (docs/rest.md#delete). */
-export const NOTHING_DELETED = 'Not found: nothing deleted';
 
 /** The body of a create/update: a JSON object of the URL's type that passes validation (docs/rest.md#validation). */
 async function checkedBody(req: FhirRequest, type: string, validator: ResourceValidator, options: { ignoreId?: boolean } = {}): Promise<Resource> {

@@ -182,25 +182,20 @@ export class Repository implements SystemRepository {
   }
 
   /**
-   * Deletes a resource (docs/rest.md#delete). Returns false when there was nothing to delete: an
-   * id that never existed, one the caller cannot see (another project, outside its access) and
-   * an already deleted resource all answer alike, so a delete is idempotent and tells nothing
-   * about other projects. `ifMatch` (the expected current version, or `*`) → 412 when stale.
+   * Deletes a resource (docs/rest.md#delete): an id that never existed, or that the caller cannot
+   * see (another project, outside its access), is 404; deleting a deleted resource again changes
+   * nothing (returns false). `ifMatch` (the expected current version, or `*`) → 412 when stale,
+   * a deleted resource having no current version to match.
    */
   async delete(resourceType: string, id: string, options: { ifMatch?: string } = {}): Promise<boolean> {
     this.scope.checkAccess(resourceType, 'd');
     return this.db.transaction(async (tx) => {
-      const found = await this.lockRow(tx, resourceType, id);
-      const row = found && found.version_id > 0 && this.scope.canSee(scopedRow(found)) ? found : undefined;
-      const live = row !== undefined && !row.deleted && (await rowPasses(tx, this.scope, resourceType, id, 'd'));
-      if (options.ifMatch !== undefined && !(live && matchesVersion(options.ifMatch, row))) {
-        throw preconditionFailed(
-          live
-            ? `Version mismatch: If-Match names version ${options.ifMatch}, the current version of ${resourceType}/${id} is ${row.version_id}`
-            : `Version mismatch: ${resourceType}/${id} has no current version`,
-        );
-      }
-      if (!live) return false;
+      const row = await this.lockRow(tx, resourceType, id);
+      if (!row || row.version_id <= 0 || !this.scope.canSee(scopedRow(row))) throw notFound();
+      // A deleted row is absent for a caller whose right depends on the row (as for reads).
+      if (row.deleted ? !rowIndependent(this.scope, resourceType, 'd') : !(await rowPasses(tx, this.scope, resourceType, id, 'd'))) throw notFound();
+      if (options.ifMatch !== undefined && (row.deleted || !matchesVersion(options.ifMatch, row))) throw preconditionFailed();
+      if (row.deleted) return false;
       this.scope.checkDelete(scopedRow(row));
       const previous = JSON.parse(row.content) as Resource;
       for (const hook of this.hooks.for(resourceType)) await hook.beforeDelete?.(previous, this.auth, tx);
