@@ -15,6 +15,7 @@ import { RowCache } from './storage/row-cache.js';
 import { ResourceHooks } from './storage/resource-hooks.js';
 import { createSearchIndex } from './storage/search/sql-search-index.js';
 import { searchCapabilities } from './storage/search/capabilities.js';
+import { reindexIfOutdated } from './storage/search/reindex.js';
 import { authHooks } from './auth/resource-hooks.js';
 import { installAuth } from './auth/install.js';
 import { installOperations } from './operations/install.js';
@@ -96,6 +97,15 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const terminology = installTerminology(env, registry, repository(ANONYMOUS));
     const validator = createResourceValidator(terminology.bindings);
     searchIndex.useTerminology(terminology.search);
+    // Resources indexed by an older version get this version's rows, in the background.
+    let stopping = false;
+    const reindexing = reindexIfOutdated(db, searchIndex, log, () => stopping).catch((err: unknown) =>
+      log.error({ err }, 'search index: re-indexing stopped; it resumes at the next start'),
+    );
+    closers.push(async () => {
+      stopping = true;
+      await reindexing;
+    });
     installRest(registry, validator);
     await installEmail(env);
     const adminRoutes = installAdmin(env);
