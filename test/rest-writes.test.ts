@@ -49,7 +49,9 @@ for (const driver of drivers) {
       const p = (await server.fhir('POST', '/Patient', { body: { resourceType: 'Patient', identifier: [{ system: 'http://w', value: 'cond-ifmatch' }] } })).body;
       const url = '/Patient?identifier=http://w|cond-ifmatch';
       assertOutcome(await server.fhir('DELETE', url, { headers: { 'if-match': 'W/"7"' } }), 412, 'Version mismatch');
+      assert.equal((await server.fhir('GET', `/Patient/${p.id}`)).status, 200);
       assertOutcome(await server.fhir('DELETE', url, { headers: { 'if-match': 'W/"1"' } }), 200, 'Deleted');
+      assert.equal((await server.fhir('GET', `/Patient/${p.id}`)).status, 410);
     });
 
     test('a delete answers alike alone and in a transaction: deleted again 200 Deleted; an unknown id 404, failing the transaction (nothing kept)', async () => {
