@@ -5,6 +5,7 @@ import { DataFolderInUse } from './storage/data-folder-lock.js';
 import { ListenUnsupported } from './storage/database-errors.js';
 import { importFile, type ImportSummary } from './terminology/store/import-file.js';
 import { importToServer } from './terminology/store/import-remote.js';
+import { importRf2 } from './terminology/store/rf2-import.js';
 import { checkPasswordStrength } from './auth/accounts.js';
 import { generatePassword, readNewPassword, setPasswordByEmail } from './auth/set-password-cli.js';
 
@@ -14,6 +15,9 @@ const USAGE = `Usage:
                                            (shared content unless --project is given) into the
                                            configured database (stop a server on the same PGlite
                                            data folder first)
+  lattice import --format rf2 <folder or .zip> [--unpublished] [--project <id>]
+                                           load a SNOMED CT edition from its RF2 Snapshot files
+                                           (--unpublished: version http://snomed.info/xsct/…)
   lattice import <file> --url <server> [--token <t> | --client-id <id> --client-secret <s>]
                  [--project <id>]          send it to a running server instead (LATTICE_TOKEN,
                                            LATTICE_CLIENT_ID, LATTICE_CLIENT_SECRET work too)
@@ -41,7 +45,9 @@ async function main(argv: string[]): Promise<void> {
 }
 
 /** Options of `lattice import`: `--name value` or `--name=value`. */
-const IMPORT_OPTIONS = ['--project', '--url', '--token', '--client-id', '--client-secret'];
+const IMPORT_OPTIONS = ['--project', '--url', '--token', '--client-id', '--client-secret', '--format'];
+/** Flags of `lattice import` (no value). */
+const IMPORT_FLAGS = ['--unpublished'];
 
 /**
  * `lattice import <file>`: writes through the same index as the API, with a progress bar —
@@ -58,6 +64,8 @@ async function importCommand(args: string[]): Promise<void> {
     if (IMPORT_OPTIONS.includes(name)) {
       options[name] = eq > 0 ? arg.slice(eq + 1) : args[++i];
       if (!options[name]) unusable = true;
+    } else if (IMPORT_FLAGS.includes(arg)) {
+      options[arg] = 'true';
     } else if (arg.startsWith('--')) {
       unusable = true;
     } else {
@@ -65,7 +73,9 @@ async function importCommand(args: string[]): Promise<void> {
     }
   }
   const file = positional[0];
-  if (!file || positional.length > 1 || unusable) {
+  const format = options['--format'] ?? 'fhir';
+  const rf2 = format === 'rf2';
+  if (!file || positional.length > 1 || unusable || (format !== 'fhir' && !rf2) || (options['--unpublished'] && !rf2) || (rf2 && options['--url'])) {
     console.error(USAGE);
     process.exitCode = 2;
     return;
@@ -101,7 +111,7 @@ async function importCommand(args: string[]): Promise<void> {
   const config = loadConfig();
   const app = await createApp({ ...config, baseTerminology: 'lazy', database: { ...config.database, statementTimeoutMs: 0 } });
   try {
-    report(await importFile(file, app, { projectId }));
+    report(rf2 ? await importRf2(file, app, { projectId, unpublished: options['--unpublished'] === 'true' }) : await importFile(file, app, { projectId }));
   } finally {
     await app.close();
   }
