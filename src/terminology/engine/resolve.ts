@@ -1,6 +1,7 @@
 import type { CodeSystemProperty, ValueSet } from '@medplum/fhirtypes';
 import { materializeBase } from '../store/base-terminology.js';
 import { terminologyCache } from '../providers/fhir/index-cache.js';
+import { implicitValueSet, isImplicitValueSet } from '../providers/implicit-value-sets.js';
 import type { CodeSystemInfo, TermContext } from '../types.js';
 import { newestFirst, splitCanonical, versionMatches } from '../versions.js';
 
@@ -99,6 +100,10 @@ export async function codeSystemByResourceId(tc: TermContext, id: string): Promi
 
 /** Resolves a value set canonical for the caller; undefined when none is visible. */
 export function resolveValueSet(tc: TermContext, canonical: string, version?: string): Promise<ValueSet | undefined> {
+  // SNOMED CT's `?fhir_vs` forms (docs/terminology.md#implicit-value-sets); ECL may contain `|`.
+  if (isImplicitValueSet(canonical)) {
+    return memo(tc, `vs-implicit ${canonical}`, () => implicitValueSet(tc, canonical, (url, v) => resolveCodeSystem(tc, url, v)));
+  }
   const split = splitCanonical(canonical);
   const wanted = version ?? split.version;
   return memo(tc, `vs ${split.url} ${wanted ?? ''}`, async () => {
@@ -163,7 +168,17 @@ function pick<T extends { version: string | undefined; lastUpdated: string; proj
   const project = tc.repo.auth.projectId;
   const tier = (c: T) => (c.inline ? 0 : c.projectId !== undefined && c.projectId === project ? 1 : c.projectId === undefined ? 2 : 3);
   const best = Math.min(...matching.map(tier));
-  return newestFirst(matching.filter((c) => tier(c) === best))[0];
+  const tied = matching.filter((c) => tier(c) === best);
+  // Without a version, a code system that holds concepts wins over one that only names the system
+  // (`content: not-present` without concepts, such as the base entry of SNOMED CT): the newest
+  // loaded edition answers (docs/terminology.md#snomed-ct).
+  const loaded = version === undefined ? tied.filter((c) => hasConcepts(c)) : [];
+  return newestFirst(loaded.length > 0 && loaded.length < tied.length ? loaded : tied)[0];
+}
+
+function hasConcepts(c: object): boolean {
+  const info = c as Partial<CodeSystemInfo>;
+  return info.content !== 'not-present' || (info.conceptCount ?? 0) > 0;
 }
 
 function toInfo(r: CodeSystemRow): CodeSystemInfo & { inline?: boolean } {

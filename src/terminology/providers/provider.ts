@@ -42,6 +42,13 @@ export interface CodeSystemProvider {
    * A provider whose selection cannot be listed (an infinite grammar) throws a 4xx saying so.
    */
   enumerate(selection: ConceptSelection, within?: number[]): Promise<number[]>;
+  /**
+   * True when the display is itself one of the concept's designations (SNOMED CT's preferred
+   * term is a description): `$lookup` does not list it a second time.
+   */
+  readonly listsDisplay?: boolean;
+  /** Properties `$lookup` returns only when the request names them (`property`). */
+  readonly onRequestProperties?: ReadonlySet<string>;
 }
 
 /** What one `compose.include` (or `exclude`) asks of a code system. */

@@ -4,6 +4,8 @@ import { requestIndex } from './fhir/code-system-index.js';
 import { terminologyCache } from './fhir/index-cache.js';
 import { IndexProvider } from './fhir/index-provider.js';
 import { SqlProvider } from './fhir/sql-provider.js';
+import { SnomedProvider } from './snomed/sct-provider.js';
+import { parseSctVersion, SCT_SYSTEM } from './snomed/sct-meta.js';
 
 export { inlineCodeSystem } from './fhir/inline-code-system.js';
 
@@ -18,6 +20,8 @@ export function providerFor(tc: TermContext, cs: CodeSystemInfo): CodeSystemProv
   const inline = requestIndex(tc, cs.key);
   if (inline) return new IndexProvider(tc, cs, inline);
   if (tc.sqlReference || cs.key <= 0) return new SqlProvider(tc, cs);
+  // A SNOMED CT edition loaded from RF2 (its tables hold what SQL cannot answer): its graph.
+  if (cs.url === SCT_SYSTEM && parseSctVersion(cs.version ?? '') && cs.conceptCount > 0) return new SnomedProvider(tc, cs);
   const ready = terminologyCache(tc.db).ready(cs);
   return ready ? new IndexProvider(tc, cs, ready) : new LoadingProvider(tc, cs);
 }
