@@ -334,7 +334,7 @@ async function page(
       const ids = g.ids.slice(skip, skip + take);
       const provider = providerFor(tc, g.cs);
       const entries = await conceptEntries(tc, provider, ids, ctx);
-      out.push(...(nest ? await nested(provider, ids, entries) : entries));
+      out.push(...(nest && !provider.flatExpansions ? await nested(provider, ids, entries) : entries));
     } else for (const c of (g.listed ?? []).slice(skip, skip + take)) out.push({ system: g.system, code: c.code, ...(c.display ? { display: c.display } : {}) });
     skip = 0;
   }

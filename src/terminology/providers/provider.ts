@@ -47,6 +47,11 @@ export interface CodeSystemProvider {
    * term is a description): `$lookup` does not list it a second time.
    */
   readonly listsDisplay?: boolean;
+  /**
+   * True when expansions stay flat: a polyhierarchy (SNOMED CT) would repeat a concept under
+   * each of its parents, so its concepts are not nested under their ancestors.
+   */
+  readonly flatExpansions?: boolean;
   /** Properties `$lookup` returns only when the request names them (`property`). */
   readonly onRequestProperties?: ReadonlySet<string>;
 }

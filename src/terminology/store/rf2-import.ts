@@ -68,6 +68,8 @@ export async function importRf2(path: string, env: TerminologyEnv, options: Rf2O
     date: `${edition.date.slice(0, 4)}-${edition.date.slice(4, 6)}-${edition.date.slice(6, 8)}`,
     publisher: 'SNOMED International',
     caseSensitive: true,
+    // Descriptions are read with their language code; the display is in English (en-US preferred).
+    language: 'en',
     hierarchyMeaning: 'is-a',
     compositional: true,
     valueSet: `${SCT_SYSTEM}?fhir_vs`,

@@ -22,6 +22,7 @@ const ON_REQUEST = new Set(['moduleId', 'sufficientlyDefined', 'normalForm', 'no
 
 export class SnomedProvider implements CodeSystemProvider {
   readonly listsDisplay = true;
+  readonly flatExpansions = true;
   readonly onRequestProperties: ReadonlySet<string> = ON_REQUEST;
   private loaded: Promise<{ base: IndexProvider; graph: SnomedGraph }> | undefined;
 
