@@ -185,11 +185,26 @@ export type AttributeValue =
 
 // ---- filters --------------------------------------------------------------------------------
 
-/** `match:"heart att"` (every word a prefix of a word of the term) or `wild:"card*pathy"`. */
-export interface SearchTerm {
-  readonly mode: 'match' | 'wild';
-  readonly text: string;
-}
+/**
+ * A search term: `"heart att"` / `match:"heart att"` (every word a prefix of a word of the
+ * term, in any order) or `wild:"card*pathy"` (the whole term against a pattern, `*` any run of
+ * characters). `text` is the source between the quotes, escapes kept (for printing).
+ */
+export type SearchTerm =
+  | {
+      readonly mode: 'match';
+      /** `match:` was written (a bare `"…"` is a match too; concrete values compare it whole). */
+      readonly keyword: boolean;
+      readonly text: string;
+      /** The unescaped words. */
+      readonly words: readonly string[];
+    }
+  | {
+      readonly mode: 'wild';
+      readonly text: string;
+      /** The unescaped literal pieces between the wildcards (`*` → `['', '']`). */
+      readonly segments: readonly string[];
+    };
 
 /** `{{ D … }}`: a description of the concept must pass every filter. */
 export interface DescriptionFilterBlock {
