@@ -102,7 +102,7 @@ export interface EclGraph {
   /** Active concrete values of the concept. */
   concreteValues(id: number): readonly EclConcreteValue[];
 
-  /** Whether the id is a refset that has members (for `^`). */
+  /** Whether the id is a refset (the edition has member rows for it; for `^`). */
   isRefset(id: number): boolean;
   /** Every refset id, sorted (for `^ *`). */
   refsets(): IdList;
@@ -120,6 +120,9 @@ export interface EclGraph {
    * history supplements. Absent: history supplements add nothing.
    */
   historicalSources?(id: number): ArrayLike<number>;
+
+  /** The language refset SCTID of a dialect alias (`en-nz`), beyond the few the evaluator knows. */
+  dialectAlias?(alias: string): string | undefined;
 
   /** An alternate identifier (`LOINC#54486-6`) to an id; absent or undefined when unknown. */
   resolveAlternate?(scheme: string, code: string): number | undefined;
