@@ -150,7 +150,7 @@ export async function writeRf2(m: SnomedLike, folder: string, options: { date?: 
     } else {
       await describe(ids[i], META.synonym, pt, META.preferred, META.preferred);
     }
-    const synonyms = random() < 0.4 ? 2 : 1;
+    const synonyms = random() < 0.3 ? 3 : 2;
     for (let k = 0; k < synonyms; k++) await describe(ids[i], META.synonym, `${WORDS[(i + k * 7) % WORDS.length]} ${pt}`, META.acceptable, META.acceptable);
   }
   await descriptionFile.close();

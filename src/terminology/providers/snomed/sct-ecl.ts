@@ -1,14 +1,24 @@
+import { FhirError, issue as fhirIssue } from '../../../fhir/outcome.js';
 import { invalidValueSet } from '../filters.js';
+import { EclTooCostlyError, EclUnsupportedError, evaluateEcl } from './ecl/evaluate.js';
+import { EclSyntaxError, parseEcl } from './ecl/parser.js';
 import type { SnomedGraph } from './sct-index.js';
 
 /**
  * ECL in value sets (docs/terminology.md#snomed-ct): a `constraint` / `expression` filter is
- * evaluated on the edition's graph by the ECL evaluator (ecl/); the ids it selects, kept per
- * graph and expression text.
+ * parsed and evaluated on the edition's graph by the ECL evaluator (ecl/, which caches results
+ * per graph): the active concepts it selects (ECL's substrate). A syntax error is the value set's
+ * 400 naming the position; an expression too costly to evaluate is 400 `too-costly`.
  */
 export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: string): Promise<Set<number>> {
-  const key = `ecl ${text}`;
-  const memo = graph.index.memo.get(key) as Set<number> | undefined;
-  if (memo) return memo;
-  throw invalidValueSet(`ECL is not supported yet: '${text}'`, path);
+  let ids: Int32Array;
+  try {
+    ids = await evaluateEcl(graph, parseEcl(text));
+  } catch (err) {
+    if (err instanceof EclSyntaxError) throw invalidValueSet(`Invalid ECL '${text}': ${err.message}`, path);
+    if (err instanceof EclUnsupportedError) throw invalidValueSet(`ECL '${text}' cannot be evaluated: ${err.message}`, path);
+    if (err instanceof EclTooCostlyError) throw new FhirError(400, [fhirIssue('too-costly', `${err.message}: '${text}'`, path)]);
+    throw err;
+  }
+  return new Set(ids);
 }
