@@ -145,6 +145,29 @@ for (const driver of drivers) {
       assert.equal(param(out.body, 'message')?.valueString, "The provided code 'http://snomed.info/sct#1012000' was not found in the value set 'http://snomed.info/sct?fhir_vs=refset/1017006'");
     });
 
+    test('ECL: constraint / expression filters and ?fhir_vs=ecl/: refinements with groups and cardinality, memberOf, MINUS, concrete values, term filters; a syntax error names the position', async () => {
+      const ecl = async (expression: string, property = 'constraint') => {
+        const body = { resourceType: 'Parameters', parameter: [{ name: 'valueSet', resource: { resourceType: 'ValueSet', status: 'active', compose: { include: [{ system: SCT, filter: [{ property, op: '=', value: expression }] }] } } }] };
+        const res = await server.fhir('POST', '/ValueSet/$expand', { body });
+        return res.status === 200 ? codes(res.body) : `${res.status} ${ooText(res.body)}`;
+      };
+      assert.deepEqual(await ecl('<< 1002007 |Illness| : 1007001 |Site| = 1004008 |Heart part|'), ['1008006', '1010008']);
+      assert.deepEqual(await ecl('<< 1002007 : [2..2] { 1007001 = << 1003002 }'), ['1010008']);
+      assert.deepEqual(await ecl('<< 1002007 : [0..0] 1020003 |Side| = *'), ['1002007', '1008006', '1010008', '1012000']);
+      assert.deepEqual(await ecl('^ 1017006', 'expression'), ['1008006', '1009003']);
+      assert.deepEqual(await ecl('<< 1002007 MINUS ^ 1017006'), ['1002007', '1010008', '1012000']);
+      assert.deepEqual(await ecl('* : 1015003 > #2'), ['1016002']);
+      assert.deepEqual(await ecl('<< 1002007 {{ term = "cardiac" }}'), ['1008006']);
+      assert.deepEqual(await ecl('< 1004008 : R 1007001 = *'), []);
+      assert.deepEqual(await ecl('* : R 1007001 = <<1008006'), ['1004008', '1005009']);
+      assert.equal(await ecl('<< 1002007 :'), "400 Invalid ECL '<< 1002007 :': expected a concept reference, '(' or '*' at 12");
+      const implicit = await server.fhir('GET', `/ValueSet/$expand?url=${encodeURIComponent(`${SCT}?fhir_vs=ecl/<< 1009003`)}`);
+      assert.deepEqual(codes(implicit.body), ['1009003', '1010008']);
+      const member = await server.fhir('GET', `/ValueSet/$validate-code?url=${encodeURIComponent(`${SCT}?fhir_vs=ecl/^ 1017006`)}&system=${SCT}&code=1009003`);
+      assert.equal(param(member.body, 'result')?.valueBoolean, true);
+      assert.equal(param(member.body, 'display')?.valueString, 'Lung illness');
+    });
+
     test('two editions side by side: the newest answers without a version; a version URI or an edition URI selects', async () => {
       // The next edition: a later ModuleDependency source time and one term changed.
       const next = join(dir, 'next');
