@@ -158,6 +158,10 @@ for (const driver of drivers) {
       assert.deepEqual(await ecl('<< 1002007 MINUS ^ 1017006'), ['1002007', '1010008', '1012000']);
       assert.deepEqual(await ecl('* : 1015003 > #2'), ['1016002']);
       assert.deepEqual(await ecl('<< 1002007 {{ term = "cardiac" }}'), ['1008006']);
+      // Dialects: "Tumour" is preferred in en-GB and only acceptable in en-US.
+      assert.deepEqual(await ecl('< 1002007 {{ D term = "tumour", dialect = en-gb (prefer) }}'), ['1012000']);
+      assert.deepEqual(await ecl('< 1002007 {{ D term = "tumour", dialect = en-us (prefer) }}'), []);
+      assert.deepEqual(await ecl('< 1002007 {{ D term = "tumour", dialect = en-us (accept) }}'), ['1012000']);
       assert.deepEqual(await ecl('< 1004008 : R 1007001 = *'), []);
       assert.deepEqual(await ecl('* : R 1007001 = <<1008006'), ['1004008', '1005009']);
       assert.equal(await ecl('<< 1002007 :'), "400 Invalid ECL '<< 1002007 :': expected a concept reference, '(' or '*' at 12");

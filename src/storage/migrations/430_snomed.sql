@@ -3,6 +3,18 @@
 -- they belong to one index and follow its staged, atomic import exactly (written under the
 -- staging row, switched in with it, removed with it: code-system-store.ts CHILD_TABLES).
 
+-- Per concept (tx_concept.id): its module's SCTID, effective time (yyyymmdd) and whether it is
+-- fully defined; kept here rather than as property rows (three per concept) so that an
+-- edition's index stays small.
+CREATE TABLE tx_sct_concept (
+  cs_key integer NOT NULL,
+  id integer NOT NULL,
+  module text NOT NULL,
+  effective integer NOT NULL,
+  defined boolean NOT NULL,
+  PRIMARY KEY (cs_key, id)
+);
+
 -- Active inferred relationships other than |is a| (those are tx_closure's edges).
 CREATE TABLE tx_sct_relationship (
   cs_key integer NOT NULL,
@@ -34,12 +46,13 @@ CREATE TABLE tx_sct_member (
 CREATE INDEX tx_sct_member_referenced ON tx_sct_member (cs_key, referenced);
 
 -- Acceptability of active descriptions in language reference sets (dialects): the description's
--- SCTID (its tx_designation row carries it as the coding-sctdescid extension), the language
--- refset, and whether it is preferred there (the display in that dialect) or acceptable.
+-- SCTID and term (its tx_designation row has the same term), the language refset, and whether it
+-- is preferred there (the display in that dialect) or acceptable.
 CREATE TABLE tx_sct_acceptability (
   cs_key integer NOT NULL,
   concept integer NOT NULL,
   description text NOT NULL,
+  term text NOT NULL,
   refset text NOT NULL,
   preferred boolean NOT NULL
 );

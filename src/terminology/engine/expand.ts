@@ -57,6 +57,7 @@ interface Used {
 export const MAX_UNPAGED_EXPANSION = 1000;
 const TOO_COSTLY_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-toocostly';
 
+const UNCLOSED_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed';
 const EXT_EXPANSION_PROPERTY = 'http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.property';
 const EXT_CONTAINS_PROPERTY = 'http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.contains.property';
 const CONCEPT_PROPERTIES = 'http://hl7.org/fhir/concept-properties';
@@ -118,6 +119,9 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
     ...(contains.length > 0 ? { contains } : {}),
   };
   if (tooCostly) expansion.extension = [{ url: TOO_COSTLY_EXTENSION, valueBoolean: true }];
+  // A code system with a grammar (SNOMED CT's postcoordinated expressions) has members no
+  // expansion lists: the expansion says it is not closed.
+  if (groups.some((g) => g.cs && providerFor(tc, g.cs).grammar)) expansion.extension = [...(expansion.extension ?? []), { url: UNCLOSED_EXTENSION, valueBoolean: true }];
   if (declared.size > 0) {
     expansion.extension = [...(expansion.extension ?? []), ...[...declared].map(([code, uri]) => ({
       url: EXT_EXPANSION_PROPERTY,

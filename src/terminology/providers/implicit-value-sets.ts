@@ -30,15 +30,15 @@ export async function implicitValueSet(
   const version = m[2] ? `http://snomed.info/${m[1]}/${m[2]}${m[3] ?? ''}` : undefined;
   const query = m[4] === undefined ? '' : decode(m[4]);
   const include: ValueSetComposeInclude = { system: SCT_SYSTEM, ...(version ? { version } : {}) };
-  let name = 'SNOMED CT';
+  let title = 'SNOMED CT';
   if (query === '') {
-    name = 'All SNOMED CT concepts';
+    title = 'SNOMED CT Reference Set (All of SNOMED CT)';
   } else if (query === 'refset') {
     include.filter = [{ property: 'refset', op: 'exists', value: 'true' }];
-    name = 'SNOMED CT reference sets';
+    title = 'SNOMED CT reference sets';
   } else if (query.startsWith('isa/') && /^\d{6,18}$/.test(query.slice(4))) {
     include.filter = [{ property: 'concept', op: 'is-a', value: query.slice(4) }];
-    name = `SNOMED CT concept ${query.slice(4)} and its descendants`;
+    title = `SNOMED CT concept ${query.slice(4)} and its descendants`;
   } else if (query.startsWith('refset/') && /^\d{6,18}$/.test(query.slice(7))) {
     const refset = query.slice(7);
     const cs = await codeSystem(SCT_SYSTEM, version ?? tc.versionRules?.defaults.get(SCT_SYSTEM));
@@ -48,14 +48,14 @@ export async function implicitValueSet(
     const id = graph.resolve(refset);
     if (id === undefined || !graph.isRefset(id)) return undefined;
     include.filter = [{ property: 'concept', op: 'in', value: refset }];
-    name = `SNOMED CT reference set ${refset}`;
+    title = `SNOMED CT reference set ${refset}`;
   } else if (query.startsWith('ecl/') && query.length > 4) {
     include.filter = [{ property: 'constraint', op: '=', value: query.slice(4) }];
-    name = 'SNOMED CT concepts selected by ECL';
+    title = 'SNOMED CT concepts selected by ECL';
   } else {
     return undefined;
   }
-  return { resourceType: 'ValueSet', url: canonical, ...(version ? { version } : {}), name, status: 'active', compose: { include: [include] } };
+  return { resourceType: 'ValueSet', url: canonical, ...(version ? { version } : {}), title, status: 'active', compose: { include: [include] } };
 }
 
 function decode(text: string): string {

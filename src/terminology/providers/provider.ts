@@ -52,6 +52,11 @@ export interface CodeSystemProvider {
    * each of its parents, so its concepts are not nested under their ancestors.
    */
   readonly flatExpansions?: boolean;
+  /**
+   * True when the code system has a grammar (SNOMED CT's postcoordinated expressions): it has
+   * members beyond those it lists, so its expansions are marked `valueset-unclosed`.
+   */
+  readonly grammar?: boolean;
   /** Properties `$lookup` returns only when the request names them (`property`). */
   readonly onRequestProperties?: ReadonlySet<string>;
 }

@@ -28,6 +28,7 @@ export const CHILD_TABLES = [
   'tx_concept_property',
   'tx_designation',
   'tx_closure',
+  'tx_sct_concept',
   'tx_sct_relationship',
   'tx_sct_concrete',
   'tx_sct_member',

@@ -7,7 +7,7 @@ import { insertRowBatch } from './code-system-store.js';
 import { finishLarge, progressBar, type ImportOptions, type ImportSummary, type ProgressBar } from './import-file.js';
 import { rf2Files, rf2Rows, type Rf2File, type Rf2Kind } from './rf2-files.js';
 import { StagedCodeSystem } from './staged-import.js';
-import type { ConceptRow, DesignationRow, PropertyRow } from '../providers/fhir/code-system-rows.js';
+import type { ConceptRow, DesignationRow } from '../providers/fhir/code-system-rows.js';
 import { SCT_PROPERTIES, SCT_SYSTEM, SCT_USE_DISPLAY, SCTID, sctVersionUri } from '../providers/snomed/sct-meta.js';
 
 /**
@@ -197,7 +197,7 @@ async function readLanguageRefsets(files: Rf2File[], bar: ProgressBar): Promise<
 
 async function readDescriptions(files: Rf2File[], concepts: Concepts, acc: Acceptability, staged: StagedCodeSystem, bar: ProgressBar): Promise<void> {
   let designations: DesignationRow[] = [];
-  let accepted: Array<[number, string, string, boolean]> = [];
+  let accepted: Array<[number, string, string, string, boolean]> = [];
   const usIndex = acc.refsets.indexOf(SCTID.usEnglish);
   const flush = async () => {
     const d = designations;
@@ -206,15 +206,16 @@ async function readDescriptions(files: Rf2File[], concepts: Concepts, acc: Accep
     accepted = [];
     await staged.addRows(async (q, key) => {
       await insertRowBatch(q, key, { firstId: 1, concepts: [], properties: [], designations: d });
-      await bulkInsert<[number, string, string, boolean]>(
+      await bulkInsert<[number, string, string, string, boolean]>(
         q,
         'tx_sct_acceptability',
         { cs_key: { type: 'int', value: key } },
         [
           { name: 'concept', type: 'int', value: (r) => r[0] },
           { name: 'description', type: 'text', value: (r) => r[1] },
-          { name: 'refset', type: 'text', value: (r) => r[2] },
-          { name: 'preferred', type: 'boolean', value: (r) => r[3] },
+          { name: 'term', type: 'text', value: (r) => r[2] },
+          { name: 'refset', type: 'text', value: (r) => r[3] },
+          { name: 'preferred', type: 'boolean', value: (r) => r[4] },
         ],
         a.length,
         (i) => a[i],
@@ -233,12 +234,11 @@ async function readDescriptions(files: Rf2File[], concepts: Concepts, acc: Accep
       useCode: typeId,
       useDisplay: SCT_USE_DISPLAY[typeId],
       value: term,
-      extension: JSON.stringify([{ url: 'http://hl7.org/fhir/StructureDefinition/coding-sctdescid', valueId: descriptionId }]),
     });
     const bits = acc.map.get(descriptionId) ?? 0;
     for (let r = 0, b = bits; b > 0; r++, b = Math.floor(b / 4)) {
       const v = b % 4;
-      if (v > 0) accepted.push([id, descriptionId, acc.refsets[r], v === 2]);
+      if (v > 0) accepted.push([id, descriptionId, term, acc.refsets[r], v === 2]);
     }
     if (typeId === SCTID.definition) {
       if (!concepts.definition[id] || (usIndex >= 0 && Math.floor(bits / 4 ** usIndex) % 4 === 2)) concepts.definition[id] = term;
@@ -266,21 +266,32 @@ function hasPreferred(bits: number): boolean {
   return false;
 }
 
-/** Concept rows 1..n (in release order) with their stored properties. */
+/** Concept rows 1..n (in release order), and their module, effective time and definition status. */
 async function writeConcepts(c: Concepts, staged: StagedCodeSystem): Promise<void> {
   const n = c.codes.length - 1;
-  for (let from = 1; from <= n; from += BATCH_ROWS / 4) {
-    const to = Math.min(n, from + BATCH_ROWS / 4 - 1);
+  const step = BATCH_ROWS / 2;
+  for (let from = 1; from <= n; from += step) {
+    const to = Math.min(n, from + step - 1);
     const rows: ConceptRow[] = [];
-    const properties: PropertyRow[] = [];
     for (let id = from; id <= to; id++) {
       rows.push({ code: c.codes[id], display: c.display[id], definition: c.definition[id], inactive: c.active[id] === 0, abstract: false, status: undefined });
-      const e = c.effective[id];
-      if (/^\d{8}$/.test(e)) properties.push({ concept: id, code: 'effectiveTime', type: 'dateTime', value: `${e.slice(0, 4)}-${e.slice(4, 6)}-${e.slice(6, 8)}`, system: undefined, display: undefined });
-      properties.push({ concept: id, code: 'moduleId', type: 'code', value: c.module[id], system: undefined, display: undefined });
-      properties.push({ concept: id, code: 'sufficientlyDefined', type: 'boolean', value: c.defined[id] ? 'true' : 'false', system: undefined, display: undefined });
     }
-    await staged.addRows((q, key) => insertRowBatch(q, key, { firstId: from, concepts: rows, properties, designations: [] }));
+    await staged.addRows(async (q, key) => {
+      await insertRowBatch(q, key, { firstId: from, concepts: rows, properties: [], designations: [] });
+      await bulkInsert<number>(
+        q,
+        'tx_sct_concept',
+        { cs_key: { type: 'int', value: key } },
+        [
+          { name: 'id', type: 'int', value: (id) => id },
+          { name: 'module', type: 'text', value: (id) => c.module[id] },
+          { name: 'effective', type: 'int', value: (id) => (/^\d{8}$/.test(c.effective[id]) ? Number(c.effective[id]) : 0) },
+          { name: 'defined', type: 'boolean', value: (id) => c.defined[id] === 1 },
+        ],
+        to - from + 1,
+        (i) => from + i,
+      );
+    });
   }
 }
 

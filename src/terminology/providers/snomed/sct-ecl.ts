@@ -13,7 +13,10 @@ import type { SnomedGraph } from './sct-index.js';
 export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: string): Promise<Set<number>> {
   let ids: Int32Array;
   try {
-    ids = await evaluateEcl(graph, parseEcl(text));
+    const expression = parseEcl(text);
+    // Description filters read acceptability and description ids: the part of the graph read on first need.
+    if (JSON.stringify(expression).includes('"kind":"description"')) await graph.loadDescriptions();
+    ids = await evaluateEcl(graph, expression);
   } catch (err) {
     if (err instanceof EclSyntaxError) throw invalidValueSet(`Invalid ECL '${text}': ${err.message}`, path);
     if (err instanceof EclUnsupportedError) throw invalidValueSet(`ECL '${text}' cannot be evaluated: ${err.message}`, path);

@@ -16,7 +16,6 @@ import { SCTID } from './sct-meta.js';
  */
 
 const LOAD_CHUNK = 5_000;
-const DESCRIPTION_ID = 'http://hl7.org/fhir/StructureDefinition/coding-sctdescid';
 
 /** Integer CSR: `start[id]..start[id+1]` slices of `list` (k ints per entry). */
 interface Csr {
@@ -58,14 +57,19 @@ export class SnomedGraph implements EclGraph {
   private readonly targets = new Map<number, number[]>();
   /** `[refset, source]` pairs by target concept. */
   private readonly sources = new Map<number, number[]>();
-  /** description SCTID → `[refset id, acceptability id, …]`. */
+  /** `<concept id> NUL <term>` → `[refset id, acceptability id, …]` (loadDescriptions). */
   private readonly acceptability = new Map<string, number[]>();
-  /** Per language refset SCTID: concept id → preferred term's description SCTID. */
-  private readonly preferredBy = new Map<string, Map<number, string>>();
+  /** `<concept id> NUL <term>` → description SCTID (loadDescriptions). */
+  private readonly descriptionIds = new Map<string, string>();
+
+  /** The language refset part, read on first need (loadDescriptions). */
+  private descriptionsLoaded: Promise<void> | undefined;
 
   constructor(
     readonly index: CodeSystemIndex,
-    rows: { relationships: number[]; concrete: Array<[number, number, number, string]>; members: number[]; acceptability: Array<[number, string, string, boolean]> },
+    rows: GraphRows,
+    /** Reads the acceptability rows of the edition (on first need). */
+    private readonly readAcceptability: () => Promise<Array<[number, string, string, string, boolean]>>,
   ) {
     const n = index.maxId;
     const all: number[] = [];
@@ -74,12 +78,12 @@ export class SnomedGraph implements EclGraph {
     this.modules = new Int32Array(n + 1);
     this.effective = new Int32Array(n + 1);
     this.defined = new Uint8Array(n + 1);
-    for (const id of all) {
-      for (const p of index.properties(id)) {
-        if (p.code === 'moduleId') this.modules[id] = this.idOf(p.value);
-        else if (p.code === 'effectiveTime') this.effective[id] = Number(p.value.replace(/-/g, '').slice(0, 8)) || 0;
-        else if (p.code === 'sufficientlyDefined') this.defined[id] = p.value === 'true' ? 1 : 0;
-      }
+    for (let i = 0; i < rows.concepts.length; i++) {
+      const [id, module, effective, defined] = rows.concepts[i];
+      if (id > n) continue;
+      this.modules[id] = this.idOf(module);
+      this.effective[id] = effective;
+      this.defined[id] = defined ? 1 : 0;
     }
     this.definedId = this.idOf(SCTID.defined);
     this.primitiveId = this.idOf(SCTID.primitive);
@@ -108,18 +112,27 @@ export class SnomedGraph implements EclGraph {
     }
     for (const [refset, list] of byRefset) this.members.set(refset, sortedUnique(list));
     this.refsetIds = Int32Array.from([...byRefset.keys()].sort((a, b) => a - b));
-    const preferredId = this.idOf(SCTID.preferred);
-    const acceptableId = this.idOf(SCTID.acceptable);
-    for (const [concept, description, refset, preferred] of rows.acceptability) {
-      const list = this.acceptability.get(description) ?? [];
-      list.push(this.idOf(refset), preferred ? preferredId : acceptableId);
-      this.acceptability.set(description, list);
-      if (preferred) {
-        const byConcept = this.preferredBy.get(refset) ?? new Map<number, string>();
-        byConcept.set(concept, description);
-        this.preferredBy.set(refset, byConcept);
+  }
+
+  /**
+   * Reads the acceptability of descriptions in the language refsets (dialects) into the graph:
+   * what `descriptions` reports as acceptability and description SCTIDs. Only ECL description
+   * filters need it, so it is read the first time one is evaluated (sct-ecl.ts).
+   */
+  loadDescriptions(): Promise<void> {
+    this.descriptionsLoaded ??= this.readAcceptability().then((rows) => {
+      const preferredId = this.idOf(SCTID.preferred);
+      const acceptableId = this.idOf(SCTID.acceptable);
+      for (const [concept, description, term, refset, preferred] of rows) {
+        const key = `${concept}\u0000${term}`;
+        this.descriptionIds.set(key, description);
+        const list = this.acceptability.get(key) ?? [];
+        list.push(this.idOf(refset), preferred ? preferredId : acceptableId);
+        this.acceptability.set(key, list);
       }
-    }
+    });
+    this.descriptionsLoaded.catch(() => (this.descriptionsLoaded = undefined));
+    return this.descriptionsLoaded;
   }
 
   /** The id of an SCTID: its concept's, else one above the concepts (stable for this graph). */
@@ -223,35 +236,17 @@ export class SnomedGraph implements EclGraph {
     if (!this.index.has(id)) return [];
     const module = this.modules[id];
     return this.index.designations(id).map((d) => {
-      const sctid = descriptionId(d.extension);
+      const key = `${id}\u0000${d.value}`;
       return {
-        sctid,
+        sctid: this.descriptionIds.get(key) ?? '',
         active: true,
         term: d.value,
         languageCode: d.language ?? 'en',
         typeId: d.use?.code ? this.idOf(d.use.code) : 0,
         moduleId: module,
         effectiveTime: 0,
-        acceptability: this.acceptability.get(sctid) ?? [],
+        acceptability: this.acceptability.get(key) ?? [],
       };
-    });
-  }
-
-  /** The preferred term of a concept in a language refset (a dialect), if it has one there. */
-  preferredTerm(id: number, refset: string): string | undefined {
-    const description = this.preferredBy.get(refset)?.get(id);
-    if (!description) return undefined;
-    return this.index.designations(id).find((d) => descriptionId(d.extension) === description)?.value;
-  }
-
-  /** Whether a term is acceptable or preferred for the concept in a language refset. */
-  acceptableIn(id: number, refset: string, term: string): boolean {
-    const refsetId = this.resolve(refset);
-    return this.index.designations(id).some((d) => {
-      if (d.value !== term) return false;
-      const a = this.acceptability.get(descriptionId(d.extension)) ?? [];
-      for (let i = 0; i < a.length; i += 2) if (a[i] === refsetId) return true;
-      return false;
     });
   }
 }
@@ -270,11 +265,6 @@ function sortedUnique(list: number[]): Int32Array {
   return sorted.slice(0, k);
 }
 
-function descriptionId(extension: Array<{ url: string } & Record<string, unknown>> | undefined): string {
-  const e = extension?.find((x) => x.url === DESCRIPTION_ID);
-  return typeof e?.valueId === 'string' ? e.valueId : '';
-}
-
 /** An RF2 concrete value: `#12`/`#1.5` a number, `"text"` a string, `true`/`false` a boolean. */
 export function concreteValue(raw: string): number | string | boolean {
   if (raw.startsWith('#')) return Number(raw.slice(1));
@@ -283,30 +273,56 @@ export function concreteValue(raw: string): number | string | boolean {
   return raw;
 }
 
-/** The SNOMED CT part of an edition's index, read from its tables in concept ranges. */
-async function loadRows(q: Queryable, key: number, maxId: number): Promise<ConstructorParameters<typeof SnomedGraph>[1]> {
-  const rowsOf = async <T>(columns: string, from: string, range: number[]): Promise<T[]> => {
+interface GraphRows {
+  /** `[id, module SCTID, effective yyyymmdd, defined]`. */
+  concepts: Array<[number, string, number, boolean]>;
+  /** `source, type, destination, group` repeated. */
+  relationships: number[];
+  concrete: Array<[number, number, number, string]>;
+  /** `refset, referenced, target (0 = none)` repeated. */
+  members: number[];
+}
+
+type RowsOf = <T>(columns: string, from: string, range: number[]) => Promise<T[]>;
+
+function rowReader(q: Queryable): RowsOf {
+  return async <T>(columns: string, from: string, range: number[]): Promise<T[]> => {
     const r = await q.query<{ j: string }>(`SELECT coalesce(json_agg(json_build_array(${columns})), '[]')::text AS j FROM ${from}`, range);
     return JSON.parse(r.rows[0].j) as T[];
   };
-  const relationships: number[] = [];
-  const concrete: Array<[number, number, number, string]> = [];
-  const members: number[] = [];
-  const acceptability: Array<[number, string, string, boolean]> = [];
+}
+
+/** The SNOMED CT part of an edition's index, read from its tables in concept ranges. */
+async function loadRows(q: Queryable, key: number, maxId: number): Promise<GraphRows> {
+  const rowsOf = rowReader(q);
+  const out: GraphRows = { concepts: [], relationships: [], concrete: [], members: [] };
   for (let from = 1; from <= maxId; from += LOAD_CHUNK) {
     const range = [key, from, from + LOAD_CHUNK - 1];
+    for (const r of await rowsOf<[number, string, number, boolean]>('id, module, effective, defined', 'tx_sct_concept WHERE cs_key = $1 AND id BETWEEN $2 AND $3', range)) out.concepts.push(r);
     for (const r of await rowsOf<[number, number, number, number]>('source, type, destination, grp', 'tx_sct_relationship WHERE cs_key = $1 AND source BETWEEN $2 AND $3', range)) {
-      relationships.push(r[0], r[1], r[2], r[3]);
+      out.relationships.push(r[0], r[1], r[2], r[3]);
     }
-    concrete.push(...(await rowsOf<[number, number, number, string]>('source, type, grp, value', 'tx_sct_concrete WHERE cs_key = $1 AND source BETWEEN $2 AND $3', range)));
+    for (const r of await rowsOf<[number, number, number, string]>('source, type, grp, value', 'tx_sct_concrete WHERE cs_key = $1 AND source BETWEEN $2 AND $3', range)) out.concrete.push(r);
     for (const r of await rowsOf<[number, number, number | null]>('refset, referenced, target', 'tx_sct_member WHERE cs_key = $1 AND referenced BETWEEN $2 AND $3', range)) {
-      members.push(r[0], r[1], r[2] ?? 0);
+      out.members.push(r[0], r[1], r[2] ?? 0);
     }
-    acceptability.push(
-      ...(await rowsOf<[number, string, string, boolean]>('concept, description, refset, preferred', 'tx_sct_acceptability WHERE cs_key = $1 AND concept BETWEEN $2 AND $3', range)),
-    );
   }
-  return { relationships, concrete, members, acceptability };
+  return out;
+}
+
+async function loadAcceptability(q: Queryable, key: number, maxId: number): Promise<Array<[number, string, string, string, boolean]>> {
+  const rowsOf = rowReader(q);
+  const out: Array<[number, string, string, string, boolean]> = [];
+  for (let from = 1; from <= maxId; from += LOAD_CHUNK) {
+    for (const r of await rowsOf<[number, string, string, string, boolean]>(
+      'concept, description, term, refset, preferred',
+      'tx_sct_acceptability WHERE cs_key = $1 AND concept BETWEEN $2 AND $3',
+      [key, from, from + LOAD_CHUNK - 1],
+    )) {
+      out.push(r);
+    }
+  }
+  return out;
 }
 
 /**
@@ -316,7 +332,9 @@ async function loadRows(q: Queryable, key: number, maxId: number): Promise<Const
 export function snomedGraph(db: Database, key: number, index: CodeSystemIndex): Promise<SnomedGraph> {
   const memo = index.memo.get('snomed') as Promise<SnomedGraph> | undefined;
   if (memo) return memo;
-  const loading = db.readPass((q) => loadRows(q, key, index.maxId)).then((rows) => new SnomedGraph(index, rows));
+  const loading = db
+    .readPass((q) => loadRows(q, key, index.maxId))
+    .then((rows) => new SnomedGraph(index, rows, () => db.readPass((q) => loadAcceptability(q, key, index.maxId))));
   index.memo.set('snomed', loading);
   loading.catch(() => index.memo.delete('snomed'));
   return loading;

@@ -7,6 +7,7 @@ import { terminologyCache } from '../fhir/index-cache.js';
 import { IndexProvider } from '../fhir/index-provider.js';
 import { snomedGraph, type SnomedGraph } from './sct-index.js';
 import { evaluateEclFilter } from './sct-ecl.js';
+import { SCTID } from './sct-meta.js';
 
 /**
  * The SNOMED CT provider (docs/terminology.md#snomed-ct): one edition, answered from its
@@ -23,6 +24,7 @@ const ON_REQUEST = new Set(['moduleId', 'sufficientlyDefined', 'normalForm', 'no
 export class SnomedProvider implements CodeSystemProvider {
   readonly listsDisplay = true;
   readonly flatExpansions = true;
+  readonly grammar = true;
   readonly onRequestProperties: ReadonlySet<string> = ON_REQUEST;
   private loaded: Promise<{ base: IndexProvider; graph: SnomedGraph }> | undefined;
 
@@ -50,16 +52,18 @@ export class SnomedProvider implements CodeSystemProvider {
   }
 
   async designations(ids: number[]): Promise<Map<number, Designation[]>> {
-    const out = await (await this.edition()).base.designations(ids);
-    // The description id is the index's own bookkeeping (sct-index.ts), not an answer.
-    for (const list of out.values()) for (const d of list) if (d.extension) delete d.extension;
-    return out;
+    return (await this.edition()).base.designations(ids);
   }
 
-  /** Stored properties, then each attribute (by its type SCTID) and concrete value. */
+  /** effectiveTime, moduleId, sufficientlyDefined, then each attribute (by its type SCTID) and concrete value. */
   async properties(id: number): Promise<StoredProperty[]> {
     const { base, graph } = await this.edition();
     const list = await base.properties(id);
+    if (!graph.isConcept(id)) return list;
+    const e = String(graph.effectiveTime(id));
+    if (e.length === 8) list.push({ code: 'effectiveTime', type: 'dateTime', value: `${e.slice(0, 4)}-${e.slice(4, 6)}-${e.slice(6, 8)}`, system: undefined, display: undefined });
+    if (graph.moduleId(id) > 0) list.push({ code: 'moduleId', type: 'code', value: graph.sctid(graph.moduleId(id)), system: undefined, display: undefined });
+    list.push({ code: 'sufficientlyDefined', type: 'boolean', value: String(graph.sctid(graph.definitionStatus(id)) === SCTID.defined), system: undefined, display: undefined });
     const attributes = graph.attributes(id);
     for (let i = 0; i < attributes.length; i += 3) {
       list.push({ code: graph.sctid(attributes[i + 1]), type: 'code', value: graph.sctid(attributes[i + 2]), system: undefined, display: undefined });

@@ -1,0 +1,14 @@
+import { loadConfig } from '../src/config.js';
+import { openDatabase } from '../src/storage/open-database.js';
+import { loadIndex } from '../src/terminology/providers/fhir/code-system-index.js';
+import { snomedGraph } from '../src/terminology/providers/snomed/sct-index.js';
+const config = loadConfig();
+const db = await openDatabase(config);
+const key = (await db.query<{ cs_key: number }>("SELECT cs_key FROM tx_code_system WHERE url = 'http://snomed.info/sct' AND concept_count > 0")).rows[0].cs_key;
+let t = performance.now();
+const index = await db.readPass((q) => loadIndex(q, key));
+console.log('loadIndex', Math.round(performance.now() - t), 'ms', Math.round(process.memoryUsage().heapUsed / 1e6), 'MB heap');
+t = performance.now();
+const g = await snomedGraph(db, key, index);
+console.log('graph', Math.round(performance.now() - t), 'ms', Math.round(process.memoryUsage().heapUsed / 1e6), 'MB heap', g.refsets().length);
+await db.close();
