@@ -482,7 +482,46 @@ class Evaluator {
   // ---- refinements -----------------------------------------------------------------------------
 
   private async refine(focus: Int32Array, r: Refinement): Promise<Int32Array> {
-    const c = await this.compile(r, false);
+    return this.refineSet(await this.compile(r, false), focus);
+  }
+
+  /**
+   * The focus concepts that satisfy a refinement outside any group. A conjunction filters its
+   * operands in turn, a disjunction unites them; an attribute whose values are fewer than the
+   * focus is counted by walking the values' incoming relationships (exact, including the
+   * concepts with none); anything else is checked concept by concept.
+   */
+  private async refineSet(c: Compiled, focus: Int32Array): Promise<Int32Array> {
+    if (c.kind === 'and') {
+      let acc = focus;
+      for (const o of c.operands) if (acc.length) acc = await this.refineSet(o, acc);
+      return acc;
+    }
+    if (c.kind === 'or') {
+      const parts: Int32Array[] = [];
+      for (const o of c.operands) parts.push(await this.refineSet(o, focus));
+      await this.tick(parts.reduce((n, p) => n + p.length, 0));
+      return unionMany(parts);
+    }
+    if (c.kind === 'attribute' && c.valueIds && c.equals && c.valueIds.length <= focus.length) {
+      const counts = new Map<number, number>();
+      for (let i = 0; i < c.valueIds.length; i++) {
+        const v = c.valueIds[i];
+        const rels = c.reverse ? this.g.attributes(v) : this.g.incoming(v);
+        await this.tick(rels.length / 3 + 1);
+        for (let k = 0; k < rels.length; k += 3) if (c.types.has(rels[k + 1])) counts.set(rels[k + 2], (counts.get(rels[k + 2]) ?? 0) + 1);
+      }
+      if (c.min === 0) {
+        await this.tick(focus.length);
+        return focus.filter((id) => (counts.get(id) ?? 0) <= c.max);
+      }
+      const hits = fromUnsorted([...counts.keys()].filter((id) => {
+        const n = counts.get(id)!;
+        return n >= c.min && n <= c.max;
+      }));
+      await this.tick(hits.length + focus.length);
+      return intersect(focus, hits);
+    }
     let candidates = focus;
     const pre = await this.prefilter(c, focus.length);
     if (pre) {
