@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { MemoryGraph } from '../ecl/memory-graph.js';
+import { ExpressionSyntaxError, checkExpression, isPostcoordinated, parseExpression, printExpression } from './expression.js';
+
+function strip(e: unknown): unknown {
+  return JSON.parse(JSON.stringify(e, (k, v: unknown) => (k === 'pos' ? undefined : v)));
+}
+
+describe('compositional grammar: parsing', () => {
+  test('a focus concept with a grouped refinement', () => {
+    assert.deepEqual(strip(parseExpression('128241005:{363698007=181268008}')), {
+      focus: [{ sctid: '128241005' }],
+      attributes: [],
+      groups: [[{ name: { sctid: '363698007' }, value: { kind: 'concept', concept: { sctid: '181268008' } } }]],
+    });
+  });
+
+  test('definition status, several focus concepts, terms, whitespace, ungrouped then groups', () => {
+    const e = parseExpression(
+      ' <<< 73211009 |Diabetes mellitus| + 271737000 |Anemia| :\n  246454002 |Occurrence| = 255407002 |Neonatal| ,\n  { 363698007 |Finding site| = 113331007 , 116676008 = 79654002 } { 363698007 = 39057004 } ',
+    );
+    assert.equal(e.definitionStatus, 'subtypeOf');
+    assert.deepEqual(
+      e.focus.map((f) => [f.sctid, f.term]),
+      [
+        ['73211009', 'Diabetes mellitus'],
+        ['271737000', 'Anemia'],
+      ],
+    );
+    assert.equal(e.attributes.length, 1);
+    assert.deepEqual(
+      e.groups.map((g) => g.length),
+      [2, 1],
+    );
+    assert.equal(e.focus[1].pos, 36);
+  });
+
+  test('nested expressions, strings and numbers as values', () => {
+    const e = parseExpression('=== 373873005 : { 127489000 = (105590001 : 1142135004 = #500.25), 1142136003 = "PANADOL \\"extra\\"", 1142137007 = #-3 }');
+    assert.equal(e.definitionStatus, 'equivalentTo');
+    const g = e.groups[0];
+    assert.deepEqual(strip(g[0].value), {
+      kind: 'expression',
+      expression: { focus: [{ sctid: '105590001' }], attributes: [{ name: { sctid: '1142135004' }, value: { kind: 'number', value: 500.25, text: '500.25' } }], groups: [] },
+    });
+    assert.deepEqual(g[1].value, { kind: 'string', value: 'PANADOL "extra"' });
+    assert.deepEqual(g[2].value, { kind: 'number', value: -3, text: '-3' });
+  });
+
+  test('the canonical form sorts and drops terms', () => {
+    const a = parseExpression('128241005 |x| + 64572001 : { 363698007 = 181268008, 116676008 = 79654002 }, { 246075003 = 387517004 }');
+    const b = parseExpression('===64572001+128241005:{246075003=387517004},{116676008=79654002,363698007=181268008}');
+    assert.equal(printExpression(a), '64572001+128241005:{116676008=79654002,363698007=181268008},{246075003=387517004}');
+    assert.equal(printExpression(a), printExpression(b));
+    assert.equal(printExpression(parseExpression('<<< 64572001 : 1142136003 = "a\\"b"')), '<<<64572001:1142136003="a\\"b"');
+    assert.deepEqual(strip(parseExpression(printExpression(a))), strip(parseExpression(printExpression(b))));
+  });
+
+  test('isPostcoordinated tells an expression from a plain code', () => {
+    assert.equal(isPostcoordinated('128241005'), false);
+    assert.equal(isPostcoordinated('128241005:{363698007=181268008}'), true);
+    assert.equal(isPostcoordinated('128241005 |x|'), true);
+  });
+});
+
+describe('compositional grammar: errors carry the offset', () => {
+  const cases: Array<[string, number, string]> = [
+    ['', 0, 'expected a concept reference (an SCTID: 6 to 18 digits, not starting with 0) at 0'],
+    ['12345', 0, 'expected a concept reference (an SCTID: 6 to 18 digits, not starting with 0) at 0'],
+    ['128241005:', 10, 'expected a concept reference (an SCTID: 6 to 18 digits, not starting with 0) at 10'],
+    ['128241005:{363698007=181268008', 30, "expected ',' or '}' at 30"],
+    ['128241005:363698007', 19, "expected '=' at 19"],
+    ['128241005:363698007=', 20, "expected a concept reference, '(', '#' or '\"' at 20"],
+    ['128241005 181268008', 10, "expected '+', ':' or the end of the expression at 10"],
+    ['128241005:{363698007=181268008}, 116676008=79654002', 33, "expected '{' at 33"],
+    ['128241005:363698007=(181268008', 30, "expected '+', ':' or ')' at 30"],
+    ['128241005:363698007=#01', 22, "expected ',', '{' or the end of the expression at 22"],
+    ['128241005:363698007=#-0', 22, 'expected a digit from 1 to 9 after the sign at 22'],
+    ['128241005:363698007=#1.', 23, 'expected a digit after the decimal point at 23'],
+    ['128241005:363698007=""', 21, 'expected a string between the quotes at 21'],
+    ['128241005:363698007="abc', 24, "expected '\"' closing the string at 24"],
+    ['128241005 |Inflammatory', 23, "expected '|' closing the term at 23"],
+    ['== 128241005', 0, 'expected a concept reference (an SCTID: 6 to 18 digits, not starting with 0) at 0'],
+    ['128241005 + ', 12, 'expected a concept reference (an SCTID: 6 to 18 digits, not starting with 0) at 12'],
+  ];
+  for (const [text, position, message] of cases)
+    test(JSON.stringify(text), () => {
+      assert.throws(
+        () => parseExpression(text),
+        (e: unknown) => e instanceof ExpressionSyntaxError && e.position === position && e.message === message,
+        `${text}: ${(() => {
+          try {
+            parseExpression(text);
+            return 'parsed';
+          } catch (e) {
+            return (e as Error).message;
+          }
+        })()}`,
+      );
+    });
+
+  test('deep nesting is refused', () => {
+    const deep = '128241005:363698007=('.repeat(30) + '181268008' + ')'.repeat(30);
+    assert.throws(() => parseExpression(deep), (e: unknown) => e instanceof ExpressionSyntaxError && /^expression nested deeper than 20 at \d+$/.test(e.message));
+  });
+});
+
+describe('compositional grammar: checking against an edition', () => {
+  const graph = new MemoryGraph({
+    concepts: [
+      { sctid: '138875005' },
+      { sctid: '410662002', parents: ['138875005'] },
+      { sctid: '363698007', parents: ['410662002'] },
+      { sctid: '1142135004', parents: ['410662002'] },
+      { sctid: '404684003', parents: ['138875005'] },
+      { sctid: '128241005', parents: ['404684003'] },
+      { sctid: '123037004', parents: ['138875005'] },
+      { sctid: '181268008', parents: ['123037004'] },
+      { sctid: '181268009', active: false },
+    ],
+  });
+
+  test('a valid expression has no problems', () => {
+    assert.deepEqual(checkExpression(graph, parseExpression('128241005:{363698007=181268008, 1142135004=#5}')), []);
+  });
+
+  test('unknown, inactive and non-attribute concepts, in text order, nested ones too', () => {
+    const e = parseExpression('128241005 + 999999001 : 181268008 = 181268009, 363698007 = (181268008 : 363698007 = 999999002)');
+    assert.deepEqual(checkExpression(graph, e), [
+      { kind: 'unknown', sctid: '999999001', role: 'focus', pos: 12 },
+      { kind: 'not-attribute', sctid: '181268008', role: 'attribute', pos: 24 },
+      { kind: 'inactive', sctid: '181268009', role: 'value', pos: 36 },
+      { kind: 'unknown', sctid: '999999002', role: 'value', pos: 84 },
+    ]);
+  });
+
+  test('without |Concept model attribute| in the edition, attribute names are only checked to exist', () => {
+    const bare = new MemoryGraph({ concepts: [{ sctid: '128241005' }, { sctid: '181268008' }] });
+    assert.deepEqual(checkExpression(bare, parseExpression('128241005:181268008=181268008')), []);
+  });
+});
