@@ -52,7 +52,7 @@ class Brute {
     const S = this.active;
     switch (e.type) {
       case 'concept':
-        return new Set(this.isActive(e.sctid) ? [e.sctid] : []);
+        return new Set(this.byId.has(e.sctid) ? [e.sctid] : []);
       case 'any':
         return new Set(S);
       case 'alternateIdentifier':
@@ -61,7 +61,7 @@ class Brute {
         const X = this.eval(e.operand);
         const op: HierarchyOperator = e.operator;
         const xs = [...X];
-        const pick = (f: (c: string) => boolean) => new Set(S.filter(f));
+        const pick = (f: (c: string) => boolean) => new Set(this.universe.filter(f));
         switch (op) {
           case 'descendantOf':
             return pick((c) => xs.some((x) => this.above(x, c)));
@@ -97,7 +97,7 @@ class Brute {
             if (!saysActive && m.active === false) continue;
             if (!e.memberFilters.every((b) => b.every((f) => this.memberFilter(f, m)))) continue;
             const values = e.fields === undefined ? [m.referencedComponentId] : e.fields === '*' ? Object.values(m.fields ?? {}) : e.fields.map((f) => (f === 'referencedComponentId' ? m.referencedComponentId : m.fields?.[f]));
-            for (const v of values) if (typeof v === 'string' && this.isActive(v)) out.add(v);
+            for (const v of values) if (typeof v === 'string' && this.byId.has(v)) out.add(v);
           }
         }
         return out;
@@ -122,7 +122,7 @@ class Brute {
       case 'dotted': {
         const F = this.eval(e.focus);
         const T = this.eval(e.attribute);
-        return new Set(S.filter((d) => [...F].some((c) => this.rels(c).some(([, t, x]) => T.has(t) && x === d))));
+        return new Set(this.universe.filter((d) => [...F].some((c) => this.rels(c).some(([, t, x]) => T.has(t) && x === d))));
       }
       case 'filtered': {
         const F = this.eval(e.focus);
@@ -519,10 +519,13 @@ describe('ECL evaluator: semantics pinned on a hand-made edition', () => {
     ['> 400003', [TOY.root, TOY.finding, '400001', '400002'].sort()],
     ['!!> (< 404684003)', ['400001', '400002']],
     ['!!< (< 404684003)', ['400003']],
-    ['400009', []],
-    ['400009 {{ + HISTORY }}', []],
+    ['400009', ['400009']],
+    ['400009 {{ + HISTORY }}', ['400009']],
+    ['<< 400009', ['400009']],
+    ['< 400009', []],
     ['400003 {{ + HISTORY-MIN }}', ['400003', '400009']],
-    ['^ 700043003', ['400001']],
+    ['^ 700043003', ['400001', '400009']],
+    ['^ 700043003 {{ M active = 0 }}', ['400002']],
     ['< 404684003 : { 363698007 = 300001, 116676008 = 300003 }', ['400001']],
     ['< 404684003 : 363698007 = 300001, 116676008 = 300003', ['400001', '400002']],
     ['< 404684003 : [2..2] 363698007 = << 300001', ['400001']],
@@ -551,9 +554,10 @@ describe('ECL evaluator: semantics pinned on a hand-made edition', () => {
     assert.deepEqual(await sctids(e, hand), ['400001', '400002', '400003']);
   });
 
-  test('substrate "all" keeps inactive concepts that are named', async () => {
-    assert.deepEqual(await sctids('400009', hand, { substrate: 'all' }), ['400009']);
+  test('* is the active concepts, or all of them with substrate "all"', async () => {
+    assert.deepEqual(await sctids('* {{ C active = false }}', hand), []);
     assert.deepEqual(await sctids('* {{ C active = false }}', hand, { substrate: 'all' }), ['400009']);
+    assert.deepEqual(await sctids('* MINUS (* {{ C active = true }})', hand, { substrate: 'all' }), ['400009']);
   });
 });
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { eclSelects } from '../ecl/evaluate.js';
 import { MemoryGraph } from '../ecl/memory-graph.js';
-import { ExpressionSyntaxError, checkExpression, isPostcoordinated, parseExpression, printExpression } from './expression.js';
+import { ExpressionSyntaxError, checkExpression, isPostcoordinated, parseExpression, printExpression, virtualConcept } from './expression.js';
 
 function strip(e: unknown): unknown {
   return JSON.parse(JSON.stringify(e, (k, v: unknown) => (k === 'pos' ? undefined : v)));
@@ -138,5 +139,89 @@ describe('compositional grammar: checking against an edition', () => {
   test('without |Concept model attribute| in the edition, attribute names are only checked to exist', () => {
     const bare = new MemoryGraph({ concepts: [{ sctid: '128241005' }, { sctid: '181268008' }] });
     assert.deepEqual(checkExpression(bare, parseExpression('128241005:181268008=181268008')), []);
+  });
+});
+
+describe('compositional grammar: an expression as a concept in ECL', () => {
+  // invented concepts: structures 300001 > 300002, 300003; a disease hierarchy 400000 > 400010 (grouped site and morphology)
+  const graph = new MemoryGraph({
+    concepts: [
+      { sctid: '138875005' },
+      { sctid: '410662002', parents: ['138875005'] },
+      { sctid: '363698007', parents: ['410662002'] },
+      { sctid: '116676008', parents: ['410662002'] },
+      { sctid: '600001', parents: ['410662002'] },
+      { sctid: '1142135004', parents: ['410662002'] },
+      { sctid: '123037004', parents: ['138875005'] },
+      { sctid: '300001', parents: ['123037004'] },
+      { sctid: '300002', parents: ['300001'] },
+      { sctid: '300003', parents: ['123037004'] },
+      { sctid: '600002', parents: ['138875005'] },
+      { sctid: '600003', parents: ['138875005'] },
+      { sctid: '600004', parents: ['138875005'] },
+      { sctid: '404684003', parents: ['138875005'] },
+      { sctid: '400000', parents: ['404684003'] },
+      {
+        sctid: '400010',
+        parents: ['400000'],
+        attributes: [
+          [1, '363698007', '300001'],
+          [1, '116676008', '600003'],
+        ],
+      },
+    ],
+    refsets: { '700043003': [{ referencedComponentId: '300001' }] },
+  });
+  const selects = async (ecl: string, expression: string): Promise<boolean> => {
+    const v = virtualConcept(graph, parseExpression(expression));
+    assert.ok(v, expression);
+    return eclSelects(graph, ecl, v);
+  };
+  const cases: Array<[string, string, boolean]> = [
+    ['<< 300001', '300001 : 600001 = 600002', true],
+    ['< 300001', '300001 : 600001 = 600002', true],
+    ['< 123037004', '300002 : 600001 = 600002', true],
+    ['<! 300001', '300001 : 600001 = 600002', false],
+    ['<<! 300001', '300001 : 600001 = 600002', false],
+    ['>> 300001', '300001 : 600001 = 600002', false],
+    ['> 300001', '300001 : 600001 = 600002', false],
+    ['300001', '300001 : 600001 = 600002', false],
+    ['*', '300001 : 600001 = 600002', true],
+    ['* MINUS << 300001', '300001 : 600001 = 600002', false],
+    ['* MINUS << 300003', '300001 : 600001 = 600002', true],
+    ['^ 700043003', '300001 : 600001 = 600002', false],
+    ['!!> (<< 300001)', '300001 : 600001 = 600002', false],
+    ['< 400000 : 363698007 = << 300001', '400000 : 363698007 = 300002', true],
+    ['< 400000 : 363698007 = << 300001', '400000 : 363698007 = 300003', false],
+    ['< 400000 : [1..1] 363698007 = << 300001', '400000 : 363698007 = 300002', true],
+    ['< 400000 : [1..1] 363698007 = << 300001', '400000 : { 363698007 = 300002 } { 363698007 = 300001 }', false],
+    ['< 400000 : 363698007 = *', '400000 : 116676008 = 600003', false],
+    ['< 400000 : { 363698007 = << 300001, 116676008 = 600003 }', '400000 : { 363698007 = 300001, 116676008 = 600003 }', true],
+    ['< 400000 : { 363698007 = << 300001, 116676008 = 600003 }', '400000 : 363698007 = 300001, 116676008 = 600003', false],
+    ['< 400000 : { [1..1] 363698007 = << 300001 }', '400000 : { 363698007 = 300001 }', true],
+    // inherited from the focus concept: the site (its type is not refined), not the replaced morphology
+    ['< 400000 : 363698007 = 300001', '400010 : 116676008 = 600004', true],
+    ['< 400000 : 116676008 = 600003', '400010 : 116676008 = 600004', false],
+    ['< 400000 : { 363698007 = 300001, 116676008 = 600003 }', '400010 : 600001 = 600002', true],
+    // nested expressions as values
+    ['< 400000 : 363698007 = << 300001', '400000 : 363698007 = (300002 : 600001 = 600002)', true],
+    ['< 400000 : 363698007 = 300002', '400000 : 363698007 = (300002 : 600001 = 600002)', false],
+    // concrete values and concept filters
+    ['< 400000 : 1142135004 >= #500', '400000 : 1142135004 = #750', true],
+    ['< 400000 : 1142135004 >= #500', '400000 : 1142135004 = #5', false],
+    ['< 400000 {{ C definitionStatus = primitive }}', '<<< 400000 : 600001 = 600002', true],
+    ['< 400000 {{ C definitionStatus = primitive }}', '=== 400000 : 600001 = 600002', false],
+    ['< 400000 {{ C active = 1 }}', '400000 : 600001 = 600002', true],
+    ['< 400000 {{ term = "x" }}', '400000 : 600001 = 600002', false],
+  ];
+  for (const [ecl, expression, want] of cases) test(`${ecl}  ∋?  ${expression}`, async () => assert.equal(await selects(ecl, expression), want));
+
+  test('an expression with an unknown concept is no concept', () => {
+    assert.equal(virtualConcept(graph, parseExpression('400000 : 363698007 = 999999001')), undefined);
+  });
+
+  test('real concepts are tested against the evaluated set', async () => {
+    assert.equal(await eclSelects(graph, '< 400000 : 363698007 = << 300001', graph.resolve('400010')!), true);
+    assert.equal(await eclSelects(graph, '< 400000 : 363698007 = << 300003', graph.resolve('400010')!), false);
   });
 });

@@ -1,4 +1,5 @@
-import type { EclGraph } from '../ecl/graph.js';
+import type { VirtualConcept } from '../ecl/evaluate.js';
+import { SCT, type EclGraph } from '../ecl/graph.js';
 
 /**
  * SNOMED CT Compositional Grammar v2: postcoordinated expressions such as
@@ -339,4 +340,66 @@ function includes(list: ArrayLike<number>, x: number): boolean {
     else hi = mid - 1;
   }
   return false;
+}
+
+// ---- as a concept ------------------------------------------------------------------------------
+
+/**
+ * The expression as a virtual concept for the ECL evaluator (`eclSelects`): its parents are the
+ * focus concepts; its attributes are the refinement's (ungrouped ones in group 0, groups
+ * numbered from 1), plus the focus concepts' own attributes and concrete values of the types
+ * the refinement does not mention (each focus concept's groups renumbered after the others);
+ * nested values become nested virtual concepts. Undefined when a concept is unknown (see
+ * checkExpression).
+ */
+export function virtualConcept(graph: EclGraph, e: PostcoordinatedExpression | SubExpression): VirtualConcept | undefined {
+  const id = (c: ExprConceptReference) => graph.resolve(c.sctid);
+  const build = (s: SubExpression, status: number | undefined): VirtualConcept | undefined => {
+    const parents: number[] = [];
+    for (const f of s.focus) {
+      const p = id(f);
+      if (p === undefined) return undefined;
+      parents.push(p);
+    }
+    const attributes: Array<readonly [number, number, number | VirtualConcept]> = [];
+    const concrete: Array<{ group: number; typeId: number; value: number | string | boolean }> = [];
+    const refined = new Set<number>();
+    const add = (a: ExprAttribute, group: number): boolean => {
+      const t = id(a.name);
+      if (t === undefined) return false;
+      refined.add(t);
+      const v = a.value;
+      if (v.kind === 'string' || v.kind === 'number') concrete.push({ group, typeId: t, value: v.value });
+      else {
+        const d = v.kind === 'concept' ? id(v.concept) : build(v.expression, undefined);
+        if (d === undefined) return false;
+        attributes.push([group, t, d]);
+      }
+      return true;
+    };
+    for (const a of s.attributes) if (!add(a, 0)) return undefined;
+    let nextGroup = 1;
+    for (const g of s.groups) {
+      for (const a of g) if (!add(a, nextGroup)) return undefined;
+      nextGroup++;
+    }
+    for (const p of parents) {
+      let maxGroup = 0;
+      const rels = graph.attributes(p);
+      for (let k = 0; k < rels.length; k += 3) {
+        if (refined.has(rels[k + 1])) continue;
+        attributes.push([rels[k] === 0 ? 0 : rels[k] + nextGroup - 1, rels[k + 1], rels[k + 2]]);
+        maxGroup = Math.max(maxGroup, rels[k]);
+      }
+      for (const c of graph.concreteValues(p)) {
+        if (refined.has(c.typeId)) continue;
+        concrete.push({ group: c.group === 0 ? 0 : c.group + nextGroup - 1, typeId: c.typeId, value: c.value });
+        maxGroup = Math.max(maxGroup, c.group);
+      }
+      nextGroup += maxGroup;
+    }
+    return status === undefined ? { parents, attributes, concrete } : { parents, attributes, concrete, definitionStatus: status };
+  };
+  const statusSctid = 'definitionStatus' in e && e.definitionStatus === 'subtypeOf' ? SCT.primitive : SCT.defined;
+  return build(e, graph.resolve(statusSctid));
 }
