@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Attribute, AttributeValue, Cardinality, ComparisonOperator, ConceptFilter, DescriptionFilter, Expression, HierarchyOperator, MemberFilter, Refinement, SearchTerm } from './ast.js';
 import { SCT } from './graph.js';
-import { ECL_DEFAULT_BUDGET, EclTooCostlyError, clearEclCache, evaluateEcl, unknownEclConcepts } from './evaluate.js';
+import { ECL_DEFAULT_BUDGET, EclTooCostlyError, clearEclCache, eclNeeds, evaluateEcl, unknownEclConcepts } from './evaluate.js';
 import { MemoryGraph, type MemoryConcept, type MemoryEdition } from './memory-graph.js';
 import { parseEcl } from './parser.js';
 import { printEcl } from './print.js';
@@ -547,6 +547,14 @@ describe('ECL evaluator: semantics pinned on a hand-made edition', () => {
     ['< 404684003 {{ dialectId = 900000000000509007 (prefer) }}', ['400002']],
   ];
   for (const [text, want] of cases) test(text, async () => assert.deepEqual(await sctids(text, hand), want));
+
+  test('what an expression needs of the edition', () => {
+    assert.deepEqual(eclNeeds(parseEcl('< 404684003 : 363698007 = *')), { descriptions: false, memberRows: false, history: false });
+    assert.deepEqual(eclNeeds(parseEcl('< 404684003 {{ C active = 1 }}')), { descriptions: false, memberRows: false, history: false });
+    assert.deepEqual(eclNeeds(parseEcl('< 404684003 : 363698007 = (* {{ term = "x" }})')), { descriptions: true, memberRows: false, history: false });
+    assert.deepEqual(eclNeeds(parseEcl('^ 700043003 OR ^ [targetComponentId] 447562003')), { descriptions: false, memberRows: true, history: false });
+    assert.deepEqual(eclNeeds(parseEcl('^ 700043003 {{ M active = 1 }} {{ + HISTORY-MIN }}')), { descriptions: false, memberRows: true, history: true });
+  });
 
   test('unknown concepts select nothing and are reported', async () => {
     const e = parseEcl('< 404684003 OR 999999001 OR ^ 999999002');

@@ -170,6 +170,25 @@ export function eclConceptIds(expr: Expression): string[] {
   return [...out];
 }
 
+/**
+ * What parts of an edition the expression reads beyond the hierarchy and relationships, so a
+ * provider that loads them lazily can load them first: descriptions (description filters),
+ * member rows (member filters, field selection), historical associations (history supplements).
+ */
+export function eclNeeds(expr: Expression): { descriptions: boolean; memberRows: boolean; history: boolean } {
+  const needs = { descriptions: false, memberRows: false, history: false };
+  JSON.stringify(expr, (_k, v: unknown) => {
+    if (v && typeof v === 'object') {
+      const o = v as { type?: string; kind?: string; fields?: unknown; memberFilters?: unknown[] };
+      if (o.kind === 'description') needs.descriptions = true;
+      if (o.type === 'memberOf' && (o.fields !== undefined || (o.memberFilters?.length ?? 0) > 0)) needs.memberRows = true;
+      if (o.type === 'history') needs.history = true;
+    }
+    return v;
+  });
+  return needs;
+}
+
 /** The SCTIDs the expression names that the graph does not know. */
 export function unknownEclConcepts(graph: EclGraph, expr: Expression): string[] {
   return eclConceptIds(expr).filter((s) => graph.resolve(s) === undefined);
