@@ -288,23 +288,12 @@ function time(t: number, op: ComparisonOperator, times: readonly number[]): bool
 
 function termMatches(t: SearchTerm, term: string): boolean {
   if (t.mode === 'wild') {
-    // dynamic programming over the pattern pieces, case-insensitive
-    const s = term.toLowerCase();
-    const parts = t.segments.map((p) => p.toLowerCase());
-    if (parts.length === 1) return s === parts[0];
-    if (!s.startsWith(parts[0]) || !s.endsWith(parts[parts.length - 1])) return false;
-    let at = parts[0].length;
-    const end = s.length - parts[parts.length - 1].length;
-    if (end < at) return false;
-    for (const p of parts.slice(1, -1)) {
-      const i = s.indexOf(p, at);
-      if (i < 0 || i + p.length > end) return false;
-      at = i + p.length;
-    }
-    return true;
+    const source = t.segments.map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[\\s\\S]*');
+    return new RegExp(`^${source}$`, 'iu').test(term);
   }
   const words = term.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
   const wanted = t.words.join(' ').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  if (!wanted.length) return term.toLowerCase().includes(t.words.join(' ').toLowerCase());
   return wanted.every((w) => words.some((x) => x.slice(0, w.length) === w));
 }
 
@@ -547,6 +536,19 @@ describe('ECL evaluator: semantics pinned on a hand-made edition', () => {
     ['< 404684003 {{ dialectId = 900000000000509007 (prefer) }}', ['400002']],
   ];
   for (const [text, want] of cases) test(text, async () => assert.deepEqual(await sctids(text, hand), want));
+
+  test('a wildcard with many stars is matched piece by piece, not by backtracking', async () => {
+    const long = new MemoryGraph({
+      concepts: [
+        { sctid: '100001', descriptions: [{ sctid: '1000011', term: 'a'.repeat(20000) }] },
+        { sctid: '100002', descriptions: [{ sctid: '1000021', term: `${'a'.repeat(20000)}b` }] },
+      ],
+    });
+    const pattern = `${'*a'.repeat(30)}*b`;
+    assert.deepEqual(await sctids(`* {{ term = wild:"${pattern}" }}`, long), ['100002']);
+    assert.deepEqual(await sctids('* {{ term = wild:"a*a" }}', long), ['100001']);
+    assert.deepEqual(await sctids('* {{ term = "(" }}', long), []);
+  });
 
   test('what an expression needs of the edition', () => {
     assert.deepEqual(eclNeeds(parseEcl('< 404684003 : 363698007 = *')), { descriptions: false, memberRows: false, history: false });

@@ -1060,18 +1060,40 @@ export function termWords(text: string): string[] {
     .filter((w) => w !== '');
 }
 
-function wildRegex(segments: readonly string[]): RegExp {
-  return new RegExp(`^${segments.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 'isu');
+/**
+ * A wildcard pattern against a whole text, any case: the first piece must start it, the last end
+ * it, the others follow in order (leftmost matches suffice for `*`), so the cost is linear in
+ * the text whatever the pattern (no regular expression to backtrack).
+ */
+function wildMatcher(segments: readonly string[]): (text: string) => boolean {
+  const parts = segments.map((p) => p.toLowerCase());
+  const first = parts[0];
+  const last = parts[parts.length - 1];
+  return (text) => {
+    const s = text.toLowerCase();
+    if (parts.length === 1) return s === first;
+    if (s.length < first.length + last.length || !s.startsWith(first) || !s.endsWith(last)) return false;
+    let at = first.length;
+    const end = s.length - last.length;
+    for (let i = 1; i < parts.length - 1; i++) {
+      const found = s.indexOf(parts[i], at);
+      if (found < 0 || found + parts[i].length > end) return false;
+      at = found + parts[i].length;
+    }
+    return true;
+  };
 }
 
 /** Term filters: `match` is every search word a prefix of a word of the term, `wild` the whole term against the pattern; any case. */
 export function termMatcher(terms: readonly SearchTerm[]): (term: string) => boolean {
   const tests = terms.map((t): ((term: string, words: string[]) => boolean) => {
-    if (t.mode === 'wild') {
-      const re = wildRegex(t.segments);
-      return (term) => re.test(term);
-    }
+    if (t.mode === 'wild') return wildMatcher(t.segments);
     const wanted = t.words.flatMap((w) => termWords(w));
+    if (!wanted.length) {
+      // only punctuation: found as written, any case
+      const text = t.words.join(' ').toLowerCase();
+      return (term) => term.toLowerCase().includes(text);
+    }
     return (_term, words) => wanted.every((w) => words.some((x) => x.startsWith(w)));
   });
   return (term) => {
