@@ -804,9 +804,11 @@ class Evaluator {
   private holds(c: Compiled, id: number, group: number | undefined): boolean {
     switch (c.kind) {
       case 'and':
-        return c.operands.every((o) => this.holds(o, id, group));
+        for (const o of c.operands) if (!this.holds(o, id, group)) return false;
+        return true;
       case 'or':
-        return c.operands.some((o) => this.holds(o, id, group));
+        for (const o of c.operands) if (this.holds(o, id, group)) return true;
+        return false;
       case 'attribute': {
         const n = this.count(c, id, group);
         return n >= c.min && n <= c.max;
@@ -827,10 +829,16 @@ class Evaluator {
     const rels = this.g.attributes(id);
     const conc = this.g.concreteValues(id);
     this.work.add(rels.length / 3 + conc.length + 1);
-    const out = new Set<number>();
-    for (let k = 0; k < rels.length; k += 3) out.add(rels[k] === 0 ? -1 - k / 3 : rels[k]);
-    conc.forEach((v, i) => out.add(v.group === 0 ? -1e9 - i : v.group));
-    return [...out];
+    const out: number[] = [];
+    for (let k = 0; k < rels.length; k += 3) {
+      const g = rels[k] === 0 ? -1 - k / 3 : rels[k];
+      if (!out.includes(g)) out.push(g);
+    }
+    for (let i = 0; i < conc.length; i++) {
+      const g = conc[i].group === 0 ? -1e9 - i : conc[i].group;
+      if (!out.includes(g)) out.push(g);
+    }
+    return out;
   }
 
   private count(c: CompiledAttribute, id: number, group: number | undefined): number {
