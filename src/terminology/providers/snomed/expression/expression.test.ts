@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { eclSelects } from '../ecl/evaluate.js';
 import { MemoryGraph } from '../ecl/memory-graph.js';
-import { ExpressionSyntaxError, checkExpression, isPostcoordinated, parseExpression, printExpression, virtualConcept } from './expression.js';
+import { ExpressionSyntaxError, checkExpression, displayExpression, expressionProblemText, isPostcoordinated, parseExpression, printExpression, virtualConcept } from './expression.js';
 
 function strip(e: unknown): unknown {
   return JSON.parse(JSON.stringify(e, (k, v: unknown) => (k === 'pos' ? undefined : v)));
@@ -119,11 +119,36 @@ describe('compositional grammar: checking against an edition', () => {
       { sctid: '123037004', parents: ['138875005'] },
       { sctid: '181268008', parents: ['123037004'] },
       { sctid: '181268009', active: false },
+      { sctid: '106237007', parents: ['138875005'] },
+      { sctid: '246090004', parents: ['106237007'] },
     ],
   });
 
   test('a valid expression has no problems', () => {
     assert.deepEqual(checkExpression(graph, parseExpression('128241005:{363698007=181268008, 1142135004=#5}')), []);
+    assert.deepEqual(checkExpression(graph, parseExpression('128241005:246090004=181268008')), [], 'a linkage concept is an attribute');
+  });
+
+  test('an attribute root itself is not an attribute', () => {
+    assert.deepEqual(checkExpression(graph, parseExpression('128241005:410662002=181268008')), [{ kind: 'not-attribute', sctid: '410662002', role: 'attribute', pos: 10 }]);
+  });
+
+  test('problems in words', () => {
+    assert.equal(expressionProblemText({ kind: 'unknown', sctid: '240280071', role: 'value', pos: 0 }), 'Concept 240280071 not found');
+    assert.equal(expressionProblemText({ kind: 'inactive', sctid: '181268009', role: 'value', pos: 0 }), 'Concept 181268009 is inactive');
+    assert.equal(
+      expressionProblemText({ kind: 'not-attribute', sctid: '24028007', role: 'attribute', pos: 0 }),
+      'Concept 24028007 is not valid in this context (must be a descendent of one of 410662002,106237007)',
+    );
+  });
+
+  test('the display: as written, with terms, without whitespace', () => {
+    const terms: Record<string, string> = { '128241005': 'Inflammatory disease of liver', '363698007': 'Finding site', '181268008': 'Entire liver' };
+    assert.equal(displayExpression(parseExpression('128241005 : { 363698007 = 181268008 }'), (s) => terms[s]), '128241005|Inflammatory disease of liver|:{363698007|Finding site|=181268008|Entire liver|}');
+    assert.equal(
+      displayExpression(parseExpression('<<< 181268008 + 128241005 |x| : 1142135004 = #5 , { 363698007 = (181268008 : 246090004 = "a\\"b") } { 363698007 = 999999001 }'), (s) => terms[s]),
+      '<<<181268008|Entire liver|+128241005|Inflammatory disease of liver|:1142135004=#5,{363698007|Finding site|=(181268008|Entire liver|:246090004="a\\"b")},{363698007|Finding site|=999999001}',
+    );
   });
 
   test('unknown, inactive and non-attribute concepts, in text order, nested ones too', () => {

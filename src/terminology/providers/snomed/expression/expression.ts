@@ -288,11 +288,14 @@ function bySctid(a: string, b: string): number {
 
 // ---- checking ----------------------------------------------------------------------------------
 
-/** |Concept model attribute|: attribute names must be below it (when the edition has it). */
-export const CONCEPT_MODEL_ATTRIBUTE = '410662002';
+/**
+ * Attribute names must be below one of these: 410662002 |Concept model attribute| and
+ * 106237007 |Linkage concept| (those the edition has; with neither, names are not checked).
+ */
+export const ATTRIBUTE_ROOTS = ['410662002', '106237007'] as const;
 
 export interface ExpressionProblem {
-  /** unknown: the edition does not have the concept; inactive: it is inactive; not-attribute: an attribute name that is not a concept model attribute. */
+  /** unknown: the edition does not have the concept; inactive: it is inactive; not-attribute: an attribute name below none of ATTRIBUTE_ROOTS. */
   readonly kind: 'unknown' | 'inactive' | 'not-attribute';
   readonly sctid: string;
   /** Where the concept is used. */
@@ -303,12 +306,13 @@ export interface ExpressionProblem {
 
 /**
  * Checks every concept of the expression against the edition: it exists and is active, and
- * attribute names are concept model attributes (descendants of 410662002, when the edition has
- * it). Returns the problems in text order; none means the expression is valid here.
+ * attribute names are below one of ATTRIBUTE_ROOTS. Returns the problems in text order; none
+ * means the expression is valid here (the concept model's domain and range rules are not
+ * checked).
  */
 export function checkExpression(graph: EclGraph, e: PostcoordinatedExpression | SubExpression): ExpressionProblem[] {
   const out: ExpressionProblem[] = [];
-  const cma = graph.resolve(CONCEPT_MODEL_ATTRIBUTE);
+  const roots = ATTRIBUTE_ROOTS.map((r) => graph.resolve(r)).filter((x): x is number => x !== undefined);
   const concept = (c: ExprConceptReference, role: ExpressionProblem['role']): void => {
     const id = graph.resolve(c.sctid);
     if (id === undefined) {
@@ -316,7 +320,7 @@ export function checkExpression(graph: EclGraph, e: PostcoordinatedExpression | 
       return;
     }
     if (!graph.isActive(id)) out.push({ kind: 'inactive', sctid: c.sctid, role, pos: c.pos });
-    if (role === 'attribute' && cma !== undefined && id !== cma && !includes(graph.ancestors(id), cma)) out.push({ kind: 'not-attribute', sctid: c.sctid, role, pos: c.pos });
+    if (role === 'attribute' && roots.length && !roots.some((r) => includes(graph.ancestors(id), r))) out.push({ kind: 'not-attribute', sctid: c.sctid, role, pos: c.pos });
   };
   const walk = (s: SubExpression): void => {
     for (const f of s.focus) concept(f, 'focus');
@@ -328,6 +332,48 @@ export function checkExpression(graph: EclGraph, e: PostcoordinatedExpression | 
   };
   walk(e);
   return out.sort((a, b) => a.pos - b.pos);
+}
+
+/**
+ * A problem in words, as the HL7 test cases word them (after `Not a valid expression: `):
+ * `Concept <id> not found`, `Concept <id> is inactive`, `Concept <id> is not valid in this
+ * context (must be a descendent of one of 410662002,106237007)`.
+ */
+export function expressionProblemText(p: ExpressionProblem): string {
+  switch (p.kind) {
+    case 'unknown':
+      return `Concept ${p.sctid} not found`;
+    case 'inactive':
+      return `Concept ${p.sctid} is inactive`;
+    case 'not-attribute':
+      return `Concept ${p.sctid} is not valid in this context (must be a descendent of one of ${ATTRIBUTE_ROOTS.join(',')})`;
+  }
+}
+
+/**
+ * The expression as written, with each concept's term from `term` (the edition's preferred
+ * term) in bars and no whitespace: `128241005|Inflammatory disease of liver|:{363698007|Finding
+ * site|=181268008|Entire liver|}` — the display of a postcoordinated code.
+ */
+export function displayExpression(e: PostcoordinatedExpression | SubExpression, term: (sctid: string) => string | undefined): string {
+  const ref = (c: ExprConceptReference) => {
+    const t = term(c.sctid);
+    return t === undefined ? c.sctid : `${c.sctid}|${t}|`;
+  };
+  const attr = (a: ExprAttribute): string => {
+    const v = a.value;
+    const value = v.kind === 'concept' ? ref(v.concept) : v.kind === 'expression' ? `(${sub(v.expression)})` : v.kind === 'string' ? `"${v.value.replace(/["\\]/g, '\\$&')}"` : `#${v.text}`;
+    return `${ref(a.name)}=${value}`;
+  };
+  const sub = (s: SubExpression): string => {
+    const parts: string[] = [];
+    if (s.attributes.length) parts.push(s.attributes.map(attr).join(','));
+    for (const g of s.groups) parts.push(`{${g.map(attr).join(',')}}`);
+    const focus = s.focus.map(ref).join('+');
+    return parts.length ? `${focus}:${parts.join(',')}` : focus;
+  };
+  const status = 'definitionStatus' in e && e.definitionStatus ? (e.definitionStatus === 'subtypeOf' ? '<<<' : '===') : '';
+  return status + sub(e);
 }
 
 function includes(list: ArrayLike<number>, x: number): boolean {
