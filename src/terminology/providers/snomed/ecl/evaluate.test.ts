@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Attribute, AttributeValue, Cardinality, ComparisonOperator, ConceptFilter, DescriptionFilter, Expression, HierarchyOperator, MemberFilter, Refinement, SearchTerm } from './ast.js';
 import { SCT } from './graph.js';
-import { ECL_DEFAULT_BUDGET, EclTooCostlyError, clearEclCache, evaluateEcl, unknownEclConcepts } from './evaluate.js';
+import { ECL_DEFAULT_BUDGET, EclTooCostlyError, clearEclCache, eclNeeds, evaluateEcl, unknownEclConcepts } from './evaluate.js';
 import { MemoryGraph, type MemoryConcept, type MemoryEdition } from './memory-graph.js';
 import { parseEcl } from './parser.js';
 import { printEcl } from './print.js';
@@ -52,7 +52,7 @@ class Brute {
     const S = this.active;
     switch (e.type) {
       case 'concept':
-        return new Set(this.isActive(e.sctid) ? [e.sctid] : []);
+        return new Set(this.byId.has(e.sctid) ? [e.sctid] : []);
       case 'any':
         return new Set(S);
       case 'alternateIdentifier':
@@ -61,7 +61,7 @@ class Brute {
         const X = this.eval(e.operand);
         const op: HierarchyOperator = e.operator;
         const xs = [...X];
-        const pick = (f: (c: string) => boolean) => new Set(S.filter(f));
+        const pick = (f: (c: string) => boolean) => new Set(this.universe.filter(f));
         switch (op) {
           case 'descendantOf':
             return pick((c) => xs.some((x) => this.above(x, c)));
@@ -97,7 +97,7 @@ class Brute {
             if (!saysActive && m.active === false) continue;
             if (!e.memberFilters.every((b) => b.every((f) => this.memberFilter(f, m)))) continue;
             const values = e.fields === undefined ? [m.referencedComponentId] : e.fields === '*' ? Object.values(m.fields ?? {}) : e.fields.map((f) => (f === 'referencedComponentId' ? m.referencedComponentId : m.fields?.[f]));
-            for (const v of values) if (typeof v === 'string' && this.isActive(v)) out.add(v);
+            for (const v of values) if (typeof v === 'string' && this.byId.has(v)) out.add(v);
           }
         }
         return out;
@@ -122,7 +122,7 @@ class Brute {
       case 'dotted': {
         const F = this.eval(e.focus);
         const T = this.eval(e.attribute);
-        return new Set(S.filter((d) => [...F].some((c) => this.rels(c).some(([, t, x]) => T.has(t) && x === d))));
+        return new Set(this.universe.filter((d) => [...F].some((c) => this.rels(c).some(([, t, x]) => T.has(t) && x === d))));
       }
       case 'filtered': {
         const F = this.eval(e.focus);
@@ -288,23 +288,12 @@ function time(t: number, op: ComparisonOperator, times: readonly number[]): bool
 
 function termMatches(t: SearchTerm, term: string): boolean {
   if (t.mode === 'wild') {
-    // dynamic programming over the pattern pieces, case-insensitive
-    const s = term.toLowerCase();
-    const parts = t.segments.map((p) => p.toLowerCase());
-    if (parts.length === 1) return s === parts[0];
-    if (!s.startsWith(parts[0]) || !s.endsWith(parts[parts.length - 1])) return false;
-    let at = parts[0].length;
-    const end = s.length - parts[parts.length - 1].length;
-    if (end < at) return false;
-    for (const p of parts.slice(1, -1)) {
-      const i = s.indexOf(p, at);
-      if (i < 0 || i + p.length > end) return false;
-      at = i + p.length;
-    }
-    return true;
+    const source = t.segments.map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[\\s\\S]*');
+    return new RegExp(`^${source}$`, 'iu').test(term);
   }
   const words = term.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
   const wanted = t.words.join(' ').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  if (!wanted.length) return term.toLowerCase().includes(t.words.join(' ').toLowerCase());
   return wanted.every((w) => words.some((x) => x.slice(0, w.length) === w));
 }
 
@@ -519,10 +508,13 @@ describe('ECL evaluator: semantics pinned on a hand-made edition', () => {
     ['> 400003', [TOY.root, TOY.finding, '400001', '400002'].sort()],
     ['!!> (< 404684003)', ['400001', '400002']],
     ['!!< (< 404684003)', ['400003']],
-    ['400009', []],
-    ['400009 {{ + HISTORY }}', []],
+    ['400009', ['400009']],
+    ['400009 {{ + HISTORY }}', ['400009']],
+    ['<< 400009', ['400009']],
+    ['< 400009', []],
     ['400003 {{ + HISTORY-MIN }}', ['400003', '400009']],
-    ['^ 700043003', ['400001']],
+    ['^ 700043003', ['400001', '400009']],
+    ['^ 700043003 {{ M active = 0 }}', ['400002']],
     ['< 404684003 : { 363698007 = 300001, 116676008 = 300003 }', ['400001']],
     ['< 404684003 : 363698007 = 300001, 116676008 = 300003', ['400001', '400002']],
     ['< 404684003 : [2..2] 363698007 = << 300001', ['400001']],
@@ -545,15 +537,37 @@ describe('ECL evaluator: semantics pinned on a hand-made edition', () => {
   ];
   for (const [text, want] of cases) test(text, async () => assert.deepEqual(await sctids(text, hand), want));
 
+  test('a wildcard with many stars is matched piece by piece, not by backtracking', async () => {
+    const long = new MemoryGraph({
+      concepts: [
+        { sctid: '100001', descriptions: [{ sctid: '1000011', term: 'a'.repeat(20000) }] },
+        { sctid: '100002', descriptions: [{ sctid: '1000021', term: `${'a'.repeat(20000)}b` }] },
+      ],
+    });
+    const pattern = `${'*a'.repeat(30)}*b`;
+    assert.deepEqual(await sctids(`* {{ term = wild:"${pattern}" }}`, long), ['100002']);
+    assert.deepEqual(await sctids('* {{ term = wild:"a*a" }}', long), ['100001']);
+    assert.deepEqual(await sctids('* {{ term = "(" }}', long), []);
+  });
+
+  test('what an expression needs of the edition', () => {
+    assert.deepEqual(eclNeeds(parseEcl('< 404684003 : 363698007 = *')), { descriptions: false, memberRows: false, history: false });
+    assert.deepEqual(eclNeeds(parseEcl('< 404684003 {{ C active = 1 }}')), { descriptions: false, memberRows: false, history: false });
+    assert.deepEqual(eclNeeds(parseEcl('< 404684003 : 363698007 = (* {{ term = "x" }})')), { descriptions: true, memberRows: false, history: false });
+    assert.deepEqual(eclNeeds(parseEcl('^ 700043003 OR ^ [targetComponentId] 447562003')), { descriptions: false, memberRows: true, history: false });
+    assert.deepEqual(eclNeeds(parseEcl('^ 700043003 {{ M active = 1 }} {{ + HISTORY-MIN }}')), { descriptions: false, memberRows: true, history: true });
+  });
+
   test('unknown concepts select nothing and are reported', async () => {
     const e = parseEcl('< 404684003 OR 999999001 OR ^ 999999002');
     assert.deepEqual(unknownEclConcepts(hand, e), ['999999001', '999999002']);
     assert.deepEqual(await sctids(e, hand), ['400001', '400002', '400003']);
   });
 
-  test('substrate "all" keeps inactive concepts that are named', async () => {
-    assert.deepEqual(await sctids('400009', hand, { substrate: 'all' }), ['400009']);
+  test('* is the active concepts, or all of them with substrate "all"', async () => {
+    assert.deepEqual(await sctids('* {{ C active = false }}', hand), []);
     assert.deepEqual(await sctids('* {{ C active = false }}', hand, { substrate: 'all' }), ['400009']);
+    assert.deepEqual(await sctids('* MINUS (* {{ C active = true }})', hand, { substrate: 'all' }), ['400009']);
   });
 });
 

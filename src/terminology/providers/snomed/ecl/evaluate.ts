@@ -47,8 +47,9 @@ export class EclUnsupportedError extends Error {
 
 export interface EclEvalOptions {
   /**
-   * The concepts an expression selects from: the active ones (the default, as ECL defines) or
-   * all. History supplements add inactive concepts either way.
+   * What `*` stands for: the active concepts (the default) or all of them. Concepts named by id
+   * or referenced by refset members are selected whether active or not; the hierarchy and
+   * attribute relationships only reach active concepts.
    */
   readonly substrate?: 'active' | 'all';
   /** The work bound (steps); ECL_DEFAULT_BUDGET when absent. */
@@ -120,6 +121,45 @@ export async function evaluateEcl(graph: EclGraph, expression: Expression | stri
   return new Evaluator(graph, options).run(expr);
 }
 
+/**
+ * A concept the edition does not have: a postcoordinated expression read as a new concept
+ * (docs/terminology.md#postcoordinated-expressions-compositional-grammar). Its parents are
+ * its focus concepts; its attributes may have nested virtual concepts as values.
+ */
+export interface VirtualConcept {
+  readonly parents: readonly number[];
+  /** `[group, typeId, value]`, group 0 ungrouped. */
+  readonly attributes: ReadonlyArray<readonly [number, number, number | VirtualConcept]>;
+  readonly concrete: ReadonlyArray<{ readonly group: number; readonly typeId: number; readonly value: number | string | boolean }>;
+  /** Its definition status id, when known. */
+  readonly definitionStatus?: number;
+}
+
+/**
+ * Whether the expression constraint selects a concept: a real one (by id) or a virtual one (a
+ * postcoordinated expression). A virtual concept is a subtype of its focus concepts and of
+ * their ancestors but nobody's known child (`<!` needs a classification), has no subtypes, is
+ * never named, a refset member or an attribute's target, has no descriptions, module or
+ * effective time, and is active.
+ */
+export async function eclSelects(graph: EclGraph, expression: Expression | string, candidate: number | VirtualConcept, options: EclEvalOptions = {}): Promise<boolean> {
+  const expr = typeof expression === 'string' ? parseEcl(expression) : expression;
+  const ev = new Evaluator(graph, options);
+  if (typeof candidate === 'number') {
+    const ids = await ev.run(expr);
+    let lo = 0;
+    let hi = ids.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if (ids[mid] === candidate) return true;
+      if (ids[mid] < candidate) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return false;
+  }
+  return ev.selectsVirtual(expr, candidate);
+}
+
 /** Every SCTID the expression names (concept references and refsets, not terms). */
 export function eclConceptIds(expr: Expression): string[] {
   const out = new Set<string>();
@@ -128,6 +168,25 @@ export function eclConceptIds(expr: Expression): string[] {
     return v;
   });
   return [...out];
+}
+
+/**
+ * What parts of an edition the expression reads beyond the hierarchy and relationships, so a
+ * provider that loads them lazily can load them first: descriptions (description filters),
+ * member rows (member filters, field selection), historical associations (history supplements).
+ */
+export function eclNeeds(expr: Expression): { descriptions: boolean; memberRows: boolean; history: boolean } {
+  const needs = { descriptions: false, memberRows: false, history: false };
+  JSON.stringify(expr, (_k, v: unknown) => {
+    if (v && typeof v === 'object') {
+      const o = v as { type?: string; kind?: string; fields?: unknown; memberFilters?: unknown[] };
+      if (o.kind === 'description') needs.descriptions = true;
+      if (o.type === 'memberOf' && (o.fields !== undefined || (o.memberFilters?.length ?? 0) > 0)) needs.memberRows = true;
+      if (o.type === 'history') needs.history = true;
+    }
+    return v;
+  });
+  return needs;
 }
 
 /** The SCTIDs the expression names that the graph does not know. */
@@ -165,6 +224,8 @@ interface CompiledAttribute {
   readonly types: Membership;
   /** For expression values: the value set and whether `=`. */
   readonly values?: Membership;
+  /** The value's expression (a virtual concept's nested values are tested against it). */
+  readonly valueExpr?: Expression;
   readonly valueIds?: Int32Array;
   readonly equals: boolean;
   /** For concrete values. */
@@ -245,9 +306,7 @@ class Evaluator {
 
   private concept(sctid: string): Int32Array {
     const id = this.g.resolve(sctid);
-    if (id === undefined) return EMPTY;
-    if (this.active && !this.g.isActive(id)) return EMPTY;
-    return Int32Array.of(id);
+    return id === undefined ? EMPTY : Int32Array.of(id);
   }
 
   private async compute(e: Expression): Promise<Int32Array> {
@@ -305,7 +364,7 @@ class Evaluator {
           for (let k = 0; k < rels.length; k += 3) if (types.has(rels[k + 1])) out.push(rels[k + 2]);
           if (this.work.due) await this.work.pause();
         }
-        return this.substrate(fromUnsorted(out));
+        return fromUnsorted(out);
       }
       case 'filtered': {
         const focus = await this.eval(e.focus);
@@ -320,6 +379,146 @@ class Evaluator {
       }
       case 'history':
         return this.history(e);
+    }
+  }
+
+  // ---- virtual concepts ------------------------------------------------------------------------
+
+  /** The real ancestors of a virtual concept: its parents and theirs. */
+  private virtualAncestors(v: VirtualConcept): Int32Array {
+    const lists: ArrayLike<number>[] = [fromUnsorted([...v.parents])];
+    for (const p of v.parents) lists.push(this.g.ancestors(p));
+    this.work.add(lists.reduce((n, l) => n + l.length, 0));
+    return unionMany(lists);
+  }
+
+  async selectsVirtual(e: Expression, v: VirtualConcept): Promise<boolean> {
+    await this.tick(1);
+    switch (e.type) {
+      case 'concept':
+      case 'alternateIdentifier':
+      case 'memberOf':
+      case 'dotted':
+        return false;
+      case 'any':
+        return true;
+      case 'hierarchy': {
+        switch (e.operator) {
+          case 'ancestorOf':
+          case 'parentOf':
+            return false;
+          case 'ancestorOrSelfOf':
+          case 'parentOrSelfOf':
+          case 'bottom':
+            return this.selectsVirtual(e.operand, v);
+          case 'childOf':
+            // its direct parents are only known once classified: it may sit below an existing subtype
+            return false;
+          case 'childOrSelfOf':
+            return this.selectsVirtual(e.operand, v);
+          case 'descendantOf':
+          case 'descendantOrSelfOf': {
+            if (e.operator === 'descendantOrSelfOf' && (await this.selectsVirtual(e.operand, v))) return true;
+            const xs = new Membership(await this.eval(e.operand));
+            return this.virtualAncestors(v).some((a) => xs.has(a));
+          }
+          case 'top': {
+            if (!(await this.selectsVirtual(e.operand, v))) return false;
+            const xs = new Membership(await this.eval(e.operand));
+            return !this.virtualAncestors(v).some((a) => xs.has(a));
+          }
+        }
+        return false;
+      }
+      case 'and':
+        for (const o of e.operands) if (!(await this.selectsVirtual(o, v))) return false;
+        return true;
+      case 'or':
+        for (const o of e.operands) if (await this.selectsVirtual(o, v)) return true;
+        return false;
+      case 'minus':
+        return (await this.selectsVirtual(e.left, v)) && !(await this.selectsVirtual(e.right, v));
+      case 'refined':
+        return (await this.selectsVirtual(e.focus, v)) && this.holdsVirtual(await this.compile(e.refinement, false), v, undefined);
+      case 'filtered': {
+        if (!(await this.selectsVirtual(e.focus, v))) return false;
+        if (e.filter.kind === 'description') return false;
+        for (const f of e.filter.filters) {
+          const eq = f.operator === '=';
+          if (f.type === 'active') {
+            if (f.value !== eq) return false;
+          } else if (f.type === 'definitionStatusToken' || f.type === 'definitionStatusId') {
+            const set = f.type === 'definitionStatusId' ? await this.conceptSet(f.value) : this.ids(f.tokens.map((t) => (t === 'primitive' ? SCT.primitive : SCT.defined)));
+            if (v.definitionStatus === undefined || set.has(v.definitionStatus) !== eq) return false;
+          } else return false;
+        }
+        return true;
+      }
+      case 'history':
+        return this.selectsVirtual(e.focus, v);
+    }
+  }
+
+  private virtualGroups(v: VirtualConcept): number[] {
+    const out = new Set<number>();
+    v.attributes.forEach(([g], i) => out.add(g === 0 ? -1 - i : g));
+    v.concrete.forEach((c, i) => out.add(c.group === 0 ? -1e9 - i : c.group));
+    return [...out];
+  }
+
+  private holdsVirtual(c: Compiled, v: VirtualConcept, group: number | undefined): boolean {
+    switch (c.kind) {
+      case 'and':
+        return c.operands.every((o) => this.holdsVirtual(o, v, group));
+      case 'or':
+        return c.operands.some((o) => this.holdsVirtual(o, v, group));
+      case 'group': {
+        let n = 0;
+        for (const gid of this.virtualGroups(v)) if (this.holdsVirtual(c.inner, v, gid)) n++;
+        return n >= c.min && n <= c.max;
+      }
+      case 'attribute': {
+        let n = 0;
+        if (c.concrete) {
+          v.concrete.forEach((x, i) => {
+            if (group !== undefined && (x.group === 0 ? -1e9 - i : x.group) !== group) return;
+            if (c.types.has(x.typeId) && c.concrete!(x.value)) n++;
+          });
+        } else if (!c.reverse) {
+          v.attributes.forEach(([g, t, d], i) => {
+            if (group !== undefined && (g === 0 ? -1 - i : g) !== group) return;
+            if (!c.types.has(t)) return;
+            const inV = typeof d === 'number' ? c.values!.has(d) : this.nestedSelected(c.valueExpr!, d);
+            if (inV === c.equals) n++;
+          });
+        }
+        return n >= c.min && n <= c.max;
+      }
+    }
+  }
+
+  /** A nested virtual value against a value constraint (synchronously: nested values are small). */
+  private nestedSelected(e: Expression, v: VirtualConcept): boolean {
+    // the value sets were evaluated when compiling; a nested expression is checked through its focus concepts' ancestry
+    switch (e.type) {
+      case 'any':
+        return true;
+      case 'and':
+        return e.operands.every((o) => this.nestedSelected(o, v));
+      case 'or':
+        return e.operands.some((o) => this.nestedSelected(o, v));
+      case 'minus':
+        return this.nestedSelected(e.left, v) && !this.nestedSelected(e.right, v);
+      case 'hierarchy': {
+        const key = `${this.active ? 'a' : 'all'}:${printEcl(e.operand, true)}`;
+        const xs = e.operand.type === 'concept' ? this.concept(e.operand.sctid) : this.local.get(key);
+        if (!xs) return false;
+        const set = new Membership(xs);
+        if (e.operator === 'descendantOf' || e.operator === 'descendantOrSelfOf') return this.virtualAncestors(v).some((a) => set.has(a));
+        return false;
+      }
+      default:
+        return false;
     }
   }
 
@@ -338,21 +537,21 @@ class Evaluator {
     };
     switch (op) {
       case 'descendantOf':
-        return this.substrate(unionMany(await gather((x) => g.descendants(x))));
+        return unionMany(await gather((x) => g.descendants(x)));
       case 'descendantOrSelfOf':
-        return this.substrate(unionMany([xs, ...(await gather((x) => g.descendants(x)))]));
+        return unionMany([xs, ...(await gather((x) => g.descendants(x)))]);
       case 'childOf':
-        return this.substrate(unionMany(await gather((x) => g.children(x))));
+        return unionMany(await gather((x) => g.children(x)));
       case 'childOrSelfOf':
-        return this.substrate(unionMany([xs, ...(await gather((x) => g.children(x)))]));
+        return unionMany([xs, ...(await gather((x) => g.children(x)))]);
       case 'ancestorOf':
-        return this.substrate(unionMany(await gather((x) => g.ancestors(x))));
+        return unionMany(await gather((x) => g.ancestors(x)));
       case 'ancestorOrSelfOf':
-        return this.substrate(unionMany([xs, ...(await gather((x) => g.ancestors(x)))]));
+        return unionMany([xs, ...(await gather((x) => g.ancestors(x)))]);
       case 'parentOf':
-        return this.substrate(unionMany(await gather((x) => g.parents(x))));
+        return unionMany(await gather((x) => g.parents(x)));
       case 'parentOrSelfOf':
-        return this.substrate(unionMany([xs, ...(await gather((x) => g.parents(x)))]));
+        return unionMany([xs, ...(await gather((x) => g.parents(x)))]);
       case 'top': {
         // the members none of whose ancestors is a member
         const set = new Membership(xs);
@@ -409,7 +608,7 @@ class Evaluator {
       }
     }
     if (gathered.length) lists.push(fromUnsorted(gathered));
-    return this.substrate(unionMany(lists));
+    return unionMany(lists);
   }
 
   private async memberFilters(blocks: readonly (readonly MemberFilter[])[]): Promise<(row: EclRefsetMember) => boolean> {
@@ -482,7 +681,46 @@ class Evaluator {
   // ---- refinements -----------------------------------------------------------------------------
 
   private async refine(focus: Int32Array, r: Refinement): Promise<Int32Array> {
-    const c = await this.compile(r, false);
+    return this.refineSet(await this.compile(r, false), focus);
+  }
+
+  /**
+   * The focus concepts that satisfy a refinement outside any group. A conjunction filters its
+   * operands in turn, a disjunction unites them; an attribute whose values are fewer than the
+   * focus is counted by walking the values' incoming relationships (exact, including the
+   * concepts with none); anything else is checked concept by concept.
+   */
+  private async refineSet(c: Compiled, focus: Int32Array): Promise<Int32Array> {
+    if (c.kind === 'and') {
+      let acc = focus;
+      for (const o of c.operands) if (acc.length) acc = await this.refineSet(o, acc);
+      return acc;
+    }
+    if (c.kind === 'or') {
+      const parts: Int32Array[] = [];
+      for (const o of c.operands) parts.push(await this.refineSet(o, focus));
+      await this.tick(parts.reduce((n, p) => n + p.length, 0));
+      return unionMany(parts);
+    }
+    if (c.kind === 'attribute' && c.valueIds && c.equals && c.valueIds.length <= focus.length) {
+      const counts = new Map<number, number>();
+      for (let i = 0; i < c.valueIds.length; i++) {
+        const v = c.valueIds[i];
+        const rels = c.reverse ? this.g.attributes(v) : this.g.incoming(v);
+        await this.tick(rels.length / 3 + 1);
+        for (let k = 0; k < rels.length; k += 3) if (c.types.has(rels[k + 1])) counts.set(rels[k + 2], (counts.get(rels[k + 2]) ?? 0) + 1);
+      }
+      if (c.min === 0) {
+        await this.tick(focus.length);
+        return focus.filter((id) => (counts.get(id) ?? 0) <= c.max);
+      }
+      const hits = fromUnsorted([...counts.keys()].filter((id) => {
+        const n = counts.get(id)!;
+        return n >= c.min && n <= c.max;
+      }));
+      await this.tick(hits.length + focus.length);
+      return intersect(focus, hits);
+    }
     let candidates = focus;
     const pre = await this.prefilter(c, focus.length);
     if (pre) {
@@ -514,7 +752,7 @@ class Evaluator {
         const v = r.value;
         if (v.kind === 'expression') {
           const ids = await this.eval(v.value);
-          return { ...base, values: new Membership(ids), valueIds: ids, equals: v.operator === '=' };
+          return { ...base, values: new Membership(ids), valueIds: ids, valueExpr: v.value, equals: v.operator === '=' };
         }
         return { ...base, equals: true, concrete: concreteTest(v) };
       }
@@ -566,9 +804,11 @@ class Evaluator {
   private holds(c: Compiled, id: number, group: number | undefined): boolean {
     switch (c.kind) {
       case 'and':
-        return c.operands.every((o) => this.holds(o, id, group));
+        for (const o of c.operands) if (!this.holds(o, id, group)) return false;
+        return true;
       case 'or':
-        return c.operands.some((o) => this.holds(o, id, group));
+        for (const o of c.operands) if (this.holds(o, id, group)) return true;
+        return false;
       case 'attribute': {
         const n = this.count(c, id, group);
         return n >= c.min && n <= c.max;
@@ -589,10 +829,16 @@ class Evaluator {
     const rels = this.g.attributes(id);
     const conc = this.g.concreteValues(id);
     this.work.add(rels.length / 3 + conc.length + 1);
-    const out = new Set<number>();
-    for (let k = 0; k < rels.length; k += 3) out.add(rels[k] === 0 ? -1 - k / 3 : rels[k]);
-    conc.forEach((v, i) => out.add(v.group === 0 ? -1e9 - i : v.group));
-    return [...out];
+    const out: number[] = [];
+    for (let k = 0; k < rels.length; k += 3) {
+      const g = rels[k] === 0 ? -1 - k / 3 : rels[k];
+      if (!out.includes(g)) out.push(g);
+    }
+    for (let i = 0; i < conc.length; i++) {
+      const g = conc[i].group === 0 ? -1e9 - i : conc[i].group;
+      if (!out.includes(g)) out.push(g);
+    }
+    return out;
   }
 
   private count(c: CompiledAttribute, id: number, group: number | undefined): number {
@@ -822,18 +1068,40 @@ export function termWords(text: string): string[] {
     .filter((w) => w !== '');
 }
 
-function wildRegex(segments: readonly string[]): RegExp {
-  return new RegExp(`^${segments.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 'isu');
+/**
+ * A wildcard pattern against a whole text, any case: the first piece must start it, the last end
+ * it, the others follow in order (leftmost matches suffice for `*`), so the cost is linear in
+ * the text whatever the pattern (no regular expression to backtrack).
+ */
+function wildMatcher(segments: readonly string[]): (text: string) => boolean {
+  const parts = segments.map((p) => p.toLowerCase());
+  const first = parts[0];
+  const last = parts[parts.length - 1];
+  return (text) => {
+    const s = text.toLowerCase();
+    if (parts.length === 1) return s === first;
+    if (s.length < first.length + last.length || !s.startsWith(first) || !s.endsWith(last)) return false;
+    let at = first.length;
+    const end = s.length - last.length;
+    for (let i = 1; i < parts.length - 1; i++) {
+      const found = s.indexOf(parts[i], at);
+      if (found < 0 || found + parts[i].length > end) return false;
+      at = found + parts[i].length;
+    }
+    return true;
+  };
 }
 
 /** Term filters: `match` is every search word a prefix of a word of the term, `wild` the whole term against the pattern; any case. */
 export function termMatcher(terms: readonly SearchTerm[]): (term: string) => boolean {
   const tests = terms.map((t): ((term: string, words: string[]) => boolean) => {
-    if (t.mode === 'wild') {
-      const re = wildRegex(t.segments);
-      return (term) => re.test(term);
-    }
+    if (t.mode === 'wild') return wildMatcher(t.segments);
     const wanted = t.words.flatMap((w) => termWords(w));
+    if (!wanted.length) {
+      // only punctuation: found as written, any case
+      const text = t.words.join(' ').toLowerCase();
+      return (term) => term.toLowerCase().includes(text);
+    }
     return (_term, words) => wanted.every((w) => words.some((x) => x.startsWith(w)));
   });
   return (term) => {

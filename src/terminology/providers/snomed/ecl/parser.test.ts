@@ -230,3 +230,42 @@ describe('ECL parser: trees', () => {
     assert.deepEqual(p('"ICD-10#J45.9"'), { type: 'alternateIdentifier', scheme: 'ICD-10', code: 'J45.9' });
   });
 });
+
+describe('ECL parser: mutated examples', () => {
+  test('every mutation parses to a stable tree or fails with an EclSyntaxError inside the text', () => {
+    // a small seeded generator: the same mutations on every run
+    let seed = 12345;
+    const rnd = () => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed / 0x80000000;
+    };
+    const alphabet = ['(', ')', '{', '}', '{{', '}}', ':', ',', '.', '<', '>', '!', '^', '*', '=', '#', '"', '|', ' ', 'AND ', 'OR ', 'MINUS ', 'R ', '[1..*]', '1', '0', 'x', '/*', '*/', '+', '-', '\\'];
+    let parsed = 0;
+    let failed = 0;
+    for (const [, text] of examples()) {
+      for (let i = 0; i < 40; i++) {
+        let t = text;
+        const edits = 1 + Math.floor(rnd() * 3);
+        for (let k = 0; k < edits; k++) {
+          const at = Math.floor(rnd() * (t.length + 1));
+          const r = rnd();
+          if (r < 0.4) t = t.slice(0, at) + t.slice(at + 1);
+          else if (r < 0.8) t = t.slice(0, at) + alphabet[Math.floor(rnd() * alphabet.length)] + t.slice(at);
+          else t = t.slice(0, at) + t.slice(at, at + 5).split('').reverse().join('') + t.slice(at + 5);
+        }
+        try {
+          const tree = parseEcl(t);
+          const printed = printEcl(tree);
+          assert.deepEqual(shape(parseEcl(printed)), shape(tree), `${t} → ${printed}`);
+          parsed++;
+        } catch (e) {
+          if (!(e instanceof EclSyntaxError)) throw new Error(`${JSON.stringify(t)}: ${String(e)}`);
+          assert.ok(e.position >= 0 && e.position <= t.length, `${JSON.stringify(t)}: ${e.message}`);
+          assert.match(e.message, / at \d+$|characters$/);
+          failed++;
+        }
+      }
+    }
+    assert.ok(parsed > 200 && failed > 200, `parsed ${parsed}, failed ${failed}`);
+  });
+});

@@ -13,8 +13,29 @@ export function fromSorted(list: IdList): Int32Array {
   return list instanceof Int32Array ? list : Int32Array.from(list);
 }
 
-/** Sorts and removes duplicates. */
+/** Sorts and removes duplicates (a bitmap over the range for large dense lists). */
 export function fromUnsorted(ids: number[] | Int32Array): Int32Array {
+  if (ids.length > 4096) {
+    let max = -1;
+    let min = 0;
+    for (let i = 0; i < ids.length; i++) {
+      if (ids[i] > max) max = ids[i];
+      if (ids[i] < min) min = ids[i];
+    }
+    if (min >= 0 && max < ids.length * 16) {
+      const mark = new Uint8Array(max + 1);
+      let count = 0;
+      for (let i = 0; i < ids.length; i++)
+        if (!mark[ids[i]]) {
+          mark[ids[i]] = 1;
+          count++;
+        }
+      const out = new Int32Array(count);
+      let n = 0;
+      for (let x = 0; x <= max; x++) if (mark[x]) out[n++] = x;
+      return out;
+    }
+  }
   const a = ids instanceof Int32Array ? ids : Int32Array.from(ids);
   a.sort();
   let n = 0;
