@@ -8,6 +8,16 @@ import { IndexProvider } from '../fhir/index-provider.js';
 import { snomedGraph, type SnomedGraph } from './sct-index.js';
 import { evaluateEclFilter } from './sct-ecl.js';
 import { SCTID } from './sct-meta.js';
+import {
+  findExpression,
+  isVirtualId,
+  virtualAsConcept,
+  virtualById,
+  virtualHasAncestor,
+  virtualProperties,
+  virtualSelected,
+  withoutExpressionsFilter,
+} from './sct-expressions.js';
 
 /**
  * The SNOMED CT provider (docs/terminology.md#snomed-ct): one edition, answered from its
@@ -43,21 +53,38 @@ export class SnomedProvider implements CodeSystemProvider {
     return this.loaded;
   }
 
+  /** Concepts by SCTID; a postcoordinated expression whose concepts the edition has is a virtual concept (sct-expressions.ts). */
   async findConcepts(codes: string[]): Promise<Map<string, Concept>> {
-    return (await this.edition()).base.findConcepts(codes);
+    const { base, graph } = await this.edition();
+    const found = await base.findConcepts(codes);
+    for (const code of codes) {
+      if (found.has(code)) continue;
+      const v = findExpression(this.tc, this.cs.key, graph, code);
+      if (v) found.set(code, virtualAsConcept(v));
+    }
+    return found;
   }
 
   async conceptsByIds(ids: number[]): Promise<Concept[]> {
-    return (await this.edition()).base.conceptsByIds(ids);
+    const real = await (await this.edition()).base.conceptsByIds(ids.filter((id) => !isVirtualId(id)));
+    const virtual = [...new Set(ids.filter(isVirtualId))].sort((a, b) => a - b).flatMap((id) => {
+      const v = virtualById(this.tc, this.cs.key, id);
+      return v ? [virtualAsConcept(v)] : [];
+    });
+    return [...real, ...virtual];
   }
 
   async designations(ids: number[]): Promise<Map<number, Designation[]>> {
-    return (await this.edition()).base.designations(ids);
+    return (await this.edition()).base.designations(ids.filter((id) => !isVirtualId(id)));
   }
 
   /** effectiveTime, moduleId, sufficientlyDefined, then each attribute (by its type SCTID) and concrete value. */
   async properties(id: number): Promise<StoredProperty[]> {
     const { base, graph } = await this.edition();
+    if (isVirtualId(id)) {
+      const v = virtualById(this.tc, this.cs.key, id);
+      return v ? virtualProperties(graph, v) : [];
+    }
     const list = await base.properties(id);
     if (!graph.isConcept(id)) return list;
     const e = String(graph.effectiveTime(id));
@@ -75,27 +102,44 @@ export class SnomedProvider implements CodeSystemProvider {
     return list;
   }
 
+  /** A virtual concept's parents are its focus concepts; it has no children. */
   async neighbours(id: number, up: boolean): Promise<Concept[]> {
-    return (await this.edition()).base.neighbours(id, up);
+    const { base } = await this.edition();
+    if (!isVirtualId(id)) return base.neighbours(id, up);
+    const v = virtualById(this.tc, this.cs.key, id);
+    return up && v ? base.conceptsByIds([...v.concept.parents]) : [];
   }
 
   async isAncestor(ancestor: number, descendant: number): Promise<boolean> {
-    return (await this.edition()).base.isAncestor(ancestor, descendant);
+    const { base, graph } = await this.edition();
+    if (isVirtualId(ancestor)) return false;
+    if (!isVirtualId(descendant)) return base.isAncestor(ancestor, descendant);
+    const v = virtualById(this.tc, this.cs.key, descendant);
+    return v !== undefined && virtualHasAncestor(graph, v, ancestor);
   }
 
   async selected(selection: ConceptSelection, ids: number[]): Promise<Set<number>> {
     const { base, graph } = await this.edition();
-    const { rest, within } = await this.split(graph, selection);
-    const candidates = within ? ids.filter((id) => within.has(id)) : ids;
-    return base.selected(rest, candidates);
+    const out = new Set<number>();
+    for (const id of ids.filter(isVirtualId)) {
+      const v = virtualById(this.tc, this.cs.key, id);
+      if (v && (await virtualSelected(graph, v, selection))) out.add(id);
+    }
+    const real = ids.filter((id) => !isVirtualId(id));
+    if (real.length === 0) return out;
+    const { rest, within } = await this.split(graph, withoutExpressionsFilter(selection));
+    const candidates = within ? real.filter((id) => within.has(id)) : real;
+    for (const id of await base.selected(rest, candidates)) out.add(id);
+    return out;
   }
 
   async enumerate(selection: ConceptSelection, within?: number[]): Promise<number[]> {
     const { base, graph } = await this.edition();
-    const split = await this.split(graph, selection);
-    if (!split.within) return base.enumerate(split.rest, within);
+    const split = await this.split(graph, withoutExpressionsFilter(selection));
+    const real = within?.filter((id) => !isVirtualId(id));
+    if (!split.within) return base.enumerate(split.rest, real);
     const set = split.within;
-    const ids = within ? within.filter((id) => set.has(id)) : [...set];
+    const ids = real ? real.filter((id) => set.has(id)) : [...set];
     return base.enumerate(split.rest, ids);
   }
 
