@@ -35,7 +35,7 @@ const registries = new WeakMap<TermContext, Map<number, Virtual[]>>();
 
 function registry(tc: TermContext, key: number): Virtual[] {
   let byKey = registries.get(tc);
-  if (!byKey) registries.set(tc, (byKey = new Map()));
+  if (!byKey) registries.set(tc, (byKey = new Map<number, Virtual[]>()));
   let list = byKey.get(key);
   if (!list) byKey.set(key, (list = []));
   return list;
