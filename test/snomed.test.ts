@@ -172,6 +172,43 @@ for (const driver of drivers) {
       assert.equal(param(member.body, 'display')?.valueString, 'Lung illness');
     });
 
+    test('postcoordinated expressions: $lookup and $validate-code of an expression; value sets admit it by listing, hierarchy or ECL unless expressions = false', async () => {
+      const expr = '1008006 |Heart illness| : 1020003 |Side| = 1019009';
+      const lookup = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=${encodeURIComponent(expr)}`);
+      assert.equal(lookup.status, 200, lookup.text);
+      assert.equal(param(lookup.body, 'display')?.valueString, '1008006|Heart illness|:1020003|Side|=1019009|Left side|');
+      // Its parent is the focus concept; its attributes are the refinement's and the focus concept's others.
+      assert.deepEqual(properties(lookup.body), ['parent=1008006 (Heart illness)', 'inactive=false', '1020003 [Side]=1019009 (Left side)', '1007001 [Site]=1004008 (Heart part)']);
+      const valid = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=${encodeURIComponent('1008006:1020003=1019009')}`);
+      assert.equal(param(valid.body, 'result')?.valueBoolean, true);
+      assert.equal(param(valid.body, 'display')?.valueString, '1008006|Heart illness|:1020003|Side|=1019009|Left side|');
+      const unknown = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=${encodeURIComponent('1008006:1020003=1019099')}`);
+      assert.equal(param(unknown.body, 'result')?.valueBoolean, false);
+      assert.equal(param(unknown.body, 'message')?.valueString, `Unknown code '1008006:1020003=1019099' in the CodeSystem '${SCT}' version '${V1}'`);
+      const inactiveFocus = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=${encodeURIComponent('1011007:1020003=1019009')}`);
+      assert.equal(param(inactiveFocus.body, 'result')?.valueBoolean, false);
+
+      const member = async (include: object, code = '1008006:1020003=1019009') => {
+        const body = { resourceType: 'Parameters', parameter: [
+          { name: 'valueSet', resource: { resourceType: 'ValueSet', url: 'http://example.org/vs/pc', status: 'active', compose: { include: [{ system: SCT, ...include }] } } },
+          { name: 'system', valueUri: SCT },
+          { name: 'code', valueCode: code },
+        ] };
+        const res = await server.fhir('POST', '/ValueSet/$validate-code', { body });
+        return param(res.body, 'result')?.valueBoolean;
+      };
+      assert.equal(await member({ filter: [{ property: 'concept', op: 'is-a', value: '1002007' }] }), true);
+      assert.equal(await member({ filter: [{ property: 'concept', op: 'is-a', value: '1002007' }, { property: 'expressions', op: '=', value: 'false' }] }), false);
+      assert.equal(await member({ filter: [{ property: 'concept', op: 'is-a', value: '1002007' }, { property: 'expressions', op: '=', value: 'true' }] }), true);
+      assert.equal(await member({ filter: [{ property: 'concept', op: 'is-a', value: '1009003' }] }), false);
+      assert.equal(await member({ filter: [{ property: 'constraint', op: '=', value: '< 1002007 : 1020003 = 1019009, 1007001 = 1004008' }] }), true);
+      assert.equal(await member({ filter: [{ property: 'constraint', op: '=', value: '^ 1017006' }] }), false);
+      assert.equal(await member({ concept: [{ code: '1008006 : 1020003 = 1019009' }] }), true);
+      assert.equal(await member({ concept: [{ code: '1008006' }] }), false);
+      // The real concepts of an include with `expressions = false` are unaffected.
+      assert.equal(await member({ filter: [{ property: 'concept', op: 'is-a', value: '1002007' }, { property: 'expressions', op: '=', value: 'false' }] }, '1008006'), true);
+    });
+
     test('two editions side by side: the newest answers without a version; a version URI or an edition URI selects', async () => {
       // The next edition: a later ModuleDependency source time and one term changed.
       const next = join(dir, 'next');
