@@ -172,7 +172,14 @@ export async function writeRf2(m: SnomedLike, folder: string, options: { date?: 
   const values = [...valueLevel(5), ...valueLevel(6)];
   for (let i = 0; i < m.size; i++) {
     if (inactive(i)) continue;
-    for (let e = m.parentStart[i]; e < m.parentStart[i + 1]; e++) await relate(ids[i], ids[m.parents[e]], 0, META.isA);
+    // An inactive concept has no children: an active one is attached to the nearest active ancestor instead.
+    const written = new Set<number>();
+    for (let e = m.parentStart[i]; e < m.parentStart[i + 1]; e++) {
+      let p = m.parents[e];
+      while (inactive(p)) p = m.parents[m.parentStart[p]];
+      if (!written.has(p)) await relate(ids[i], ids[p], 0, META.isA);
+      written.add(p);
+    }
     if (m.level[i] < 3) continue;
     const count = 1 + Math.floor(random() * 4);
     for (let a = 0; a < count; a++) {

@@ -29,6 +29,10 @@ async function answers(server: TestServer, r: Rf2Release): Promise<string[]> {
     const get = (name: string) => res.body.parameter?.find((p: { name: string }) => p.name === name);
     out.push(`${res.status} ${get('version')?.valueString} ${get('display')?.valueString}`);
   }
+  // The hierarchy (the release has no concept row for |is a| itself; its relationships still
+  // count): 999's ancestor three levels up (first parents: 808, 355, 228 in this model).
+  const sub = await server.fhir('GET', `/CodeSystem/$subsumes?system=${SCT}&codeA=${r.ids[228]}&codeB=${r.ids[999]}`);
+  out.push(`${sub.status} ${sub.body.parameter?.[0]?.valueCode}`);
   return out;
 }
 
@@ -55,9 +59,14 @@ for (const driver of drivers) {
         const v1Uri = `http://snomed.info/sct/${v1.module}/version/20240131`;
 
         let server = await startServer(driver, { ...storage, env: NO_TIME_LIMIT });
-        const before = await answers(server, v1);
-        assert.equal(before[1], `200 ${v1Uri} ${generateSnomedLike(2_000).displays[50]}`);
-        await server.stop();
+        let before: string[];
+        try {
+          before = await answers(server, v1);
+          assert.equal(before[1], `200 ${v1Uri} ${generateSnomedLike(2_000).displays[50]}`);
+          assert.equal(before[3], '200 subsumes');
+        } finally {
+          await server.stop();
+        }
 
         // Killed once half the description file is read: the staged index exists and is being filled.
         const child = spawn(process.execPath, latticeArgs('import', '--format', 'rf2', v2.folder), { cwd: projectRoot, env });

@@ -324,8 +324,7 @@ async function readRelationships(files: Rf2File[], c: Concepts, staged: StagedCo
     if (active !== '1' || characteristic === SCTID.stated) continue;
     const source = c.ids.get(sourceId);
     const destination = c.ids.get(destinationId);
-    const type = c.ids.get(typeId);
-    if (source === undefined || destination === undefined || type === undefined) continue;
+    if (source === undefined || destination === undefined) continue;
     if (typeId === SCTID.isA) {
       const k = source * 0x200000 + destination;
       if (source === destination || seen.has(k)) continue;
@@ -333,6 +332,9 @@ async function readRelationships(files: Rf2File[], c: Concepts, staged: StagedCo
       edges.push([source, destination]);
       continue;
     }
+    // An attribute whose type the release does not have as a concept cannot be named: left out.
+    const type = c.ids.get(typeId);
+    if (type === undefined) continue;
     rows.push(source, type, destination, Number(group) || 0);
     if (rows.length >= BATCH_ROWS * 4) await flush();
   }
