@@ -294,16 +294,6 @@ class Evaluator {
     return result;
   }
 
-  /**
-   * An operand that names metadata (refsets, modules, dialects, types, association refsets): a
-   * single concept reference there is taken as it is, active or not; anything else is evaluated.
-   */
-  private async meta(e: Expression): Promise<Int32Array> {
-    if (e.type !== 'concept') return this.eval(e);
-    const id = this.g.resolve(e.sctid);
-    return id === undefined ? EMPTY : Int32Array.of(id);
-  }
-
   private concept(sctid: string): Int32Array {
     const id = this.g.resolve(sctid);
     return id === undefined ? EMPTY : Int32Array.of(id);
@@ -580,7 +570,7 @@ class Evaluator {
   // ---- member of -------------------------------------------------------------------------------
 
   private async memberOf(e: Extract<Expression, { type: 'memberOf' }>): Promise<Int32Array> {
-    const refsets = e.refsets.type === 'any' ? fromSorted(this.g.refsets()) : await this.meta(e.refsets);
+    const refsets = e.refsets.type === 'any' ? fromSorted(this.g.refsets()) : await this.eval(e.refsets);
     const simple = e.fields === undefined && e.memberFilters.length === 0;
     const lists: ArrayLike<number>[] = [];
     const gathered: number[] = [];
@@ -664,7 +654,7 @@ class Evaluator {
     const focus = await this.eval(e.focus);
     if (!this.g.historicalSources) return focus;
     let refsets: Membership | undefined;
-    if (e.subset) refsets = new Membership(await this.meta(e.subset));
+    if (e.subset) refsets = new Membership(await this.eval(e.subset));
     else if (e.profile === 'min' || e.profile === 'mod') {
       const ids = (e.profile === 'min' ? HISTORY_MIN : HISTORY_MOD).map((s) => this.g.resolve(s)).filter((x): x is number => x !== undefined);
       refsets = new Membership(fromUnsorted(ids));
@@ -873,7 +863,7 @@ class Evaluator {
   /** A concept-set operand of a filter: a set of references, or an expression (evaluated over all concepts). */
   private async conceptSet(v: ConceptSetOperand): Promise<Membership> {
     if (v.kind === 'set') return new Membership(fromUnsorted(v.concepts.map((c) => this.g.resolve(c.sctid)).filter((x): x is number => x !== undefined)));
-    return new Membership(await this.meta(v.value));
+    return new Membership(await this.eval(v.value));
   }
 
   private ids(sctids: readonly string[]): Membership {
@@ -984,7 +974,7 @@ class Evaluator {
       else wanted.set(refset, allowed ? new Set([...(wanted.get(refset) ?? []), ...allowed]) : undefined);
     };
     if (f.expression) {
-      const set = await this.meta(f.expression);
+      const set = await this.eval(f.expression);
       for (const r of set) add(r, undefined);
     }
     for (const d of f.dialects) {
