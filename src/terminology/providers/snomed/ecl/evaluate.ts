@@ -11,7 +11,7 @@ import type {
   SearchTerm,
 } from './ast.js';
 import { SCT, type EclDescription, type EclGraph, type EclRefsetMember } from './graph.js';
-import { parseEcl } from './parser.js';
+import { parseEclCached } from './parser.js';
 import { printEcl } from './print.js';
 import { EMPTY, Membership, fromSorted, fromUnsorted, intersect, minus, union, unionMany } from './sets.js';
 
@@ -107,6 +107,17 @@ class GraphCache {
 
 const caches = new WeakMap<EclGraph, GraphCache>();
 
+/** The normalised text of a (read-only) tree, computed once per node. */
+const keys = new WeakMap<Expression, string>();
+function keyOf(e: Expression): string {
+  let k = keys.get(e);
+  if (k === undefined) {
+    k = printEcl(e, true);
+    keys.set(e, k);
+  }
+  return k;
+}
+
 /** Drops the cached results of a graph (the snomed provider calls it when an edition is replaced). */
 export function clearEclCache(graph: EclGraph): void {
   caches.delete(graph);
@@ -117,7 +128,7 @@ export function clearEclCache(graph: EclGraph): void {
  * with the cache: do not modify it. Unknown concepts select nothing (see unknownEclConcepts).
  */
 export async function evaluateEcl(graph: EclGraph, expression: Expression | string, options: EclEvalOptions = {}): Promise<Int32Array> {
-  const expr = typeof expression === 'string' ? parseEcl(expression) : expression;
+  const expr = typeof expression === 'string' ? parseEclCached(expression) : expression;
   return new Evaluator(graph, options).run(expr);
 }
 
@@ -143,7 +154,7 @@ export interface VirtualConcept {
  * effective time, and is active.
  */
 export async function eclSelects(graph: EclGraph, expression: Expression | string, candidate: number | VirtualConcept, options: EclEvalOptions = {}): Promise<boolean> {
-  const expr = typeof expression === 'string' ? parseEcl(expression) : expression;
+  const expr = typeof expression === 'string' ? parseEclCached(expression) : expression;
   const ev = new Evaluator(graph, options);
   if (typeof candidate === 'number') {
     const ids = await ev.run(expr);
@@ -280,7 +291,7 @@ class Evaluator {
 
   private async eval(e: Expression): Promise<Int32Array> {
     if (e.type === 'concept') return this.concept(e.sctid);
-    const key = `${this.active ? 'a' : 'all'}:${printEcl(e, true)}`;
+    const key = `${this.active ? 'a' : 'all'}:${keyOf(e)}`;
     const local = this.local.get(key);
     if (local) return local;
     const cached = this.cache?.get(key);
@@ -500,7 +511,7 @@ class Evaluator {
       case 'minus':
         return this.nestedSelected(e.left, v) && !this.nestedSelected(e.right, v);
       case 'hierarchy': {
-        const key = `${this.active ? 'a' : 'all'}:${printEcl(e.operand, true)}`;
+        const key = `${this.active ? 'a' : 'all'}:${keyOf(e.operand)}`;
         const xs = e.operand.type === 'concept' ? this.concept(e.operand.sctid) : this.local.get(key);
         if (!xs) return false;
         const set = new Membership(xs);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { EclSyntaxError, MAX_ECL_DEPTH, parseEcl } from './parser.js';
+import { EclSyntaxError, MAX_ECL_DEPTH, parseEcl, parseEclCached } from './parser.js';
 import { printEcl } from './print.js';
 
 const EXAMPLES = join(import.meta.dirname, '../../../../../test/fixtures/ecl-examples');
@@ -281,5 +281,16 @@ describe('ECL parser: mutated examples', () => {
       }
     }
     assert.ok(parsed > 200 && failed > 200, `parsed ${parsed}, failed ${failed}`);
+  });
+});
+
+describe('ECL parser: the parse cache', () => {
+  test('a text is parsed once; errors are not kept', () => {
+    const a = parseEclCached('< 404684003 : 363698007 = *');
+    assert.equal(parseEclCached('< 404684003 : 363698007 = *'), a);
+    assert.notEqual(parseEclCached('< 404684003 : 363698007 = * '), a);
+    assert.deepEqual(shape(parseEclCached('< 404684003 : 363698007 = * ')), shape(a));
+    assert.throws(() => parseEclCached('< 404684003 :'), EclSyntaxError);
+    assert.throws(() => parseEclCached('< 404684003 :'), EclSyntaxError);
   });
 });
