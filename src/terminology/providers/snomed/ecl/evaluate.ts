@@ -440,7 +440,7 @@ class Evaluator {
       case 'minus':
         return (await this.selectsVirtual(e.left, v)) && !(await this.selectsVirtual(e.right, v));
       case 'refined':
-        return (await this.selectsVirtual(e.focus, v)) && this.holdsVirtual(await this.compile(e.refinement, false), v, undefined);
+        return (await this.selectsVirtual(e.focus, v)) && (await this.holdsVirtual(await this.compile(e.refinement, false), v, undefined));
       case 'filtered': {
         if (!(await this.selectsVirtual(e.focus, v))) return false;
         if (e.filter.kind === 'description') return false;
@@ -467,15 +467,17 @@ class Evaluator {
     return [...out];
   }
 
-  private holdsVirtual(c: Compiled, v: VirtualConcept, group: number | undefined): boolean {
+  private async holdsVirtual(c: Compiled, v: VirtualConcept, group: number | undefined): Promise<boolean> {
     switch (c.kind) {
       case 'and':
-        return c.operands.every((o) => this.holdsVirtual(o, v, group));
+        for (const o of c.operands) if (!(await this.holdsVirtual(o, v, group))) return false;
+        return true;
       case 'or':
-        return c.operands.some((o) => this.holdsVirtual(o, v, group));
+        for (const o of c.operands) if (await this.holdsVirtual(o, v, group)) return true;
+        return false;
       case 'group': {
         let n = 0;
-        for (const gid of this.virtualGroups(v)) if (this.holdsVirtual(c.inner, v, gid)) n++;
+        for (const gid of this.virtualGroups(v)) if (await this.holdsVirtual(c.inner, v, gid)) n++;
         return n >= c.min && n <= c.max;
       }
       case 'attribute': {
@@ -486,40 +488,17 @@ class Evaluator {
             if (c.types.has(x.typeId) && c.concrete!(x.value)) n++;
           });
         } else if (!c.reverse) {
-          v.attributes.forEach(([g, t, d], i) => {
-            if (group !== undefined && (g === 0 ? -1 - i : g) !== group) return;
-            if (!c.types.has(t)) return;
-            const inV = typeof d === 'number' ? c.values!.has(d) : this.nestedSelected(c.valueExpr!, d);
+          for (let i = 0; i < v.attributes.length; i++) {
+            const [g, t, d] = v.attributes[i];
+            if (group !== undefined && (g === 0 ? -1 - i : g) !== group) continue;
+            if (!c.types.has(t)) continue;
+            // a nested expression value is itself a virtual concept, tested against the value constraint
+            const inV = typeof d === 'number' ? c.values!.has(d) : await this.selectsVirtual(c.valueExpr!, d);
             if (inV === c.equals) n++;
-          });
+          }
         }
         return n >= c.min && n <= c.max;
       }
-    }
-  }
-
-  /** A nested virtual value against a value constraint (synchronously: nested values are small). */
-  private nestedSelected(e: Expression, v: VirtualConcept): boolean {
-    // the value sets were evaluated when compiling; a nested expression is checked through its focus concepts' ancestry
-    switch (e.type) {
-      case 'any':
-        return true;
-      case 'and':
-        return e.operands.every((o) => this.nestedSelected(o, v));
-      case 'or':
-        return e.operands.some((o) => this.nestedSelected(o, v));
-      case 'minus':
-        return this.nestedSelected(e.left, v) && !this.nestedSelected(e.right, v);
-      case 'hierarchy': {
-        const key = `${this.active ? 'a' : 'all'}:${keyOf(e.operand)}`;
-        const xs = e.operand.type === 'concept' ? this.concept(e.operand.sctid) : this.local.get(key);
-        if (!xs) return false;
-        const set = new Membership(xs);
-        if (e.operator === 'descendantOf' || e.operator === 'descendantOrSelfOf') return this.virtualAncestors(v).some((a) => set.has(a));
-        return false;
-      }
-      default:
-        return false;
     }
   }
 
