@@ -165,9 +165,9 @@ class Brute {
     return v.kind === 'set' ? new Set(v.concepts.map((c) => c.sctid)) : this.meta(v.value);
   }
 
-  /** Where an operand names metadata, a lone concept reference stands for itself, active or not. */
+  /** Where an operand names metadata (refsets, modules, dialects…): evaluated like any other. */
   meta(e: Expression): Set<string> {
-    return e.type === 'concept' ? new Set([e.sctid]) : this.eval(e);
+    return this.eval(e);
   }
 
   memberFilter(f: MemberFilter, m: NonNullable<MemoryEdition['refsets']>[string][number]): boolean {

@@ -11,7 +11,7 @@ import type {
   SearchTerm,
 } from './ast.js';
 import { SCT, type EclDescription, type EclGraph, type EclRefsetMember } from './graph.js';
-import { parseEcl } from './parser.js';
+import { parseEclCached } from './parser.js';
 import { printEcl } from './print.js';
 import { EMPTY, Membership, fromSorted, fromUnsorted, intersect, minus, union, unionMany } from './sets.js';
 
@@ -107,6 +107,17 @@ class GraphCache {
 
 const caches = new WeakMap<EclGraph, GraphCache>();
 
+/** The normalised text of a (read-only) tree, computed once per node. */
+const keys = new WeakMap<Expression, string>();
+function keyOf(e: Expression): string {
+  let k = keys.get(e);
+  if (k === undefined) {
+    k = printEcl(e, true);
+    keys.set(e, k);
+  }
+  return k;
+}
+
 /** Drops the cached results of a graph (the snomed provider calls it when an edition is replaced). */
 export function clearEclCache(graph: EclGraph): void {
   caches.delete(graph);
@@ -117,7 +128,7 @@ export function clearEclCache(graph: EclGraph): void {
  * with the cache: do not modify it. Unknown concepts select nothing (see unknownEclConcepts).
  */
 export async function evaluateEcl(graph: EclGraph, expression: Expression | string, options: EclEvalOptions = {}): Promise<Int32Array> {
-  const expr = typeof expression === 'string' ? parseEcl(expression) : expression;
+  const expr = typeof expression === 'string' ? parseEclCached(expression) : expression;
   return new Evaluator(graph, options).run(expr);
 }
 
@@ -143,7 +154,7 @@ export interface VirtualConcept {
  * effective time, and is active.
  */
 export async function eclSelects(graph: EclGraph, expression: Expression | string, candidate: number | VirtualConcept, options: EclEvalOptions = {}): Promise<boolean> {
-  const expr = typeof expression === 'string' ? parseEcl(expression) : expression;
+  const expr = typeof expression === 'string' ? parseEclCached(expression) : expression;
   const ev = new Evaluator(graph, options);
   if (typeof candidate === 'number') {
     const ids = await ev.run(expr);
@@ -280,7 +291,7 @@ class Evaluator {
 
   private async eval(e: Expression): Promise<Int32Array> {
     if (e.type === 'concept') return this.concept(e.sctid);
-    const key = `${this.active ? 'a' : 'all'}:${printEcl(e, true)}`;
+    const key = `${this.active ? 'a' : 'all'}:${keyOf(e)}`;
     const local = this.local.get(key);
     if (local) return local;
     const cached = this.cache?.get(key);
@@ -292,16 +303,6 @@ class Evaluator {
     this.local.set(key, result);
     this.cache?.set(key, result);
     return result;
-  }
-
-  /**
-   * An operand that names metadata (refsets, modules, dialects, types, association refsets): a
-   * single concept reference there is taken as it is, active or not; anything else is evaluated.
-   */
-  private async meta(e: Expression): Promise<Int32Array> {
-    if (e.type !== 'concept') return this.eval(e);
-    const id = this.g.resolve(e.sctid);
-    return id === undefined ? EMPTY : Int32Array.of(id);
   }
 
   private concept(sctid: string): Int32Array {
@@ -439,7 +440,7 @@ class Evaluator {
       case 'minus':
         return (await this.selectsVirtual(e.left, v)) && !(await this.selectsVirtual(e.right, v));
       case 'refined':
-        return (await this.selectsVirtual(e.focus, v)) && this.holdsVirtual(await this.compile(e.refinement, false), v, undefined);
+        return (await this.selectsVirtual(e.focus, v)) && (await this.holdsVirtual(await this.compile(e.refinement, false), v, undefined));
       case 'filtered': {
         if (!(await this.selectsVirtual(e.focus, v))) return false;
         if (e.filter.kind === 'description') return false;
@@ -466,15 +467,17 @@ class Evaluator {
     return [...out];
   }
 
-  private holdsVirtual(c: Compiled, v: VirtualConcept, group: number | undefined): boolean {
+  private async holdsVirtual(c: Compiled, v: VirtualConcept, group: number | undefined): Promise<boolean> {
     switch (c.kind) {
       case 'and':
-        return c.operands.every((o) => this.holdsVirtual(o, v, group));
+        for (const o of c.operands) if (!(await this.holdsVirtual(o, v, group))) return false;
+        return true;
       case 'or':
-        return c.operands.some((o) => this.holdsVirtual(o, v, group));
+        for (const o of c.operands) if (await this.holdsVirtual(o, v, group)) return true;
+        return false;
       case 'group': {
         let n = 0;
-        for (const gid of this.virtualGroups(v)) if (this.holdsVirtual(c.inner, v, gid)) n++;
+        for (const gid of this.virtualGroups(v)) if (await this.holdsVirtual(c.inner, v, gid)) n++;
         return n >= c.min && n <= c.max;
       }
       case 'attribute': {
@@ -485,40 +488,17 @@ class Evaluator {
             if (c.types.has(x.typeId) && c.concrete!(x.value)) n++;
           });
         } else if (!c.reverse) {
-          v.attributes.forEach(([g, t, d], i) => {
-            if (group !== undefined && (g === 0 ? -1 - i : g) !== group) return;
-            if (!c.types.has(t)) return;
-            const inV = typeof d === 'number' ? c.values!.has(d) : this.nestedSelected(c.valueExpr!, d);
+          for (let i = 0; i < v.attributes.length; i++) {
+            const [g, t, d] = v.attributes[i];
+            if (group !== undefined && (g === 0 ? -1 - i : g) !== group) continue;
+            if (!c.types.has(t)) continue;
+            // a nested expression value is itself a virtual concept, tested against the value constraint
+            const inV = typeof d === 'number' ? c.values!.has(d) : await this.selectsVirtual(c.valueExpr!, d);
             if (inV === c.equals) n++;
-          });
+          }
         }
         return n >= c.min && n <= c.max;
       }
-    }
-  }
-
-  /** A nested virtual value against a value constraint (synchronously: nested values are small). */
-  private nestedSelected(e: Expression, v: VirtualConcept): boolean {
-    // the value sets were evaluated when compiling; a nested expression is checked through its focus concepts' ancestry
-    switch (e.type) {
-      case 'any':
-        return true;
-      case 'and':
-        return e.operands.every((o) => this.nestedSelected(o, v));
-      case 'or':
-        return e.operands.some((o) => this.nestedSelected(o, v));
-      case 'minus':
-        return this.nestedSelected(e.left, v) && !this.nestedSelected(e.right, v);
-      case 'hierarchy': {
-        const key = `${this.active ? 'a' : 'all'}:${printEcl(e.operand, true)}`;
-        const xs = e.operand.type === 'concept' ? this.concept(e.operand.sctid) : this.local.get(key);
-        if (!xs) return false;
-        const set = new Membership(xs);
-        if (e.operator === 'descendantOf' || e.operator === 'descendantOrSelfOf') return this.virtualAncestors(v).some((a) => set.has(a));
-        return false;
-      }
-      default:
-        return false;
     }
   }
 
@@ -580,7 +560,7 @@ class Evaluator {
   // ---- member of -------------------------------------------------------------------------------
 
   private async memberOf(e: Extract<Expression, { type: 'memberOf' }>): Promise<Int32Array> {
-    const refsets = e.refsets.type === 'any' ? fromSorted(this.g.refsets()) : await this.meta(e.refsets);
+    const refsets = e.refsets.type === 'any' ? fromSorted(this.g.refsets()) : await this.eval(e.refsets);
     const simple = e.fields === undefined && e.memberFilters.length === 0;
     const lists: ArrayLike<number>[] = [];
     const gathered: number[] = [];
@@ -664,7 +644,7 @@ class Evaluator {
     const focus = await this.eval(e.focus);
     if (!this.g.historicalSources) return focus;
     let refsets: Membership | undefined;
-    if (e.subset) refsets = new Membership(await this.meta(e.subset));
+    if (e.subset) refsets = new Membership(await this.eval(e.subset));
     else if (e.profile === 'min' || e.profile === 'mod') {
       const ids = (e.profile === 'min' ? HISTORY_MIN : HISTORY_MOD).map((s) => this.g.resolve(s)).filter((x): x is number => x !== undefined);
       refsets = new Membership(fromUnsorted(ids));
@@ -873,7 +853,7 @@ class Evaluator {
   /** A concept-set operand of a filter: a set of references, or an expression (evaluated over all concepts). */
   private async conceptSet(v: ConceptSetOperand): Promise<Membership> {
     if (v.kind === 'set') return new Membership(fromUnsorted(v.concepts.map((c) => this.g.resolve(c.sctid)).filter((x): x is number => x !== undefined)));
-    return new Membership(await this.meta(v.value));
+    return new Membership(await this.eval(v.value));
   }
 
   private ids(sctids: readonly string[]): Membership {
@@ -984,7 +964,7 @@ class Evaluator {
       else wanted.set(refset, allowed ? new Set([...(wanted.get(refset) ?? []), ...allowed]) : undefined);
     };
     if (f.expression) {
-      const set = await this.meta(f.expression);
+      const set = await this.eval(f.expression);
       for (const r of set) add(r, undefined);
     }
     for (const d of f.dialects) {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { EclSyntaxError, MAX_ECL_DEPTH, parseEcl } from './parser.js';
+import { EclSyntaxError, MAX_ECL_DEPTH, parseEcl, parseEclCached } from './parser.js';
 import { printEcl } from './print.js';
 
 const EXAMPLES = join(import.meta.dirname, '../../../../../test/fixtures/ecl-examples');
@@ -98,6 +98,20 @@ describe('ECL parser: errors carry the offset and what was expected', () => {
     ['< 404684003 {{ + HIST }}', 17, "expected 'HISTORY' at 17"],
     ['^ [mapTarget 447562003', 13, "expected ',' or ']' at 13"],
     ['< 404684003 {{ dialect = (en-gb (maybe)) }}', 33, "expected 'accept' or 'prefer' at 33"],
+    ['< 404684003 : [x..2] 363698007 = *', 15, 'expected a minimum cardinality (a whole number) at 15'],
+    ['< 404684003 : [1..1234567890] 363698007 = *', 18, "expected a maximum cardinality (a whole number or '*') below 1000000000 at 18"],
+    ['"LOINC#54486-6', 14, "expected '\"' closing the alternate identifier at 14"],
+    ['LOINC#', 6, 'expected an alternate identifier code at 6'],
+    ['^ [] 447562003', 3, "expected a refset field name or '*' at 3"],
+    ['< 404684003 {{ term = ("a""b") }}', 26, "expected whitespace or ')' at 26"],
+    ['< 404684003 {{ dialect = 1 }}', 25, 'expected a dialect alias (such as en-gb) at 25'],
+    ['< 404684003 : 363698007 = #x', 27, 'expected a number at 27'],
+    ['< 404684003 {{ id = 12 }}', 20, 'expected a description id (an SCTID: 6 to 18 digits, not starting with 0) at 20'],
+    ['< 404684003 {{ + HISTORY ( 123456 }}', 34, "expected ')' at 34"],
+    ['< 404684003 {{ term = wild:"a\\b" }}', 29, "expected '\\\"', '\\\\' or '\\*' at 29"],
+    ['^ 447562003 {{ M mapTarget ~ "x" }}', 27, "expected a comparison operator ('=', '!=', '<', '<=', '>' or '>=') at 27"],
+    ['^ 447562003 {{ M mapGroup < "x" }}', 28, 'expected a time (\'"yyyymmdd"\') at 28'],
+    ['^ 447562003 {{ M }}', 17, 'expected a member filter (moduleId, effectiveTime, active or a refset field name) at 17'],
   ];
   for (const [text, position, message] of cases) test(JSON.stringify(text), () => expectError(text, position, message));
 
@@ -267,5 +281,16 @@ describe('ECL parser: mutated examples', () => {
       }
     }
     assert.ok(parsed > 200 && failed > 200, `parsed ${parsed}, failed ${failed}`);
+  });
+});
+
+describe('ECL parser: the parse cache', () => {
+  test('a text is parsed once; errors are not kept', () => {
+    const a = parseEclCached('< 404684003 : 363698007 = *');
+    assert.equal(parseEclCached('< 404684003 : 363698007 = *'), a);
+    assert.notEqual(parseEclCached('< 404684003 : 363698007 = * '), a);
+    assert.deepEqual(shape(parseEclCached('< 404684003 : 363698007 = * ')), shape(a));
+    assert.throws(() => parseEclCached('< 404684003 :'), EclSyntaxError);
+    assert.throws(() => parseEclCached('< 404684003 :'), EclSyntaxError);
   });
 });

@@ -56,6 +56,30 @@ export function parseEcl(text: string): Expression {
   return e;
 }
 
+const PARSE_CACHE_MAX = 1_000;
+const PARSE_CACHE_MAX_LENGTH = 10_000;
+const parsed = new Map<string, Expression>();
+
+/**
+ * parseEcl with the trees of recent texts kept (at most 1 000 texts of up to 10 000 characters,
+ * least recently used out): a value set's expression is parsed once, not per request. The trees
+ * are shared; they are read-only.
+ */
+export function parseEclCached(text: string): Expression {
+  const hit = parsed.get(text);
+  if (hit) {
+    parsed.delete(text);
+    parsed.set(text, hit);
+    return hit;
+  }
+  const tree = parseEcl(text);
+  if (text.length <= PARSE_CACHE_MAX_LENGTH) {
+    parsed.set(text, tree);
+    if (parsed.size > PARSE_CACHE_MAX) parsed.delete(parsed.keys().next().value as string);
+  }
+  return tree;
+}
+
 type Logical = { kind: 'and' | 'or' | 'minus'; len: number; pos: number };
 
 const HIERARCHY: ReadonlyArray<[string, HierarchyOperator]> = [

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { eclSelects } from '../ecl/evaluate.js';
 import { MemoryGraph } from '../ecl/memory-graph.js';
-import { ExpressionSyntaxError, checkExpression, displayExpression, expressionProblemText, isPostcoordinated, parseExpression, printExpression, virtualConcept } from './expression.js';
+import { ExpressionSyntaxError, checkExpression, displayExpression, eclSelectsCode, expressionProblemText, isPostcoordinated, parseExpression, printExpression, virtualConcept } from './expression.js';
 
 function strip(e: unknown): unknown {
   return JSON.parse(JSON.stringify(e, (k, v: unknown) => (k === 'pos' ? undefined : v)));
@@ -231,6 +231,9 @@ describe('compositional grammar: an expression as a concept in ECL', () => {
     // nested expressions as values
     ['< 400000 : 363698007 = << 300001', '400000 : 363698007 = (300002 : 600001 = 600002)', true],
     ['< 400000 : 363698007 = 300002', '400000 : 363698007 = (300002 : 600001 = 600002)', false],
+    ['< 400000 : 363698007 = (< 300001 : 600001 = 600002)', '400000 : 363698007 = (300002 : 600001 = 600002)', true],
+    ['< 400000 : 363698007 = (< 300001 : 600001 = 600003)', '400000 : 363698007 = (300002 : 600001 = 600002)', false],
+    ['< 400000 : 363698007 = (<< 300003 OR (< 300001 : 600001 = *))', '400000 : 363698007 = (300002 : 600001 = 600002)', true],
     // concrete values and concept filters
     ['< 400000 : 1142135004 >= #500', '400000 : 1142135004 = #750', true],
     ['< 400000 : 1142135004 >= #500', '400000 : 1142135004 = #5', false],
@@ -243,6 +246,25 @@ describe('compositional grammar: an expression as a concept in ECL', () => {
 
   test('an expression with an unknown concept is no concept', () => {
     assert.equal(virtualConcept(graph, parseExpression('400000 : 363698007 = 999999001')), undefined);
+  });
+
+  test('eclSelectsCode: ids, expressions, unknown concepts and syntax errors', async () => {
+    assert.deepEqual(await eclSelectsCode(graph, '<< 300001', '300002'), { kind: 'selected' });
+    assert.deepEqual(await eclSelectsCode(graph, '<< 300001', '300003'), { kind: 'not-selected' });
+    assert.deepEqual(await eclSelectsCode(graph, '<< 300001', '300002 |a term|'), { kind: 'selected' });
+    assert.deepEqual(await eclSelectsCode(graph, '<< 300001', '300002 : 600001 = 600002'), { kind: 'selected' });
+    assert.deepEqual(await eclSelectsCode(graph, '<! 300001', '300002 : 600001 = 600002'), { kind: 'not-selected' });
+    assert.deepEqual(await eclSelectsCode(graph, '<< 300001', '999999001'), { kind: 'unknown', problems: [{ kind: 'unknown', sctid: '999999001', role: 'focus', pos: 0 }] });
+    assert.deepEqual(await eclSelectsCode(graph, '<< 300001', '300002 : 300003 = 999999001'), {
+      kind: 'unknown',
+      problems: [
+        { kind: 'not-attribute', sctid: '300003', role: 'attribute', pos: 9 },
+        { kind: 'unknown', sctid: '999999001', role: 'value', pos: 18 },
+      ],
+    });
+    const bad = await eclSelectsCode(graph, '<< 300001', '300002 :');
+    assert.equal(bad.kind, 'syntax-error');
+    assert.equal(bad.kind === 'syntax-error' && bad.error.message, 'expected a concept reference (an SCTID: 6 to 18 digits, not starting with 0) at 8');
   });
 
   test('real concepts are tested against the evaluated set', async () => {

@@ -1,4 +1,5 @@
-import type { VirtualConcept } from '../ecl/evaluate.js';
+import type { Expression } from '../ecl/ast.js';
+import { eclSelects, type EclEvalOptions, type VirtualConcept } from '../ecl/evaluate.js';
 import { SCT, type EclGraph } from '../ecl/graph.js';
 
 /**
@@ -448,4 +449,41 @@ export function virtualConcept(graph: EclGraph, e: PostcoordinatedExpression | S
   };
   const statusSctid = 'definitionStatus' in e && e.definitionStatus === 'subtypeOf' ? SCT.primitive : SCT.defined;
   return build(e, graph.resolve(statusSctid));
+}
+
+// ---- a code against an expression constraint ---------------------------------------------------
+
+export type CodeSelection =
+  | { readonly kind: 'selected' | 'not-selected' }
+  /** The code is neither an SCTID the edition knows nor a valid expression over it. */
+  | { readonly kind: 'unknown'; readonly problems: readonly ExpressionProblem[] }
+  | { readonly kind: 'syntax-error'; readonly error: ExpressionSyntaxError };
+
+/**
+ * Whether an expression constraint selects a code: a concept id, or a postcoordinated
+ * expression (parsed, checked, and tested as a virtual concept). The one call a provider needs
+ * for ECL value sets (docs/terminology.md#postcoordinated-expressions-compositional-grammar).
+ */
+export async function eclSelectsCode(graph: EclGraph, ecl: Expression | string, code: string, options: EclEvalOptions = {}): Promise<CodeSelection> {
+  if (!isPostcoordinated(code)) {
+    const id = graph.resolve(code.trim());
+    if (id === undefined) return { kind: 'unknown', problems: [{ kind: 'unknown', sctid: code.trim(), role: 'focus', pos: code.indexOf(code.trim()) }] };
+    return { kind: (await eclSelects(graph, ecl, id, options)) ? 'selected' : 'not-selected' };
+  }
+  let e: PostcoordinatedExpression;
+  try {
+    e = parseExpression(code);
+  } catch (err) {
+    if (err instanceof ExpressionSyntaxError) return { kind: 'syntax-error', error: err };
+    throw err;
+  }
+  const problems = checkExpression(graph, e).filter((p) => p.kind !== 'inactive');
+  if (problems.length) return { kind: 'unknown', problems };
+  // a lone concept with a term is that concept
+  if (e.focus.length === 1 && !e.attributes.length && !e.groups.length) {
+    const id = graph.resolve(e.focus[0].sctid)!;
+    return { kind: (await eclSelects(graph, ecl, id, options)) ? 'selected' : 'not-selected' };
+  }
+  const v = virtualConcept(graph, e)!;
+  return { kind: (await eclSelects(graph, ecl, v, options)) ? 'selected' : 'not-selected' };
 }
