@@ -3,19 +3,26 @@ import { benchRest } from './rest.js';
 import { benchStart } from './start.js';
 import { benchTerminology } from './terminology.js';
 import { benchScale } from './terminology-scale.js';
+import { benchSnomed } from './snomed.js';
 
 /**
  * `npm run bench [-- --quick] [-- --driver=pglite|pg] [-- --all]`: start time (bench/start.ts)
  * and the terminology-at-scale table (bench/terminology-scale.ts: 350,000 concepts, both
  * drivers, 32 connections), as Markdown with ratios measured in this run. `--quick` uses 40,000
  * concepts and 3 s per case; `--all` adds the older REST and sequential-latency benchmarks.
- * `npm run bench -- start` runs only the start-time benchmark. BENCH_SECONDS sets the duration
- * of each load case (default 10), BENCH_SIZE the number of concepts. `npm run bench -- loinc`
- * runs only the LOINC import benchmark (bench/loinc.ts).
+ * `npm run bench -- start` runs only the start-time benchmark; `npm run bench -- snomed` only
+ * the SNOMED CT one (bench/snomed.ts: RF2 import and ECL at International size), `npm run bench --
+ * loinc` only the LOINC import (bench/loinc.ts). BENCH_SECONDS sets the duration of each load
+ * case (default 10), BENCH_SIZE the number of concepts.
  */
 async function main(argv: string[]): Promise<void> {
   if (argv[0] === 'loinc') {
     console.log(await benchLoinc());
+    return;
+  }
+  if (argv[0] === 'snomed') {
+    // SNOMED CT from RF2 at International size (bench/snomed.ts).
+    console.log(await benchSnomed(Number(process.env.BENCH_SIZE ?? 370_000)));
     return;
   }
   console.log(await benchStart());

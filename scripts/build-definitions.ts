@@ -123,6 +123,9 @@ function lookup(): OperationDefinition {
   ]);
   const designation = def.parameter?.find((p) => p.use === 'out' && p.name === 'designation');
   designation?.part?.push(param('out', 'source', 0, '1', 'canonical', 'The supplement (url|version) the designation comes from'));
+  // After `code`: the display of a property code that is a concept of the system (a SNOMED CT attribute).
+  const property = def.parameter?.find((p) => p.use === 'out' && p.name === 'property');
+  property?.part?.splice(1, 0, param('out', 'code-display', 0, '1', 'string', "The display of the property's code when the code is a concept of the code system (a SNOMED CT attribute: its type's display)"));
   return def;
 }
 

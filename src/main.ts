@@ -7,6 +7,7 @@ import { importFile, type ImportSummary } from './terminology/store/import-file.
 import { importSourceToServer, importToServer } from './terminology/store/import-remote.js';
 import { importLoinc, loincJson } from './terminology/store/loinc-import.js';
 import { LoincRelease } from './terminology/store/loinc-release.js';
+import { importRf2 } from './terminology/store/rf2-import.js';
 import { checkPasswordStrength } from './auth/accounts.js';
 import { generatePassword, readNewPassword, setPasswordByEmail } from './auth/set-password-cli.js';
 
@@ -16,6 +17,9 @@ const USAGE = `Usage:
                                            (shared content unless --project is given) into the
                                            configured database (stop a server on the same PGlite
                                            data folder first)
+  lattice import --format rf2 <folder or .zip> [--unpublished] [--project <id>]
+                                           load a SNOMED CT edition from its RF2 Snapshot files
+                                           (--unpublished: version http://snomed.info/xsct/…)
   lattice import <file> --url <server> [--token <t> | --client-id <id> --client-secret <s>]
                  [--project <id>]          send it to a running server instead (LATTICE_TOKEN,
                                            LATTICE_CLIENT_ID, LATTICE_CLIENT_SECRET work too)
@@ -48,6 +52,8 @@ async function main(argv: string[]): Promise<void> {
 
 /** Options of `lattice import`: `--name value` or `--name=value`. */
 const IMPORT_OPTIONS = ['--project', '--url', '--token', '--client-id', '--client-secret', '--format', '--version'];
+/** Flags of `lattice import` (no value). */
+const IMPORT_FLAGS = ['--unpublished'];
 
 /**
  * `lattice import <file>`: writes through the same index as the API, with a progress bar —
@@ -64,6 +70,8 @@ async function importCommand(args: string[]): Promise<void> {
     if (IMPORT_OPTIONS.includes(name)) {
       options[name] = eq > 0 ? arg.slice(eq + 1) : args[++i];
       if (!options[name]) unusable = true;
+    } else if (IMPORT_FLAGS.includes(arg)) {
+      options[arg] = 'true';
     } else if (arg.startsWith('--')) {
       unusable = true;
     } else {
@@ -71,9 +79,15 @@ async function importCommand(args: string[]): Promise<void> {
     }
   }
   const file = positional[0];
-  const format = options['--format'];
-  // --version names the version of a release (LOINC); a FHIR resource states its own.
-  if (!file || positional.length > 1 || unusable || (format !== undefined && format !== 'loinc') || (options['--version'] && format !== 'loinc')) {
+  const format = options['--format'] ?? 'fhir';
+  const rf2 = format === 'rf2';
+  const loinc = format === 'loinc';
+  // --version names the version of a release (LOINC); a FHIR resource and an RF2 release state their own.
+  // An RF2 release is not sent to a running server yet (docs/terminology.md#snomed-ct).
+  if (
+    !file || positional.length > 1 || unusable || !['fhir', 'rf2', 'loinc'].includes(format) ||
+    (options['--version'] && !loinc) || (options['--unpublished'] && !rf2) || (rf2 && options['--url'])
+  ) {
     console.error(USAGE);
     process.exitCode = 2;
     return;
@@ -94,7 +108,7 @@ async function importCommand(args: string[]): Promise<void> {
         clientId: options['--client-id'] ?? process.env.LATTICE_CLIENT_ID,
         clientSecret: options['--client-secret'] ?? process.env.LATTICE_CLIENT_SECRET,
       };
-      if (format === 'loinc') {
+      if (loinc) {
         const release = await loincJson(await LoincRelease.open(file), { version: options['--version'] });
         report(await importSourceToServer(release.chunks, remote));
         return;
@@ -113,7 +127,13 @@ async function importCommand(args: string[]): Promise<void> {
   const config = loadConfig();
   const app = await createApp({ ...config, baseTerminology: 'lazy', database: { ...config.database, statementTimeoutMs: 0 } });
   try {
-    report(format === 'loinc' ? await importLoinc(file, app, { projectId, version: options['--version'] }) : await importFile(file, app, { projectId }));
+    report(
+      loinc
+        ? await importLoinc(file, app, { projectId, version: options['--version'] })
+        : rf2
+          ? await importRf2(file, app, { projectId, unpublished: options['--unpublished'] === 'true' })
+          : await importFile(file, app, { projectId }),
+    );
   } finally {
     await app.close();
   }

@@ -19,6 +19,7 @@ import { subsumesOperation } from './operations/subsumes.js';
 import { translateOperation } from './operations/translate.js';
 import { codeSystemValidateCodeOperation, valueSetValidateCodeOperation } from './operations/validate-code.js';
 import { terminologyCache } from './providers/fhir/index-cache.js';
+import { providerFor } from './providers/select.js';
 import { pruneInlineCodeSystems } from './store/code-system-store.js';
 import { resolveCodeSystem } from './engine/resolve.js';
 import { isBuiltin } from './providers/builtin.js';
@@ -76,8 +77,11 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry,
       const tc: TermContext = { db: env.db, repo: env.system, env, log: env.log, inlineCodeSystems: [], inlineValueSets: [], supplements: [], memo: new Map(), versionRules: parseVersionRules({}) };
       const cs = await resolveCodeSystem(tc, canonical);
       if (cs && isBuiltin(cs)) continue; // built in: nothing to index
-      if (cs) await cache.index(cs);
-      else env.log.warn({ canonical }, 'terminology: LATTICE_TX_PRELOAD names an unknown code system');
+      if (cs) {
+        await cache.index(cs);
+        // A question to its provider builds what else it answers from (a SNOMED CT edition's graph).
+        await providerFor(tc, cs).findConcepts([]);
+      } else env.log.warn({ canonical }, 'terminology: LATTICE_TX_PRELOAD names an unknown code system');
     }
   });
   background('prune', () => pruneInlineCodeSystems(env.db));

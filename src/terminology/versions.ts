@@ -74,20 +74,35 @@ function byUpdate(a: Versioned, b: Versioned): number {
  */
 export function newestFirst<T extends Versioned>(items: T[]): T[] {
   const semver = items.filter((i) => isSemverLike(i.version)).sort((a, b) => -(compareSemver(a.version as string, b.version as string) as number) || byUpdate(a, b));
-  const other = items.filter((i) => !isSemverLike(i.version)).sort(byUpdate);
+  // SNOMED CT versions by their date (docs/terminology.md#snomed-ct).
+  const sct = items.filter((i) => !isSemverLike(i.version) && SCT_VERSION.test(i.version ?? '')).sort((a, b) => sctDate(b.version).localeCompare(sctDate(a.version)) || byUpdate(a, b));
+  const other = items.filter((i) => !isSemverLike(i.version) && !SCT_VERSION.test(i.version ?? '')).sort(byUpdate);
+  const lists = [semver, sct, other];
+  const at = [0, 0, 0];
   const out: T[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < semver.length || j < other.length) {
-    if (j >= other.length || (i < semver.length && Date.parse(semver[i].lastUpdated) >= Date.parse(other[j].lastUpdated))) out.push(semver[i++]);
-    else out.push(other[j++]);
+  while (out.length < items.length) {
+    let best = -1;
+    for (let l = 0; l < lists.length; l++) {
+      if (at[l] >= lists[l].length) continue;
+      if (best < 0 || Date.parse(lists[l][at[l]].lastUpdated) > Date.parse(lists[best][at[best]].lastUpdated)) best = l;
+    }
+    out.push(lists[best][at[best]++]);
   }
   return out;
 }
 
+/** A SNOMED CT version URI (`http://snomed.info/sct/<module>/version/<yyyymmdd>`, `xsct` unpublished). */
+const SCT_VERSION = /^http:\/\/snomed\.info\/x?sct\/(\d+)\/version\/(\d{8})$/;
+/** A SNOMED CT edition URI without a version: it names the newest version of the edition. */
+const SCT_EDITION = /^http:\/\/snomed\.info\/x?sct\/(\d+)\/?$/;
+
+function sctDate(version: string | undefined): string {
+  return SCT_VERSION.exec(version ?? '')?.[2] ?? '';
+}
+
 /** True when a requested version is a wildcard pattern (`1.x`, `1.0.*`). */
 export function isVersionPattern(requested: string): boolean {
-  return requested.split('.').some((p) => WILDCARD.has(p));
+  return SCT_EDITION.test(requested) || requested.split('.').some((p) => WILDCARD.has(p));
 }
 
 /**
@@ -98,6 +113,8 @@ export function isVersionPattern(requested: string): boolean {
  */
 export function versionMatches(stored: string | undefined, requested: string): boolean {
   if (stored === requested) return true;
+  const edition = SCT_EDITION.exec(requested);
+  if (edition) return SCT_VERSION.exec(stored ?? '')?.[1] === edition[1];
   if (stored === undefined || !isVersionPattern(requested) || !isSemverLike(stored)) return false;
   const s = stored.split('.');
   const r = requested.split('.');

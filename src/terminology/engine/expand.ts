@@ -265,9 +265,12 @@ async function includeGroups(
   if (!cs) throw expansionError('not-found', 'not-found', 'UNKNOWN_CODESYSTEM_EXP', msg.cannotExpand(pinned.system));
   used.codeSystems.add(cs.version ? `${cs.url}|${cs.version}` : cs.url);
   used.statuses.codeSystem(cs, valueSetPublication(ev.vs));
-  if (cs.content === 'fragment') used.unclosed = true;
+  const provider = providerFor(tc, cs);
+  // A fragment, or a code system with a grammar (SNOMED CT's postcoordinated expressions), has
+  // members no expansion lists: the expansion says it is not closed.
+  if (cs.content === 'fragment' || provider.grammar) used.unclosed = true;
   const allowed = nested ? nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []) : undefined;
-  const ids = await providerFor(tc, cs).enumerate({ include: inc, path, activeOnly, text: req.filter }, allowed);
+  const ids = await provider.enumerate({ include: inc, path, activeOnly, text: req.filter }, allowed);
   return [{ system: cs.url, cs, ids }];
 }
 
@@ -398,7 +401,7 @@ async function page(
       const ids = g.ids.slice(skip, skip + take);
       const provider = providerFor(tc, g.cs);
       const entries = await conceptEntries(tc, provider, ids, ctx);
-      out.push(...(nest ? await nested(provider, ids, entries) : entries));
+      out.push(...(nest && !provider.flatExpansions ? await nested(provider, ids, entries) : entries));
     } else for (const c of (g.listed ?? []).slice(skip, skip + take)) out.push({ system: g.system, code: c.code, ...(c.display ? { display: c.display } : {}) });
     skip = 0;
   }

@@ -27,7 +27,7 @@ export interface LookupResult {
   code: string;
   system: string;
   designation: Array<{ language?: string; use?: { system?: string; code?: string; display?: string }; value: string; source?: string }>;
-  property: Array<{ code: string; value: Typed; description?: string }>;
+  property: Array<{ code: string; value: Typed; description?: string; codeDisplay?: string }>;
   /** The supplements that contributed (`url|version`). */
   usedSupplements: string[];
 }
@@ -49,7 +49,9 @@ export async function lookupCode(
   const provider = providerFor(tc, cs);
   const concept = (await provider.findConcepts([code])).get(code);
   if (!concept) throw notFound();
-  const wanted = (p: string) => !properties || properties.length === 0 || properties.includes('*') || properties.includes(p);
+  const onRequest = provider.onRequestProperties;
+  const wanted = (p: string) =>
+    onRequest?.has(p) ? !!properties?.includes(p) : !properties || properties.length === 0 || properties.includes('*') || properties.includes(p);
   const designations = (await provider.designations([concept.id])).get(concept.id) ?? [];
   const property: LookupResult['property'] = [];
 
@@ -63,10 +65,16 @@ export async function lookupCode(
   const stored = (await provider.properties(concept.id)).filter((p) => !COMPUTED.has(p.code) && !isExtensionProperty(p.code, cs.propertyDefs) && wanted(p.code));
   // A code-valued property naming another concept of this system is described by its display.
   const targets = await provider.findConcepts(stored.filter((p) => p.type === 'code').map((p) => p.value));
+  // A property the code system does not declare, named by one of its codes (a SNOMED CT
+  // attribute), is described by that concept's display too (`code-display`).
+  const declared = new Set(cs.propertyDefs.map((d) => d.code));
+  const named = await provider.findConcepts([...new Set(stored.filter((p) => !declared.has(p.code)).map((p) => p.code))]);
   for (const p of stored) {
     const entry: LookupResult['property'][number] = { code: p.code, value: typedValue(p) };
     const target = p.type === 'code' ? targets.get(p.value) : undefined;
     if (target?.display) entry.description = target.display;
+    const codeDisplay = declared.has(p.code) ? undefined : named.get(p.code)?.display;
+    if (codeDisplay) entry.codeDisplay = codeDisplay;
     property.push(entry);
   }
 
@@ -79,7 +87,9 @@ export async function lookupCode(
     code: concept.code,
     system: cs.url,
     // The display is a designation too: the preferred one for the code system's language.
-    designation: [...(concept.display ? [{ language: cs.language, use: PREFERRED_FOR_LANGUAGE, value: concept.display }] : []), ...designations].map(designationOut),
+    designation: [...(concept.display && !provider.listsDisplay ? [{ language: cs.language, use: PREFERRED_FOR_LANGUAGE, value: concept.display }] : []), ...designations].map(
+      designationOut,
+    ),
     property,
     usedSupplements: supplementsOf(tc, cs).map(supplementCanonical),
   };

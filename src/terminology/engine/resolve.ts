@@ -2,6 +2,7 @@ import type { CodeSystemProperty, ValueSet } from '@medplum/fhirtypes';
 import { materializeBase } from '../store/base-terminology.js';
 import { terminologyCache } from '../providers/fhir/index-cache.js';
 import { builtinCodeSystem } from '../providers/builtin.js';
+import { implicitValueSet as snomedImplicitValueSet, isImplicitValueSet } from '../providers/implicit-value-sets.js';
 import { LOINC_URL, loincImplicitCode, loincImplicitValueSet, providerFor } from '../providers/select.js';
 import type { CodeSystemInfo, TermContext } from '../types.js';
 import { newestFirst, splitCanonical, versionMatches } from '../versions.js';
@@ -108,6 +109,10 @@ export async function codeSystemByResourceId(tc: TermContext, id: string): Promi
 
 /** Resolves a value set canonical for the caller; undefined when none is visible. */
 export function resolveValueSet(tc: TermContext, canonical: string, version?: string): Promise<ValueSet | undefined> {
+  // SNOMED CT's `?fhir_vs` forms (docs/terminology.md#implicit-value-sets); ECL may contain `|`.
+  if (isImplicitValueSet(canonical)) {
+    return memo(tc, `vs-implicit ${canonical}`, () => snomedImplicitValueSet(tc, canonical, (url, v) => resolveCodeSystem(tc, url, v)));
+  }
   const split = splitCanonical(canonical);
   const wanted = version ?? split.version;
   return memo(tc, `vs ${split.url} ${wanted ?? ''}`, async () => {
@@ -119,7 +124,7 @@ export function resolveValueSet(tc: TermContext, canonical: string, version?: st
       stored = await storedValueSets(tc, split.url);
     }
     const chosen = pick(tc, [...inline, ...stored], wanted);
-    if (!chosen) return implicitValueSet(tc, split.url, wanted);
+    if (!chosen) return loincValueSet(tc, split.url, wanted);
     if ('vs' in chosen) return chosen.vs;
     // Its row is visible to the caller (checked above): the content is read once per version.
     return terminologyCache(tc.db).resolve(`vs content ${chosen.resourceId} ${chosen.lastUpdated}`, () =>
@@ -132,7 +137,7 @@ export function resolveValueSet(tc: TermContext, canonical: string, version?: st
  * The implicit value sets of a loaded code system that no stored value set overrides: LOINC's
  * `http://loinc.org/vs[/<LL or LP code>]` (docs/terminology.md#loinc), when the release has the code.
  */
-async function implicitValueSet(tc: TermContext, url: string, version: string | undefined): Promise<ValueSet | undefined> {
+async function loincValueSet(tc: TermContext, url: string, version: string | undefined): Promise<ValueSet | undefined> {
   const code = loincImplicitCode(url);
   if (code === undefined) return undefined;
   const cs = await resolveCodeSystem(tc, LOINC_URL, version);
@@ -190,7 +195,17 @@ function pick<T extends { version: string | undefined; lastUpdated: string; proj
   const project = tc.repo.auth.projectId;
   const tier = (c: T) => (c.inline ? 0 : c.projectId !== undefined && c.projectId === project ? 1 : c.projectId === undefined ? 2 : 3);
   const best = Math.min(...matching.map(tier));
-  return newestFirst(matching.filter((c) => tier(c) === best))[0];
+  const tied = matching.filter((c) => tier(c) === best);
+  // Without a version, a code system that holds concepts wins over one that only names the system
+  // (`content: not-present` without concepts, such as the base entry of SNOMED CT): the newest
+  // loaded edition answers (docs/terminology.md#snomed-ct).
+  const loaded = version === undefined ? tied.filter((c) => hasConcepts(c)) : [];
+  return newestFirst(loaded.length > 0 && loaded.length < tied.length ? loaded : tied)[0];
+}
+
+function hasConcepts(c: object): boolean {
+  const info = c as Partial<CodeSystemInfo>;
+  return info.content !== 'not-present' || (info.conceptCount ?? 0) > 0;
 }
 
 function toInfo(r: CodeSystemRow): CodeSystemInfo & { inline?: boolean } {

@@ -49,7 +49,7 @@ export function lookupOperation(env: TerminologyEnv): Operation {
         designation: r.designation.length > 0 ? r.designation : undefined,
         property:
           r.property.length > 0
-            ? r.property.map((p) => ({ code: p.code, value: typed(p.value.type, p.value.value), description: p.description }))
+            ? r.property.map((p) => ({ code: p.code, 'code-display': p.codeDisplay, value: typed(p.value.type, p.value.value), description: p.description }))
             : undefined,
         abstract: r.abstract,
         code: r.code,

@@ -47,6 +47,23 @@ export interface CodeSystemProvider {
    * grammar's parse error): `$validate-code` adds it as an informational issue.
    */
   unknownReason?(code: string): Promise<string | undefined>;
+  /**
+   * True when the display is itself one of the concept's designations (SNOMED CT's preferred
+   * term is a description): `$lookup` does not list it a second time.
+   */
+  readonly listsDisplay?: boolean;
+  /**
+   * True when expansions stay flat: a polyhierarchy (SNOMED CT) would repeat a concept under
+   * each of its parents, so its concepts are not nested under their ancestors.
+   */
+  readonly flatExpansions?: boolean;
+  /**
+   * True when the code system has a grammar (SNOMED CT's postcoordinated expressions): it has
+   * members beyond those it lists, so its expansions are marked `valueset-unclosed`.
+   */
+  readonly grammar?: boolean;
+  /** Properties `$lookup` returns only when the request names them (`property`). */
+  readonly onRequestProperties?: ReadonlySet<string>;
 }
 
 /** What one `compose.include` (or `exclude`) asks of a code system. */

@@ -7,6 +7,8 @@ import { IndexProvider } from './fhir/index-provider.js';
 import { SqlProvider } from './fhir/sql-provider.js';
 import { LoincProvider } from './loinc/loinc-provider.js';
 import { LOINC_URL } from './loinc/loinc-model.js';
+import { SnomedProvider } from './snomed/sct-provider.js';
+import { parseSctVersion, SCT_SYSTEM } from './snomed/sct-meta.js';
 
 export { inlineCodeSystem } from './fhir/inline-code-system.js';
 export { loincImplicitCode, loincImplicitValueSet } from './loinc/implicit-value-sets.js';
@@ -32,6 +34,8 @@ function storedProvider(tc: TermContext, cs: CodeSystemInfo): CodeSystemProvider
   const inline = requestIndex(tc, cs.key);
   if (inline) return new IndexProvider(tc, cs, inline);
   if (tc.sqlReference || cs.key <= 0) return new SqlProvider(tc, cs);
+  // A SNOMED CT edition loaded from RF2 (its tables hold what SQL cannot answer): its graph.
+  if (cs.url === SCT_SYSTEM && parseSctVersion(cs.version ?? '') && cs.conceptCount > 0) return new SnomedProvider(tc, cs);
   const ready = terminologyCache(tc.db).ready(cs);
   return ready ? new IndexProvider(tc, cs, ready) : new LoadingProvider(tc, cs);
 }

@@ -23,7 +23,18 @@ export interface IndexTarget {
   lastUpdated: string;
 }
 
-export const CHILD_TABLES = ['tx_concept', 'tx_concept_property', 'tx_designation', 'tx_closure'];
+/** Every table keyed by `cs_key` (the SNOMED CT ones: docs/terminology.md#snomed-ct, migration 430). */
+export const CHILD_TABLES = [
+  'tx_concept',
+  'tx_concept_property',
+  'tx_designation',
+  'tx_closure',
+  'tx_sct_concept',
+  'tx_sct_relationship',
+  'tx_sct_concrete',
+  'tx_sct_member',
+  'tx_sct_acceptability',
+];
 /** Code systems at least this large refresh the planner statistics after indexing. */
 const ANALYZE_THRESHOLD = 5_000;
 

@@ -173,18 +173,20 @@ async function writeResource(services: TerminologyEnv, input: Resource, options:
  * A large CodeSystem: completes its staged index, then stores the resource without its
  * concepts (`content: not-present`) and switches the index in, in one transaction.
  */
-async function finishLarge(
+export async function finishLarge(
   services: TerminologyEnv,
   cs: CodeSystem,
   staged: StagedCodeSystem,
   options: ImportOptions,
   bar: ProgressBar,
   fill?: () => Promise<void>,
+  /** Completes the staged index (default: its concepts' hierarchy); a release format's loader brings its own (rf2-import.ts). */
+  complete?: () => Promise<void>,
 ): Promise<void> {
   try {
     await fill?.();
     const label = `${cs.url ?? cs.id} (${staged.size.toLocaleString('en')} concepts)`;
-    await staged.complete((done, total) => bar(`${label} hierarchy`, done, total, 'concepts'));
+    await (complete ? complete() : staged.complete((done, total) => bar(`${label} hierarchy`, done, total, 'concepts')));
     const resource = ownedBy({ ...cs, content: 'not-present' }, options.projectId);
     delete resource.concept;
     resource.id ??= await existingId(services.db, resource, options.projectId);

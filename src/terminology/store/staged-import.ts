@@ -71,12 +71,27 @@ export class StagedCodeSystem {
     if (this.builder.pendingRows >= BATCH_ROWS) await this.flush();
   }
 
-  /** Writes the remaining rows and the hierarchy; `onProgress` gets concepts done of the total. */
-  async complete(onProgress?: (done: number, total: number) => void): Promise<void> {
+  /**
+   * Writes rows made elsewhere under this index (a release format read by its own loader, e.g.
+   * RF2: docs/terminology.md#snomed-ct): `write` gets the database and the staged key, one batch
+   * in flight as with `add`. Concepts added this way are counted by `complete`'s `hierarchy`.
+   */
+  async addRows(write: (q: Database, key: number) => Promise<void>): Promise<void> {
+    await this.writing;
+    const writing = write(this.db, this.key).then(() => this.touch());
+    writing.catch(() => undefined); // observed by the next write, complete or abandon
+    this.writing = writing;
+  }
+
+  /**
+   * Writes the remaining rows and the hierarchy; `onProgress` gets concepts done of the total.
+   * `hierarchy` gives the concept count and parent edges of rows written with `addRows`.
+   */
+  async complete(onProgress?: (done: number, total: number) => void, hierarchy?: { concepts: number; edges: Array<[number, number]> }): Promise<void> {
     await this.flush();
     await this.writing;
-    const n = this.builder.size;
-    await finishHierarchy(this.db, this.key, n, this.builder.edges(), (done) => {
+    const n = hierarchy?.concepts ?? this.builder.size;
+    await finishHierarchy(this.db, this.key, n, hierarchy?.edges ?? this.builder.edges(), (done) => {
       onProgress?.(done, n);
       void this.touch();
     });

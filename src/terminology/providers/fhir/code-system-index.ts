@@ -258,6 +258,11 @@ export class CodeSystemIndex {
     return this.childList.subarray(this.childStart[id], this.childStart[id + 1]);
   }
 
+  /** Every proper ancestor, ascending ids. */
+  ancestors(id: number): Int32Array {
+    return this.ancestorList.subarray(this.ancestorStart[id], this.ancestorStart[id + 1]);
+  }
+
   /** True when `ancestor` is a proper ancestor of `descendant` (binary search). */
   isAncestor(ancestor: number, descendant: number): boolean {
     if (descendant <= 0 || descendant > this.maxId) return false;

@@ -1,0 +1,189 @@
+import type { ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
+import type { CodeSystemInfo, Concept, Designation, StoredProperty, TermContext } from '../../types.js';
+import { msg } from '../../messages.js';
+import { filterOp, invalidValueSet } from '../filters.js';
+import type { CodeSystemProvider, ConceptSelection } from '../provider.js';
+import { terminologyCache } from '../fhir/index-cache.js';
+import { IndexProvider } from '../fhir/index-provider.js';
+import { snomedGraph, type SnomedGraph } from './sct-index.js';
+import { evaluateEclFilter } from './sct-ecl.js';
+import { SCTID } from './sct-meta.js';
+import {
+  findExpression,
+  isVirtualId,
+  virtualAsConcept,
+  virtualById,
+  virtualHasAncestor,
+  virtualProperties,
+  virtualSelected,
+  withoutExpressionsFilter,
+} from './sct-expressions.js';
+
+/**
+ * The SNOMED CT provider (docs/terminology.md#snomed-ct): one edition, answered from its
+ * in-memory index and graph (sct-index.ts). Point reads, the hierarchy and the generic filters
+ * are the code-system index's (IndexProvider); what is SNOMED CT's own is added here:
+ * attributes and concrete values as properties, `concept in <refset>` (refset membership),
+ * `constraint` / `expression` (ECL). Every question waits for the edition's index (an edition
+ * has no SQL read path: relationship groups and refsets live only in the index).
+ */
+
+/** Properties `$lookup` answers only when asked for by name (docs/terminology.md#snomed-ct). */
+const ON_REQUEST = new Set(['moduleId', 'sufficientlyDefined', 'normalForm', 'normalFormTerse']);
+
+export class SnomedProvider implements CodeSystemProvider {
+  readonly listsDisplay = true;
+  readonly flatExpansions = true;
+  readonly grammar = true;
+  readonly onRequestProperties: ReadonlySet<string> = ON_REQUEST;
+  private loaded: Promise<{ base: IndexProvider; graph: SnomedGraph }> | undefined;
+
+  constructor(
+    private readonly tc: TermContext,
+    readonly cs: CodeSystemInfo,
+  ) {}
+
+  /** The edition's index and graph (built on first use, then cached with the index). */
+  edition(): Promise<{ base: IndexProvider; graph: SnomedGraph }> {
+    this.loaded ??= (async () => {
+      const index = await terminologyCache(this.tc.db).index(this.cs);
+      const graph = await snomedGraph(this.tc.db, this.cs.key, index);
+      return { base: new IndexProvider(this.tc, this.cs, index), graph };
+    })();
+    return this.loaded;
+  }
+
+  /** Concepts by SCTID; a postcoordinated expression whose concepts the edition has is a virtual concept (sct-expressions.ts). */
+  async findConcepts(codes: string[]): Promise<Map<string, Concept>> {
+    const { base, graph } = await this.edition();
+    const found = await base.findConcepts(codes);
+    for (const code of codes) {
+      if (found.has(code)) continue;
+      const v = findExpression(this.tc, this.cs.key, graph, code);
+      if (v) found.set(code, virtualAsConcept(v));
+    }
+    return found;
+  }
+
+  async conceptsByIds(ids: number[]): Promise<Concept[]> {
+    const real = await (await this.edition()).base.conceptsByIds(ids.filter((id) => !isVirtualId(id)));
+    const virtual = [...new Set(ids.filter(isVirtualId))].sort((a, b) => a - b).flatMap((id) => {
+      const v = virtualById(this.tc, this.cs.key, id);
+      return v ? [virtualAsConcept(v)] : [];
+    });
+    return [...real, ...virtual];
+  }
+
+  async designations(ids: number[]): Promise<Map<number, Designation[]>> {
+    return (await this.edition()).base.designations(ids.filter((id) => !isVirtualId(id)));
+  }
+
+  /** effectiveTime, moduleId, sufficientlyDefined, then each attribute (by its type SCTID) and concrete value. */
+  async properties(id: number): Promise<StoredProperty[]> {
+    const { base, graph } = await this.edition();
+    if (isVirtualId(id)) {
+      const v = virtualById(this.tc, this.cs.key, id);
+      return v ? virtualProperties(graph, v) : [];
+    }
+    const list = await base.properties(id);
+    if (!graph.isConcept(id)) return list;
+    const e = String(graph.effectiveTime(id));
+    if (e.length === 8) list.push({ code: 'effectiveTime', type: 'dateTime', value: `${e.slice(0, 4)}-${e.slice(4, 6)}-${e.slice(6, 8)}`, system: undefined, display: undefined });
+    if (graph.moduleId(id) > 0) list.push({ code: 'moduleId', type: 'code', value: graph.sctid(graph.moduleId(id)), system: undefined, display: undefined });
+    list.push({ code: 'sufficientlyDefined', type: 'boolean', value: String(graph.sctid(graph.definitionStatus(id)) === SCTID.defined), system: undefined, display: undefined });
+    const attributes = graph.attributes(id);
+    for (let i = 0; i < attributes.length; i += 3) {
+      list.push({ code: graph.sctid(attributes[i + 1]), type: 'code', value: graph.sctid(attributes[i + 2]), system: undefined, display: undefined });
+    }
+    for (const c of graph.concreteValues(id)) {
+      const type = typeof c.value === 'number' ? (Number.isInteger(c.value) ? 'integer' : 'decimal') : typeof c.value === 'boolean' ? 'boolean' : 'string';
+      list.push({ code: graph.sctid(c.typeId), type, value: String(c.value), system: undefined, display: undefined });
+    }
+    return list;
+  }
+
+  /** A virtual concept's parents are its focus concepts; it has no children. */
+  async neighbours(id: number, up: boolean): Promise<Concept[]> {
+    const { base } = await this.edition();
+    if (!isVirtualId(id)) return base.neighbours(id, up);
+    const v = virtualById(this.tc, this.cs.key, id);
+    return up && v ? base.conceptsByIds([...v.concept.parents]) : [];
+  }
+
+  async isAncestor(ancestor: number, descendant: number): Promise<boolean> {
+    const { base, graph } = await this.edition();
+    if (isVirtualId(ancestor)) return false;
+    if (!isVirtualId(descendant)) return base.isAncestor(ancestor, descendant);
+    const v = virtualById(this.tc, this.cs.key, descendant);
+    return v !== undefined && virtualHasAncestor(graph, v, ancestor);
+  }
+
+  async selected(selection: ConceptSelection, ids: number[]): Promise<Set<number>> {
+    const { base, graph } = await this.edition();
+    const out = new Set<number>();
+    for (const id of ids.filter(isVirtualId)) {
+      const v = virtualById(this.tc, this.cs.key, id);
+      if (v && (await virtualSelected(graph, v, selection))) out.add(id);
+    }
+    const real = ids.filter((id) => !isVirtualId(id));
+    if (real.length === 0) return out;
+    const { rest, within } = await this.split(graph, withoutExpressionsFilter(selection));
+    const candidates = within ? real.filter((id) => within.has(id)) : real;
+    for (const id of await base.selected(rest, candidates)) out.add(id);
+    return out;
+  }
+
+  async enumerate(selection: ConceptSelection, within?: number[]): Promise<number[]> {
+    const { base, graph } = await this.edition();
+    const split = await this.split(graph, withoutExpressionsFilter(selection));
+    const real = within?.filter((id) => !isVirtualId(id));
+    if (!split.within) return base.enumerate(split.rest, real);
+    const set = split.within;
+    const ids = real ? real.filter((id) => set.has(id)) : [...set];
+    return base.enumerate(split.rest, ids);
+  }
+
+  /**
+   * Separates the filters SNOMED CT answers itself (refset membership, ECL) from those the
+   * code-system index answers; the former become one set of ids (their intersection).
+   */
+  private async split(graph: SnomedGraph, selection: ConceptSelection): Promise<{ rest: ConceptSelection; within: Set<number> | undefined }> {
+    const filters = selection.include.filter ?? [];
+    const rest: ValueSetComposeIncludeFilter[] = [];
+    let within: Set<number> | undefined;
+    for (const [j, f] of filters.entries()) {
+      const ids = await this.sctFilter(graph, f, `${selection.path}.filter[${j}]`);
+      if (!ids) {
+        rest.push(f);
+        continue;
+      }
+      within = within ? new Set([...ids].filter((id) => (within as Set<number>).has(id))) : new Set(ids);
+    }
+    return { rest: { ...selection, include: { ...selection.include, filter: rest.length > 0 ? rest : undefined } }, within };
+  }
+
+  /** The ids a SNOMED CT filter selects, or undefined for a filter the index answers. */
+  private async sctFilter(graph: SnomedGraph, f: ValueSetComposeIncludeFilter, path: string): Promise<Iterable<number> | undefined> {
+    const op = filterOp(f) ?? '';
+    const property = f.property ?? '';
+    const value = typeof f.value === 'string' ? f.value.trim() : '';
+    if ((property === 'constraint' || property === 'expression') && op === '=') {
+      if (value === '') throw invalidValueSet(msg.filterNoValue(this.cs.url, property, op), path, 'UNABLE_TO_HANDLE_SYSTEM_FILTER_WITH_NO_VALUE');
+      return evaluateEclFilter(graph, value, path);
+    }
+    if (property === 'refset' && op === 'exists') {
+      // The reference sets themselves (`?fhir_vs=refset`): concepts with active members.
+      return value === 'true' ? Array.from(graph.refsets()) : Array.from(graph.allConcepts()).filter((id) => !graph.isRefset(id));
+    }
+    if (property === 'concept' && op === 'in') {
+      // SNOMED CT's `in`: members of the reference set(s) named (docs/terminology.md#snomed-ct).
+      const out = new Set<number>();
+      for (const code of value.split(',').map((v) => v.trim()).filter(Boolean)) {
+        const refset = graph.resolve(code);
+        if (refset !== undefined) for (const id of Array.from(graph.refsetMembers(refset))) out.add(id);
+      }
+      return out;
+    }
+    return undefined;
+  }
+}

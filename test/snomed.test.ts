@@ -1,0 +1,235 @@
+import assert from 'node:assert/strict';
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import { projectRoot } from '../src/paths.js';
+import { importRf2 } from '../src/terminology/store/rf2-import.js';
+import { drivers, ooText, startServer, type TestServer } from './harness.js';
+
+/**
+ * SNOMED CT loaded from RF2 (docs/terminology.md#snomed-ct), on the synthetic fixture
+ * (test/fixtures/rf2/README.md): lookup with designations, attributes and concrete values,
+ * validate-code of inactive codes and displays, subsumption from the inferred hierarchy,
+ * refset and hierarchy filters, the implicit `?fhir_vs` value sets, and two editions side by side.
+ */
+
+const SCT = 'http://snomed.info/sct';
+const FIXTURE = join(projectRoot, 'test', 'fixtures', 'rf2');
+const V1 = 'http://snomed.info/sct/9000001003/version/20240131';
+const V2 = 'http://snomed.info/sct/9000001003/version/20250131';
+const quiet = () => new Writable({ write: (_c, _e, done) => done() });
+
+type Param = { name: string; valueString?: string; valueCode?: string; valueBoolean?: boolean; valueInteger?: number; valueDecimal?: number; part?: Param[] };
+const param = (body: { parameter?: Param[] }, name: string) => body.parameter?.find((p) => p.name === name);
+const part = (p: Param, name: string) => p.part?.find((x) => x.name === name);
+/** `code=value (description)` of every property, in order. */
+const properties = (body: { parameter?: Param[] }) =>
+  (body.parameter ?? [])
+    .filter((p) => p.name === 'property')
+    .map((p) => {
+      const v = part(p, 'value');
+      const value = v?.valueCode ?? v?.valueString ?? v?.valueBoolean ?? v?.valueInteger ?? v?.valueDecimal ?? (v as { valueDateTime?: string })?.valueDateTime;
+      const label = part(p, 'code-display')?.valueString;
+      const description = part(p, 'description')?.valueString;
+      return `${part(p, 'code')?.valueCode}${label ? ` [${label}]` : ''}=${value}${description ? ` (${description})` : ''}`;
+    });
+const codes = (body: { expansion?: { contains?: Array<{ code: string }> } }) => (body.expansion?.contains ?? []).map((c) => c.code).sort();
+
+for (const driver of drivers) {
+  describe(`SNOMED CT from RF2 (${driver})`, () => {
+    let server: TestServer;
+    let dir: string;
+    before(async () => {
+      server = await startServer(driver);
+      dir = mkdtempSync(join(tmpdir(), 'lattice-rf2-'));
+      const summary = await importRf2(FIXTURE, server.app, { out: quiet() });
+      assert.equal(summary.concepts, 24);
+    });
+    after(async () => {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    test('$lookup: the en-US preferred term, descriptions as designations, attributes, the inferred hierarchy', async () => {
+      const res = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1008006`);
+      assert.equal(res.status, 200, res.text);
+      assert.equal(param(res.body, 'version')?.valueString, V1);
+      assert.equal(param(res.body, 'display')?.valueString, 'Heart illness');
+      assert.equal(param(res.body, 'definition')?.valueString, 'An illness of a heart part.');
+      const designations = (res.body.parameter as Param[])
+        .filter((p) => p.name === 'designation')
+        .map((p) => `${part(p, 'language')?.valueCode}|${(part(p, 'use') as { valueCoding?: { code: string } })?.valueCoding?.code}|${part(p, 'value')?.valueString}`);
+      // Active descriptions only (the inactive "Heart illness NOS" is not one), the display once.
+      assert.deepEqual(designations, [
+        'en|900000000000003001|Heart illness (disorder)',
+        'en|900000000000013009|Heart illness',
+        'en|900000000000013009|Cardiac illness',
+        'en|900000000000550004|An illness of a heart part.',
+      ]);
+      assert.deepEqual(properties(res.body), [
+        'parent=1002007 (Illness)',
+        'child=1010008 (Heart and lung illness)',
+        'inactive=false',
+        'effectiveTime=2024-01-31',
+        '1007001 [Site]=1004008 (Heart part)',
+      ]);
+    });
+
+    test('$lookup: moduleId and sufficientlyDefined when asked for; concrete values typed; stated and inactive relationships left out', async () => {
+      const asked = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1008006&property=moduleId&property=sufficientlyDefined`);
+      assert.deepEqual(properties(asked.body), ['moduleId=9000001003 (Synthetic test module)', 'sufficientlyDefined=true']);
+      const tablet = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1016002`);
+      assert.deepEqual(properties(tablet.body), [
+        'parent=1013005 (Product)',
+        'inactive=false',
+        'effectiveTime=2024-01-31',
+        '1014004 [Count of units]=2',
+        '1015003 [Strength value]=2.5',
+      ]);
+      const growth = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1012000`);
+      assert.deepEqual(properties(growth.body), ['parent=1002007 (Illness)', 'inactive=false', 'effectiveTime=2024-01-31']);
+    });
+
+    test('$validate-code: an inactive concept is valid with the inactive warning; a wrong display is named with the valid ones', async () => {
+      const inactive = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=1011007`);
+      assert.equal(param(inactive.body, 'result')?.valueBoolean, true);
+      assert.equal(param(inactive.body, 'inactive')?.valueBoolean, true);
+      assert.equal(param(inactive.body, 'message')?.valueString, "The concept '1011007' has a status of inactive and its use should be reviewed");
+      const wrong = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=1008006&display=Heart%20illness%20NOS`);
+      assert.equal(param(wrong.body, 'result')?.valueBoolean, false);
+      assert.equal(
+        param(wrong.body, 'message')?.valueString,
+        "Wrong Display Name 'Heart illness NOS' for http://snomed.info/sct#1008006. Valid display is one of 3 choices: 'Heart illness' (en), 'Heart illness (disorder)' (en) or 'Cardiac illness' (en) (for the language(s) '--')",
+      );
+      const acceptable = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=1008006&display=Cardiac%20illness`);
+      assert.equal(param(acceptable.body, 'result')?.valueBoolean, true);
+      assert.equal(param(acceptable.body, 'display')?.valueString, 'Heart illness');
+    });
+
+    test('$subsumes from the inferred polyhierarchy', async () => {
+      const outcome = async (a: string, b: string) => param((await server.fhir('GET', `/CodeSystem/$subsumes?system=${SCT}&codeA=${a}&codeB=${b}`)).body, 'outcome')?.valueCode;
+      assert.equal(await outcome('1002007', '1010008'), 'subsumes');
+      assert.equal(await outcome('1010008', '1009003'), 'subsumed-by');
+      assert.equal(await outcome('1008006', '1009003'), 'not-subsumed');
+      assert.equal(await outcome('1012000', '1012000'), 'equivalent');
+    });
+
+    test('$expand: is-a (flat, though a concept has two parents in it), refset membership (active members), text filter', async () => {
+      const vs = (filter: object) => ({ resourceType: 'Parameters', parameter: [{ name: 'valueSet', resource: { resourceType: 'ValueSet', status: 'active', compose: { include: [{ system: SCT, filter: [filter] }] } } }] });
+      const isa = await server.fhir('POST', '/ValueSet/$expand', { body: vs({ property: 'concept', op: 'is-a', value: '1002007' }) });
+      assert.equal(isa.status, 200, isa.text);
+      assert.deepEqual(codes(isa.body), ['1002007', '1008006', '1009003', '1010008', '1012000']);
+      assert.ok(isa.body.expansion.contains.every((c: { contains?: unknown }) => c.contains === undefined));
+      const members = await server.fhir('POST', '/ValueSet/$expand', { body: vs({ property: 'concept', op: 'in', value: '1017006' }) });
+      assert.deepEqual(codes(members.body), ['1008006', '1009003']);
+      const withText = vs({ property: 'concept', op: 'descendent-of', value: '1002007' });
+      withText.parameter.push({ name: 'filter', valueString: 'cardiac' } as never);
+      const text = await server.fhir('POST', '/ValueSet/$expand', { body: withText });
+      assert.deepEqual(codes(text.body), ['1008006']);
+    });
+
+    test('implicit value sets: ?fhir_vs, isa/<id>, refset, refset/<id>, under the system or an edition URI', async () => {
+      const expand = (url: string) => server.fhir('GET', `/ValueSet/$expand?url=${encodeURIComponent(url)}`);
+      assert.equal((await expand(`${SCT}?fhir_vs`)).body.expansion.total, 24);
+      assert.deepEqual(codes((await expand(`${SCT}?fhir_vs=isa/1009003`)).body), ['1009003', '1010008']);
+      assert.deepEqual(codes((await expand(`${SCT}?fhir_vs=refset`)).body), ['1017006', '900000000000526001']);
+      assert.deepEqual(codes((await expand(`${SCT}?fhir_vs=refset/1017006`)).body), ['1008006', '1009003']);
+      assert.deepEqual(codes((await expand('http://snomed.info/sct/9000001003?fhir_vs=isa/1009003')).body), ['1009003', '1010008']);
+      const notRefset = await expand(`${SCT}?fhir_vs=refset/1008006`);
+      assert.equal(notRefset.status, 400);
+      assert.equal(ooText(notRefset.body), `ValueSet ${SCT}?fhir_vs=refset/1008006 not found`);
+      const out = await server.fhir('GET', `/ValueSet/$validate-code?url=${encodeURIComponent(`${SCT}?fhir_vs=refset/1017006`)}&system=${SCT}&code=1012000`);
+      assert.equal(param(out.body, 'result')?.valueBoolean, false);
+      assert.equal(param(out.body, 'message')?.valueString, "The provided code 'http://snomed.info/sct#1012000' was not found in the value set 'http://snomed.info/sct?fhir_vs=refset/1017006'");
+    });
+
+    test('ECL: constraint / expression filters and ?fhir_vs=ecl/: refinements with groups and cardinality, memberOf, MINUS, concrete values, term filters; a syntax error names the position', async () => {
+      const ecl = async (expression: string, property = 'constraint') => {
+        const body = { resourceType: 'Parameters', parameter: [{ name: 'valueSet', resource: { resourceType: 'ValueSet', status: 'active', compose: { include: [{ system: SCT, filter: [{ property, op: '=', value: expression }] }] } } }] };
+        const res = await server.fhir('POST', '/ValueSet/$expand', { body });
+        return res.status === 200 ? codes(res.body) : `${res.status} ${ooText(res.body)}`;
+      };
+      assert.deepEqual(await ecl('<< 1002007 |Illness| : 1007001 |Site| = 1004008 |Heart part|'), ['1008006', '1010008']);
+      assert.deepEqual(await ecl('<< 1002007 : [2..2] { 1007001 = << 1003002 }'), ['1010008']);
+      assert.deepEqual(await ecl('<< 1002007 : [0..0] 1020003 |Side| = *'), ['1002007', '1008006', '1010008', '1012000']);
+      assert.deepEqual(await ecl('^ 1017006', 'expression'), ['1008006', '1009003']);
+      assert.deepEqual(await ecl('<< 1002007 MINUS ^ 1017006'), ['1002007', '1010008', '1012000']);
+      assert.deepEqual(await ecl('* : 1015003 > #2'), ['1016002']);
+      assert.deepEqual(await ecl('<< 1002007 {{ term = "cardiac" }}'), ['1008006']);
+      // Dialects: "Tumour" is preferred in en-GB and only acceptable in en-US.
+      assert.deepEqual(await ecl('< 1002007 {{ D term = "tumour", dialect = en-gb (prefer) }}'), ['1012000']);
+      assert.deepEqual(await ecl('< 1002007 {{ D term = "tumour", dialect = en-us (prefer) }}'), []);
+      assert.deepEqual(await ecl('< 1002007 {{ D term = "tumour", dialect = en-us (accept) }}'), ['1012000']);
+      assert.deepEqual(await ecl('< 1004008 : R 1007001 = *'), []);
+      assert.deepEqual(await ecl('* : R 1007001 = <<1008006'), ['1004008', '1005009']);
+      assert.equal(await ecl('<< 1002007 :'), "400 Invalid ECL '<< 1002007 :': expected a concept reference, '(' or '*' at 12");
+      const implicit = await server.fhir('GET', `/ValueSet/$expand?url=${encodeURIComponent(`${SCT}?fhir_vs=ecl/<< 1009003`)}`);
+      assert.deepEqual(codes(implicit.body), ['1009003', '1010008']);
+      const member = await server.fhir('GET', `/ValueSet/$validate-code?url=${encodeURIComponent(`${SCT}?fhir_vs=ecl/^ 1017006`)}&system=${SCT}&code=1009003`);
+      assert.equal(param(member.body, 'result')?.valueBoolean, true);
+      assert.equal(param(member.body, 'display')?.valueString, 'Lung illness');
+    });
+
+    test('postcoordinated expressions: $lookup and $validate-code of an expression; value sets admit it by listing, hierarchy or ECL unless expressions = false', async () => {
+      const expr = '1008006 |Heart illness| : 1020003 |Side| = 1019009';
+      const lookup = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=${encodeURIComponent(expr)}`);
+      assert.equal(lookup.status, 200, lookup.text);
+      assert.equal(param(lookup.body, 'display')?.valueString, '1008006|Heart illness|:1020003|Side|=1019009|Left side|');
+      // Its parent is the focus concept; its attributes are the refinement's and the focus concept's others.
+      assert.deepEqual(properties(lookup.body), ['parent=1008006 (Heart illness)', 'inactive=false', '1020003 [Side]=1019009 (Left side)', '1007001 [Site]=1004008 (Heart part)']);
+      const valid = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=${encodeURIComponent('1008006:1020003=1019009')}`);
+      assert.equal(param(valid.body, 'result')?.valueBoolean, true);
+      assert.equal(param(valid.body, 'display')?.valueString, '1008006|Heart illness|:1020003|Side|=1019009|Left side|');
+      const unknown = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=${encodeURIComponent('1008006:1020003=1019099')}`);
+      assert.equal(param(unknown.body, 'result')?.valueBoolean, false);
+      assert.equal(param(unknown.body, 'message')?.valueString, `Unknown code '1008006:1020003=1019099' in the CodeSystem '${SCT}' version '${V1}'`);
+      const inactiveFocus = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=${encodeURIComponent('1011007:1020003=1019009')}`);
+      assert.equal(param(inactiveFocus.body, 'result')?.valueBoolean, false);
+
+      const member = async (include: object, code = '1008006:1020003=1019009') => {
+        const body = { resourceType: 'Parameters', parameter: [
+          { name: 'valueSet', resource: { resourceType: 'ValueSet', url: 'http://example.org/vs/pc', status: 'active', compose: { include: [{ system: SCT, ...include }] } } },
+          { name: 'system', valueUri: SCT },
+          { name: 'code', valueCode: code },
+        ] };
+        const res = await server.fhir('POST', '/ValueSet/$validate-code', { body });
+        return param(res.body, 'result')?.valueBoolean;
+      };
+      assert.equal(await member({ filter: [{ property: 'concept', op: 'is-a', value: '1002007' }] }), true);
+      assert.equal(await member({ filter: [{ property: 'concept', op: 'is-a', value: '1002007' }, { property: 'expressions', op: '=', value: 'false' }] }), false);
+      assert.equal(await member({ filter: [{ property: 'concept', op: 'is-a', value: '1002007' }, { property: 'expressions', op: '=', value: 'true' }] }), true);
+      assert.equal(await member({ filter: [{ property: 'concept', op: 'is-a', value: '1009003' }] }), false);
+      assert.equal(await member({ filter: [{ property: 'constraint', op: '=', value: '< 1002007 : 1020003 = 1019009, 1007001 = 1004008' }] }), true);
+      assert.equal(await member({ filter: [{ property: 'constraint', op: '=', value: '^ 1017006' }] }), false);
+      assert.equal(await member({ concept: [{ code: '1008006 : 1020003 = 1019009' }] }), true);
+      assert.equal(await member({ concept: [{ code: '1008006' }] }), false);
+      // The real concepts of an include with `expressions = false` are unaffected.
+      assert.equal(await member({ filter: [{ property: 'concept', op: 'is-a', value: '1002007' }, { property: 'expressions', op: '=', value: 'false' }] }, '1008006'), true);
+    });
+
+    test('two editions side by side: the newest answers without a version; a version URI or an edition URI selects', async () => {
+      // The next edition: a later ModuleDependency source time and one term changed.
+      const next = join(dir, 'next');
+      cpSync(FIXTURE, next, { recursive: true });
+      const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]));
+      for (const file of walk(next)) {
+        if (/ModuleDependency/.test(file)) writeFileSync(file, readFileSync(file, 'utf8').replace(/\t20240131\t20230901/, '\t20250131\t20230901'));
+        if (/sct2_Description/.test(file)) writeFileSync(file, readFileSync(file, 'utf8').replace('\tHeart illness\t', '\tHeart sickness\t'));
+      }
+      await importRf2(next, server.app, { out: quiet() });
+      const display = async (query: string) => {
+        const res = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1008006${query}`);
+        return `${param(res.body, 'version')?.valueString} ${param(res.body, 'display')?.valueString}`;
+      };
+      assert.equal(await display(''), `${V2} Heart sickness`);
+      assert.equal(await display(`&version=${V1}`), `${V1} Heart illness`);
+      assert.equal(await display('&version=http://snomed.info/sct/9000001003'), `${V2} Heart sickness`);
+      const pinned = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=1008006&display=Heart%20illness&version=${encodeURIComponent(V1)}`);
+      assert.equal(param(pinned.body, 'result')?.valueBoolean, true);
+      const unknown = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1008006&version=http://snomed.info/sct/9000001003/version/20990101`);
+      assert.equal(unknown.status, 404);
+    });
+  });
+}
