@@ -244,7 +244,7 @@ for (const driver of drivers) {
     });
 
     test('--version without --format loinc, and an unknown format, print the usage', () => {
-      for (const args of [['--version', '1', 'x.json'], ['--format', 'rf2', 'x']]) {
+      for (const args of [['--version', '1', 'x.json'], ['--format', 'csv', 'x']]) {
         const run = spawnSync(process.execPath, latticeArgs('import', ...args), { cwd: projectRoot, encoding: 'utf8' });
         assert.equal(run.status, 2);
         assert.match(run.stderr, /Usage:/);
