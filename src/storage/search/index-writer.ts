@@ -9,7 +9,20 @@ import { INDEX_TABLES, TABLE_COLUMNS, type IndexRows } from './index-rows.js';
  */
 export async function replaceRows(tx: Queryable, resourceType: string, id: string, rows: IndexRows): Promise<void> {
   const params: unknown[] = [resourceType, id];
-  const parts = INDEX_TABLES.map((table) => `d_${table} AS (${deleteSql(table)})`);
+  const parts = indexCtes(rows, params, { replace: true });
+  await tx.query(`WITH ${parts.join(', ')} SELECT 1`, params);
+}
+
+/**
+ * The CTEs that write `rows` as part of a larger statement (the resource's own write,
+ * repository.ts): `$1` and `$2` of `params` must be the resource type and id; the arrays are
+ * appended to `params`. `replace`: delete the resource's old rows first (not needed for a new
+ * id, which has none). `guard`: a CTE name; rows are written (and deleted) only when it
+ * returned a row (a conditional write: nothing happens when it did not).
+ */
+export function indexCtes(rows: IndexRows, params: unknown[], options: { replace: boolean; guard?: string }): string[] {
+  const when = options.guard ? ` AND EXISTS (SELECT 1 FROM ${options.guard})` : '';
+  const parts = options.replace ? INDEX_TABLES.map((table) => `d_${table} AS (${deleteSql(table)}${when})`) : [];
   for (const table of INDEX_TABLES) {
     const list = rows[table] as Array<Record<string, unknown>>;
     if (list.length === 0) continue;
@@ -20,10 +33,10 @@ export async function replaceRows(tx: Queryable, resourceType: string, id: strin
     });
     parts.push(
       `i_${table} AS (INSERT INTO search_${table} (resource_type, id, ${columns.map(([c]) => c).join(', ')}) ` +
-        `SELECT $1, $2, * FROM unnest(${arrays.join(', ')}))`,
+        `SELECT $1, $2, * FROM unnest(${arrays.join(', ')})${when ? ` WHERE${when.slice(4)}` : ''})`,
     );
   }
-  await tx.query(`WITH ${parts.join(', ')} SELECT 1`, params);
+  return parts;
 }
 
 /** Deletes every index row of one resource (when it is deleted), in one statement. */

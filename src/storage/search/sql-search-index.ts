@@ -3,7 +3,7 @@ import type { Queryable } from '../../core/database.js';
 import type { SearchQuery, SearchResult } from '../../core/repository.js';
 import type { Scope } from '../../core/scope.js';
 import { extractRows } from './extract.js';
-import { removeRows, replaceRows } from './index-writer.js';
+import { indexCtes, removeRows, replaceRows } from './index-writer.js';
 import { DEFAULT_SEARCH_LIMITS, type SearchLimits } from './query/limits.js';
 import { runSearch } from './query/run-search.js';
 import type { SearchIndex } from './search-index.js';
@@ -20,6 +20,11 @@ export function createSearchIndex(limits: SearchLimits = DEFAULT_SEARCH_LIMITS):
     async index(tx: Queryable, resource: Resource): Promise<void> {
       await replaceRows(tx, resource.resourceType, resource.id as string, extractRows(resource));
       statistics.wrote();
+    },
+    indexCtes(resource: Resource, params: unknown[], options: { replace: boolean; guard?: string }): string[] {
+      const parts = indexCtes(extractRows(resource), params, options);
+      statistics.wrote();
+      return parts;
     },
     async remove(tx: Queryable, resourceType: string, id: string): Promise<void> {
       await removeRows(tx, resourceType, id);
