@@ -449,7 +449,7 @@ export class Repository implements SystemRepository {
    * and the caller has no access rights to check the written row against.
    */
   private writesAlone(resourceType: string, interaction: Interaction): boolean {
-    if (this.hooks.for(resourceType).some((hook) => hook.afterWrite)) return false;
+    if (this.hooks.for(resourceType).some((hook) => hook.afterWrite !== undefined)) return false;
     return accessSql(new SqlParams(this.scope), this.scope, 'r', interaction, resourceType) === undefined;
   }
 

@@ -32,11 +32,11 @@ export function countStatements(db: Database): Database {
     ...(q.afterEnd ? { afterEnd: (fn: () => void) => (q.afterEnd as NonNullable<Queryable['afterEnd']>)(fn) } : {}),
   });
   const root = counted(db);
+  const copyRows = root.copyRows?.bind(root);
   return {
-    ...db,
     driver: db.driver,
-    query: root.query,
-    ...(root.copyRows ? { copyRows: root.copyRows } : {}),
+    query: (sql, params) => root.query(sql, params),
+    ...(copyRows ? { copyRows } : {}),
     health: () => db.health(),
     transaction: (fn) =>
       db.transaction((tx) => {
