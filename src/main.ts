@@ -4,13 +4,16 @@ import { loadConfig } from './config.js';
 import { DataFolderInUse } from './storage/data-folder-lock.js';
 import { ListenUnsupported } from './storage/database-errors.js';
 import { importFile, type ImportSummary } from './terminology/store/import-file.js';
+import { JsonStreamError } from './terminology/store/json-stream.js';
+import { BulkLoadError, BulkLoader } from './storage/bulk-load.js';
+import { validateResource } from './fhir/validation/validate-resource.js';
 import { importToServer } from './terminology/store/import-remote.js';
 import { checkPasswordStrength } from './auth/accounts.js';
 import { generatePassword, readNewPassword, setPasswordByEmail } from './auth/set-password-cli.js';
 
 const USAGE = `Usage:
   lattice serve                            start the server (default)
-  lattice import <file> [--project <id>]   load a CodeSystem/ValueSet JSON, a Bundle or NDJSON
+  lattice import <file> [--project <id>]   load a resource JSON, a Bundle or NDJSON (terminology and clinical)
                                            (shared content unless --project is given) into the
                                            configured database (stop a server on the same PGlite
                                            data folder first)
@@ -71,10 +74,10 @@ async function importCommand(args: string[]): Promise<void> {
     return;
   }
   const projectId = options['--project'];
-  const report = (summary: ImportSummary) =>
+  const report = (summary: ImportSummary, others = 0) =>
     console.log(
-      `imported ${summary.resources} resources (${summary.codeSystems} CodeSystems, ${summary.valueSets} ValueSets, ` +
-        `${summary.concepts} concepts; ${summary.skipped} skipped) in ${(summary.ms / 1000).toFixed(1)} s`,
+      `imported ${summary.resources + others} resources (${summary.codeSystems} CodeSystems, ${summary.valueSets} ValueSets, ` +
+        `${summary.concepts} concepts${others > 0 ? `, ${others} others` : ''}; ${summary.skipped} skipped) in ${(summary.ms / 1000).toFixed(1)} s`,
     );
   const url = options['--url'];
   if (url) {
@@ -100,8 +103,21 @@ async function importCommand(args: string[]): Promise<void> {
   // when the import ended anyway; the next server start does it (docs/terminology.md#cli-import).
   const config = loadConfig();
   const app = await createApp({ ...config, baseTerminology: 'lazy', database: { ...config.database, statementTimeoutMs: 0 } });
+  // Terminology is indexed by the terminology import; every other resource goes to the
+  // clinical bulk load, in batches of one transaction each (docs/rest.md#bulk-load).
+  const batchSize = Number(process.env.LATTICE_IMPORT_BATCH) || undefined;
+  const loader = new BulkLoader(app.db, app.system, { projectId, validate: validateResource, ...(batchSize ? { batchSize } : {}) });
   try {
-    report(await importFile(file, app, { projectId }));
+    const summary = await importFile(file, app, {
+      projectId,
+      other: (resource, where, fullUrl) => loader.add(resource, where, fullUrl),
+      bundleEnd: () => loader.endBundle(),
+    });
+    report(summary, await loader.finish());
+  } catch (err) {
+    if (!(err instanceof BulkLoadError || err instanceof JsonStreamError)) throw err;
+    console.error(`${file}: ${err.message} (${loader.stored} resources of earlier batches are stored)`);
+    process.exitCode = 1;
   } finally {
     await app.close();
   }

@@ -102,6 +102,40 @@ export class Repository implements SystemRepository {
     });
   }
 
+  async insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined): Promise<void> {
+    const now = new Date().toISOString();
+    const types: string[] = [];
+    const ids: string[] = [];
+    const contents: string[] = [];
+    const stored: Resource[] = [];
+    const joined = this.inTransaction(tx) as Repository;
+    for (const input of resources) {
+      const meta = { ...(input.meta ?? {}), versionId: '1', lastUpdated: now, project: projectId } as Record<string, unknown>;
+      if (!projectId) delete meta.project;
+      const resource = { ...input, meta } as Resource;
+      await this.runBeforeWrite(resource, undefined);
+      if (!this.writesAlone(resource.resourceType, 'c')) {
+        // Mirrored by a hook (or checked against access rights): written on its own, in `tx`.
+        const written = (await joined.writeVersion(tx, resource, 1, undefined, 'insert')) as Resource;
+        await joined.checkWritten(tx, written, 'c');
+        continue;
+      }
+      types.push(resource.resourceType);
+      ids.push(resource.id as string);
+      contents.push(JSON.stringify(resource));
+      stored.push(resource);
+      this.cache?.invalidate(`${resource.resourceType}/${resource.id}`);
+    }
+    if (stored.length === 0) return;
+    const params: unknown[] = [types, ids, contents, projectId ?? null, now];
+    const rows = 'SELECT t, i, 1, $4::text, $5::timestamptz, false, c FROM unnest($1::text[], $2::text[], $3::text[]) AS u(t, i, c)';
+    const columns = '(resource_type, id, version_id, project_id, last_updated, deleted, content)';
+    const parts = [`w AS (INSERT INTO resource ${columns} ${rows})`, `h AS (INSERT INTO resource_history ${columns} ${rows})`];
+    parts.push(...this.searchIndex.manyIndexCtes(stored, params));
+    // New ids: no node holds them in its read cache, so there is no change to announce.
+    await tx.query(`WITH ${parts.join(', ')} SELECT 1`, params);
+  }
+
   /** Reads the current version; 404 when absent or invisible, 410 when deleted. */
   async read<T extends Resource = Resource>(resourceType: string, id: string): Promise<T> {
     this.scope.checkAccess(resourceType, 'r');

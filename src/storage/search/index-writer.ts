@@ -39,6 +39,37 @@ export function indexCtes(rows: IndexRows, params: unknown[], options: { replace
   return parts;
 }
 
+/**
+ * The CTEs that write the index rows of many new resources in one statement (a bulk load,
+ * storage/bulk-load.ts): per table, one `unnest` of arrays that carry each row's resource
+ * type and id. The arrays are appended to `params`.
+ */
+export function manyIndexCtes(resources: Array<{ resourceType: string; id: string; rows: IndexRows }>, params: unknown[]): string[] {
+  const parts: string[] = [];
+  for (const table of INDEX_TABLES) {
+    const columns = TABLE_COLUMNS[table] as Array<[string, string]>;
+    const types: string[] = [];
+    const ids: string[] = [];
+    const values: unknown[][] = columns.map(() => []);
+    for (const { resourceType, id, rows } of resources) {
+      for (const row of rows[table] as Array<Record<string, unknown>>) {
+        types.push(resourceType);
+        ids.push(id);
+        columns.forEach(([column], i) => values[i].push(row[column] ?? null));
+      }
+    }
+    if (types.length === 0) continue;
+    params.push(types, ids, ...values);
+    const first = params.length - columns.length - 1;
+    const arrays = ['text', 'text', ...columns.map(([, type]) => type)].map((type, i) => `$${first + i}::${type}[]`);
+    parts.push(
+      `i_${table} AS (INSERT INTO search_${table} (resource_type, id, ${columns.map(([c]) => c).join(', ')}) ` +
+        `SELECT * FROM unnest(${arrays.join(', ')}))`,
+    );
+  }
+  return parts;
+}
+
 /** Deletes every index row of one resource (when it is deleted), in one statement. */
 export async function removeRows(tx: Queryable, resourceType: string, id: string): Promise<void> {
   const parts = INDEX_TABLES.map((table) => `d_${table} AS (${deleteSql(table)})`);

@@ -16,6 +16,8 @@ export interface SearchIndex {
    * index-writer.ts `indexCtes` for `params` and the options.
    */
   indexCtes(resource: Resource, params: unknown[], options: { replace: boolean; guard?: string }): string[];
+  /** The CTEs that write the index rows of many new resources in one statement (index-writer.ts `manyIndexCtes`). */
+  manyIndexCtes(resources: Resource[], params: unknown[]): string[];
   /** Removes the index rows of a resource (on delete). */
   remove(tx: Queryable, resourceType: string, id: string): Promise<void>;
   /** Runs a search; throws FhirError 400 for unknown parameters or bad values. */

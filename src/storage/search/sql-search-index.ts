@@ -3,7 +3,7 @@ import type { Queryable } from '../../core/database.js';
 import type { SearchQuery, SearchResult } from '../../core/repository.js';
 import type { Scope } from '../../core/scope.js';
 import { extractRows } from './extract.js';
-import { indexCtes, removeRows, replaceRows } from './index-writer.js';
+import { indexCtes, manyIndexCtes, removeRows, replaceRows } from './index-writer.js';
 import { DEFAULT_SEARCH_LIMITS, type SearchLimits } from './query/limits.js';
 import { runSearch } from './query/run-search.js';
 import type { SearchIndex } from './search-index.js';
@@ -24,6 +24,14 @@ export function createSearchIndex(limits: SearchLimits = DEFAULT_SEARCH_LIMITS):
     indexCtes(resource: Resource, params: unknown[], options: { replace: boolean; guard?: string }): string[] {
       const parts = indexCtes(extractRows(resource), params, options);
       statistics.wrote();
+      return parts;
+    },
+    manyIndexCtes(resources: Resource[], params: unknown[]): string[] {
+      const parts = manyIndexCtes(
+        resources.map((r) => ({ resourceType: r.resourceType, id: r.id as string, rows: extractRows(r) })),
+        params,
+      );
+      statistics.wrote(resources.length);
       return parts;
     },
     async remove(tx: Queryable, resourceType: string, id: string): Promise<void> {
