@@ -133,7 +133,7 @@ export class BulkLoader {
         if (row.project_id !== (projectId ?? null)) throw new BulkLoadError(`${where}: ${resource.resourceType}/${resource.id} is stored in another project`);
         const meta = { ...(resource.meta ?? {}), project: projectId };
         if (!projectId) delete meta.project;
-        await repo.update({ ...resource, meta } as Resource);
+        await repo.update({ ...resource, meta });
       }
       await this.system.insertNew(tx, fresh, projectId);
     });

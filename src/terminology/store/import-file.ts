@@ -145,7 +145,7 @@ export async function importStream(
             await finishLarge(services, resource as CodeSystem, staged, options, bar);
             counted(resource, staged.size);
           } else {
-            await write({ ...resource, [o.key]: o.buffered } as Resource, 'line 1');
+            await write({ ...resource, [o.key]: o.buffered }, 'line 1');
           }
           break;
         }
