@@ -38,12 +38,13 @@ export function countStatements(db: Database): Database {
     query: (sql, params) => root.query(sql, params),
     ...(copyRows ? { copyRows } : {}),
     health: () => db.health(),
-    transaction: (fn) =>
-      db.transaction((tx) => {
+    // Any further arguments (options) pass through unchanged.
+    transaction: ((fn: (tx: Queryable) => Promise<unknown>, ...rest: unknown[]) =>
+      (db.transaction as (f: typeof fn, ...r: unknown[]) => Promise<unknown>)((tx) => {
         statementCounts.transactions++;
         statementCounts.statements += 2; // BEGIN, COMMIT (or ROLLBACK)
         return fn(counted(tx));
-      }),
+      }, ...rest)) as Database['transaction'],
     readPass: (fn) => db.readPass((q, consistent) => fn(counted(q), consistent)),
     listen: (channel, handler) => db.listen(channel, handler),
     caughtUp: (since) => db.caughtUp(since),

@@ -31,10 +31,7 @@ export function indexCtes(rows: IndexRows, params: unknown[], options: { replace
       params.push(list.map((row) => row[column] ?? null));
       return `$${params.length}::${type}[]`;
     });
-    parts.push(
-      `i_${table} AS (INSERT INTO search_${table} (resource_type, id, ${columns.map(([c]) => c).join(', ')}) ` +
-        `SELECT $1, $2, * FROM unnest(${arrays.join(', ')})${when ? ` WHERE${when.slice(4)}` : ''})`,
-    );
+    parts.push(insertCte(table, arrays, '$1, $2', when ? ` WHERE${when.slice(4)}` : ''));
   }
   return parts;
 }
@@ -62,12 +59,25 @@ export function manyIndexCtes(resources: Array<{ resourceType: string; id: strin
     params.push(types, ids, ...values);
     const first = params.length - columns.length - 1;
     const arrays = ['text', 'text', ...columns.map(([, type]) => type)].map((type, i) => `$${first + i}::${type}[]`);
-    parts.push(
-      `i_${table} AS (INSERT INTO search_${table} (resource_type, id, ${columns.map(([c]) => c).join(', ')}) ` +
-        `SELECT * FROM unnest(${arrays.join(', ')}))`,
-    );
+    parts.push(insertCte(table, arrays, 'u.resource_type, u.id', ''));
   }
   return parts;
+}
+
+/**
+ * The CTE that inserts one index table's rows from `unnest`ed arrays (one per column of
+ * TABLE_COLUMNS, after a resource type and an id array when `keys` names `u.resource_type,
+ * u.id`); `keys` is the SQL of the resource type and id, `where` an optional condition. Every
+ * index write goes through here, so a table whose stored column is computed from its values
+ * is handled once.
+ */
+function insertCte(table: keyof typeof TABLE_COLUMNS, arrays: string[], keys: string, where: string): string {
+  const columns = (TABLE_COLUMNS[table] as Array<[string, string]>).map(([c]) => c);
+  const names = keys.startsWith('u.') ? ['resource_type', 'id', ...columns] : columns;
+  return (
+    `i_${table} AS (INSERT INTO search_${table} (resource_type, id, ${columns.join(', ')}) ` +
+    `SELECT ${keys}, ${columns.map((c) => `u.${c}`).join(', ')} FROM unnest(${arrays.join(', ')}) AS u(${names.join(', ')})${where})`
+  );
 }
 
 /** Deletes every index row of one resource (when it is deleted), in one statement. */
