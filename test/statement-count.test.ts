@@ -78,6 +78,24 @@ for (const driver of drivers) {
       );
     });
 
+    test('_total=none runs no COUNT and still links the next page', async () => {
+      for (let i = 0; i < 3; i++) assert.equal((await server.fhir('POST', '/Patient', { body: patient })).status, 201);
+      let page: { status: number; body: { total?: number; link: Array<{ relation: string }>; entry: unknown[] } } | undefined;
+      const counted = await cost(async () => {
+        page = await server.fhir('GET', '/Patient?family=counted&_count=2');
+      });
+      assert.equal(counted.statements, 2); // the page, then the COUNT of all matches
+      assert.ok((page?.body.total ?? 0) > 2);
+      const uncounted = await cost(async () => {
+        page = await server.fhir('GET', '/Patient?family=counted&_count=2&_total=none');
+      });
+      assert.equal(uncounted.statements, 1);
+      assert.equal(page?.status, 200);
+      assert.equal(page?.body.total, undefined);
+      assert.equal(page?.body.entry.length, 2);
+      assert.deepEqual(page?.body.link.map((l) => l.relation), ['self', 'next']);
+    });
+
     test('updates racing on one resource are all kept, each on its own version', async () => {
       const created = await server.fhir('POST', '/Patient', { body: patient });
       const id = created.body.id as string;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { OperationOutcomeIssue, Resource } from '@medplum/fhirtypes';
 import type { Database, Queryable } from '../core/database.js';
 import type { SystemRepository } from '../core/repository.js';
+import { INDEX_TABLES } from './search/index-rows.js';
 
 /**
  * Bulk load of clinical resources (`lattice import`, docs/rest.md#bulk-load): resources are
@@ -85,9 +86,15 @@ export class BulkLoader {
     this.urns.clear();
   }
 
-  /** Stores what is still pending; returns the number of resources stored by this load. */
+  /**
+   * Stores what is still pending, then refreshes the planner's statistics of the tables the load
+   * wrote (a search right after a load would otherwise be planned as if they were empty: an
+   * Observation search by subject and code took 68 ms instead of 0.7 ms after 20,000
+   * resources). Returns the number of resources stored by this load.
+   */
   async finish(): Promise<number> {
     await this.flush();
+    if (this.stored > 0) await this.db.query(`ANALYZE resource, resource_history, ${INDEX_TABLES.map((t) => `search_${t}`).join(', ')}`);
     return this.stored;
   }
 
