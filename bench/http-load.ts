@@ -17,8 +17,8 @@ export async function load(
     connections?: number;
     headers?: Record<string, string>;
     method?: 'GET' | 'POST' | 'PUT';
-    /** A fixed body, or one made for each request. */
-    body?: string | (() => string);
+    /** A fixed body, or one made for each request (with its path, when it gives one). */
+    body?: string | (() => string | { path: string; body: string });
   } = {},
 ): Promise<LoadResult> {
   const body = options.body;
@@ -29,7 +29,16 @@ export async function load(
     headers: options.headers,
     method: options.method ?? 'GET',
     ...(typeof body === 'function'
-      ? { requests: [{ setupRequest: (req: Request): Request => ({ ...req, body: body() }) }] }
+      ? {
+          requests: [
+            {
+              setupRequest: (req: Request): Request => {
+                const made = body();
+                return typeof made === 'string' ? { ...req, body: made } : { ...req, path: made.path, body: made.body };
+              },
+            },
+          ],
+        }
       : { body }),
   });
   return {

@@ -8,7 +8,10 @@ import { validateResource } from '../src/fhir/validation/validate-resource.js';
 import { load, table, type LoadResult } from './http-load.js';
 import { benchPostgres } from './postgres.js';
 import { startBareProcess, startLatticeProcess } from './server-process.js';
-import { patientResources, writeSyntheaNdjson } from './synthea-like.js';
+import { patientResources, resourcesPerPatient, writeSyntheaNdjson, type SyntheaShape } from './synthea-like.js';
+
+/** The shape of the generated population (writeSyntheaNdjson's default). */
+const SHAPE: SyntheaShape = { patients: 0, encounters: 10, observations: 5 };
 import { benchToken } from './token.js';
 
 const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
@@ -39,7 +42,7 @@ export async function benchRest(options: RestOptions): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'lattice-bench-rest-'));
   try {
     const file = join(dir, 'population.ndjson');
-    const generated = await writeSyntheaNdjson(file, options.importSize);
+    const generated = await writeSyntheaNdjson(file, options.importSize, SHAPE);
     const bare = await startBareProcess(JSON.stringify({ resourceType: 'Patient', id: 'x', name: [{ family: 'Smith' }] }));
     let baseline: LoadResult;
     try {
@@ -94,9 +97,15 @@ async function benchDriver(driver: 'pglite' | 'pg', file: string, generated: num
       rows.push(['GET /Encounter?date=ge2015-01-01&_count=10', await load(`${fhir}/Encounter?date=ge2015-01-01&_count=10`, { seconds, connections, headers: auth })]);
       const body = JSON.stringify({ ...patient, id: undefined });
       rows.push(['POST /Patient', await load(`${fhir}/Patient`, { seconds, connections, method: 'POST', headers: json, body })]);
-      // Each update changes the content (an identical PUT writes nothing).
+      // Each update changes the content (an identical PUT writes nothing), of one of the
+      // imported Patients in turn (one resource for all would measure its row lock).
       let n = 0;
-      const update = () => JSON.stringify({ ...patient, id: 'syn-p3', birthDate: `19${String(10 + (n++ % 89))}-01-01` });
+      const patients = Math.max(1, Math.round(generated / resourcesPerPatient(SHAPE)));
+      const update = () => {
+        const id = `syn-p${n % patients}`;
+        const birthDate = `19${String(10 + (Math.floor(n++ / patients) % 89))}-01-01`;
+        return { path: `/fhir/R4/Patient/${id}`, body: JSON.stringify({ ...patient, id, birthDate }) };
+      };
       rows.push(['PUT /Patient/<id> (changed)', await load(`${fhir}/Patient/syn-p3`, { seconds, connections, method: 'PUT', headers: json, body: update })]);
       const tx = await transactions(fhir, json, seconds);
       const ratios = table(rows);

@@ -115,6 +115,7 @@ async function importCommand(args: string[]): Promise<void> {
     });
     report(summary, await loader.finish());
   } catch (err) {
+    await loader.settle();
     if (!(err instanceof BulkLoadError || err instanceof JsonStreamError)) throw err;
     console.error(`${file}: ${err.message} (${loader.stored} resources of earlier batches are stored)`);
     process.exitCode = 1;

@@ -50,6 +50,8 @@ export class BulkLoader {
   /** `urn:uuid:…` full URLs of the current Bundle → `Type/id`. */
   private readonly urns = new Map<string, string>();
   private readonly size: number;
+  /** The batch being written: the next one is read and checked meanwhile (PostgreSQL works in parallel). */
+  private writing: Promise<void> = Promise.resolve();
   stored = 0;
 
   constructor(
@@ -94,8 +96,14 @@ export class BulkLoader {
    */
   async finish(): Promise<number> {
     await this.flush();
+    await this.writing;
     if (this.stored > 0) await this.db.query(`ANALYZE resource, resource_history, ${INDEX_TABLES.map((t) => `search_${t}`).join(', ')}`);
     return this.stored;
+  }
+
+  /** Waits for the batch in flight, if any, whatever its outcome (before closing the database). */
+  async settle(): Promise<void> {
+    await this.writing.catch(() => undefined);
   }
 
   private async flush(): Promise<void> {
@@ -119,6 +127,15 @@ export class BulkLoader {
         return reference;
       });
     }
+    // One batch in flight at a time: its failure stops the load before the next one is written.
+    await this.writing;
+    const writing = this.write(batch, wanted);
+    writing.catch(() => undefined); // awaited (and so reported) by the next flush or by finish
+    this.writing = writing;
+  }
+
+  /** Writes one batch in one transaction, after checking the references it makes outside the load. */
+  private async write(batch: Pending[], wanted: Map<string, string>): Promise<void> {
     const projectId = this.options.projectId;
     await this.db.transaction(async (tx) => {
       const keys = [...wanted.keys(), ...batch.map((b) => `${b.resource.resourceType}/${b.resource.id}`)];
