@@ -1,4 +1,4 @@
-import autocannon from 'autocannon';
+import autocannon, { type Request } from 'autocannon';
 
 /** Result of one autocannon run. */
 export interface LoadResult {
@@ -12,15 +12,34 @@ export interface LoadResult {
 /** Runs autocannon against one URL for `seconds` with `connections` (loopback only). */
 export async function load(
   url: string,
-  options: { seconds?: number; connections?: number; headers?: Record<string, string>; method?: 'GET' | 'POST'; body?: string } = {},
+  options: {
+    seconds?: number;
+    connections?: number;
+    headers?: Record<string, string>;
+    method?: 'GET' | 'POST' | 'PUT';
+    /** A fixed body, or one made for each request (with its path, when it gives one). */
+    body?: string | (() => string | { path: string; body: string });
+  } = {},
 ): Promise<LoadResult> {
+  const body = options.body;
   const result = await autocannon({
     url,
     duration: options.seconds ?? 5,
     connections: options.connections ?? 10,
     headers: options.headers,
     method: options.method ?? 'GET',
-    body: options.body,
+    ...(typeof body === 'function'
+      ? {
+          requests: [
+            {
+              setupRequest: (req: Request): Request => {
+                const made = body();
+                return typeof made === 'string' ? { ...req, body: made } : { ...req, path: made.path, body: made.body };
+              },
+            },
+          ],
+        }
+      : { body }),
   });
   return {
     requestsPerSecond: result.requests.average,

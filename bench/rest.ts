@@ -1,47 +1,191 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { validateResource } from '../src/fhir/validation/validate-resource.js';
 import { load, table, type LoadResult } from './http-load.js';
+import { benchPostgres } from './postgres.js';
 import { startBareProcess, startLatticeProcess } from './server-process.js';
+import { patientResources, resourcesPerPatient, writeSyntheaNdjson, type SyntheaShape } from './synthea-like.js';
+
+/** The shape of the generated population (writeSyntheaNdjson's default). */
+const SHAPE: SyntheaShape = { patients: 0, encounters: 10, observations: 5 };
 import { benchToken } from './token.js';
 
+const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
+// A fixed public URL: the token's issuer stays valid across the server's restarts.
+const ADMIN_ENV = {
+  LATTICE_ADMIN_EMAIL: 'admin@example.com',
+  LATTICE_ADMIN_PASSWORD: 'admin-password-123',
+  LATTICE_BASE_TERMINOLOGY: 'lazy',
+  LATTICE_PUBLIC_URL: 'http://lattice.bench',
+  LOG_LEVEL: 'warn',
+};
+
+export interface RestOptions {
+  seconds: number;
+  connections: number;
+  drivers: Array<'pglite' | 'pg'>;
+  /** Resources of the generated NDJSON import (Synthea-shaped). */
+  importSize: number;
+}
+
 /**
- * REST benchmark: a bare Node HTTP server (own process) answering a stored Patient's JSON is
- * the baseline; Lattice (own process, in-memory PGlite) read, search and create are reported
- * as ratios to it, measured in the same run with the same load generator.
+ * REST benchmark (docs/rest.md#cost-of-a-request), per driver: a generated Synthea-shaped
+ * population loaded with `lattice import` (resources/s, peak RSS), then — on that data — read,
+ * search, create and update under load as ratios to a bare Node HTTP server measured in the
+ * same run, and 500-entry transaction Bundles one after another (resources/s).
  */
-export async function benchRest(seconds: number): Promise<string> {
-  const lattice = await startLatticeProcess();
+export async function benchRest(options: RestOptions): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'lattice-bench-rest-'));
   try {
-    const token = await benchToken(lattice.url);
-    const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
-    const json = { ...auth, 'content-type': 'application/fhir+json' };
-    const patient = {
-      resourceType: 'Patient',
-      name: [{ family: 'Bench', given: ['Mark'] }],
-      gender: 'female',
-      birthDate: '1970-01-01',
-      telecom: [{ system: 'email', value: 'bench@example.com' }],
-    };
-    const res = await fetch(`${lattice.url}/fhir/R4/Patient`, { method: 'POST', headers: json, body: JSON.stringify(patient) });
-    const created = (await res.json()) as { id: string };
-    const bare = await startBareProcess(JSON.stringify(created));
-    const rows: Array<[string, LoadResult]> = [];
+    const file = join(dir, 'population.ndjson');
+    const generated = await writeSyntheaNdjson(file, options.importSize, SHAPE);
+    const bare = await startBareProcess(JSON.stringify({ resourceType: 'Patient', id: 'x', name: [{ family: 'Smith' }] }));
+    let baseline: LoadResult;
     try {
-      rows.push(['bare node:http (baseline)', await load(bare.url, { seconds })]);
+      baseline = await load(bare.url, { seconds: options.seconds, connections: options.connections });
     } finally {
       await bare.stop();
     }
-    const fhir = `${lattice.url}/fhir/R4`;
-    rows.push(['GET /Patient/<id>', await load(`${fhir}/Patient/${created.id}`, { seconds, headers: auth })]);
-    rows.push(['GET /Patient?name=bench&_count=10', await load(`${fhir}/Patient?name=bench&_count=10`, { seconds, headers: auth })]);
-    rows.push(['POST /Patient', await load(`${fhir}/Patient`, { seconds, method: 'POST', headers: json, body: JSON.stringify(patient) })]);
-
-    const n = 20000;
-    for (let i = 0; i < 1000; i++) validateResource(patient);
-    const start = performance.now();
-    for (let i = 0; i < n; i++) validateResource(patient);
-    const perCall = ((performance.now() - start) / n) * 1000;
-    return `## REST (PGlite in memory, ${seconds}s per case, 10 connections)\n\n${table(rows)}\n\nvalidation of a Patient: ${perCall.toFixed(1)} µs per call (warm)\n`;
+    const sections: string[] = [];
+    for (const driver of options.drivers) sections.push(await benchDriver(driver, file, generated, dir, baseline, options));
+    return (
+      `## REST (${options.seconds}s per case, ${options.connections} connections; import of ${generated.toLocaleString('en')} generated resources)\n\n` +
+      sections.join('\n\n') +
+      `\n\nvalidation of a Patient: ${validationMicros().toFixed(1)} µs per call (warm)\n`
+    );
   } finally {
-    await lattice.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
+}
+
+async function benchDriver(driver: 'pglite' | 'pg', file: string, generated: number, dir: string, baseline: LoadResult, options: RestOptions): Promise<string> {
+  const postgres = driver === 'pg' ? await benchPostgres() : undefined;
+  const storage: Record<string, string> = postgres ? { DATABASE_URL: postgres.url } : { LATTICE_DATA_DIR: join(dir, `data-${driver}`) };
+  try {
+    // The server creates the schema and the super admin, then the CLI imports on its own.
+    let server = await startLatticeProcess({ ...ADMIN_ENV, ...storage });
+    const token = await benchToken(server.url);
+    await server.stop();
+    console.error(`${driver}: importing ${generated} resources …`);
+    const imported = await runImport(file, { ...process.env, ...ADMIN_ENV, ...storage });
+    server = await startLatticeProcess({ ...ADMIN_ENV, ...storage });
+    try {
+      const fhir = `${server.url}/fhir/R4`;
+      const auth = { authorization: `Bearer ${token}` };
+      const json = { ...auth, 'content-type': 'application/fhir+json' };
+      const patient = patientResources(0, { patients: 1, encounters: 0, observations: 0 }).next().value as Record<string, unknown>;
+      const check = async (path: string, init: RequestInit = {}) => {
+        const res = await fetch(`${fhir}${path}`, { headers: json, ...init });
+        if (!res.ok) throw new Error(`${path}: ${res.status} ${(await res.text()).slice(0, 300)}`);
+        return (await res.json()) as Record<string, unknown>;
+      };
+      await check('/Patient/syn-p1');
+      const found = await check('/Patient?family=Smith&_count=10');
+      if (!Array.isArray(found.entry) || found.entry.length === 0) throw new Error('the search found no imported Patient');
+      const { seconds, connections } = options;
+      const rows: Array<[string, LoadResult]> = [['bare node:http (baseline)', baseline]];
+      rows.push(['GET /Patient/<id>', await load(`${fhir}/Patient/syn-p1`, { seconds, connections, headers: auth })]);
+      rows.push(['GET /Patient?family=Smith&_count=10', await load(`${fhir}/Patient?family=Smith&_count=10`, { seconds, connections, headers: auth })]);
+      rows.push([
+        'GET /Observation?subject=Patient/<id>&code=8302-2',
+        await load(`${fhir}/Observation?subject=Patient/syn-p2&code=http://loinc.org|8302-2`, { seconds, connections, headers: auth }),
+      ]);
+      rows.push(['GET /Encounter?date=ge2015-01-01&_count=10', await load(`${fhir}/Encounter?date=ge2015-01-01&_count=10`, { seconds, connections, headers: auth })]);
+      const body = JSON.stringify({ ...patient, id: undefined });
+      rows.push(['POST /Patient', await load(`${fhir}/Patient`, { seconds, connections, method: 'POST', headers: json, body })]);
+      // Each update changes the content (an identical PUT writes nothing), of one of the
+      // imported Patients in turn (one resource for all would measure its row lock).
+      let n = 0;
+      const patients = Math.max(1, Math.round(generated / resourcesPerPatient(SHAPE)));
+      const update = () => {
+        const id = `syn-p${n % patients}`;
+        const birthDate = `19${String(10 + (Math.floor(n++ / patients) % 89))}-01-01`;
+        return { path: `/fhir/R4/Patient/${id}`, body: JSON.stringify({ ...patient, id, birthDate }) };
+      };
+      rows.push(['PUT /Patient/<id> (changed)', await load(`${fhir}/Patient/syn-p3`, { seconds, connections, method: 'PUT', headers: json, body: update })]);
+      const tx = await transactions(fhir, json, seconds);
+      const ratios = table(rows);
+      return (
+        `### ${driver}\n\n${ratios}\n\n` +
+        `| bulk | resources/s | notes |\n|---|---|---|\n` +
+        `| \`lattice import\` NDJSON | ${(generated / imported.seconds).toFixed(0)} | ${generated.toLocaleString('en')} resources in ${imported.seconds.toFixed(1)} s (process start included), peak RSS ${(imported.peakRss / 2 ** 20).toFixed(0)} MiB |\n` +
+        `| transaction Bundles of 500 entries, one at a time | ${tx.perSecond.toFixed(0)} | ${tx.bundles} Bundles |`
+      );
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    await postgres?.stop();
+  }
+}
+
+/** POSTs 500-entry transaction Bundles (a Patient, Encounters and Observations with urn:uuid references) for `seconds`. */
+async function transactions(fhir: string, headers: Record<string, string>, seconds: number): Promise<{ perSecond: number; bundles: number }> {
+  let bundles = 0;
+  let resources = 0;
+  const started = performance.now();
+  while (performance.now() - started < seconds * 1000 || bundles === 0) {
+    const entry: unknown[] = [];
+    const p = 1_000_000 + bundles;
+    for (const r of patientResources(p, { patients: 1, encounters: 40, observations: 11 })) {
+      if (entry.length === 500) break;
+      const { id, ...rest } = r as { id: string; resourceType: string };
+      entry.push({ fullUrl: `urn:uuid:${uuidOf(id)}`, resource: withUrnReferences(rest), request: { method: 'POST', url: rest.resourceType } });
+    }
+    const res = await fetch(fhir, { method: 'POST', headers, body: JSON.stringify({ resourceType: 'Bundle', type: 'transaction', entry }) });
+    if (res.status !== 200) throw new Error(`transaction: ${res.status} ${(await res.text()).slice(0, 300)}`);
+    await res.arrayBuffer();
+    bundles++;
+    resources += entry.length;
+  }
+  return { perSecond: resources / ((performance.now() - started) / 1000), bundles };
+}
+
+/** A UUID made from a generated id (the same id gives the same UUID). */
+function uuidOf(id: string): string {
+  const hex = createHash('sha256').update(id).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+function withUrnReferences(resource: Record<string, unknown>): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(resource).replace(/"reference":"[A-Za-z]+\/([^"]+)"/g, (_m, id: string) => `"reference":"urn:uuid:${uuidOf(id)}"`)) as Record<
+    string,
+    unknown
+  >;
+}
+
+async function runImport(file: string, env: NodeJS.ProcessEnv): Promise<{ seconds: number; peakRss: number }> {
+  const started = performance.now();
+  const child = spawn(process.execPath, [MAIN, 'import', file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += String(c)));
+  child.stderr.on('data', (c: Buffer) => (out += String(c)));
+  let peakRss = 0;
+  const timer = setInterval(() => (peakRss = Math.max(peakRss, peakRssOf(child.pid as number))), 100);
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  clearInterval(timer);
+  if (code !== 0) throw new Error(`lattice import failed (${code}):\n${out.slice(-2000)}`);
+  return { seconds: (performance.now() - started) / 1000, peakRss };
+}
+
+function peakRssOf(pid: number): number {
+  try {
+    const match = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function validationMicros(): number {
+  const patient = patientResources(0, { patients: 1, encounters: 0, observations: 0 }).next().value as Record<string, unknown>;
+  const n = 20000;
+  for (let i = 0; i < 1000; i++) validateResource(patient);
+  const start = performance.now();
+  for (let i = 0; i < n; i++) validateResource(patient);
+  return ((performance.now() - start) / n) * 1000;
 }

@@ -6,9 +6,12 @@ import { benchScale } from './terminology-scale.js';
 import { benchSnomed } from './snomed.js';
 
 /**
- * `npm run bench [-- --quick] [-- --driver=pglite|pg] [-- --all]`: start time (bench/start.ts)
- * and the terminology-at-scale table (bench/terminology-scale.ts: 350,000 concepts, both
- * drivers, 32 connections), as Markdown with ratios measured in this run. `--quick` uses 40,000
+ * `npm run bench [-- --quick] [-- --driver=pglite|pg] [-- --all]`: start time (bench/start.ts),
+ * the terminology-at-scale table (bench/terminology-scale.ts: 350,000 concepts, both
+ * drivers, 32 connections) and the REST table (bench/rest.ts: an NDJSON import of
+ * BENCH_IMPORT_SIZE generated resources, default 200,000, then reads, searches, writes and
+ * transactions on that data), as Markdown with ratios measured in this run.
+ * `npm run bench -- rest` runs only the REST table. `--quick` uses 40,000
  * concepts and 3 s per case; `--all` adds the older REST and sequential-latency benchmarks.
  * `npm run bench -- start` runs only the start-time benchmark; `npm run bench -- snomed` only
  * the SNOMED CT one (bench/snomed.ts: RF2 import and ECL at International size), `npm run bench --
@@ -25,16 +28,22 @@ async function main(argv: string[]): Promise<void> {
     console.log(await benchSnomed(Number(process.env.BENCH_SIZE ?? 370_000)));
     return;
   }
-  console.log(await benchStart());
-  if (argv[0] === 'start') return;
   const quick = argv.includes('--quick');
   const driver = argv.find((a) => a.startsWith('--driver='))?.slice('--driver='.length);
   const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 3 : 10));
   const size = Number(process.env.BENCH_SIZE ?? (quick ? 40_000 : 350_000));
   const drivers: Array<'pglite' | 'pg'> = driver === 'pglite' || driver === 'pg' ? [driver] : ['pglite', 'pg'];
+  const importSize = Number(process.env.BENCH_IMPORT_SIZE ?? (quick ? 20_000 : 200_000));
+  const rest = () => benchRest({ seconds, connections: 32, drivers, importSize });
+  if (argv[0] === 'rest') {
+    console.log(await rest());
+    return;
+  }
+  console.log(await benchStart());
+  if (argv[0] === 'start') return;
   console.log(await benchScale({ size, seconds, connections: 32, drivers, samples: quick ? 50 : 200 }));
+  console.log(await rest());
   if (argv.includes('--all')) {
-    console.log(await benchRest(seconds));
     console.log(await benchTerminology(seconds));
   }
 }

@@ -9,6 +9,7 @@ import type { ResourceHook, ResourceRepository, SystemRepository } from './core/
 import { buildHttpServer, type HttpServer } from './http/server.js';
 import { createFhirRouter } from './rest/router.js';
 import { openDatabase } from './storage/open-database.js';
+import { countStatements, countingRequested } from './storage/statement-count.js';
 import { Repository, ROWS_CHANNEL, type ResourceRow } from './storage/repository.js';
 import { subscribeChanges } from './storage/change-feed.js';
 import { RowCache } from './storage/row-cache.js';
@@ -61,7 +62,8 @@ export interface AppOptions {
 
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
   const log = options.log ?? pino({ level: config.logLevel });
-  const db = options.db ?? (await openDatabase(config));
+  const opened = options.db ?? (await openDatabase(config));
+  const db = countingRequested() ? countStatements(opened) : opened;
   const closers: Array<() => Promise<void> | void> = [];
   const closeAll = async () => {
     for (const fn of closers.reverse()) await fn();

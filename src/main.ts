@@ -8,12 +8,15 @@ import { importSourceToServer, importToServer } from './terminology/store/import
 import { importLoinc, loincJson } from './terminology/store/loinc-import.js';
 import { LoincRelease } from './terminology/store/loinc-release.js';
 import { importRf2 } from './terminology/store/rf2-import.js';
+import { JsonStreamError } from './terminology/store/json-stream.js';
+import { BulkLoadError, BulkLoader } from './storage/bulk-load.js';
+import { validateResource } from './fhir/validation/validate-resource.js';
 import { checkPasswordStrength } from './auth/accounts.js';
 import { generatePassword, readNewPassword, setPasswordByEmail } from './auth/set-password-cli.js';
 
 const USAGE = `Usage:
   lattice serve                            start the server (default)
-  lattice import <file> [--project <id>]   load a CodeSystem/ValueSet JSON, a Bundle or NDJSON
+  lattice import <file> [--project <id>]   load a resource JSON, a Bundle or NDJSON (terminology and clinical)
                                            (shared content unless --project is given) into the
                                            configured database (stop a server on the same PGlite
                                            data folder first)
@@ -93,10 +96,10 @@ async function importCommand(args: string[]): Promise<void> {
     return;
   }
   const projectId = options['--project'];
-  const report = (summary: ImportSummary) =>
+  const report = (summary: ImportSummary, others = 0) =>
     console.log(
-      `imported ${summary.resources} resources (${summary.codeSystems} CodeSystems, ${summary.valueSets} ValueSets, ` +
-        `${summary.concepts} concepts; ${summary.skipped} skipped) in ${(summary.ms / 1000).toFixed(1)} s`,
+      `imported ${summary.resources + others} resources (${summary.codeSystems} CodeSystems, ${summary.valueSets} ValueSets, ` +
+        `${summary.concepts} concepts${others > 0 ? `, ${others} others` : ''}; ${summary.skipped} skipped) in ${(summary.ms / 1000).toFixed(1)} s`,
     );
   const url = options['--url'];
   if (url) {
@@ -126,14 +129,30 @@ async function importCommand(args: string[]): Promise<void> {
   // when the import ended anyway; the next server start does it (docs/terminology.md#cli-import).
   const config = loadConfig();
   const app = await createApp({ ...config, baseTerminology: 'lazy', database: { ...config.database, statementTimeoutMs: 0 } });
+  // Terminology is indexed by the terminology import; every other resource goes to the
+  // clinical bulk load, in batches of one transaction each (docs/rest.md#bulk-load).
+  const batchSize = Number(process.env.LATTICE_IMPORT_BATCH) || undefined;
+  const loader = new BulkLoader(app.db, app.system, { projectId, validate: validateResource, ...(batchSize ? { batchSize } : {}) });
   try {
-    report(
-      loinc
-        ? await importLoinc(file, app, { projectId, version: options['--version'] })
-        : rf2
-          ? await importRf2(file, app, { projectId, unpublished: options['--unpublished'] === 'true' })
-          : await importFile(file, app, { projectId }),
-    );
+    if (loinc || rf2) {
+      report(
+        loinc
+          ? await importLoinc(file, app, { projectId, version: options['--version'] })
+          : await importRf2(file, app, { projectId, unpublished: options['--unpublished'] === 'true' }),
+      );
+      return;
+    }
+    const summary = await importFile(file, app, {
+      projectId,
+      other: (resource, where, fullUrl) => loader.add(resource, where, fullUrl),
+      bundleEnd: () => loader.endBundle(),
+    });
+    report(summary, await loader.finish());
+  } catch (err) {
+    await loader.settle();
+    if (!(err instanceof BulkLoadError || err instanceof JsonStreamError)) throw err;
+    console.error(`${file}: ${err.message} (${loader.stored} resources of earlier batches are stored)`);
+    process.exitCode = 1;
   } finally {
     await app.close();
   }

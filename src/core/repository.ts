@@ -115,6 +115,12 @@ export interface ResourceRepository {
  */
 export interface SystemRepository extends ResourceRepository {
   inTransaction(tx: Queryable): ResourceRepository;
+  /**
+   * Stores resources whose ids are not stored yet as their first version, inside `tx` (a bulk
+   * load, docs/rest.md#bulk-load): one statement for all of them (resource, history and index
+   * rows), or one write each for types a hook mirrors. `projectId` owns them (shared when absent).
+   */
+  insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined): Promise<void>;
 }
 
 /**

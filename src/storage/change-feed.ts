@@ -28,6 +28,17 @@ export async function announceChange(tx: Queryable, channel: string, payload: st
 }
 
 /**
+ * `announceChange` folded into a larger write statement (one round trip per write,
+ * docs/rest.md#cost-of-a-request): `sql` is the expression that notifies (its values are
+ * appended to `params`), to be selected by the statement; call `emit` once it has run (this
+ * process hears the change at once, as with `announceChange`).
+ */
+export function changeAnnouncement(params: unknown[], channel: string, payload: string): { sql: string; emit(): void } {
+  params.push(channel, payload);
+  return { sql: `pg_notify($${params.length - 1}, $${params.length})`, emit: () => local.emit(channel, payload) };
+}
+
+/**
  * Inside a write transaction: every node, this one included, hears `payload` on `channel` at
  * commit, and only then — for wake-ups that must find the committed rows (the e-mail outbox),
  * where hearing it before the commit would be work for nothing.

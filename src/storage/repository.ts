@@ -7,7 +7,7 @@ import type { Scope } from '../core/scope.js';
 import { FhirError, badRequest, forbidden, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
 import type { ResourceHooks } from './resource-hooks.js';
 import type { SearchIndex } from './search/search-index.js';
-import { announceChange } from './change-feed.js';
+import { announceChange, changeAnnouncement } from './change-feed.js';
 import { RowCache } from './row-cache.js';
 import { resourceTable, scopeFor } from './scope.js';
 import { stableStringify } from './stable-stringify.js';
@@ -93,11 +93,47 @@ export class Repository implements SystemRepository {
     this.scope.checkCreate(candidate.resourceType);
     this.scope.checkAccess(candidate.resourceType, 'c');
     await this.runBeforeWrite(candidate, undefined);
+    // Nothing to check or mirror after the write: its one statement is the whole change.
+    if (this.writesAlone(candidate.resourceType, 'c')) return (await this.writeVersion(this.db, candidate, 1, undefined, 'insert')) as T;
     return this.db.transaction(async (tx) => {
-      const stored = await this.writeVersion(tx, candidate, 1, undefined);
+      const stored = (await this.writeVersion(tx, candidate, 1, undefined, 'insert')) as Resource;
       await this.checkWritten(tx, stored, 'c');
       return stored as T;
     });
+  }
+
+  async insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined): Promise<void> {
+    const now = new Date().toISOString();
+    const types: string[] = [];
+    const ids: string[] = [];
+    const contents: string[] = [];
+    const stored: Resource[] = [];
+    const joined = this.inTransaction(tx) as Repository;
+    for (const input of resources) {
+      const meta = { ...(input.meta ?? {}), versionId: '1', lastUpdated: now, project: projectId } as Record<string, unknown>;
+      if (!projectId) delete meta.project;
+      const resource = { ...input, meta } as Resource;
+      await this.runBeforeWrite(resource, undefined);
+      if (!this.writesAlone(resource.resourceType, 'c')) {
+        // Mirrored by a hook (or checked against access rights): written on its own, in `tx`.
+        const written = (await joined.writeVersion(tx, resource, 1, undefined, 'insert')) as Resource;
+        await joined.checkWritten(tx, written, 'c');
+        continue;
+      }
+      types.push(resource.resourceType);
+      ids.push(resource.id as string);
+      contents.push(JSON.stringify(resource));
+      stored.push(resource);
+      this.cache?.invalidate(`${resource.resourceType}/${resource.id}`);
+    }
+    if (stored.length === 0) return;
+    const params: unknown[] = [types, ids, contents, projectId ?? null, now];
+    const rows = 'SELECT t, i, 1, $4::text, $5::timestamptz, false, c FROM unnest($1::text[], $2::text[], $3::text[]) AS u(t, i, c)';
+    const columns = '(resource_type, id, version_id, project_id, last_updated, deleted, content)';
+    const parts = [`w AS (INSERT INTO resource ${columns} ${rows})`, `h AS (INSERT INTO resource_history ${columns} ${rows})`];
+    parts.push(...this.searchIndex.manyIndexCtes(stored, params));
+    // New ids: no node holds them in its read cache, so there is no change to announce.
+    await tx.query(`WITH ${parts.join(', ')} SELECT 1`, params);
   }
 
   /** Reads the current version; 404 when absent or invisible, 410 when deleted. */
@@ -153,6 +189,14 @@ export class Repository implements SystemRepository {
       if (!(await rowPasses(this.db, this.scope, resourceType, id, 'u'))) throw notFound();
       return { resource: this.redact(current), created: false };
     }
+    // The version just read, replaced in one statement while it is still current (no row lock,
+    // no transaction); when another write came first, nothing is written and the locked path
+    // below decides (docs/rest.md#cost-of-a-request).
+    if (current && before && this.writesAlone(resourceType, 'u') && (options.ifMatch === undefined || matchesVersion(options.ifMatch, before))) {
+      this.scope.checkWrite(scopedRow(before));
+      const stored = await this.writeVersion(this.db, resource, before.version_id + 1, current, { expected: before.version_id });
+      if (stored) return { resource: stored, created: false };
+    }
     return this.db.transaction(async (tx) => {
       let row = await this.lockRow(tx, resourceType, id);
       if (!row) {
@@ -160,7 +204,7 @@ export class Repository implements SystemRepository {
         this.scope.checkAccess(resourceType, 'c'); // create-on-PUT creates
         const inserted = await this.insertPlaceholder(tx, resource);
         if (inserted) {
-          const created = await this.writeVersion(tx, resource, 1, undefined, true);
+          const created = (await this.writeVersion(tx, resource, 1, undefined, 'update')) as Resource;
           await this.checkWritten(tx, created, 'c');
           return { resource: created, created: true };
         }
@@ -175,7 +219,7 @@ export class Repository implements SystemRepository {
       // Compared with the stored content, not the redacted one: hooks restore hidden fields.
       const previous = JSON.parse(row.content) as Resource;
       if (!row.deleted && sameContent(previous, resource)) return { resource: this.redact(previous), created: false };
-      const stored = await this.writeVersion(tx, resource, row.version_id + 1, row.deleted ? undefined : previous);
+      const stored = (await this.writeVersion(tx, resource, row.version_id + 1, row.deleted ? undefined : previous, 'update')) as Resource;
       await this.checkWritten(tx, stored, row.deleted ? 'c' : 'u');
       return { resource: stored, created: false };
     });
@@ -299,14 +343,20 @@ export class Repository implements SystemRepository {
     for (const hook of this.hooks.for(resource.resourceType)) await hook.beforeWrite?.(resource, previous, this.auth, this.db);
   }
 
-  /** Stores a new version: current row, history row, search index, hooks. */
+  /**
+   * Stores a new version in ONE statement (docs/rest.md#cost-of-a-request): the current row
+   * (inserted for a new id, else updated), its history row, its search-index rows and the
+   * change announcement; then the hooks. `expected` (an update without a row lock): the
+   * current row is replaced only while it still has that version — otherwise nothing at all is
+   * written and undefined is returned (the caller takes the locked path).
+   */
   private async writeVersion(
     tx: Queryable,
     input: Resource,
     version: number,
     previous: Resource | undefined,
-    placeholderInserted = false,
-  ): Promise<Resource> {
+    mode: 'insert' | 'update' | { expected: number },
+  ): Promise<Resource | undefined> {
     const now = new Date().toISOString();
     const projectId = previous ? previous.meta?.project : this.scope.ownerOfNew(input.resourceType, input.id, input.meta?.project);
     const meta = { ...(input.meta ?? {}), versionId: String(version), lastUpdated: now } as Record<string, unknown>;
@@ -314,29 +364,60 @@ export class Repository implements SystemRepository {
     else delete meta.project;
     const resource = { ...input, meta } as Resource;
     const content = JSON.stringify(resource);
-    const args = [resource.resourceType, resource.id, version, projectId ?? null, now, content];
-    await this.changed(tx, `${resource.resourceType}/${resource.id}`);
-    if (version === 1 && !placeholderInserted) {
-      await tx.query(
-        `INSERT INTO resource (resource_type, id, version_id, project_id, last_updated, deleted, content)
-         VALUES ($1, $2, $3, $4, $5, false, $6)`,
-        args,
-      );
+    const params: unknown[] = [resource.resourceType, resource.id, version, projectId ?? null, now, content];
+    const values = '$1::text, $2::text, $3::int, $4::text, $5::timestamptz, false, $6::text';
+    const parts: string[] = [];
+    let guard: string | undefined;
+    if (mode === 'insert') {
+      parts.push(`w AS (INSERT INTO resource (resource_type, id, version_id, project_id, last_updated, deleted, content) VALUES (${values}) RETURNING 1)`);
     } else {
-      await tx.query(
-        `UPDATE resource SET version_id = $3, project_id = $4, last_updated = $5, deleted = false, content = $6
-         WHERE resource_type = $1 AND id = $2`,
-        args,
+      const current = typeof mode === 'object' ? ` AND version_id = $${params.push(mode.expected)}::int` : '';
+      parts.push(
+        `w AS (UPDATE resource SET version_id = $3, project_id = $4, last_updated = $5, deleted = false, content = $6 ` +
+          `WHERE resource_type = $1 AND id = $2${current} RETURNING 1)`,
       );
+      if (current) guard = 'w';
     }
-    await tx.query(
-      `INSERT INTO resource_history (resource_type, id, version_id, project_id, last_updated, deleted, content)
-       VALUES ($1, $2, $3, $4, $5, false, $6)`,
-      args,
+    parts.push(
+      `h AS (INSERT INTO resource_history (resource_type, id, version_id, project_id, last_updated, deleted, content) ` +
+        (guard ? `SELECT ${values} FROM ${guard})` : `VALUES (${values}))`),
     );
-    await this.searchIndex.index(tx, resource);
+    // A new id has no index rows to replace (a create-on-PUT's placeholder has none either).
+    parts.push(...this.searchIndex.indexCtes(resource, params, { replace: mode !== 'insert' && !(version === 1 && mode === 'update'), ...(guard ? { guard } : {}) }));
+    const key = `${resource.resourceType}/${resource.id}`;
+    const announcement = this.changing(tx, params, key);
+    const res = await tx.query<{ written: number }>(
+      `WITH ${parts.join(', ')} SELECT (SELECT count(*) FROM w)::int AS written${announcement ? `, ${announcement.sql}` : ''}`,
+      params,
+    );
+    announcement?.emit();
+    if (res.rows[0]?.written !== 1) {
+      if (guard) return undefined;
+      throw new Error(`${key}: the current row was not written`);
+    }
     for (const hook of this.hooks.for(resource.resourceType)) await hook.afterWrite?.(tx, resource, previous);
     return this.redact(resource);
+  }
+
+  /**
+   * `changed`, for a write statement that announces the change itself: drops the cached row
+   * now and returns the announcement to fold into the statement (PostgreSQL) — or undefined
+   * when no other node needs to hear (PGlite, no cache).
+   */
+  private changing(tx: Queryable, params: unknown[], key: string): { sql: string; emit(): void } | undefined {
+    const cache = this.cache;
+    if (!cache) return undefined;
+    cache.invalidate(key);
+    if (!cache.shared) return undefined;
+    tx.afterEnd?.(() => cache.invalidate(key));
+    const announcement = changeAnnouncement(params, ROWS_CHANNEL, key);
+    return {
+      sql: announcement.sql,
+      emit: () => {
+        announcement.emit();
+        cache.invalidate(key);
+      },
+    };
   }
 
   /**
@@ -403,6 +484,15 @@ export class Repository implements SystemRepository {
     if (!row) return row;
     if (row.deleted) return rowIndependent(this.scope, resourceType, interaction) ? row : undefined;
     return (await rowPasses(this.db, this.scope, resourceType, id, interaction)) ? row : undefined;
+  }
+
+  /**
+   * True when a write of `resourceType` needs nothing after its statement: no hook mirrors it
+   * and the caller has no access rights to check the written row against.
+   */
+  private writesAlone(resourceType: string, interaction: Interaction): boolean {
+    if (this.hooks.for(resourceType).some((hook) => hook.afterWrite !== undefined)) return false;
+    return accessSql(new SqlParams(this.scope), this.scope, 'r', interaction, resourceType) === undefined;
   }
 
   /** In the write's transaction: the written version must be one the caller may write (else 403, rolled back). */

@@ -9,7 +9,20 @@ import { INDEX_TABLES, TABLE_COLUMNS, type IndexRows } from './index-rows.js';
  */
 export async function replaceRows(tx: Queryable, resourceType: string, id: string, rows: IndexRows): Promise<void> {
   const params: unknown[] = [resourceType, id];
-  const parts = INDEX_TABLES.map((table) => `d_${table} AS (${deleteSql(table)})`);
+  const parts = indexCtes(rows, params, { replace: true });
+  await tx.query(`WITH ${parts.join(', ')} SELECT 1`, params);
+}
+
+/**
+ * The CTEs that write `rows` as part of a larger statement (the resource's own write,
+ * repository.ts): `$1` and `$2` of `params` must be the resource type and id; the arrays are
+ * appended to `params`. `replace`: delete the resource's old rows first (not needed for a new
+ * id, which has none). `guard`: a CTE name; rows are written (and deleted) only when it
+ * returned a row (a conditional write: nothing happens when it did not).
+ */
+export function indexCtes(rows: IndexRows, params: unknown[], options: { replace: boolean; guard?: string }): string[] {
+  const when = options.guard ? ` AND EXISTS (SELECT 1 FROM ${options.guard})` : '';
+  const parts = options.replace ? INDEX_TABLES.map((table) => `d_${table} AS (${deleteSql(table)}${when})`) : [];
   for (const table of INDEX_TABLES) {
     const list = rows[table] as Array<Record<string, unknown>>;
     if (list.length === 0) continue;
@@ -18,17 +31,60 @@ export async function replaceRows(tx: Queryable, resourceType: string, id: strin
       params.push(list.map((row) => row[column] ?? null));
       return `$${params.length}::${type}[]`;
     });
-    if (table === 'text') {
-      // The text becomes a tsvector here, with the configuration the query uses (conditions.ts).
-      parts.push(`i_text AS (INSERT INTO search_text (resource_type, id, param, document) SELECT $1, $2, u.param, to_tsvector('english', u.body) FROM unnest(${arrays.join(', ')}) AS u(param, body))`);
-      continue;
+    parts.push(insertCte(table, arrays, '$1, $2', when ? ` WHERE${when.slice(4)}` : ''));
+  }
+  return parts;
+}
+
+/**
+ * The CTEs that write the index rows of many new resources in one statement (a bulk load,
+ * storage/bulk-load.ts): per table, one `unnest` of arrays that carry each row's resource
+ * type and id. The arrays are appended to `params`.
+ */
+export function manyIndexCtes(resources: Array<{ resourceType: string; id: string; rows: IndexRows }>, params: unknown[]): string[] {
+  const parts: string[] = [];
+  for (const table of INDEX_TABLES) {
+    const columns = TABLE_COLUMNS[table] as Array<[string, string]>;
+    const types: string[] = [];
+    const ids: string[] = [];
+    const values: unknown[][] = columns.map(() => []);
+    for (const { resourceType, id, rows } of resources) {
+      for (const row of rows[table] as Array<Record<string, unknown>>) {
+        types.push(resourceType);
+        ids.push(id);
+        columns.forEach(([column], i) => values[i].push(row[column] ?? null));
+      }
     }
-    parts.push(
-      `i_${table} AS (INSERT INTO search_${table} (resource_type, id, ${columns.map(([c]) => c).join(', ')}) ` +
-        `SELECT $1, $2, * FROM unnest(${arrays.join(', ')}))`,
+    if (types.length === 0) continue;
+    params.push(types, ids, ...values);
+    const first = params.length - columns.length - 1;
+    const arrays = ['text', 'text', ...columns.map(([, type]) => type)].map((type, i) => `$${first + i}::${type}[]`);
+    parts.push(insertCte(table, arrays, 'u.resource_type, u.id', ''));
+  }
+  return parts;
+}
+
+/**
+ * The CTE that inserts one index table's rows from `unnest`ed arrays (one per column of
+ * TABLE_COLUMNS, after a resource type and an id array when `keys` names `u.resource_type,
+ * u.id`); `keys` is the SQL of the resource type and id, `where` an optional condition. Every
+ * index write goes through here, so a table whose stored column is computed from its values
+ * is handled once.
+ */
+function insertCte(table: keyof typeof TABLE_COLUMNS, arrays: string[], keys: string, where: string): string {
+  const columns = (TABLE_COLUMNS[table] as Array<[string, string]>).map(([c]) => c);
+  const names = keys.startsWith('u.') ? ['resource_type', 'id', ...columns] : columns;
+  if (table === 'text') {
+    // The text becomes a tsvector here, with the configuration the query uses (conditions.ts).
+    return (
+      `i_text AS (INSERT INTO search_text (resource_type, id, param, document) ` +
+      `SELECT ${keys}, u.param, to_tsvector('english', u.body) FROM unnest(${arrays.join(', ')}) AS u(${names.join(', ')})${where})`
     );
   }
-  await tx.query(`WITH ${parts.join(', ')} SELECT 1`, params);
+  return (
+    `i_${table} AS (INSERT INTO search_${table} (resource_type, id, ${columns.join(', ')}) ` +
+    `SELECT ${keys}, ${columns.map((c) => `u.${c}`).join(', ')} FROM unnest(${arrays.join(', ')}) AS u(${names.join(', ')})${where})`
+  );
 }
 
 /** Deletes every index row of one resource (when it is deleted), in one statement. */

@@ -11,6 +11,14 @@ import type { Scope } from '../../core/scope.js';
 export interface SearchIndex {
   /** Replaces the index rows of `resource` (called in the write transaction). */
   index(tx: Queryable, resource: Resource): Promise<void>;
+  /**
+   * The CTEs that write the index rows of `resource` inside the statement that writes the
+   * resource itself (one round trip per write, docs/rest.md#cost-of-a-request); see
+   * index-writer.ts `indexCtes` for `params` and the options.
+   */
+  indexCtes(resource: Resource, params: unknown[], options: { replace: boolean; guard?: string }): string[];
+  /** The CTEs that write the index rows of many new resources in one statement (index-writer.ts `manyIndexCtes`). */
+  manyIndexCtes(resources: Resource[], params: unknown[]): string[];
   /** Removes the index rows of a resource (on delete). */
   remove(tx: Queryable, resourceType: string, id: string): Promise<void>;
   /**

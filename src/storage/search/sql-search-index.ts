@@ -4,7 +4,7 @@ import type { ResourceRepository, SearchQuery, SearchResult } from '../../core/r
 import type { SearchTerminology } from '../../core/search.js';
 import type { Scope } from '../../core/scope.js';
 import { extractRows } from './extract.js';
-import { removeRows, replaceRows } from './index-writer.js';
+import { indexCtes, manyIndexCtes, removeRows, replaceRows } from './index-writer.js';
 import { DEFAULT_SEARCH_LIMITS, type SearchLimits } from './query/limits.js';
 import { runSearch } from './query/run-search.js';
 import type { SearchIndex } from './search-index.js';
@@ -22,6 +22,19 @@ export function createSearchIndex(limits: SearchLimits = DEFAULT_SEARCH_LIMITS):
     async index(tx: Queryable, resource: Resource): Promise<void> {
       await replaceRows(tx, resource.resourceType, resource.id as string, extractRows(resource));
       statistics.wrote();
+    },
+    indexCtes(resource: Resource, params: unknown[], options: { replace: boolean; guard?: string }): string[] {
+      const parts = indexCtes(extractRows(resource), params, options);
+      statistics.wrote();
+      return parts;
+    },
+    manyIndexCtes(resources: Resource[], params: unknown[]): string[] {
+      const parts = manyIndexCtes(
+        resources.map((r) => ({ resourceType: r.resourceType, id: r.id as string, rows: extractRows(r) })),
+        params,
+      );
+      statistics.wrote(resources.length);
+      return parts;
     },
     async remove(tx: Queryable, resourceType: string, id: string): Promise<void> {
       await removeRows(tx, resourceType, id);

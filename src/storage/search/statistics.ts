@@ -12,9 +12,9 @@ export class StatisticsSchedule {
   private writes = 0;
   private nextAt = 100;
 
-  /** Counts one indexed write. */
-  wrote(): void {
-    this.writes += 1;
+  /** Counts indexed writes (one by default). */
+  wrote(count = 1): void {
+    this.writes += count;
   }
 
   /** Runs ANALYZE when due, on PGlite only (`q` is the Database handed to search). */

@@ -28,6 +28,14 @@ export interface ImportOptions {
    * it. The server's import route validates and checks ownership here; the CLI trusts its file.
    */
   check?: (resource: Resource) => Promise<void>;
+  /**
+   * Takes every resource that is not terminology (instead of skipping it): the command line
+   * hands them to the clinical bulk load (storage/bulk-load.ts, docs/rest.md#bulk-load), with
+   * where each came from (`line 3`, `entry 7`) and its Bundle entry's full URL.
+   */
+  other?: (resource: unknown, where: string, fullUrl?: string) => Promise<void>;
+  /** Called when a Bundle's entries have all been handed over. */
+  bundleEnd?: () => Promise<void>;
   /** Where progress goes (default stderr). */
   out?: NodeJS.WritableStream & { isTTY?: boolean };
 }
@@ -86,9 +94,10 @@ export async function importEvents(
     if (resource.resourceType === 'CodeSystem') summary.codeSystems++;
     if (resource.resourceType === 'ValueSet') summary.valueSets++;
   };
-  const write = async (resource: Resource) => {
+  const write = async (resource: Resource, where: string, fullUrl?: string) => {
     if (!resource || typeof resource !== 'object' || !TYPES.has(resource.resourceType)) {
-      summary.skipped++;
+      if (options.other && resource !== undefined) await options.other(resource, where, fullUrl);
+      else summary.skipped++;
       return;
     }
     const cs = resource.resourceType === 'CodeSystem' ? resource : undefined;
@@ -104,21 +113,23 @@ export async function importEvents(
   };
 
   // A top-level object whose `concept` (or Bundle `entry`) array is streamed.
-  let open: { key: string; header: Record<string, unknown>; buffered: unknown[]; bufferedConcepts: number; staged?: StagedCodeSystem } | undefined;
+  let open: { key: string; header: Record<string, unknown>; buffered: unknown[]; bufferedConcepts: number; entries: number; staged?: StagedCodeSystem } | undefined;
   try {
     for await (const event of events) {
       const size = options.size ?? 0;
       switch (event.kind) {
         case 'value':
-          await write(event.value as Resource);
+          await write(event.value as Resource, `line ${event.line}`);
           break;
         case 'header':
-          open = { key: event.key, header: event.header, buffered: [], bufferedConcepts: 0 };
+          open = { key: event.key, header: event.header, buffered: [], bufferedConcepts: 0, entries: 0 };
           break;
         case 'items': {
           const o = open as NonNullable<typeof open>;
           if (o.key === 'entry' && o.header.resourceType === 'Bundle') {
-            for (const entry of event.items) await write((entry as { resource?: Resource })?.resource as Resource);
+            for (const entry of event.items as Array<{ resource?: Resource; fullUrl?: string } | null>) {
+              await write(entry?.resource as Resource, `entry ${++o.entries}`, entry?.fullUrl);
+            }
           } else if (o.staged) {
             await o.staged.add(event.items as CodeSystemConcept[]);
           } else {
@@ -137,13 +148,16 @@ export async function importEvents(
           const o = open as NonNullable<typeof open>;
           open = undefined;
           const resource = { ...o.header, ...event.tail } as unknown as Resource;
-          if (o.key === 'entry' && o.header.resourceType === 'Bundle') break;
+          if (o.key === 'entry' && o.header.resourceType === 'Bundle') {
+            await options.bundleEnd?.();
+            break;
+          }
           if (o.staged) {
             const staged = o.staged;
             await finishLarge(services, resource as CodeSystem, staged, options, bar);
             counted(resource, staged.size);
           } else {
-            await write({ ...resource, [o.key]: o.buffered });
+            await write({ ...resource, [o.key]: o.buffered }, 'line 1');
           }
           break;
         }

@@ -10,7 +10,7 @@ import { StringDecoder } from 'node:string_decoder';
  * never exists as one string or one object.
  */
 export type JsonStreamEvent =
-  | { kind: 'value'; value: unknown; bytes: number }
+  | { kind: 'value'; value: unknown; bytes: number; line: number }
   | { kind: 'header'; key: string; header: Record<string, unknown>; bytes: number }
   | { kind: 'items'; items: unknown[]; bytes: number }
   | { kind: 'end'; tail: Record<string, unknown>; bytes: number };
@@ -41,6 +41,9 @@ export async function* jsonStream(source: AsyncIterable<Buffer | string>, option
   const decoder = new StringDecoder('utf8');
   let bytes = 0;
   let first = true;
+  /** Line of the input (newlines outside strings: JSON strings hold none), and where the value being captured began. */
+  let line = 1;
+  let valueLine = 1;
 
   let depth = 0;
   let inString = false;
@@ -99,10 +102,14 @@ export async function* jsonStream(source: AsyncIterable<Buffer | string>, option
         }
         continue;
       }
-      if (c <= 0x20) continue; // whitespace (and newlines between NDJSON values)
+      if (c <= 0x20) {
+        if (c === 0x0a) line++;
+        continue; // whitespace (and newlines between NDJSON values)
+      }
       if (!capturing) {
-        if (c !== OPEN_OBJECT && c !== OPEN_ARRAY) throw new JsonStreamError(`unexpected '${text[i]}' between JSON values`);
+        if (c !== OPEN_OBJECT && c !== OPEN_ARRAY) throw new JsonStreamError(`line ${line}: unexpected '${text[i]}' between JSON values`);
         capturing = true;
+        valueLine = line;
         pieces = [];
         capturedLength = 0;
         pieceStart = i;
@@ -180,7 +187,7 @@ export async function* jsonStream(source: AsyncIterable<Buffer | string>, option
             if (split === 2) {
               yield { kind: 'end', tail: parse(whole.replace(/^\{[\s,]*/, '{')) as Record<string, unknown>, bytes };
             } else {
-              yield { kind: 'value', value: parse(whole), bytes };
+              yield { kind: 'value', value: parse(whole, valueLine), bytes, line: valueLine };
             }
             split = 0;
             pieceStart = i + 1;
@@ -202,13 +209,14 @@ export async function* jsonStream(source: AsyncIterable<Buffer | string>, option
       keyFrom = 0;
     }
   }
-  if (capturing || inString) throw new JsonStreamError('unexpected end of JSON input');
+  if (capturing || inString) throw new JsonStreamError(`line ${valueLine}: unexpected end of JSON input`);
 }
 
-function parse(text: string): unknown {
+function parse(text: string, line?: number): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new JsonStreamError(err instanceof Error ? err.message : String(err));
+    const message = err instanceof Error ? err.message : String(err);
+    throw new JsonStreamError(line === undefined ? message : `line ${line}: ${message}`);
   }
 }

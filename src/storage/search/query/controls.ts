@@ -18,6 +18,8 @@ export interface Controls {
   /** `_sort` keys in order, e.g. [{code: 'birthdate', descending: true}]. */
   sort: Array<{ code: string; descending: boolean }>;
   summaryCount: boolean;
+  /** `_total=none`: no total is answered, so none is counted (docs/rest.md#result-parameters). */
+  noTotal?: boolean;
 }
 
 /**
@@ -55,6 +57,7 @@ export function parseControls(type: string, params: Array<[string, string]>): Co
         break;
       case '_total': // none: the REST layer leaves the total out; estimate and accurate are both exact
         if (!['none', 'estimate', 'accurate'].includes(value)) throw badRequest(`Invalid value '${value}' for _total`);
+        controls.noTotal = value === 'none';
         break;
     }
   }

@@ -29,8 +29,8 @@ function searchedTypes(query: SearchQuery): string[] {
 /**
  * Runs a search as ONE query over `resource r`: the type, not deleted, the caller's
  * visibility, and an EXISTS per parameter (parameters ANDed, comma values ORed inside).
- * The total comes from the page itself when the page is the last one, else from a COUNT
- * with the same WHERE.
+ * The total comes from the page itself when the page is the last one (a row beyond the page
+ * is read to know), else from a COUNT with the same WHERE — not run for `_total=none`.
  */
 export async function runSearch(
   q: Queryable,
@@ -70,13 +70,17 @@ export async function runSearch(
     return { resources: [], total: await countTotal(), count: 0, offset: controls.offset };
   }
   const order = orderBySql(p, type, controls.sort);
+  // One row more than the page: whether another page follows is known without a COUNT.
   const rows = await q.query<{ content: string }>(
-    `SELECT r.content FROM resource r WHERE ${whereSql} ORDER BY ${order} LIMIT ${controls.count} OFFSET ${controls.offset}`,
+    `SELECT r.content FROM resource r WHERE ${whereSql} ORDER BY ${order} LIMIT ${controls.count + 1} OFFSET ${controls.offset}`,
     p.values,
   );
-  const matches = rows.rows.map((row) => JSON.parse(row.content) as Resource);
-  const lastPage = matches.length < controls.count && (matches.length > 0 || controls.offset === 0);
-  const total = lastPage ? controls.offset + matches.length : await countTotal();
+  const more = rows.rows.length > controls.count;
+  const matches = rows.rows.slice(0, controls.count).map((row) => JSON.parse(row.content) as Resource);
+  const lastPage = !more && (matches.length > 0 || controls.offset === 0);
+  // `_total=none`: the answer has no total, so the COUNT is not run; the figure only tells the
+  // paging links that a next page exists.
+  const total = lastPage ? controls.offset + matches.length : controls.noTotal && more ? controls.offset + matches.length + 1 : await countTotal();
   // Across the types of a compartment (`*`, $everything) a resource of the compartment is a
   // match on some page: it is not repeated as an include on another.
   const compartment = query.compartment;

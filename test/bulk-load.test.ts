@@ -1,0 +1,183 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { projectRoot } from '../src/paths.js';
+import { createTestDatabase, drivers, startServer } from './harness.js';
+import { latticeArgs } from './support/cli.js';
+
+/**
+ * `lattice import` of clinical resources (docs/rest.md#bulk-load): NDJSON and Bundles are
+ * stored with their search index, references are checked, a broken line is named, and a
+ * killed import leaves each batch whole or absent.
+ */
+
+const patient = (i: number) => ({ resourceType: 'Patient', id: `bulk-p${i}`, name: [{ family: `Bulkfamily${i}`, given: ['Ann'] }], birthDate: '1980-02-03' });
+const encounter = (i: number, p: number) => ({
+  resourceType: 'Encounter',
+  id: `bulk-e${i}`,
+  status: 'finished',
+  class: { system: 'http://terminology.hl7.org/CodeSystem/v3-ActCode', code: 'AMB' },
+  subject: { reference: `Patient/bulk-p${p}` },
+});
+const observation = (i: number, p: number, e: number) => ({
+  resourceType: 'Observation',
+  id: `bulk-o${i}`,
+  status: 'final',
+  code: { coding: [{ system: 'http://loinc.org', code: '8302-2' }] },
+  subject: { reference: `Patient/bulk-p${p}` },
+  encounter: { reference: `Encounter/bulk-e${e}` },
+  valueQuantity: { value: 170 + (i % 10), unit: 'cm', system: 'http://unitsofmeasure.org', code: 'cm' },
+});
+
+const ndjson = (resources: unknown[]) => resources.map((r) => JSON.stringify(r)).join('\n') + '\n';
+
+for (const driver of drivers) {
+  describe(`lattice import of clinical resources (${driver})`, () => {
+    let dir: string;
+    let storage: { databaseUrl?: string; dataDir?: string };
+    let env: NodeJS.ProcessEnv;
+    before(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'lattice-bulk-'));
+      storage = driver === 'pg' ? { databaseUrl: await createTestDatabase() } : { dataDir: join(dir, 'data') };
+      env = {
+        ...process.env,
+        LOG_LEVEL: 'warn',
+        LATTICE_ADMIN_PASSWORD: 'admin-password-123',
+        LATTICE_BASE_TERMINOLOGY: 'lazy',
+        ...(storage.databaseUrl ? { DATABASE_URL: storage.databaseUrl } : { LATTICE_DATA_DIR: storage.dataDir }),
+      };
+    });
+    after(() => rmSync(dir, { recursive: true, force: true }));
+
+    const cli = (file: string, extra: NodeJS.ProcessEnv = {}) =>
+      spawnSync(process.execPath, latticeArgs('import', file), { cwd: projectRoot, env: { ...env, ...extra }, encoding: 'utf8' });
+
+    test('NDJSON and a transaction Bundle load in batches; search then finds them', async () => {
+      const file = join(dir, 'clinical.ndjson');
+      const resources = [patient(1), patient(2), encounter(1, 1), observation(1, 1, 1), observation(2, 2, 1)];
+      writeFileSync(file, ndjson(resources));
+      const run = cli(file, { LATTICE_IMPORT_BATCH: '2' });
+      assert.equal(run.status, 0, run.stderr);
+      assert.match(run.stdout, /imported 5 resources \(0 CodeSystems, 0 ValueSets, 0 concepts, 5 others; 0 skipped\)/);
+
+      // A Bundle with urn:uuid full URLs: the UUID becomes the id, references are rewritten.
+      const uuid = (n: number) => `9a1c2f0e-0000-4000-8000-00000000000${n}`;
+      const bundle = {
+        resourceType: 'Bundle',
+        type: 'transaction',
+        entry: [
+          { fullUrl: `urn:uuid:${uuid(1)}`, resource: { resourceType: 'Patient', name: [{ family: 'Bundlefamily' }] }, request: { method: 'POST', url: 'Patient' } },
+          {
+            fullUrl: `urn:uuid:${uuid(2)}`,
+            resource: { resourceType: 'Condition', subject: { reference: `urn:uuid:${uuid(1)}` }, code: { text: 'asthma' } },
+            request: { method: 'POST', url: 'Condition' },
+          },
+        ],
+      };
+      const bundleFile = join(dir, 'bundle.json');
+      writeFileSync(bundleFile, JSON.stringify(bundle));
+      const second = cli(bundleFile);
+      assert.equal(second.status, 0, second.stderr);
+      assert.match(second.stdout, /imported 2 resources \(0 CodeSystems, 0 ValueSets, 0 concepts, 2 others; 0 skipped\)/);
+
+      const server = await startServer(driver, storage);
+      try {
+        const byPatient = await server.fhir('GET', '/Observation?subject=Patient/bulk-p1', { token: server.adminToken });
+        assert.equal(byPatient.status, 200, byPatient.text);
+        assert.deepEqual(byPatient.body.entry.map((e: { resource: { id: string } }) => e.resource.id), ['bulk-o1']);
+        const byName = await server.fhir('GET', '/Patient?family=bulkfamily2', { token: server.adminToken });
+        assert.deepEqual(byName.body.entry.map((e: { resource: { id: string } }) => e.resource.id), ['bulk-p2']);
+        const byEncounter = await server.fhir('GET', '/Observation?encounter=Encounter/bulk-e1&_sort=_id', { token: server.adminToken });
+        assert.deepEqual(byEncounter.body.entry.map((e: { resource: { id: string } }) => e.resource.id), ['bulk-o1', 'bulk-o2']);
+        const condition = await server.fhir('GET', `/Condition/${uuid(2)}`, { token: server.adminToken });
+        assert.equal(condition.status, 200, condition.text);
+        assert.equal(condition.body.subject.reference, `Patient/${uuid(1)}`);
+        assert.equal(condition.body.meta.versionId, '1');
+        const bySubject = await server.fhir('GET', `/Condition?subject=Patient/${uuid(1)}`, { token: server.adminToken });
+        assert.equal(bySubject.body.entry.length, 1);
+      } finally {
+        await server.stop();
+      }
+
+      // Loading the same file again writes a new version of each resource (no duplicate).
+      const rerun = cli(file);
+      assert.equal(rerun.status, 0, rerun.stderr);
+      const again = await startServer(driver, storage);
+      try {
+        const read = await again.fhir('GET', '/Patient/bulk-p1', { token: again.adminToken });
+        assert.equal(read.body.meta.versionId, '1'); // identical content: no new version
+        const all = await again.fhir('GET', '/Observation?_summary=count', { token: again.adminToken });
+        assert.equal(all.body.total, 2);
+      } finally {
+        await again.stop();
+      }
+    });
+
+    test('a broken line, an invalid resource and a dangling reference are refused with their line', () => {
+      const broken = join(dir, 'broken.ndjson');
+      writeFileSync(broken, `${JSON.stringify(patient(10))}\n{"resourceType": "Patient", "id": "x",}\n`);
+      const a = cli(broken);
+      assert.equal(a.status, 1);
+      assert.match(a.stderr, /broken\.ndjson: line 2: /);
+
+      const invalid = join(dir, 'invalid.ndjson');
+      writeFileSync(invalid, ndjson([patient(11), { resourceType: 'Patient', id: 'bulk-bad', birthDate: 'yesterday' }]));
+      const b = cli(invalid);
+      assert.equal(b.status, 1);
+      assert.match(b.stderr, /invalid\.ndjson: line 2: .*birthDate/);
+
+      const dangling = join(dir, 'dangling.ndjson');
+      writeFileSync(dangling, ndjson([patient(12), encounter(12, 12), observation(12, 12, 404)]));
+      const c = cli(dangling);
+      assert.equal(c.status, 1);
+      assert.match(
+        c.stderr,
+        /dangling\.ndjson: line 3: reference Encounter\/bulk-e404 is to a resource neither in the database nor in the load \(0 resources of earlier batches are stored\)/,
+      );
+    });
+
+    test('a killed import leaves each batch whole or absent, index rows included', async () => {
+      const file = join(dir, 'large.ndjson');
+      const lines: unknown[] = [];
+      for (let p = 0; p < 400; p++) {
+        lines.push(patient(1000 + p), encounter(1000 + p, 1000 + p));
+        for (let o = 0; o < 3; o++) lines.push(observation(1000 + p * 3 + o, 1000 + p, 1000 + p));
+      }
+      writeFileSync(file, ndjson(lines));
+      const child = spawn(process.execPath, latticeArgs('import', file), { cwd: projectRoot, env: { ...env, LATTICE_IMPORT_BATCH: '100' } });
+      // Killed once the progress shows 30% of the file read: several batches are stored by then.
+      await new Promise<void>((resolve, reject) => {
+        let err = '';
+        child.stderr.on('data', (chunk: Buffer) => {
+          err += chunk.toString();
+          if (/\] [3-9]\d%/.test(err)) {
+            child.kill('SIGKILL');
+            resolve();
+          }
+        });
+        child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`import ended with ${code}: ${err}`))));
+      });
+      await new Promise((resolve) => child.once('close', resolve));
+      const server = await startServer(driver, storage);
+      try {
+        const count = async (sql: string) => (await server.app.db.query<{ n: number }>(sql)).rows[0]?.n ?? -1;
+        const stored = await count(`SELECT count(*)::int AS n FROM resource WHERE id ~ '^bulk-[peo][12][0-9]{3}$'`);
+        assert.ok(stored >= 100, `stored ${stored}`);
+        assert.equal(stored % 100, 0, `stored ${stored}: not whole batches`);
+        const history = await count(`SELECT count(*)::int AS n FROM resource_history WHERE id ~ '^bulk-[peo][12][0-9]{3}$'`);
+        assert.equal(history, stored);
+        // Every stored Encounter and Observation has its subject in the reference index.
+        const indexed = await count(
+          `SELECT count(DISTINCT id)::int AS n FROM search_reference WHERE param = 'subject' AND id ~ '^bulk-[eo][12][0-9]{3}$'`,
+        );
+        const clinical = await count(`SELECT count(*)::int AS n FROM resource WHERE id ~ '^bulk-[eo][12][0-9]{3}$'`);
+        assert.equal(indexed, clinical);
+      } finally {
+        await server.stop();
+      }
+    });
+  });
+}

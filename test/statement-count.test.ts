@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+process.env.LATTICE_DEBUG_STATEMENTS = '1';
+import { statementCounts } from '../src/storage/statement-count.js';
+import { drivers, startServer, type TestServer } from './harness.js';
+
+/**
+ * What one request costs the database (docs/rest.md#cost-of-a-request), counted with
+ * LATTICE_DEBUG_STATEMENTS=1: statements (each a round trip on PostgreSQL, BEGIN and COMMIT
+ * included) of a create, an update, a read and a search, and the index rows a create writes.
+ */
+const patient = {
+  resourceType: 'Patient',
+  name: [{ family: 'Counted', given: ['Stella'] }],
+  gender: 'female',
+  birthDate: '1970-01-01',
+  telecom: [{ system: 'email', value: 'stella@example.com' }],
+};
+
+for (const driver of drivers) {
+  describe(`statements per request (${driver})`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startServer(driver);
+      // Warm: the first write and search of a type load definitions and statistics once.
+      for (let i = 0; i < 3; i++) {
+        const res = await server.fhir('POST', '/Patient', { body: patient });
+        assert.equal(res.status, 201);
+        await server.fhir('PUT', `/Patient/${res.body.id}`, { body: { ...patient, id: res.body.id, gender: 'male' } });
+        await server.fhir('GET', `/Patient/${res.body.id}`);
+        await server.fhir('GET', '/Patient?family=counted&_count=10');
+      }
+    });
+    after(() => server.stop());
+
+    async function cost(fn: () => Promise<void>): Promise<{ statements: number; transactions: number }> {
+      const before = { ...statementCounts };
+      await fn();
+      return { statements: statementCounts.statements - before.statements, transactions: statementCounts.transactions - before.transactions };
+    }
+
+    test('create, update, read, search', async () => {
+      let id = '';
+      const create = await cost(async () => {
+        const res = await server.fhir('POST', '/Patient', { body: patient });
+        assert.equal(res.status, 201);
+        id = res.body.id;
+      });
+      const update = await cost(async () => {
+        const res = await server.fhir('PUT', `/Patient/${id}`, { body: { ...patient, id, gender: 'male' } });
+        assert.equal(res.status, 200);
+      });
+      const read = await cost(async () => {
+        const res = await server.fhir('GET', `/Patient/${id}`);
+        assert.equal(res.status, 200);
+      });
+      const search = await cost(async () => {
+        const res = await server.fhir('GET', '/Patient?family=counted&_count=10');
+        assert.equal(res.status, 200);
+      });
+      const rows: Record<string, number> = {};
+      for (const table of ['resource', 'resource_history', 'search_string', 'search_token', 'search_reference', 'search_date', 'search_number', 'search_quantity', 'search_uri']) {
+        const res = await server.app.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE resource_type = 'Patient' AND id = $1`, [id]);
+        rows[table] = res.rows[0]?.n ?? 0;
+      }
+      // Before docs/rest.md#cost-of-a-request: a create was 6 statements on PostgreSQL (5 on
+      // PGlite), an update 8 (7): BEGIN, row lock, NOTIFY, resource, history, index, COMMIT.
+      assert.deepEqual(create, { statements: 1, transactions: 0 });
+      assert.deepEqual(update, { statements: 2, transactions: 0 }); // the current version, then the write
+      assert.ok(read.statements <= 1, `read: ${read.statements}`);
+      assert.deepEqual(search, { statements: 1, transactions: 0 });
+      // Index rows for the parameters that have values only: name, family, given (and their
+      // phonetic and text forms) as strings, gender, email, telecom, identifier-free tokens,
+      // birthdate as one date; no reference, number, quantity or uri rows.
+      assert.deepEqual(
+        { ...rows, search_string: rows.search_string > 0, search_token: rows.search_token > 0 },
+        { resource: 1, resource_history: 2, search_string: true, search_token: true, search_reference: 0, search_date: 1, search_number: 0, search_quantity: 0, search_uri: 0 },
+      );
+    });
+
+    test('_total=none runs no COUNT and still links the next page', async () => {
+      for (let i = 0; i < 3; i++) assert.equal((await server.fhir('POST', '/Patient', { body: patient })).status, 201);
+      let page: { status: number; body: { total?: number; link: Array<{ relation: string }>; entry: unknown[] } } | undefined;
+      const counted = await cost(async () => {
+        page = await server.fhir('GET', '/Patient?family=counted&_count=2');
+      });
+      assert.equal(counted.statements, 2); // the page, then the COUNT of all matches
+      assert.ok((page?.body.total ?? 0) > 2);
+      const uncounted = await cost(async () => {
+        page = await server.fhir('GET', '/Patient?family=counted&_count=2&_total=none');
+      });
+      assert.equal(uncounted.statements, 1);
+      assert.equal(page?.status, 200);
+      assert.equal(page?.body.total, undefined);
+      assert.equal(page?.body.entry.length, 2);
+      assert.deepEqual(page?.body.link.map((l) => l.relation), ['self', 'next']);
+    });
+
+    test('updates racing on one resource are all kept, each on its own version', async () => {
+      const created = await server.fhir('POST', '/Patient', { body: patient });
+      const id = created.body.id as string;
+      const dates = ['1971-01-01', '1972-01-01', '1973-01-01', '1974-01-01'];
+      const answers = await Promise.all(dates.map((birthDate) => server.fhir('PUT', `/Patient/${id}`, { body: { ...patient, id, birthDate } })));
+      assert.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200]);
+      const versions = answers.map((a) => Number(a.body.meta.versionId)).sort();
+      assert.deepEqual(versions, [2, 3, 4, 5]);
+      const history = await server.fhir('GET', `/Patient/${id}/_history`);
+      assert.equal(history.body.total, 5);
+      const last = answers.find((a) => a.body.meta.versionId === '5');
+      const read = await server.fhir('GET', `/Patient/${id}`);
+      assert.equal(read.body.birthDate, last?.body.birthDate);
+      const found = await server.fhir('GET', `/Patient?_id=${id}&birthdate=${read.body.birthDate}`);
+      assert.equal(found.body.total, 1);
+      const stale = await server.fhir('PUT', `/Patient/${id}`, { body: { ...patient, id, gender: 'other' }, headers: { 'if-match': 'W/"2"' } });
+      assert.equal(stale.status, 412);
+    });
+  });
+}
