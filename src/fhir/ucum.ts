@@ -242,3 +242,34 @@ function ucumUnit(code: string) {
 function nameOf(code: string, name: string): string {
   return UCUM_NAMES[code] ?? name.split(' - ')[0].trim();
 }
+
+/** The UCUM code system's canonical URL. */
+export const UCUM_SYSTEM = 'http://unitsofmeasure.org';
+
+/** A unit's conversion to its canonical unit: canonical value = value × factor + offset. */
+export interface UcumConversion {
+  unit: string;
+  factor: number;
+  offset: number;
+}
+
+const conversions = new Map<string, UcumConversion | null>();
+/** Units whose conversion is remembered (a search index meets few distinct units). */
+const MAX_CONVERSIONS = 10_000;
+
+/**
+ * How `unit` converts to its canonical unit (search: docs/rest.md#quantity-search), or undefined
+ * as for `toCanonical`. Every UCUM conversion is linear (temperatures have an offset), so two
+ * conversions give it; the result is remembered per unit, which makes the search index's
+ * per-quantity work a map lookup.
+ */
+export function ucumConversion(unit: string): UcumConversion | undefined {
+  const known = conversions.get(unit);
+  if (known !== undefined) return known ?? undefined;
+  const zero = toCanonical(0, unit);
+  const one = toCanonical(1, unit);
+  const found = zero && one && zero.unit === one.unit && one.value !== zero.value ? { unit: one.unit, factor: one.value - zero.value, offset: zero.value } : undefined;
+  if (conversions.size >= MAX_CONVERSIONS) conversions.clear();
+  conversions.set(unit, found ?? null);
+  return found;
+}

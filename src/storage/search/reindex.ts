@@ -17,8 +17,8 @@ import type { SearchIndex } from './search-index.js';
  * this version's rules. Searches run meanwhile answer from the rows there are.
  */
 
-/** Raise when extraction indexes something new that older rows lack (2: composites, _text/_content, :of-type). */
-export const SEARCH_INDEX_VERSION = 2;
+/** Raise when extraction indexes something new that older rows lack (2: composites, _text/_content, :of-type; 3: UCUM quantities in their canonical unit). */
+export const SEARCH_INDEX_VERSION = 3;
 /** Resources per transaction: short enough that a write waiting on the position row waits little. */
 const BATCH = 200;
 

@@ -1,6 +1,7 @@
 import { badRequest } from '../../../fhir/outcome.js';
 import { isResourceType } from '../../../fhir/definitions.js';
 import { parseDateRange } from '../../../fhir/date-range.js';
+import { UCUM_SYSTEM, ucumConversion } from '../../../fhir/ucum.js';
 import { clip, escapeLike, normalizeText } from '../normalize.js';
 import { identifierParameter, searchParameter, type CompositeComponent, type IndexTable } from '../parameters.js';
 import { dateComparison, numberComparison } from './comparisons.js';
@@ -168,6 +169,15 @@ export function quantityMatch(p: SqlParams, x: string, code: string, value: stri
   const [numberText, rest] = splitPipe(value);
   if (numberText === undefined) return numberMatch(p, `${x}.value`, code, unescapeValue(rest));
   const [system, unit] = splitPipe(rest);
+  // A UCUM unit: compared in its canonical unit, where every UCUM quantity is also indexed
+  // (convert.ts), so `5.4|…|mg` finds 5400 ug (docs/rest.md#quantity-search).
+  const conversion = system === UCUM_SYSTEM && unit ? ucumConversion(unescapeValue(unit)) : undefined;
+  if (conversion) {
+    const [prefix, text] = splitPrefix(numberText);
+    const n = parseSearchNumber(text, code);
+    const canonical = { value: n.value * conversion.factor + conversion.offset, halfWidth: n.halfWidth * conversion.factor };
+    return `${numberComparison(prefix, `${x}.value`, canonical, (v) => p.add(v))} AND ${x}.system = ${p.add(UCUM_SYSTEM)} AND ${x}.code = ${p.add(conversion.unit)}`;
+  }
   const parts = [numberMatch(p, `${x}.value`, code, numberText)];
   const systemText = system ?? unit; // `5.4|system` without a code
   const unitText = system === undefined ? '' : unescapeValue(unit);
