@@ -262,7 +262,8 @@ function urnsIn(text: string): string[] {
  * `urn:uuid:` → 400; `Type?search` (a conditional reference) → its single match (400 otherwise).
  */
 async function resolveReferences(repo: ResourceRepository, value: unknown, ids: Map<string, string>, index: number): Promise<unknown> {
-  if (Array.isArray(value)) return Promise.all(value.map((v) => resolveReferences(repo, v, ids, index)));
+  // One element at a time: the lookups share the transaction's connection (no concurrent queries on it).
+  if (Array.isArray(value)) return sequentially(value, (v) => resolveReferences(repo, v, ids, index));
   if (!isObject(value)) return value;
   const out: JsonObject = {};
   for (const [key, v] of Object.entries(value)) {
@@ -274,13 +275,19 @@ async function resolveReferences(repo: ResourceRepository, value: unknown, ids: 
 
 /** A batch entry's resource with its conditional references (`Type?search`) replaced by their single match. */
 async function resolveConditionalReferences(repo: ResourceRepository, value: unknown): Promise<unknown> {
-  if (Array.isArray(value)) return Promise.all(value.map((v) => resolveConditionalReferences(repo, v)));
+  if (Array.isArray(value)) return sequentially(value, (v) => resolveConditionalReferences(repo, v));
   if (!isObject(value)) return value;
   const out: JsonObject = {};
   for (const [key, v] of Object.entries(value)) {
     if (key === 'reference' && typeof v === 'string' && CONDITIONAL_REFERENCE.test(v)) out[key] = await resolveReference(repo, v, new Map());
     else out[key] = await resolveConditionalReferences(repo, v);
   }
+  return out;
+}
+
+async function sequentially<T>(items: unknown[], fn: (item: unknown) => Promise<T>): Promise<T[]> {
+  const out: T[] = [];
+  for (const item of items) out.push(await fn(item));
   return out;
 }
 
