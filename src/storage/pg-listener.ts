@@ -35,6 +35,8 @@ export class Listener {
   /** When the latest completed barrier on the current connection was sent (performance.now()). */
   private caughtUpTo = -Infinity;
   private readonly waitMs: number;
+  /** The last statement sent on the listening connection (`send`). */
+  private serial: { client: pg.Client; tail: Promise<unknown> } | undefined;
 
   constructor(
     private readonly connectionString: string,
@@ -51,7 +53,7 @@ export class Listener {
     this.handlers.set(channel, list);
     const client = this.client ?? (await this.connectOnce());
     if (this.channels.has(channel)) return;
-    await this.bounded(client.query(`LISTEN ${quote(channel)}`), client);
+    await this.bounded(this.send(client, `LISTEN ${quote(channel)}`), client);
     this.channels.add(channel);
   }
 
@@ -87,7 +89,7 @@ export class Listener {
     const client = this.client;
     if (!client) return Promise.reject(new NotListening());
     const sentAt = performance.now();
-    const p = this.bounded(client.query('SELECT 1'), client).then(() => {
+    const p = this.bounded(this.send(client, 'SELECT 1'), client).then(() => {
       if (this.client === client) this.caughtUpTo = Math.max(this.caughtUpTo, sentAt);
     });
     this.inflight = p;
@@ -96,6 +98,19 @@ export class Listener {
     };
     p.then(done, done);
     return p;
+  }
+
+  /**
+   * Sends `sql` on the listening connection after the statements sent before it have answered:
+   * a pg client must not be given a query while one runs (the subscribers of a start LISTEN
+   * while a barrier may be in flight). A new connection starts a new queue, so a statement lost
+   * with a dropped connection never holds the next one.
+   */
+  private send(client: pg.Client, sql: string): Promise<unknown> {
+    const tail = this.serial?.client === client ? this.serial.tail : Promise.resolve();
+    const run = tail.then(() => client.query(sql));
+    this.serial = { client, tail: run.catch(() => undefined) };
+    return run;
   }
 
   /**
