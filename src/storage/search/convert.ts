@@ -144,13 +144,13 @@ export function toNumbers(v: TypedValue): Array<Row<'number'>> {
 export function toQuantities(v: TypedValue): Array<Row<'quantity'>> {
   const o = v.data as Record<string, unknown>;
   if (!QUANTITY_TYPES.has(v.type ?? '') || typeof o.value !== 'number' || !Number.isFinite(o.value)) return [];
-  if (v.type === 'Money') return [{ value: String(o.value), system: 'urn:iso:std:iso:4217', code: str(o.currency) ?? null, unit: null }];
-  const row = { value: String(o.value), system: str(o.system) ?? null, code: str(o.code) ?? null, unit: str(o.unit) ?? null };
+  if (v.type === 'Money') return [{ value: String(o.value), system: 'urn:iso:std:iso:4217', code: str(o.currency) ?? null, unit: null, canonical: false }];
+  const row = { value: String(o.value), system: str(o.system) ?? null, code: str(o.code) ?? null, unit: str(o.unit) ?? null, canonical: false };
   // A UCUM quantity is also indexed in its canonical unit, so a search in any unit of the same
-  // dimension finds it (docs/rest.md#quantity-search); the row has no `unit` text.
+  // dimension finds it (docs/rest.md#quantity-search); the row is marked `canonical`.
   const conversion = row.system === UCUM_SYSTEM && row.code ? ucumConversion(row.code) : undefined;
   if (!conversion || (conversion.unit === row.code && conversion.factor === 1 && conversion.offset === 0)) return [row];
-  return [row, { value: String(o.value * conversion.factor + conversion.offset), system: UCUM_SYSTEM, code: conversion.unit, unit: null }];
+  return [row, { value: String(o.value * conversion.factor + conversion.offset), system: UCUM_SYSTEM, code: conversion.unit, unit: null, canonical: true }];
 }
 
 /** URI parameters: the text as written. */

@@ -8,7 +8,7 @@ export interface IndexRows {
   reference: Array<{ param: string; target_type: string | null; target_id: string | null; reference: string }>;
   date: Array<{ param: string; low: string | null; high: string | null }>;
   number: Array<{ param: string; value: string }>;
-  quantity: Array<{ param: string; value: string; system: string | null; code: string | null; unit: string | null }>;
+  quantity: Array<{ param: string; value: string; system: string | null; code: string | null; unit: string | null; canonical: boolean }>;
   uri: Array<{ param: string; value: string }>;
   /** `_text`/`_content` (docs/rest.md#text-search): the text, turned into a tsvector when written. */
   text: Array<{ param: string; body: string }>;
@@ -21,7 +21,7 @@ export const TABLE_COLUMNS: { [K in keyof IndexRows]: Array<[column: keyof Index
   reference: [['param', 'text'], ['target_type', 'text'], ['target_id', 'text'], ['reference', 'text']],
   date: [['param', 'text'], ['low', 'timestamptz'], ['high', 'timestamptz']],
   number: [['param', 'text'], ['value', 'numeric']],
-  quantity: [['param', 'text'], ['value', 'numeric'], ['system', 'text'], ['code', 'text'], ['unit', 'text']],
+  quantity: [['param', 'text'], ['value', 'numeric'], ['system', 'text'], ['code', 'text'], ['unit', 'text'], ['canonical', 'boolean']],
   uri: [['param', 'text'], ['value', 'text']],
   text: [['param', 'text'], ['body', 'text']],
 };

@@ -167,7 +167,8 @@ export function numberMatch(p: SqlParams, column: string, code: string, value: s
 /** `[prefix]number|system|code`; system and code are optional (`5.4||mg`, `5.4`). */
 export function quantityMatch(p: SqlParams, x: string, code: string, value: string): string {
   const [numberText, rest] = splitPipe(value);
-  if (numberText === undefined) return numberMatch(p, `${x}.value`, code, unescapeValue(rest));
+  // The rows of canonical units count only for a converted UCUM value (below).
+  if (numberText === undefined) return `${numberMatch(p, `${x}.value`, code, unescapeValue(rest))} AND NOT ${x}.canonical`;
   const [system, unit] = splitPipe(rest);
   // A UCUM unit: compared in its canonical unit, where every UCUM quantity is also indexed
   // (convert.ts), so `5.4|…|mg` finds 5400 ug (docs/rest.md#quantity-search).
@@ -178,7 +179,7 @@ export function quantityMatch(p: SqlParams, x: string, code: string, value: stri
     const canonical = { value: n.value * conversion.factor + conversion.offset, halfWidth: n.halfWidth * conversion.factor };
     return `${numberComparison(prefix, `${x}.value`, canonical, (v) => p.add(v))} AND ${x}.system = ${p.add(UCUM_SYSTEM)} AND ${x}.code = ${p.add(conversion.unit)}`;
   }
-  const parts = [numberMatch(p, `${x}.value`, code, numberText)];
+  const parts = [numberMatch(p, `${x}.value`, code, numberText), `NOT ${x}.canonical`];
   const systemText = system ?? unit; // `5.4|system` without a code
   const unitText = system === undefined ? '' : unescapeValue(unit);
   if (systemText !== '') parts.push(`${x}.system = ${p.add(systemText)}`);

@@ -101,7 +101,7 @@ export function orderBySql(p: SqlParams, type: string, sort: Controls['sort']): 
     const aggregate = descending ? 'max' : 'min';
     return (
       `(SELECT ${aggregate}(s.${column}) FROM search_${table} s WHERE s.resource_type = ${p.add(type)} AND s.id = r.id AND s.param = ${p.add(code)}` +
-      `${table === 'string' ? ' AND s.sort_key' : ''})` +
+      `${table === 'string' ? ' AND s.sort_key' : table === 'quantity' ? ' AND NOT s.canonical' : ''})` +
       ` ${direction} NULLS LAST`
     );
   });
