@@ -130,6 +130,20 @@ for (const driver of drivers) {
       assert.deepEqual(ids(await get(`/Observation?status=final&_filter=${encodeURIComponent('subject.name eq bob')}`, labOnly)), [r.bobLab]);
     });
 
+    test('_filter po: a date or period overlaps the value\'s range; other types refuse it', async () => {
+      const f = (type: string, expression: string) => get(`/${type}?_filter=${encodeURIComponent(expression)}`);
+      await post('encJan', { resourceType: 'Encounter', status: 'finished', class: { code: 'AMB' }, period: { start: '2021-01-10', end: '2021-01-20' } });
+      await post('encMar', { resourceType: 'Encounter', status: 'finished', class: { code: 'AMB' }, period: { start: '2021-03-01', end: '2021-03-05' } });
+      assert.deepEqual(ids(await f('Encounter', 'date po 2021-01-15')), [r.encJan]);
+      assert.deepEqual(ids(await f('Encounter', 'date po 2021-01')), [r.encJan]);
+      assert.deepEqual(ids(await f('Encounter', 'date po 2021')), [r.encJan, r.encMar].sort());
+      assert.deepEqual(ids(await f('Encounter', 'date po 2021-02')), []);
+      // eq wants the period inside the value's range: a day inside it is not enough.
+      assert.deepEqual(ids(await f('Encounter', 'date eq 2021-01-15')), []);
+      assert.deepEqual(ids(await f('Encounter', `_lastUpdated po 2000 or _id eq ${r.encMar}`)), [r.encMar]);
+      assertOutcome(await f('Patient', 'gender po female'), 400, 'invalid', "Operator 'po' is not supported for search parameter gender in _filter");
+    });
+
     test('_filter errors and bound → 400 with exact texts', async () => {
       const f = (expression: string) => get(`/Patient?_filter=${encodeURIComponent(expression)}`);
       assertOutcome(await f('name eq'), 400, 'invalid', "Invalid _filter 'name eq': expected a value at position 8");

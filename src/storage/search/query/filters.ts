@@ -173,6 +173,16 @@ function filterTreeSql(p: SqlParams, owner: Owner, node: FilterNode): string {
   }
 }
 
+/**
+ * `po` (overlaps) on a date: the stored period (`low`..`high`, an open end unbounded) and the
+ * value's range share an instant (docs/rest.md#filter).
+ */
+function overlapsSql(p: SqlParams, low: string, high: string, code: string, value: string): string {
+  const range = parseDateRange(value);
+  if (!range?.low || !range.high) throw badRequest(`Invalid date '${value}' for search parameter ${code}`);
+  return `((${low} IS NULL OR ${low} < ${p.add(range.high)}::timestamptz) AND (${high} IS NULL OR ${high} > ${p.add(range.low)}::timestamptz))`;
+}
+
 /** Operators of `_filter` on each kind of parameter (the prefixes of date, number and quantity). */
 const ORDERED_OPS = ['eq', 'ne', 'gt', 'lt', 'ge', 'le', 'ap', 'sa', 'eb'];
 
@@ -209,9 +219,10 @@ function comparisonSql(p: SqlParams, owner: Owner, path: string[], op: string, v
     return op === 'eq' ? sql : `NOT (${sql})`;
   }
   if (code === '_lastUpdated') {
-    if (!ORDERED_OPS.includes(op)) refuse();
+    if (!ORDERED_OPS.includes(op) && op !== 'po') refuse();
     if (!parseDateRange(value)?.low) throw badRequest(`Invalid date '${value}' for search parameter ${code}`);
-    return `(${dateMatch(p, `${owner.alias}.last_updated`, `(${owner.alias}.last_updated + interval '1 millisecond')`, code, `${op}${value}`)})`;
+    const [low, high] = [`${owner.alias}.last_updated`, `(${owner.alias}.last_updated + interval '1 millisecond')`];
+    return `(${op === 'po' ? overlapsSql(p, low, high, code, value) : dateMatch(p, low, high, code, `${op}${value}`)})`;
   }
   if (TEXT_PARAMETERS.has(code)) {
     if (op !== 'eq' && op !== 'co') refuse();
@@ -255,8 +266,9 @@ function comparisonSql(p: SqlParams, owner: Owner, path: string[], op: string, v
       if (op === 'sw') return exists((x) => uriMatch(p, x, 'below', value));
       return refuse();
     case 'date':
-      if (!ORDERED_OPS.includes(op)) return refuse();
+      if (!ORDERED_OPS.includes(op) && op !== 'po') return refuse();
       if (!parseDateRange(value)?.low) throw badRequest(`Invalid date '${value}' for search parameter ${code}`);
+      if (op === 'po') return exists((x) => overlapsSql(p, `${x}.low`, `${x}.high`, code, value));
       return exists((x) => dateMatch(p, `${x}.low`, `${x}.high`, code, `${op}${value}`));
     case 'number':
       if (!ORDERED_OPS.includes(op)) return refuse();
