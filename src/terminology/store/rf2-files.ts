@@ -1,7 +1,7 @@
 import { createReadStream, promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
-import { createInflateRaw } from 'node:zlib';
+import { zipEntries, zipEntryStream, type ZipEntry } from './zip.js';
 
 /**
  * The files of an RF2 release (docs/terminology.md#snomed-ct), in a folder (searched
@@ -69,68 +69,25 @@ async function folderFiles(root: string): Promise<Rf2File[]> {
   return out;
 }
 
-/** Members of a zip archive, from its central directory (stored and deflated members; no zip64). */
+/** The RF2 members of a zip archive, read in place by zip.ts. */
 async function zipFiles(path: string): Promise<Rf2File[]> {
-  const handle = await fs.open(path, 'r');
+  let entries: ZipEntry[];
   try {
-    const { size } = await handle.stat();
-    const tailSize = Math.min(size, 65_557);
-    const tail = Buffer.alloc(tailSize);
-    await handle.read(tail, 0, tailSize, size - tailSize);
-    let eocd = -1;
-    for (let i = tailSize - 22; i >= 0; i--) {
-      if (tail.readUInt32LE(i) === 0x06054b50) {
-        eocd = i;
-        break;
-      }
-    }
-    if (eocd < 0) throw new Error(`${path} is neither a folder nor a zip archive`);
-    const entries = tail.readUInt16LE(eocd + 10);
-    const dirSize = tail.readUInt32LE(eocd + 12);
-    const dirOffset = tail.readUInt32LE(eocd + 16);
-    const dir = Buffer.alloc(dirSize);
-    await handle.read(dir, 0, dirSize, dirOffset);
-    const out: Rf2File[] = [];
-    let p = 0;
-    for (let i = 0; i < entries; i++) {
-      if (dir.readUInt32LE(p) !== 0x02014b50) throw new Error(`${path}: damaged zip central directory`);
-      const method = dir.readUInt16LE(p + 10);
-      const compressed = dir.readUInt32LE(p + 20);
-      const uncompressed = dir.readUInt32LE(p + 24);
-      const nameLength = dir.readUInt16LE(p + 28);
-      const extraLength = dir.readUInt16LE(p + 30);
-      const commentLength = dir.readUInt16LE(p + 32);
-      const localOffset = dir.readUInt32LE(p + 42);
-      const name = dir.toString('utf8', p + 46, p + 46 + nameLength);
-      p += 46 + nameLength + extraLength + commentLength;
-      const kind = rf2Kind(name);
-      if (!kind) continue;
-      if (method !== 0 && method !== 8) throw new Error(`${path}: ${name} uses an unsupported zip compression method (${method})`);
-      out.push({
-        kind,
-        name,
-        size: uncompressed,
-        open: () => zipMember(path, localOffset, compressed, method),
-      });
-    }
-    return out;
-  } finally {
-    await handle.close();
+    entries = await zipEntries(path);
+  } catch (err) {
+    if (err instanceof Error && err.message === `${path} is not a ZIP archive`) throw new Error(`${path} is neither a folder nor a zip archive`);
+    throw err;
   }
+  const out: Rf2File[] = [];
+  for (const entry of entries) {
+    const kind = rf2Kind(entry.name);
+    if (kind) out.push({ kind, name: entry.name, size: entry.size, open: () => zipMember(path, entry) });
+  }
+  return out;
 }
 
-async function* zipMember(path: string, localOffset: number, compressed: number, method: number): AsyncIterable<Buffer> {
-  const handle = await fs.open(path, 'r');
-  const header = Buffer.alloc(30);
-  try {
-    await handle.read(header, 0, 30, localOffset);
-  } finally {
-    await handle.close();
-  }
-  const start = localOffset + 30 + header.readUInt16LE(26) + header.readUInt16LE(28);
-  if (compressed === 0) return;
-  const raw = createReadStream(path, { start, end: start + compressed - 1 });
-  yield* method === 8 ? raw.pipe(createInflateRaw()) : raw;
+async function* zipMember(path: string, entry: ZipEntry): AsyncIterable<Buffer> {
+  yield* (await zipEntryStream(path, entry)) as AsyncIterable<Buffer>;
 }
 
 /**
