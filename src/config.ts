@@ -43,7 +43,9 @@ export interface Config {
   clientSecretLifetime: number;
   /** Access-token lifetime in seconds. */
   accessTokenLifetime: number;
-  /** Most entries a batch/transaction Bundle may have (default 1000). */
+  /** Resources per batch of a clinical bulk load (`lattice import`, `LATTICE_IMPORT_BATCH`). */
+  importBatch: number;
+  /** Most entries a batch/transaction Bundle may have (default 10000). */
   bundleMaxEntries: number;
   /** Time a transaction Bundle gets per entry beyond the transaction limit (ms, `LATTICE_BUNDLE_ENTRY_MS`). */
   bundleEntryMs: number;
@@ -133,6 +135,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     accessTokenLifetime: intOf(env.LATTICE_TOKEN_LIFETIME, 3600, 'LATTICE_TOKEN_LIFETIME'),
     bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 10_000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
     bundleEntryMs: intOf(env.LATTICE_BUNDLE_ENTRY_MS, 30, 'LATTICE_BUNDLE_ENTRY_MS'),
+    importBatch: intOf(env.LATTICE_IMPORT_BATCH, 1000, 'LATTICE_IMPORT_BATCH') || 1000,
     email: {
       from: env.LATTICE_EMAIL_FROM || undefined,
       pollMs: intOf(env.LATTICE_EMAIL_POLL_MS, 5_000, 'LATTICE_EMAIL_POLL_MS'),

@@ -131,8 +131,7 @@ async function importCommand(args: string[]): Promise<void> {
   const app = await createApp({ ...config, baseTerminology: 'lazy', database: { ...config.database, statementTimeoutMs: 0 } });
   // Terminology is indexed by the terminology import; every other resource goes to the
   // clinical bulk load, in batches of one transaction each (docs/rest.md#bulk-load).
-  const batchSize = Number(process.env.LATTICE_IMPORT_BATCH) || undefined;
-  const loader = new BulkLoader(app.db, app.system, { projectId, validate: validateResource, ...(batchSize ? { batchSize } : {}) });
+  const loader = new BulkLoader(app.db, app.system, { projectId, validate: validateResource, batchSize: config.importBatch });
   try {
     if (loinc || rf2) {
       report(
