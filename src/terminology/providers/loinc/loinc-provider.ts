@@ -62,7 +62,7 @@ export class LoincProvider implements CodeSystemProvider {
       const admitted = new Set<number>();
       for (const filter of alternatives) {
         if (current.length === 0) break;
-        for (const id of await this.inner.selected(this.only(selection, filter), current)) admitted.add(id);
+        for (const id of await this.inner.selected(this.filteredBy(selection, filter), current)) admitted.add(id);
       }
       current = current.filter((id) => admitted.has(id));
     }
@@ -77,7 +77,7 @@ export class LoincProvider implements CodeSystemProvider {
       const admitted = new Set<number>();
       for (const filter of alternatives) {
         if (current?.length === 0) break;
-        for (const id of await this.inner.enumerate(this.only(selection, filter), current)) admitted.add(id);
+        for (const id of await this.inner.enumerate(this.filteredBy(selection, filter), current)) admitted.add(id);
       }
       current = [...admitted].sort((a, b) => a - b);
     }
@@ -85,7 +85,7 @@ export class LoincProvider implements CodeSystemProvider {
   }
 
   /** A selection of one list of filters (no concept list, inactive concepts too, no text). */
-  private only(selection: ConceptSelection, filter: ValueSetComposeIncludeFilter[]): ConceptSelection {
+  private filteredBy(selection: ConceptSelection, filter: ValueSetComposeIncludeFilter[]): ConceptSelection {
     const { system, version } = selection.include;
     return { include: { system, version, filter }, path: selection.path, activeOnly: false };
   }
