@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { projectRoot } from '../src/paths.js';
-import { createTestDatabase, drivers, startServer } from './harness.js';
+import { drivers, startServer, sharedStorage } from './harness.js';
 import { latticeArgs } from './support/cli.js';
 
 /**
@@ -41,14 +41,7 @@ for (const driver of drivers) {
     let env: NodeJS.ProcessEnv;
     before(async () => {
       dir = mkdtempSync(join(tmpdir(), 'lattice-bulk-'));
-      storage = driver === 'pg' ? { databaseUrl: await createTestDatabase() } : { dataDir: join(dir, 'data') };
-      env = {
-        ...process.env,
-        LOG_LEVEL: 'warn',
-        LATTICE_ADMIN_PASSWORD: 'admin-password-123',
-        LATTICE_BASE_TERMINOLOGY: 'lazy',
-        ...(storage.databaseUrl ? { DATABASE_URL: storage.databaseUrl } : { LATTICE_DATA_DIR: storage.dataDir }),
-      };
+      ({ storage, env } = await sharedStorage(driver, dir));
     });
     after(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { projectRoot } from '../src/paths.js';
-import { createTestDatabase, drivers, startServer } from './harness.js';
+import { drivers, startServer, sharedStorage } from './harness.js';
 import { latticeArgs } from './support/cli.js';
 
 const codeSystem = (i: number) => ({
@@ -25,14 +25,7 @@ for (const driver of drivers) {
       try {
         const file = join(dir, 'terminology.ndjson');
         writeFileSync(file, [codeSystem(1), codeSystem(2)].map((r) => JSON.stringify(r)).join('\n') + '\n');
-        const storage = driver === 'pg' ? { databaseUrl: await createTestDatabase() } : { dataDir: join(dir, 'data') };
-        const env = {
-          ...process.env,
-          LOG_LEVEL: 'warn',
-          LATTICE_ADMIN_PASSWORD: 'admin-password-123',
-          LATTICE_BASE_TERMINOLOGY: 'lazy',
-          ...(storage.databaseUrl ? { DATABASE_URL: storage.databaseUrl } : { LATTICE_DATA_DIR: storage.dataDir }),
-        };
+        const { storage, env } = await sharedStorage(driver, dir);
         const run = spawnSync(process.execPath, latticeArgs('import', file), { cwd: projectRoot, env, encoding: 'utf8' });
         assert.equal(run.status, 0, run.stderr);
         assert.match(run.stdout, /imported 2 resources \(2 CodeSystems, 0 ValueSets, 4 concepts; 0 skipped\)/);

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { OperationOutcome, Practitioner } from '@medplum/fhirtypes';
 import pg from 'pg';
 import pino from 'pino';
@@ -127,6 +128,28 @@ async function templateDatabase(driver: Driver, options: StartOptions, config: C
   const db = await openPgliteDatabase('memory://', { loadDataDir: new Blob([readFileSync(template)]), limits: { statementTimeoutMs, acquireTimeoutMs } });
   await migrate(db);
   return db;
+}
+
+/**
+ * Storage that command-line processes (`lattice import`, `admin`) and later test servers share:
+ * a PGlite folder under `dir`, or a fresh PostgreSQL database; `env` points a process at it
+ * (quiet logs, a known admin password, base terminologies loaded lazily, plus `extra`).
+ */
+export async function sharedStorage(
+  driver: Driver,
+  dir: string,
+  extra: Record<string, string> = {},
+): Promise<{ storage: StartOptions; env: NodeJS.ProcessEnv }> {
+  const storage: StartOptions = driver === 'pg' ? { databaseUrl: await createTestDatabase() } : { dataDir: join(dir, 'data') };
+  const env = {
+    ...process.env,
+    LOG_LEVEL: 'warn',
+    LATTICE_ADMIN_PASSWORD: 'admin-password-123',
+    LATTICE_BASE_TERMINOLOGY: 'lazy',
+    ...extra,
+    ...(storage.databaseUrl ? { DATABASE_URL: storage.databaseUrl } : { LATTICE_DATA_DIR: storage.dataDir }),
+  };
+  return { storage, env };
 }
 
 /** Starts a server on the given driver (fresh in-memory PGlite / fresh PostgreSQL database by default). */

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { generateSnomedLike, SNOMED_LIKE_URL, writeNdjson, type SnomedLike } from '../bench/snomed-like.js';
 import { projectRoot } from '../src/paths.js';
-import { createTestDatabase, drivers, startServer, type TestServer } from './harness.js';
+import { drivers, startServer, type TestServer, sharedStorage } from './harness.js';
 import { latticeArgs } from './support/cli.js';
 
 /**
@@ -52,16 +52,7 @@ for (const driver of drivers) {
         const v2 = generateSnomedLike(STAGED_ABOVE * 2 + 2_000, 7);
         await writeNdjson(v1, join(dir, 'v1.ndjson'), '1');
         await writeNdjson(v2, join(dir, 'v2.ndjson'), '2');
-        const storage = driver === 'pg' ? { databaseUrl: await createTestDatabase() } : { dataDir: join(dir, 'data') };
-        const env = {
-          ...process.env,
-          LOG_LEVEL: 'warn',
-          LATTICE_ADMIN_PASSWORD: 'admin-password-123',
-          LATTICE_BASE_TERMINOLOGY: 'lazy',
-          LATTICE_DB_STATEMENT_TIMEOUT: '0',
-          LATTICE_TX_STAGED_IMPORT_ABOVE: String(STAGED_ABOVE),
-          ...(storage.databaseUrl ? { DATABASE_URL: storage.databaseUrl } : { LATTICE_DATA_DIR: storage.dataDir }),
-        };
+        const { storage, env } = await sharedStorage(driver, dir, { LATTICE_DB_STATEMENT_TIMEOUT: '0', LATTICE_TX_STAGED_IMPORT_ABOVE: String(STAGED_ABOVE) });
         const first = cli([join(dir, 'v1.ndjson')], env);
         assert.equal(first.status, 0, first.stderr);
 

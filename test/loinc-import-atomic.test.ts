@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { partCode, termCode, writeLoincLike } from '../bench/loinc-like.js';
 import { projectRoot } from '../src/paths.js';
-import { createTestDatabase, drivers, startServer, type TestServer } from './harness.js';
+import { drivers, startServer, type TestServer, sharedStorage } from './harness.js';
 import { latticeArgs } from './support/cli.js';
 
 /**
@@ -38,16 +38,7 @@ for (const driver of drivers) {
       const dir = mkdtempSync(join(tmpdir(), 'lattice-loinc-atomic-'));
       try {
         const release = writeLoincLike(dir, { terms: 3_000, parts: 3_000, languages: 2, answerLists: 100 }, '9.1');
-        const storage = driver === 'pg' ? { databaseUrl: await createTestDatabase() } : { dataDir: join(dir, 'data') };
-        const env = {
-          ...process.env,
-          LOG_LEVEL: 'warn',
-          LATTICE_ADMIN_PASSWORD: 'admin-password-123',
-          LATTICE_BASE_TERMINOLOGY: 'lazy',
-          LATTICE_DB_STATEMENT_TIMEOUT: '0',
-          LATTICE_TX_STAGED_IMPORT_ABOVE: String(STAGED_ABOVE),
-          ...(storage.databaseUrl ? { DATABASE_URL: storage.databaseUrl } : { LATTICE_DATA_DIR: storage.dataDir }),
-        };
+        const { storage, env } = await sharedStorage(driver, dir, { LATTICE_DB_STATEMENT_TIMEOUT: '0', LATTICE_TX_STAGED_IMPORT_ABOVE: String(STAGED_ABOVE) });
         const first = spawnSync(process.execPath, latticeArgs('import', '--format', 'loinc', release), { cwd: projectRoot, env, encoding: 'utf8' });
         assert.equal(first.status, 0, first.stderr);
 

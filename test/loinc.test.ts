@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { projectRoot } from '../src/paths.js';
-import { createTestDatabase, drivers, flatContains, ooText, startServer, type TestServer } from './harness.js';
+import { drivers, flatContains, ooText, startServer, type TestServer, sharedStorage } from './harness.js';
 import { latticeArgs } from './support/cli.js';
 import { zipFolder } from './support/zip.js';
 
@@ -62,14 +62,7 @@ for (const driver of drivers) {
       dir = mkdtempSync(join(tmpdir(), 'lattice-loinc-'));
       const zip = join(dir, 'Loinc_release.zip');
       zipFolder(FIXTURE, zip, FIXTURE); // entries under Loinc_1.01/…: the version comes from that name
-      const storage = driver === 'pg' ? { databaseUrl: await createTestDatabase() } : { dataDir: join(dir, 'data') };
-      const env = {
-        ...process.env,
-        LOG_LEVEL: 'warn',
-        LATTICE_ADMIN_PASSWORD: 'admin-password-123',
-        LATTICE_BASE_TERMINOLOGY: 'lazy',
-        ...(storage.databaseUrl ? { DATABASE_URL: storage.databaseUrl } : { LATTICE_DATA_DIR: storage.dataDir }),
-      };
+      const { storage, env } = await sharedStorage(driver, dir);
       const run = spawnSync(process.execPath, latticeArgs('import', '--format', 'loinc', zip), { cwd: projectRoot, env, encoding: 'utf8' });
       assert.equal(run.status, 0, run.stderr);
       // 6 terms, 12 parts, the hierarchy's root, 2 answer lists, 3 answers.

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { generateSnomedLike } from '../bench/snomed-like.js';
 import { writeRf2, type Rf2Release } from '../bench/snomed-rf2.js';
 import { projectRoot } from '../src/paths.js';
-import { createTestDatabase, drivers, startServer, type TestServer } from './harness.js';
+import { drivers, startServer, type TestServer, sharedStorage } from './harness.js';
 import { latticeArgs } from './support/cli.js';
 
 /**
@@ -43,15 +43,7 @@ for (const driver of drivers) {
       try {
         const v1 = await writeRf2(generateSnomedLike(2_000), join(dir, 'v1'), { date: '20240131' });
         const v2 = await writeRf2(generateSnomedLike(30_000, 7), join(dir, 'v2'), { date: '20250131' });
-        const storage = driver === 'pg' ? { databaseUrl: await createTestDatabase() } : { dataDir: join(dir, 'data') };
-        const env = {
-          ...process.env,
-          LOG_LEVEL: 'warn',
-          LATTICE_ADMIN_PASSWORD: 'admin-password-123',
-          LATTICE_BASE_TERMINOLOGY: 'lazy',
-          LATTICE_DB_STATEMENT_TIMEOUT: '0',
-          ...(storage.databaseUrl ? { DATABASE_URL: storage.databaseUrl } : { LATTICE_DATA_DIR: storage.dataDir }),
-        };
+        const { storage, env } = await sharedStorage(driver, dir, { LATTICE_DB_STATEMENT_TIMEOUT: '0' });
         const first = cli(['--format', 'rf2', v1.folder], env);
         assert.equal(first.status, 0, first.stderr);
         // 2,000 model concepts, the module and the refset concept.
