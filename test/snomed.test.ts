@@ -56,15 +56,17 @@ for (const driver of drivers) {
       const res = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1008006`);
       assert.equal(res.status, 200, res.text);
       assert.equal(param(res.body, 'version')?.valueString, V1);
+      // An edition is named by its canonical.
+      assert.equal(param(res.body, 'name')?.valueString, `${SCT}|${V1}`);
       assert.equal(param(res.body, 'display')?.valueString, 'Heart illness');
       assert.equal(param(res.body, 'definition')?.valueString, 'An illness of a heart part.');
       const designations = (res.body.parameter as Param[])
         .filter((p) => p.name === 'designation')
         .map((p) => `${part(p, 'language')?.valueCode}|${(part(p, 'use') as { valueCoding?: { code: string } })?.valueCoding?.code}|${part(p, 'value')?.valueString}`);
-      // Active descriptions only (the inactive "Heart illness NOS" is not one), the display once.
+      // Active descriptions only (the inactive "Heart illness NOS" is not one), the display once and first.
       assert.deepEqual(designations, [
-        'en|900000000000003001|Heart illness (disorder)',
         'en|900000000000013009|Heart illness',
+        'en|900000000000003001|Heart illness (disorder)',
         'en|900000000000013009|Cardiac illness',
         'en|900000000000550004|An illness of a heart part.',
       ]);
@@ -92,20 +94,72 @@ for (const driver of drivers) {
       assert.deepEqual(properties(growth.body), ['parent=1002007 (Illness)', 'inactive=false', 'effectiveTime=2024-01-31']);
     });
 
-    test('$validate-code: an inactive concept is valid with the inactive warning; a wrong display is named with the valid ones', async () => {
+    test('$validate-code: an inactive concept is valid with the inactive warning; an inactive description is a former display; a wrong display is named with the valid ones', async () => {
       const inactive = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=1011007`);
       assert.equal(param(inactive.body, 'result')?.valueBoolean, true);
       assert.equal(param(inactive.body, 'inactive')?.valueBoolean, true);
       assert.equal(param(inactive.body, 'message')?.valueString, "The concept '1011007' has a status of inactive and its use should be reviewed");
-      const wrong = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=1008006&display=Heart%20illness%20NOS`);
+      const former = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=1008006&display=Heart%20illness%20NOS`);
+      assert.equal(param(former.body, 'result')?.valueBoolean, true, former.text);
+      assert.equal(param(former.body, 'message'), undefined);
+      const [issue] = (param(former.body, 'issues') as unknown as { resource: { issue: Array<{ severity: string; code: string; details: { coding: Array<{ code: string }>; text: string }; expression: string[] }> } }).resource.issue;
+      assert.deepEqual([issue.severity, issue.code, issue.details.coding[0].code, issue.expression[0]], ['warning', 'invalid', 'display-comment', 'display']);
+      assert.equal(
+        issue.details.text,
+        `'Heart illness NOS' is no longer considered a correct display for code '1008006' (status = inactive). The correct display is one of "Cardiac illness","Heart illness","Heart illness (disorder)".`,
+      );
+      const wrong = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=1008006&display=Heart%20ilness`);
       assert.equal(param(wrong.body, 'result')?.valueBoolean, false);
       assert.equal(
         param(wrong.body, 'message')?.valueString,
-        "Wrong Display Name 'Heart illness NOS' for http://snomed.info/sct#1008006. Valid display is one of 3 choices: 'Heart illness' (en), 'Heart illness (disorder)' (en) or 'Cardiac illness' (en) (for the language(s) '--')",
+        "Wrong Display Name 'Heart ilness' for http://snomed.info/sct#1008006. Valid display is one of 3 choices: 'Heart illness' (en), 'Heart illness (disorder)' (en) or 'Cardiac illness' (en) (for the language(s) '--')",
       );
       const acceptable = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=1008006&display=Cardiac%20illness`);
       assert.equal(param(acceptable.body, 'result')?.valueBoolean, true);
       assert.equal(param(acceptable.body, 'display')?.valueString, 'Heart illness');
+    });
+
+    test('displays by dialect: displayLanguage or Accept-Language en-GB gives the en-GB preferred term; designations carry the dialect of a term preferred in one', async () => {
+      const display = async (query: string, headers?: Record<string, string>) =>
+        param((await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1012000${query}`, headers ? { headers } : {})).body, 'display')?.valueString;
+      assert.equal(await display(''), 'Growth');
+      assert.equal(await display('&displayLanguage=en-GB'), 'Tumour');
+      assert.equal(await display('&displayLanguage=en-US'), 'Growth');
+      assert.equal(await display('&displayLanguage=en'), 'Growth');
+      assert.equal(await display('', { 'accept-language': 'en-GB' }), 'Tumour');
+      const lookup = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1012000`);
+      const designations = (lookup.body.parameter as Param[]).filter((p) => p.name === 'designation').map((p) => `${part(p, 'language')?.valueCode}|${part(p, 'value')?.valueString}`);
+      assert.deepEqual(designations, ['en-US|Growth', 'en|Growth (disorder)', 'en-GB|Tumour']);
+      const validated = await server.fhir('GET', `/ValueSet/$validate-code?url=${encodeURIComponent(`${SCT}?fhir_vs`)}&system=${SCT}&code=1012000&displayLanguage=en-GB`);
+      assert.equal(param(validated.body, 'display')?.valueString, 'Tumour');
+      const expanded = await server.fhir('GET', `/ValueSet/$expand?url=${encodeURIComponent(`${SCT}?fhir_vs=isa/1012000`)}&displayLanguage=en-GB`);
+      assert.equal(expanded.body.expansion.contains[0].display, 'Tumour');
+    });
+
+    test('$expand: designations are the FSN then the preferred terms; unclosed unless the include lists its concepts or refuses expressions; listed expressions are listed', async () => {
+      const expand = async (include: object, extra: object[] = []) => {
+        const body = { resourceType: 'Parameters', parameter: [{ name: 'valueSet', resource: { resourceType: 'ValueSet', url: 'http://example.org/vs/sct', status: 'active', compose: { include: [{ system: SCT, ...include }] } } }, ...extra] };
+        const res = await server.fhir('POST', '/ValueSet/$expand', { body });
+        assert.equal(res.status, 200, res.text);
+        return res.body as { expansion: { total: number; extension?: Array<{ url: string; valueBoolean?: boolean; valueString?: string }>; contains: Array<{ code: string; display: string; designation?: Array<{ language: string; use: { code: string }; value: string }> }> } };
+      };
+      const withDesignations = await expand({ concept: [{ code: '1008006' }, { code: '1012000' }] }, [{ name: 'includeDesignations', valueBoolean: true }]);
+      const shown = withDesignations.expansion.contains.map((c) => `${c.code}: ${(c.designation ?? []).map((d) => `${d.language}|${d.use.code}|${d.value}`).join(', ')}`);
+      // Not the acceptable "Cardiac illness", nor the inactive "Heart illness NOS"; the text definition is no term.
+      assert.deepEqual(shown, [
+        '1008006: en|900000000000003001|Heart illness (disorder), en|900000000000013009|Heart illness, en|900000000000550004|An illness of a heart part.',
+        '1012000: en|900000000000003001|Growth (disorder), en-US|900000000000013009|Growth, en-GB|900000000000013009|Tumour',
+      ]);
+      const unclosed = (body: Awaited<ReturnType<typeof expand>>) => (body.expansion.extension ?? []).filter((e) => /unclosed/.test(e.url)).map((e) => `${e.url.split('/').pop()}=${e.valueBoolean ?? e.valueString}`);
+      assert.deepEqual(unclosed(withDesignations), []);
+      assert.deepEqual(unclosed(await expand({ filter: [{ property: 'concept', op: 'is-a', value: '1002007' }] })), ['valueset-unclosed=true']);
+      assert.deepEqual(unclosed(await expand({ filter: [{ property: 'concept', op: 'is-a', value: '1002007' }, { property: 'expressions', op: '=', value: 'false' }] })), []);
+      const all = await server.fhir('GET', `/ValueSet/$expand?url=${encodeURIComponent(`${SCT}?fhir_vs`)}&count=0`);
+      assert.deepEqual(unclosed(all.body), ['valueset-unclosed=true', `valueset-unclosed-reason=The code System '${SCT}' has a grammar and so has infinite members`]);
+      // A listed expression is a member the expansion lists, after the concepts.
+      const listed = await expand({ concept: [{ code: '1008006' }, { code: '1008006:1020003=1019009' }, { code: '1008006:1020003=1019099' }] });
+      assert.equal(listed.expansion.total, 2);
+      assert.deepEqual(listed.expansion.contains.map((c) => `${c.code} ${c.display}`), ['1008006 Heart illness', '1008006:1020003=1019009 1008006|Heart illness|:1020003|Side|=1019009|Left side|']);
     });
 
     test('$subsumes from the inferred polyhierarchy', async () => {
@@ -177,14 +231,37 @@ for (const driver of drivers) {
       const lookup = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=${encodeURIComponent(expr)}`);
       assert.equal(lookup.status, 200, lookup.text);
       assert.equal(param(lookup.body, 'display')?.valueString, '1008006|Heart illness|:1020003|Side|=1019009|Left side|');
-      // Its parent is the focus concept; its attributes are the refinement's and the focus concept's others.
-      assert.deepEqual(properties(lookup.body), ['parent=1008006 (Heart illness)', 'inactive=false', '1020003 [Side]=1019009 (Left side)', '1007001 [Site]=1004008 (Heart part)']);
+      // Placed by its focus concept (its parents and children, effective time); its attributes are
+      // the refinement's and the focus concept's others; its one designation is its display (en-US).
+      assert.deepEqual(properties(lookup.body), [
+        'parent=1002007 (Illness)',
+        'child=1010008 (Heart and lung illness)',
+        'inactive=false',
+        'effectiveTime=2024-01-31',
+        '1020003 [Side]=1019009 (Left side)',
+        '1007001 [Site]=1004008 (Heart part)',
+      ]);
+      const designations = (lookup.body.parameter as Param[]).filter((p) => p.name === 'designation').map((p) => `${part(p, 'language')?.valueCode}|${part(p, 'value')?.valueString}`);
+      assert.deepEqual(designations, ['en-US|1008006|Heart illness|:1020003|Side|=1019009|Left side|']);
+      type Issues = { resource: { issue: Array<{ severity: string; code: string; details: { coding: Array<{ code: string }>; text: string } }> } };
+      const issuesOf = (body: { parameter?: Param[] }) => ((param(body, 'issues') as unknown as Issues | undefined)?.resource.issue ?? []).map((i) => `${i.severity} ${i.code} ${i.details.coding[0].code}: ${i.details.text}`);
+      // CodeSystem/$validate-code: valid, with the note that the concept model was not checked.
       const valid = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=${encodeURIComponent('1008006:1020003=1019009')}`);
       assert.equal(param(valid.body, 'result')?.valueBoolean, true);
       assert.equal(param(valid.body, 'display')?.valueString, '1008006|Heart illness|:1020003|Side|=1019009|Left side|');
+      assert.equal(param(valid.body, 'message'), undefined);
+      assert.deepEqual(issuesOf(valid.body), [
+        'information informational process-note: The expression is grammatically correct and the concepts are valid, but the expression has not been checked against the SNOMED CT concept model (MRCM)',
+      ]);
+      // Unknown: the edition is named (the fixture's module depends on the International Edition's), and why.
       const unknown = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=${encodeURIComponent('1008006:1020003=1019099')}`);
       assert.equal(param(unknown.body, 'result')?.valueBoolean, false);
-      assert.equal(param(unknown.body, 'message')?.valueString, `Unknown code '1008006:1020003=1019099' in the CodeSystem '${SCT}' version '${V1}'`);
+      const unknownText = `Unknown code '1008006:1020003=1019099' in the CodeSystem '${SCT}' version '${V1}' (International Edition)`;
+      assert.equal(param(unknown.body, 'message')?.valueString, unknownText);
+      assert.deepEqual(issuesOf(unknown.body), [`error code-invalid invalid-code: ${unknownText}`, 'information code-invalid invalid-code: Not a valid expression: Concept 1019099 not found']);
+      // A plain unknown concept is named with the edition too, with no note.
+      const plain = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=1019099`);
+      assert.deepEqual(issuesOf(plain.body), [`error code-invalid invalid-code: Unknown code '1019099' in the CodeSystem '${SCT}' version '${V1}' (International Edition)`]);
       const inactiveFocus = await server.fhir('GET', `/CodeSystem/$validate-code?url=${SCT}&code=${encodeURIComponent('1011007:1020003=1019009')}`);
       assert.equal(param(inactiveFocus.body, 'result')?.valueBoolean, false);
 

@@ -147,7 +147,9 @@ for (const driver of drivers) {
       const [issue] = issueOf(retired.body);
       assert.equal(issue.severity, 'warning');
       assert.equal(issue.details?.coding?.[0].code, 'display-comment');
-      assert.equal(issue.details?.text, "'Einz' is no longer considered a correct display for code 'one' (status = withdrawn)");
+      assert.equal(issue.code, 'invalid');
+      assert.equal(issue.details?.text, "'Einz' is no longer considered a correct display for code 'one' (status = withdrawn). The correct display is one of Eins,One.");
+      assert.equal(out(retired.body, 'message'), undefined);
     });
 
     test('$expand refuses a value set without compose or expansion, and an include of an unknown code system', async () => {

@@ -320,7 +320,12 @@ for (const driver of drivers) {
       // and a whole-system expansion that large needs paging
       await put(vs('big-all', { include: [{ system: 'http://example.org/big' }] }));
       const tooBig = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/big-all');
-      expectOO(tooBig, 422, 'too-costly', "The value set 'http://example.org/fhir/ValueSet/big-all|1' expansion has too many codes to produce (>1000): 10050 codes; use count and offset");
+      expectOO(tooBig, 422, 'too-costly', "The value set 'http://example.org/fhir/ValueSet/big-all|1' expansion has too many codes to produce (>1000)");
+      assert.equal(tooBig.body.issue[0].extension[0].valueString, 'VALUESET_TOO_COSTLY');
+      // a filter that alone selects too many is refused as such, the value set named by its url
+      await put(vs('big-filter', { include: [{ system: 'http://example.org/big', filter: [{ property: 'code', op: 'regex', value: 'c[0-9]+' }] }] }));
+      const tooBigFilter = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/big-filter');
+      expectOO(tooBigFilter, 422, 'too-costly', "The value set 'http://example.org/fhir/ValueSet/big-filter' expansion has too many codes to produce (>1000)");
       // limitedExpansion: the first 1000 codes instead, flat, marked as too costly
       const limited = await server.fhir('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/big-all&limitedExpansion=true');
       assert.equal(limited.status, 200, limited.text.slice(0, 500));

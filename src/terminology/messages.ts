@@ -20,8 +20,8 @@ export function valueSetText(vs: { url?: string; version?: string }): string {
 export const msg = {
   notInValueSet: (coding: string, vs: string) => `The provided code '${coding}' was not found in the value set '${vs}'`,
   noValidCoding: (vs: string) => `No valid coding was found for the value set '${vs}'`,
-  unknownCode: (code: string, url: string, version: string | undefined) =>
-    `Unknown code '${code}' in the CodeSystem '${url}'${version ? ` version '${version}'` : ''}`,
+  unknownCode: (code: string, url: string, version: string | undefined, versionLabel?: string) =>
+    `Unknown code '${code}' in the CodeSystem '${url}'${version ? ` version '${version}'` : ''}${version && versionLabel ? ` (${versionLabel})` : ''}`,
   unknownCodeInFragment: (code: string, url: string, version: string | undefined) =>
     `Unknown Code '${code}' in the CodeSystem '${url}'${version ? ` version '${version}'` : ''} - note that the code system is labeled as a fragment, so the code may be valid in some other fragment`,
   /**
@@ -30,8 +30,8 @@ export const msg = {
    */
   unknownSystem: (url: string, quoted: boolean) =>
     `A definition for CodeSystem ${quoted ? `'${url}'` : url} could not be found, so the code cannot be validated`,
-  expansionTooCostly: (vs: string, total: number, limit: number) =>
-    `The value set '${vs}' expansion has too many codes to produce (>${limit}): ${total} codes; use count and offset`,
+  expansionTooCostly: (vs: string, limit: number) => `The value set '${vs}' expansion has too many codes to produce (>${limit})`,
+  grammarUnclosed: (system: string) => `The code System '${system}' has a grammar and so has infinite members`,
   noDefinition: (vs: string) => `The value set '${vs}' has no compose and no expansion, so it cannot be expanded`,
   cannotExpand: (url: string) => `A definition for CodeSystem '${url}' could not be found, so the value set cannot be expanded`,
   /** `valid`: the known versions, newest first (listed oldest first). */
@@ -66,7 +66,8 @@ export const msg = {
   /** A concept that is deprecated but still active. */
   deprecatedConcept: (code: string) => `The concept '${code}' is deprecated and its use should be reviewed`,
   /** A display that matches only an inactive (withdrawn / deprecated) designation. */
-  inactiveDisplay: (display: string, code: string, status: string) => `'${display}' is no longer considered a correct display for code '${code}' (status = ${status})`,
+  inactiveDisplay: (display: string, code: string, status: string, correct: string[]) =>
+    `'${display}' is no longer considered a correct display for code '${code}' (status = ${status}). The correct display is one of ${correct.map((d) => (/[\s,"]/.test(d) ? `"${d}"` : d)).join(',')}.`,
   deprecatedInValueSet: (code: string, system: string, vs: string, status: string) =>
     `The presence of the concept '${code}' in the system '${system}' in the value set ${vs} is marked with a status of ${status} and its use should be reviewed`,
   notActive: (code: string) => `The concept '${code}' is valid but is not active`,

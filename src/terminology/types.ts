@@ -66,6 +66,13 @@ export interface Designation {
   extension?: Array<{ url: string } & Record<string, unknown>>;
   /** The supplement (`url|version`) the designation comes from, when not from the code system itself. */
   source?: string;
+  /**
+   * A former designation and its status (a SNOMED CT inactive description: `inactive`): a
+   * display that is valid with the INACTIVE_DISPLAY_FOUND warning, never listed as a designation.
+   */
+  retired?: string;
+  /** Listed by `$lookup`, left out of an expansion's designations (a SNOMED CT synonym preferred in no dialect). */
+  secondary?: boolean;
 }
 
 /**

@@ -148,8 +148,9 @@ export function displayCandidates(cs: CodeSystemInfo, concept: Concept, designat
 
 const STANDARDS_STATUS = 'http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status';
 
-/** `withdrawn` / `deprecated` when the designation's standards status makes it inactive, else undefined. */
+/** The status of a former designation (`retired`), or `withdrawn` / `deprecated` when its standards status makes it inactive, else undefined. */
 export function designationStatus(d: Designation): string | undefined {
+  if (d.retired) return d.retired;
   const status = d.extension?.find((e) => e.url === STANDARDS_STATUS)?.valueCode;
   return status === 'withdrawn' || status === 'deprecated' ? status : undefined;
 }
@@ -176,7 +177,7 @@ export function chooseDisplay(cs: CodeSystemInfo, concept: Concept, designations
     const displayRank = concept.display ? (cs.language ? languageRank(cs.language, tag) : 3) : undefined;
     let best: { d: Designation | undefined; score: number } | undefined = displayRank === undefined ? undefined : { d: undefined, score: displayRank * 2 };
     for (const d of designations) {
-      if (!d.value) continue;
+      if (!d.value || d.retired) continue;
       const rank = languageRank(d.language ?? cs.language ?? '', tag);
       if (rank === undefined) continue;
       const score = rank * 2 + (d.use && !isDisplayUse(d.use) ? 1 : 0);
@@ -257,7 +258,8 @@ export function checkDisplay(
   if (current.some(same)) return [];
   const retired = inLanguage.find(same);
   if (retired?.inactive) {
-    return [{ ...issue('INACTIVE_DISPLAY_FOUND', msg.inactiveDisplay(given, concept.code, retired.inactive), 'warning'), code: 'business-rule', type: 'display-comment' }];
+    const correct = [...new Set(current.map((c) => c.value))].sort();
+    return [{ ...issue('INACTIVE_DISPLAY_FOUND', msg.inactiveDisplay(given, concept.code, retired.inactive, correct), 'warning'), type: 'display-comment', inMessage: false }];
   }
   const choices = displayChoices(unique(current.length > 0 ? current : inLanguage));
   if (inLanguage.some(sameish)) return [issue('Display_Name_WS_for__should_be_one_of__instead_of', msg.wrongWhitespace(given, system, concept.code, choices, languages))];

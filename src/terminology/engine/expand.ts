@@ -56,6 +56,8 @@ interface Used {
   statuses: StatusReport;
   /** A code system that holds only part of its codes (a fragment) contributed: the expansion is not closed. */
   unclosed: boolean;
+  /** Why, when the whole of a code system with a grammar is included (valueset-unclosed-reason). */
+  unclosedReason?: string;
 }
 
 function newUsed(): Used {
@@ -63,6 +65,13 @@ function newUsed(): Used {
 }
 
 const UNCLOSED_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed';
+const UNCLOSED_REASON_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed-reason';
+const MESSAGE_ID = 'http://hl7.org/fhir/StructureDefinition/operationoutcome-message-id';
+
+/** The 422 of an expansion larger than the limit without paging (docs/terminology.md#expand). */
+function tooCostlyError(vs: string, limit: number): FhirError {
+  return new FhirError(422, [{ extension: [{ url: MESSAGE_ID, valueString: 'VALUESET_TOO_COSTLY' }], ...issue('too-costly', msg.expansionTooCostly(vs, limit)) }]);
+}
 
 /** Without `count`, larger expansions are refused rather than built (use paging). */
 export const MAX_UNPAGED_EXPANSION = 1000;
@@ -104,7 +113,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
   // `limitedExpansion` (and marked as incomplete): docs/terminology.md#expand.
   const tooCostly = req.count === undefined && total > MAX_UNPAGED_EXPANSION;
   if (tooCostly && !req.limitedExpansion) {
-    throw new FhirError(422, [issue('too-costly', msg.expansionTooCostly(valueSetText(vs), total, MAX_UNPAGED_EXPANSION))]);
+    throw tooCostlyError(valueSetText(vs), MAX_UNPAGED_EXPANSION);
   }
   if (tooCostly) req = { ...req, count: MAX_UNPAGED_EXPANSION, excludeNested: true };
   const declared = new Map<string, string | undefined>();
@@ -137,6 +146,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
   };
   if (tooCostly) expansion.extension = [{ url: TOO_COSTLY_EXTENSION, valueBoolean: true }];
   if (used.unclosed) expansion.extension = [...(expansion.extension ?? []), { url: UNCLOSED_EXTENSION, valueBoolean: true }];
+  if (used.unclosed && used.unclosedReason) expansion.extension = [...(expansion.extension ?? []), { url: UNCLOSED_REASON_EXTENSION, valueString: used.unclosedReason }];
   if (declared.size > 0) {
     expansion.extension = [...(expansion.extension ?? []), ...[...declared].map(([code, uri]) => ({
       url: EXT_EXPANSION_PROPERTY,
@@ -224,6 +234,7 @@ async function nestedMembers(tc: TermContext, child: ValueSetEvaluator, req: Exp
   for (const [k, v] of answer.used.versionRules) used.versionRules.set(k, v);
   used.statuses.merge(answer.used.statuses);
   if (answer.used.unclosed) used.unclosed = true;
+  used.unclosedReason ??= answer.used.unclosedReason;
   return answer.groups;
 }
 
@@ -266,11 +277,21 @@ async function includeGroups(
   used.codeSystems.add(cs.version ? `${cs.url}|${cs.version}` : cs.url);
   used.statuses.codeSystem(cs, valueSetPublication(ev.vs));
   const provider = providerFor(tc, cs);
-  // A fragment, or a code system with a grammar (SNOMED CT's postcoordinated expressions), has
-  // members no expansion lists: the expansion says it is not closed.
-  if (cs.content === 'fragment' || provider.grammar) used.unclosed = true;
+  // A fragment, or an include of a code system with a grammar (SNOMED CT's postcoordinated
+  // expressions) that can admit members no expansion lists: the expansion says it is not
+  // closed, and why when it includes the whole system.
+  if (cs.content === 'fragment') used.unclosed = true;
+  else if (provider.grammar && (provider.unclosedInclude?.(inc) ?? true)) {
+    used.unclosed = true;
+    if (!inc.concept && !inc.filter?.length) used.unclosedReason ??= msg.grammarUnclosed(cs.url);
+  }
   const allowed = nested ? nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []) : undefined;
   const ids = await provider.enumerate({ include: inc, path, activeOnly, text: req.filter }, allowed);
+  // A filter that alone selects more than an unpaged expansion may hold is refused as such, the
+  // value set named by its url (docs/terminology.md#expand).
+  if (req.count === undefined && !req.limitedExpansion && (inc.filter?.length ?? 0) > 0 && ids.length > MAX_UNPAGED_EXPANSION) {
+    throw tooCostlyError(ev.vs.url ?? valueSetText(ev.vs), MAX_UNPAGED_EXPANSION);
+  }
   return [{ system: cs.url, cs, ids }];
 }
 
@@ -458,7 +479,8 @@ async function conceptEntries(tc: TermContext, provider: CodeSystemProvider, ids
     // A display the value set gives for the concept replaces the code system's.
     const c = vsConcept?.display ? { ...stored0, display: vsConcept.display } : stored0;
     const ds = [
-      ...(designations.get(c.id) ?? []),
+      // Former designations are not listed, nor those a provider keeps for $lookup.
+      ...(designations.get(c.id) ?? []).filter((d) => !d.retired && !d.secondary),
       ...(vsConcept?.designation ?? []).map((d) => {
         const extension = designationExtensions(d.extension);
         return { language: d.language, use: d.use, value: d.value, ...(extension ? { extension: JSON.parse(extension) as Designation['extension'] } : {}) };

@@ -52,7 +52,12 @@ export async function lookupCode(
   const onRequest = provider.onRequestProperties;
   const wanted = (p: string) =>
     onRequest?.has(p) ? !!properties?.includes(p) : !properties || properties.length === 0 || properties.includes('*') || properties.includes(p);
-  const designations = (await provider.designations([concept.id])).get(concept.id) ?? [];
+  const all = (await provider.designations([concept.id])).get(concept.id) ?? [];
+  // Former designations are displays to recognise, not designations to list.
+  const designations = all.filter((d) => !d.retired);
+  // The display comes first, also when it is one of the designations (listsDisplay).
+  const shown = designations.findIndex((d) => d.value === concept.display);
+  if (provider.listsDisplay && shown > 0) designations.unshift(...designations.splice(shown, 1));
   const property: LookupResult['property'] = [];
 
   if (wanted('parent')) {
@@ -79,7 +84,7 @@ export async function lookupCode(
   }
 
   return {
-    name: cs.name ?? cs.title ?? cs.url,
+    name: provider.lookupName ?? cs.name ?? cs.title ?? cs.url,
     version: cs.version,
     display: preferredDisplay(cs, concept, designations, languages),
     definition: concept.definition,

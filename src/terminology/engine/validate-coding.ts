@@ -151,12 +151,22 @@ async function validateGroup(
   const concepts = new Map<string, Concept>();
   /** Why an unknown code is not one, when its provider says (a grammar's parse error). */
   const reasons = new Map<string, string>();
+  /** Notes about valid codes (CodeSystem/$validate-code only), and how messages name each version. */
+  const notes = new Map<string, string>();
+  const versionLabels = new Map<number, string | undefined>();
   const designations = new Map<number, Map<number, Designation[]>>();
   const needDesignations = checks.some((c) => c.input.display !== undefined) || o.languages.tags.length > 0;
   for (const [cs, group] of groupByCodeSystem(plans, checks)) {
     const provider = providerFor(tc, cs);
     const found = await provider.findConcepts(group);
     for (const [code, concept] of found) concepts.set(`${cs.key} ${code}`, concept);
+    versionLabels.set(cs.key, provider.versionLabel?.());
+    if (provider.validNote && target.kind !== 'valueSet') {
+      for (const code of group.filter((c) => found.has(c))) {
+        const note = await provider.validNote(code);
+        if (note) notes.set(`${cs.key} ${code}`, note);
+      }
+    }
     if (provider.unknownReason) {
       for (const code of group.filter((c) => !found.has(c))) {
         const reason = await provider.unknownReason(code);
@@ -195,7 +205,7 @@ async function validateGroup(
           code: 'code-invalid',
           type: 'invalid-code',
           id: fragment ? 'Unknown_Code_in_Fragment' : cs.version ? 'Unknown_Code_in_Version' : 'Unknown_Code_in',
-          text: fragment ? msg.unknownCodeInFragment(c.input.code, cs.url, cs.version) : msg.unknownCode(c.input.code, cs.url, cs.version),
+          text: fragment ? msg.unknownCodeInFragment(c.input.code, cs.url, cs.version) : msg.unknownCode(c.input.code, cs.url, cs.version, versionLabels.get(cs.key)),
           expression: at(c, 'code'),
           // A warning that does not make the code invalid: not part of `message`.
           ...(fragment ? { inMessage: false } : {}),
@@ -212,6 +222,8 @@ async function validateGroup(
     const ds = designations.get(cs.key)?.get(concept.id) ?? [];
     out.display = preferredDisplay(cs, concept, ds, o.languages);
     if (!o.membershipOnly) conceptIssues(c, cs, concept, ds, out, o, at, membersIgnoringActivity.has(c.input.code));
+    const note = notes.get(`${cs.key} ${c.input.code}`);
+    if (note && !o.membershipOnly) out.issues.push({ severity: 'information', code: 'informational', type: 'process-note', text: note, expression: at(c, 'code') });
     const listedStatus = vs && out.member ? includeConceptStatus(vs.evaluator.vs, system, concept.code) : undefined;
     if (listedStatus) {
       out.issues.push({

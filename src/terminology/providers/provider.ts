@@ -64,6 +64,21 @@ export interface CodeSystemProvider {
   readonly grammar?: boolean;
   /** Properties `$lookup` returns only when the request names them (`property`). */
   readonly onRequestProperties?: ReadonlySet<string>;
+  /** The `name` `$lookup` answers, when not the CodeSystem's name (SNOMED CT: `url|version` of the edition). */
+  readonly lookupName?: string;
+  /**
+   * A note about a code that is valid, for `CodeSystem/$validate-code` (SNOMED CT: an
+   * expression whose concept model was not checked): an informational issue.
+   */
+  validNote?(code: string): Promise<string | undefined>;
+  /** What messages add after the version, in parentheses (SNOMED CT: the edition's name). */
+  versionLabel?(): string | undefined;
+  /**
+   * Whether an include can admit members no expansion lists (SNOMED CT: postcoordinated
+   * expressions, unless the include lists its concepts or says `expressions = false`); without
+   * this method, every include of a system with a `grammar` can.
+   */
+  unclosedInclude?(include: ValueSetComposeInclude): boolean;
 }
 
 /** What one `compose.include` (or `exclude`) asks of a code system. */

@@ -8,7 +8,7 @@ import { finishLarge, progressBar, type ImportOptions, type ImportSummary, type 
 import { rf2Files, rf2Rows, type Rf2File, type Rf2Kind } from './rf2-files.js';
 import { StagedCodeSystem } from './staged-import.js';
 import type { ConceptRow, DesignationRow } from '../providers/fhir/code-system-rows.js';
-import { SCT_PROPERTIES, SCT_SYSTEM, SCT_USE_DISPLAY, SCTID, sctVersionUri } from '../providers/snomed/sct-meta.js';
+import { DESCRIPTION_MARKER, EDITION_NAMES, editionTitle, SCT_PROPERTIES, SCT_SYSTEM, SCT_USE_DISPLAY, SCTID, sctVersionUri } from '../providers/snomed/sct-meta.js';
 
 /**
  * `lattice import --format rf2 <folder or .zip>` (docs/terminology.md#snomed-ct): one SNOMED CT
@@ -63,7 +63,7 @@ export async function importRf2(path: string, env: TerminologyEnv, options: Rf2O
     url: SCT_SYSTEM,
     version,
     name: 'SNOMED_CT',
-    title: 'SNOMED CT',
+    title: editionTitle(edition.name),
     status: 'active',
     date: `${edition.date.slice(0, 4)}-${edition.date.slice(4, 6)}-${edition.date.slice(6, 8)}`,
     publisher: 'SNOMED International',
@@ -149,18 +149,32 @@ async function readConcepts(files: Rf2File[], bar: ProgressBar): Promise<Concept
  * no other module depends on, at its newest source effective time; without that refset, the
  * most common module of the concepts at their newest effective time.
  */
-async function readEdition(files: Rf2File[], concepts: Concepts, bar: ProgressBar): Promise<{ module: string; date: string }> {
+async function readEdition(files: Rf2File[], concepts: Concepts, bar: ProgressBar): Promise<{ module: string; date: string; name: string | undefined }> {
   const sources = new Map<string, string>();
   const targets = new Set<string>();
+  const dependsOn = new Map<string, string[]>();
   // id effectiveTime active moduleId refsetId referencedComponentId sourceEffectiveTime targetEffectiveTime
   for await (const row of rowsOf(files, bar)) {
     if (row[2] !== '1') continue;
     const [module, target, sourceTime] = [row[3], row[5], row[6] ?? row[1]];
     if ((sources.get(module) ?? '') < sourceTime) sources.set(module, sourceTime);
-    if (target !== module) targets.add(target);
+    if (target !== module) {
+      targets.add(target);
+      dependsOn.set(module, [...(dependsOn.get(module) ?? []), target]);
+    }
   }
+  // The edition's name: its module's, else that of the nearest published edition it depends on.
+  const nameOf = (module: string): string | undefined => {
+    const seen = new Set<string>();
+    for (let level = [module]; level.length > 0; level = level.flatMap((m) => dependsOn.get(m) ?? []).filter((m) => !seen.has(m))) {
+      const known = level.find((m) => EDITION_NAMES[m]);
+      if (known) return EDITION_NAMES[known];
+      for (const m of level) seen.add(m);
+    }
+    return undefined;
+  };
   const tops = [...sources.entries()].filter(([m]) => !targets.has(m)).sort((a, b) => (a[1] < b[1] ? 1 : a[1] > b[1] ? -1 : a[0] < b[0] ? -1 : 1));
-  if (tops.length > 0) return { module: tops[0][0], date: tops[0][1] };
+  if (tops.length > 0) return { module: tops[0][0], date: tops[0][1], name: nameOf(tops[0][0]) };
   const counts = new Map<string, number>();
   let date = '';
   for (let id = 1; id < concepts.codes.length; id++) {
@@ -168,7 +182,7 @@ async function readEdition(files: Rf2File[], concepts: Concepts, bar: ProgressBa
     if (concepts.effective[id] > date) date = concepts.effective[id];
   }
   const module = [...counts.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? SCTID.coreModule;
-  return { module, date: date || '00000000' };
+  return { module, date: date || '00000000', name: EDITION_NAMES[module] };
 }
 
 interface Acceptability {
@@ -223,10 +237,22 @@ async function readDescriptions(files: Rf2File[], concepts: Concepts, acc: Accep
     });
   };
   // id effectiveTime active moduleId conceptId languageCode typeId term caseSignificanceId
+  // The marker of each acceptability combination (few distinct ones), built once.
+  const markers = new Map<number, string | undefined>();
+  const markerOf = (bits: number, active: boolean): string | undefined => {
+    const key = active ? bits : -1;
+    if (!markers.has(key)) {
+      const tokens: string[] = active ? [] : ['inactive'];
+      for (let r = 0, b = bits; b > 0; r++, b = Math.floor(b / 4)) if (b % 4 > 0) tokens.push(`${b % 4 === 2 ? 'p' : 'a'}${acc.refsets[r]}`);
+      markers.set(key, tokens.length > 0 ? JSON.stringify([{ url: DESCRIPTION_MARKER, valueString: tokens.join(' ') }]) : undefined);
+    }
+    return markers.get(key);
+  };
   for await (const [descriptionId, , active, , conceptId, languageCode, typeId, term] of rowsOf(files, bar)) {
-    if (active !== '1') continue;
     const id = concepts.ids.get(conceptId);
     if (id === undefined || term === undefined) continue;
+    const bits = active === '1' ? (acc.map.get(descriptionId) ?? 0) : 0;
+    const extension = markerOf(bits, active === '1');
     designations.push({
       concept: id,
       language: languageCode,
@@ -234,8 +260,13 @@ async function readDescriptions(files: Rf2File[], concepts: Concepts, acc: Accep
       useCode: typeId,
       useDisplay: SCT_USE_DISPLAY[typeId],
       value: term,
+      ...(extension ? { extension } : {}),
     });
-    const bits = acc.map.get(descriptionId) ?? 0;
+    // An inactive description is kept as a former display only (docs/terminology.md#answers).
+    if (active !== '1') {
+      if (designations.length >= BATCH_ROWS) await flush();
+      continue;
+    }
     for (let r = 0, b = bits; b > 0; r++, b = Math.floor(b / 4)) {
       const v = b % 4;
       if (v > 0) accepted.push([id, descriptionId, term, acc.refsets[r], v === 2]);

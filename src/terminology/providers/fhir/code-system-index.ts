@@ -392,5 +392,23 @@ export function designationOf(r: { language: string | null; use_system: string |
     r.use_system || r.use_code
       ? { ...(r.use_system ? { system: r.use_system } : {}), ...(r.use_code ? { code: r.use_code } : {}), ...(r.use_display ? { display: r.use_display } : {}) }
       : undefined;
-  return { language: r.language ?? undefined, use, value: r.value, ...(r.extension ? { extension: JSON.parse(r.extension) as Designation['extension'] } : {}) };
+  return { language: r.language ?? undefined, use, value: r.value, ...(r.extension ? { extension: parsedExtension(r.extension) } : {}) };
+}
+
+/**
+ * Designation extensions parsed once per distinct text: a SNOMED CT edition gives most of its
+ * 1.6 million designations one of a few extensions (their acceptability), which then share
+ * one read-only object instead of one each.
+ */
+const extensionCache = new Map<string, Designation['extension']>();
+
+function parsedExtension(text: string): Designation['extension'] {
+  const known = extensionCache.get(text);
+  if (known) return known;
+  const parsed = JSON.parse(text) as Designation['extension'];
+  if (text.length <= 512) {
+    if (extensionCache.size >= 1000) extensionCache.delete(extensionCache.keys().next().value as string);
+    extensionCache.set(text, parsed);
+  }
+  return parsed;
 }

@@ -1,7 +1,7 @@
 import type { Database, Queryable } from '../../../core/database.js';
 import type { CodeSystemIndex } from '../fhir/code-system-index.js';
 import type { EclConcreteValue, EclDescription, EclGraph, IdList } from './ecl/graph.js';
-import { SCTID } from './sct-meta.js';
+import { DESCRIPTION_MARKER, SCTID } from './sct-meta.js';
 
 /**
  * One SNOMED CT edition in memory (docs/terminology.md#snomed-ct): the code-system index every
@@ -135,6 +135,16 @@ export class SnomedGraph implements EclGraph {
     return this.descriptionsLoaded;
   }
 
+  /** `[refset, acceptability, …]` of a marker's `p<refset>` / `a<refset>` tokens. */
+  private markerAcceptability(tokens: string[]): number[] {
+    const out: number[] = [];
+    for (const t of tokens) {
+      if (t.startsWith('p')) out.push(this.idOf(t.slice(1)), this.idOf(SCTID.preferred));
+      else if (t.startsWith('a')) out.push(this.idOf(t.slice(1)), this.idOf(SCTID.acceptable));
+    }
+    return out;
+  }
+
   /** The id of an SCTID: its concept's, else one above the concepts (stable for this graph). */
   private idOf(sctid: string): number {
     const id = this.index.idOf(sctid, false);
@@ -237,15 +247,19 @@ export class SnomedGraph implements EclGraph {
     const module = this.modules[id];
     return this.index.designations(id).map((d) => {
       const key = `${id}\u0000${d.value}`;
+      // The loader's marker (sct-meta.ts) says whether it is active and its acceptability.
+      const marker = d.extension?.find((e) => e.url === DESCRIPTION_MARKER)?.valueString;
+      const tokens = typeof marker === 'string' ? marker.split(' ') : undefined;
+      const active = !tokens?.includes('inactive');
       return {
         sctid: this.descriptionIds.get(key) ?? '',
-        active: true,
+        active,
         term: d.value,
         languageCode: d.language ?? 'en',
         typeId: d.use?.code ? this.idOf(d.use.code) : 0,
         moduleId: module,
         effectiveTime: 0,
-        acceptability: this.acceptability.get(key) ?? [],
+        acceptability: tokens ? this.markerAcceptability(tokens) : active ? (this.acceptability.get(key) ?? []) : [],
       };
     });
   }

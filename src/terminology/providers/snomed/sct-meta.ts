@@ -33,6 +33,64 @@ export const SCT_USE_DISPLAY: Record<string, string> = {
 /** Language refsets of the dialects a `displayLanguage` may name (others: by their refset SCTID). */
 export const DIALECT_REFSETS: Record<string, string> = { 'en-us': SCTID.usEnglish, 'en-gb': SCTID.gbEnglish };
 
+/** The language tag of a dialect's language refset (the tag a dialect's preferred term carries). */
+export const DIALECT_TAGS: Record<string, string> = { [SCTID.usEnglish]: 'en-US', [SCTID.gbEnglish]: 'en-GB' };
+
+/**
+ * The names of the published editions, by the module that identifies them
+ * (docs/terminology.md#editions-and-versions); an edition of another module is named after the
+ * published edition it depends on (ModuleDependency refset).
+ */
+export const EDITION_NAMES: Record<string, string> = {
+  '900000000000207008': 'International Edition',
+  '449081005': 'International Spanish Edition',
+  '11000221109': 'Argentinian Edition',
+  '32506021000036107': 'Australian Edition (with drug extension)',
+  '11000234105': 'Austrian Edition',
+  '11000172109': 'Belgian Edition',
+  '20621000087109': 'Canadian English Edition',
+  '20611000087101': 'Canadian Canadian French Edition',
+  '11000279109': 'Czech Edition',
+  '554471000005108': 'Danish Edition',
+  '11000181102': 'Estonian Edition',
+  '11000229106': 'Finnish Edition',
+  '11000274103': 'German Edition',
+  '1121000189102': 'Indian Edition',
+  '827022005': 'IPS Terminology',
+  '11000220105': 'Irish Edition',
+  '11000146104': 'Netherlands Edition',
+  '21000210109': 'New Zealand Edition',
+  '51000202101': 'Norwegian Edition',
+  '11000267109': 'Republic of Korea Edition (South Korea)',
+  '900000001000122104': 'Spanish National Edition',
+  '45991000052106': 'Swedish Edition',
+  '2011000195101': 'Swiss Edition',
+  '83821000000107': 'UK Edition',
+  '999000021000000109': 'UK Clinical Edition',
+  '5631000179106': 'Uruguay Edition',
+  '21000325107': 'Chilean Edition',
+  '731000124108': 'US Edition',
+  '5991000124107': 'US Edition (with ICD-10-CM maps)',
+};
+
+/** The CodeSystem title of an edition: `SNOMED CT <edition name>` (plain `SNOMED CT` when unnamed). */
+export function editionTitle(name: string | undefined): string {
+  return name ? `SNOMED CT ${name}` : 'SNOMED CT';
+}
+
+/** The edition name back from the CodeSystem title (undefined when it has none). */
+export function editionNameOf(title: string | undefined): string | undefined {
+  return title?.startsWith('SNOMED CT ') ? title.slice('SNOMED CT '.length) : undefined;
+}
+
+/**
+ * What the loader records about a description beyond its language, type and term
+ * (docs/terminology.md#loading-an-rf2-release): an extension with this url on the stored
+ * designation, `valueString` = space-separated `inactive`, `p<refset>` (preferred in that
+ * language refset), `a<refset>` (acceptable). The provider reads it and takes it off.
+ */
+export const DESCRIPTION_MARKER = 'urn:lattice:sct-description';
+
 /** The version URI of an edition: `http://snomed.info/sct/<module>/version/<yyyymmdd>` (`xsct` when unpublished). */
 export function sctVersionUri(module: string, date: string, unpublished: boolean): string {
   return `http://snomed.info/${unpublished ? 'xsct' : 'sct'}/${module}/version/${date}`;

@@ -1,4 +1,4 @@
-import type { ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
+import type { ValueSetComposeInclude, ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
 import type { CodeSystemInfo, Concept, Designation, StoredProperty, TermContext } from '../../types.js';
 import { msg } from '../../messages.js';
 import { filterOp, invalidValueSet } from '../filters.js';
@@ -7,7 +7,8 @@ import { terminologyCache } from '../fhir/index-cache.js';
 import { IndexProvider } from '../fhir/index-provider.js';
 import { snomedGraph, type SnomedGraph } from './sct-index.js';
 import { evaluateEclFilter } from './sct-ecl.js';
-import { SCTID } from './sct-meta.js';
+import { DESCRIPTION_MARKER, DIALECT_TAGS, editionNameOf, SCTID } from './sct-meta.js';
+import { checkExpression, expressionProblemText, isPostcoordinated, parseExpression } from './expression/expression.js';
 import {
   findExpression,
   isVirtualId,
@@ -36,12 +37,51 @@ export class SnomedProvider implements CodeSystemProvider {
   readonly flatExpansions = true;
   readonly grammar = true;
   readonly onRequestProperties: ReadonlySet<string> = ON_REQUEST;
+  /** `$lookup` names an edition by its canonical, `url|version`. */
+  readonly lookupName: string;
   private loaded: Promise<{ base: IndexProvider; graph: SnomedGraph }> | undefined;
 
   constructor(
     private readonly tc: TermContext,
     readonly cs: CodeSystemInfo,
-  ) {}
+  ) {
+    this.lookupName = cs.version ? `${cs.url}|${cs.version}` : cs.url;
+  }
+
+  /** Messages name the edition after its version: `… version '<version URI>' (International Edition)`. */
+  versionLabel(): string | undefined {
+    return editionNameOf(this.cs.title);
+  }
+
+  /** Why an expression is not a code of the edition: its first problem (a concept unknown, inactive, or no attribute). */
+  async unknownReason(code: string): Promise<string | undefined> {
+    if (!isPostcoordinated(code)) return undefined;
+    const { graph } = await this.edition();
+    let problems;
+    try {
+      problems = checkExpression(graph, parseExpression(code));
+    } catch {
+      return undefined;
+    }
+    return problems.length > 0 ? `Not a valid expression: ${expressionProblemText(problems[0])}` : undefined;
+  }
+
+  /** A valid expression was checked against the concepts, not against the concept model. */
+  async validNote(code: string): Promise<string | undefined> {
+    if (!isPostcoordinated(code)) return undefined;
+    const { graph } = await this.edition();
+    if (!findExpression(this.tc, this.cs.key, graph, code)) return undefined;
+    return 'The expression is grammatically correct and the concepts are valid, but the expression has not been checked against the SNOMED CT concept model (MRCM)';
+  }
+
+  /**
+   * An include can admit expressions no expansion lists unless it lists its concepts (the
+   * expressions it lists are listed) or says `expressions = false`.
+   */
+  unclosedInclude(include: ValueSetComposeInclude): boolean {
+    if (include.concept && include.concept.length > 0) return false;
+    return !(include.filter ?? []).some((f) => f.property === 'expressions' && String(f.value).trim() === 'false');
+  }
 
   /** The edition's index and graph (built on first use, then cached with the index). */
   edition(): Promise<{ base: IndexProvider; graph: SnomedGraph }> {
@@ -74,16 +114,32 @@ export class SnomedProvider implements CodeSystemProvider {
     return [...real, ...virtual];
   }
 
+  /**
+   * The descriptions, with what the loader recorded about each (docs/terminology.md#answers):
+   * an inactive one is a former display (`retired`), a synonym preferred in no dialect is for
+   * `$lookup` only (`secondary`), a synonym preferred in one dialect only carries that
+   * dialect's tag (`en-GB`) as its language. In order: FSN, preferred synonyms, other
+   * synonyms, definitions, inactive ones. An expression's one designation is its display.
+   */
   async designations(ids: number[]): Promise<Map<number, Designation[]>> {
-    return (await this.edition()).base.designations(ids.filter((id) => !isVirtualId(id)));
+    const out = await (await this.edition()).base.designations(ids.filter((id) => !isVirtualId(id)));
+    for (const [id, list] of out) out.set(id, list.map(sctDesignation).sort((a, b) => designationRank(a) - designationRank(b)));
+    for (const id of ids.filter(isVirtualId)) {
+      const v = virtualById(this.tc, this.cs.key, id);
+      if (v) out.set(id, [{ language: DIALECT_TAGS[SCTID.usEnglish], use: PREFERRED_FOR_LANGUAGE, value: v.display }]);
+    }
+    return out;
   }
 
   /** effectiveTime, moduleId, sufficientlyDefined, then each attribute (by its type SCTID) and concrete value. */
   async properties(id: number): Promise<StoredProperty[]> {
     const { base, graph } = await this.edition();
     if (isVirtualId(id)) {
+      // An expression has its focus concept's effective time and module, and its own attributes.
       const v = virtualById(this.tc, this.cs.key, id);
-      return v ? virtualProperties(graph, v) : [];
+      if (!v) return [];
+      const focus = v.concept.parents.length === 1 ? await this.properties(v.concept.parents[0]) : [];
+      return [...focus.filter((p) => p.code === 'effectiveTime' || p.code === 'moduleId'), ...virtualProperties(graph, v)];
     }
     const list = await base.properties(id);
     if (!graph.isConcept(id)) return list;
@@ -102,12 +158,18 @@ export class SnomedProvider implements CodeSystemProvider {
     return list;
   }
 
-  /** A virtual concept's parents are its focus concepts; it has no children. */
+  /**
+   * An expression is placed in the hierarchy by its focus concepts (it is not classified):
+   * `$lookup` reports their parents and children.
+   */
   async neighbours(id: number, up: boolean): Promise<Concept[]> {
     const { base } = await this.edition();
     if (!isVirtualId(id)) return base.neighbours(id, up);
     const v = virtualById(this.tc, this.cs.key, id);
-    return up && v ? base.conceptsByIds([...v.concept.parents]) : [];
+    if (!v) return [];
+    const byId = new Map<number, Concept>();
+    for (const focus of v.concept.parents) for (const c of await base.neighbours(focus, up)) byId.set(c.id, c);
+    return [...byId.values()].sort((a, b) => a.id - b.id);
   }
 
   async isAncestor(ancestor: number, descendant: number): Promise<boolean> {
@@ -133,14 +195,25 @@ export class SnomedProvider implements CodeSystemProvider {
     return out;
   }
 
+  /** The concepts a selection admits, then the valid expressions its concept list names (in list order). */
   async enumerate(selection: ConceptSelection, within?: number[]): Promise<number[]> {
     const { base, graph } = await this.edition();
     const split = await this.split(graph, withoutExpressionsFilter(selection));
     const real = within?.filter((id) => !isVirtualId(id));
-    if (!split.within) return base.enumerate(split.rest, real);
-    const set = split.within;
-    const ids = real ? real.filter((id) => set.has(id)) : [...set];
-    return base.enumerate(split.rest, ids);
+    let ids: number[];
+    if (!split.within) ids = await base.enumerate(split.rest, real);
+    else {
+      const set = split.within;
+      ids = await base.enumerate(split.rest, real ? real.filter((id) => set.has(id)) : [...set]);
+    }
+    const listed = (selection.include.concept ?? []).map((c) => c.code).filter((code) => isPostcoordinated(code));
+    if (listed.length === 0 || !this.unclosedInclude({ ...selection.include, concept: undefined })) return ids;
+    const virtual = new Set<number>();
+    for (const code of listed) {
+      const v = findExpression(this.tc, this.cs.key, graph, code);
+      if (v && (!within || within.includes(v.id)) && (!selection.text || v.display.toLowerCase().includes(selection.text.toLowerCase()))) virtual.add(v.id);
+    }
+    return [...ids, ...[...virtual].sort((a, b) => a - b)];
   }
 
   /**
@@ -186,4 +259,33 @@ export class SnomedProvider implements CodeSystemProvider {
     }
     return undefined;
   }
+}
+
+/** The display listed as a designation (as `$lookup` lists a display that is no description). */
+const PREFERRED_FOR_LANGUAGE = { system: 'http://terminology.hl7.org/CodeSystem/hl7TermMaintInfra', code: 'preferredForLanguage', display: 'Preferred For Language' };
+
+/** A stored description made a designation: its loader's marker read and taken off (sct-meta.ts). */
+function sctDesignation(d: Designation): Designation {
+  const marker = d.extension?.find((e) => e.url === DESCRIPTION_MARKER);
+  if (!marker) return d;
+  const out: Designation = { language: d.language, use: d.use, value: d.value };
+  const others = (d.extension ?? []).filter((e) => e !== marker);
+  if (others.length > 0) out.extension = others;
+  const tokens = typeof marker.valueString === 'string' ? marker.valueString.split(' ') : [];
+  if (tokens.includes('inactive')) {
+    out.retired = 'inactive';
+    return out;
+  }
+  const preferred = tokens.filter((t) => t.startsWith('p')).map((t) => t.slice(1));
+  if (preferred.length === 0 && tokens.some((t) => t.startsWith('a'))) out.secondary = true;
+  // The preferred term of one dialect only is that dialect's (en-GB, en-US).
+  if (d.use?.code === SCTID.synonym && preferred.length === 1 && DIALECT_TAGS[preferred[0]] && d.language === 'en') out.language = DIALECT_TAGS[preferred[0]];
+  return out;
+}
+
+function designationRank(d: Designation): number {
+  if (d.retired) return 4;
+  if (d.use?.code === SCTID.fsn) return 0;
+  if (d.use?.code === SCTID.definition) return 3;
+  return d.secondary ? 2 : 1;
 }
