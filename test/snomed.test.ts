@@ -82,6 +82,21 @@ for (const driver of drivers) {
     test('$lookup: moduleId and sufficientlyDefined when asked for; concrete values typed; stated and inactive relationships left out', async () => {
       const asked = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1008006&property=moduleId&property=sufficientlyDefined`);
       assert.deepEqual(properties(asked.body), ['moduleId=9000001003 (Synthetic test module)', 'sufficientlyDefined=true']);
+      // The necessary normal form: proximal primitive supertypes refined by the inferred attributes.
+      const normal = async (code: string) => {
+        const res = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=${code}&property=normalForm&property=normalFormTerse`);
+        return properties(res.body);
+      };
+      assert.deepEqual(await normal('1010008'), [
+        'normalForm=1001000|Finding|:{1007001|Site|=1004008|Heart part|},{1007001|Site|=1005009|Lung part|}',
+        'normalFormTerse=1001000:{1007001=1004008},{1007001=1005009}',
+      ]);
+      assert.deepEqual(await normal('1012000'), ['normalForm=<<<1001000|Finding|', 'normalFormTerse=<<<1001000']);
+      // A fully defined concept's form has no `<<<`; concrete values are numbers.
+      assert.deepEqual(await normal('1016002'), [
+        'normalForm=1013005|Product|:1014004|Count of units|=#2,{1015003|Strength value|=#2.5}',
+        'normalFormTerse=1013005:1014004=#2,{1015003=#2.5}',
+      ]);
       const tablet = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1016002`);
       assert.deepEqual(properties(tablet.body), [
         'parent=1013005 (Product)',
@@ -224,6 +239,12 @@ for (const driver of drivers) {
       const member = await server.fhir('GET', `/ValueSet/$validate-code?url=${encodeURIComponent(`${SCT}?fhir_vs=ecl/^ 1017006`)}&system=${SCT}&code=1009003`);
       assert.equal(param(member.body, 'result')?.valueBoolean, true);
       assert.equal(param(member.body, 'display')?.valueString, 'Lung illness');
+      // An inactive concept a filter admits is a member, its status not reported; the whole system reports it.
+      const viaFilter = await server.fhir('GET', `/ValueSet/$validate-code?url=${encodeURIComponent(`${SCT}?fhir_vs=ecl/^ 900000000000526001`)}&system=${SCT}&code=1011007`);
+      assert.deepEqual([param(viaFilter.body, 'result')?.valueBoolean, param(viaFilter.body, 'inactive'), param(viaFilter.body, 'issues')], [true, undefined, undefined]);
+      const whole = await server.fhir('GET', `/ValueSet/$validate-code?url=${encodeURIComponent(`${SCT}?fhir_vs`)}&system=${SCT}&code=1011007`);
+      assert.equal(param(whole.body, 'inactive')?.valueBoolean, true);
+      assert.equal(param(whole.body, 'message')?.valueString, "The concept '1011007' has a status of inactive and its use should be reviewed");
     });
 
     test('postcoordinated expressions: $lookup and $validate-code of an expression; value sets admit it by listing, hierarchy or ECL unless expressions = false', async () => {

@@ -34,6 +34,8 @@ export interface MemberHit {
   /** undefined: the include names a code system (version) the server does not have, or a pre-expanded value set. */
   cs: CodeSystemInfo | undefined;
   version: EffectiveVersion;
+  /** Admitted by an include's filters (not by a concept list nor the whole system): its status is not reported (docs/terminology.md#valueset-validate-code). */
+  byFilter?: boolean;
 }
 
 /**
@@ -224,14 +226,16 @@ export class ValueSetEvaluator {
     for (const ref of inc.valueSet ?? []) {
       const members = await (await this.nested(ref)).scopeMembers(scope, system, version, activeOnly);
       candidates = candidates.filter((c) => members.has(c));
-      for (const c of candidates) nestedHits.set(c, members.get(c) as MemberHit);
+      // An imported value set's member is reported as a code of the system (its status too).
+      for (const c of candidates) nestedHits.set(c, { cs: (members.get(c) as MemberHit).cs, version: (members.get(c) as MemberHit).version });
       if (candidates.length === 0) return new Map();
     }
     if (!pinned.system) return nestedHits;
 
     const effective = effectiveVersion(this.tc.versionRules ?? NO_VERSION_RULES, pinned.system, pinned.version);
     const cs = await includeCodeSystem(this.tc, pinned.system, effective, version);
-    const hits = (found: Iterable<string>) => new Map([...found].map((c) => [c, { cs, version: effective }] as const));
+    const byFilter = (inc.filter?.length ?? 0) > 0 && !inc.concept;
+    const hits = (found: Iterable<string>) => new Map([...found].map((c) => [c, byFilter ? { cs, version: effective, byFilter } : { cs, version: effective }] as const));
     if (!cs) {
       // Unknown system: only an explicit list can say anything (the caller reports the system).
       const listed = new Set((inc.concept ?? []).map((c) => c.code));

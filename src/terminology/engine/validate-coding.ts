@@ -221,7 +221,9 @@ async function validateGroup(
     }
     const ds = designations.get(cs.key)?.get(concept.id) ?? [];
     out.display = preferredDisplay(cs, concept, ds, o.languages);
-    if (!o.membershipOnly) conceptIssues(c, cs, concept, ds, out, o, at, membersIgnoringActivity.has(c.input.code));
+    // A member a filter admits is a member whatever its status (docs/terminology.md#valueset-validate-code).
+    const statusReported = !(out.member && hits?.get(c.input.code)?.byFilter);
+    if (!o.membershipOnly) conceptIssues(c, cs, concept, ds, out, o, at, membersIgnoringActivity.has(c.input.code), statusReported);
     const note = notes.get(`${cs.key} ${c.input.code}`);
     if (note && !o.membershipOnly) out.issues.push({ severity: 'information', code: 'informational', type: 'process-note', text: note, expression: at(c, 'code') });
     const listedStatus = vs && out.member ? includeConceptStatus(vs.evaluator.vs, system, concept.code) : undefined;
@@ -342,6 +344,7 @@ function conceptIssues(
   o: ValidationOptions,
   at: (c: CodingCheck, element: string) => string,
   memberIfActive: boolean,
+  statusReported: boolean,
 ): void {
   if (concept.code !== c.input.code) {
     out.normalizedCode = concept.code;
@@ -354,7 +357,7 @@ function conceptIssues(
       expression: at(c, 'code'),
     });
   }
-  if (concept.inactive) {
+  if (concept.inactive && statusReported) {
     out.inactive = true;
     if (concept.status) out.status = concept.status;
     const status = concept.status && concept.status !== 'inactive' ? `${concept.status} and inactive` : 'inactive';

@@ -7,6 +7,7 @@ import { terminologyCache } from '../fhir/index-cache.js';
 import { IndexProvider } from '../fhir/index-provider.js';
 import { snomedGraph, type SnomedGraph } from './sct-index.js';
 import { evaluateEclFilter } from './sct-ecl.js';
+import { normalFormTerse, normalFormText } from './sct-normal-form.js';
 import { DESCRIPTION_MARKER, DIALECT_TAGS, editionNameOf, SCTID } from './sct-meta.js';
 import { checkExpression, expressionProblemText, isPostcoordinated, parseExpression } from './expression/expression.js';
 import {
@@ -147,6 +148,11 @@ export class SnomedProvider implements CodeSystemProvider {
     if (e.length === 8) list.push({ code: 'effectiveTime', type: 'dateTime', value: `${e.slice(0, 4)}-${e.slice(4, 6)}-${e.slice(6, 8)}`, system: undefined, display: undefined });
     if (graph.moduleId(id) > 0) list.push({ code: 'moduleId', type: 'code', value: graph.sctid(graph.moduleId(id)), system: undefined, display: undefined });
     list.push({ code: 'sufficientlyDefined', type: 'boolean', value: String(graph.sctid(graph.definitionStatus(id)) === SCTID.defined), system: undefined, display: undefined });
+    // Computed only when read (they are returned only when asked for).
+    list.push(
+      { code: 'normalForm', type: 'string', get value() { return normalFormText(graph, id); }, system: undefined, display: undefined },
+      { code: 'normalFormTerse', type: 'string', get value() { return normalFormTerse(graph, id); }, system: undefined, display: undefined },
+    );
     const attributes = graph.attributes(id);
     for (let i = 0; i < attributes.length; i += 3) {
       list.push({ code: graph.sctid(attributes[i + 1]), type: 'code', value: graph.sctid(attributes[i + 2]), system: undefined, display: undefined });
