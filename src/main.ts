@@ -3,11 +3,12 @@ import { createApp } from './app.js';
 import { loadConfig } from './config.js';
 import { DataFolderInUse } from './storage/data-folder-lock.js';
 import { ListenUnsupported } from './storage/database-errors.js';
-import { importFile, type ImportSummary } from './terminology/store/import-file.js';
+import { importFile, progressBar, type ImportSummary } from './terminology/store/import-file.js';
 import { importSourceToServer, importToServer } from './terminology/store/import-remote.js';
 import { importLoinc, loincJson } from './terminology/store/loinc-import.js';
 import { LoincRelease } from './terminology/store/loinc-release.js';
 import { importRf2 } from './terminology/store/rf2-import.js';
+import { rf2Upload } from './terminology/store/rf2-transfer.js';
 import { JsonStreamError } from './terminology/store/json-stream.js';
 import { BulkLoadError, BulkLoader } from './storage/bulk-load.js';
 import { validateResource } from './fhir/validation/validate-resource.js';
@@ -20,7 +21,7 @@ const USAGE = `Usage:
                                            (shared content unless --project is given) into the
                                            configured database (stop a server on the same PGlite
                                            data folder first)
-  lattice import --format rf2 <folder or .zip> [--unpublished] [--project <id>]
+  lattice import --format rf2 <folder or .zip> [--unpublished] [--project <id>] [--url … as below]
                                            load a SNOMED CT edition from its RF2 Snapshot files
                                            (--unpublished: version http://snomed.info/xsct/…)
   lattice import <file> --url <server> [--token <t> | --client-id <id> --client-secret <s>]
@@ -86,10 +87,9 @@ async function importCommand(args: string[]): Promise<void> {
   const rf2 = format === 'rf2';
   const loinc = format === 'loinc';
   // --version names the version of a release (LOINC); a FHIR resource and an RF2 release state their own.
-  // An RF2 release is not sent to a running server yet (docs/terminology.md#snomed-ct).
   if (
     !file || positional.length > 1 || unusable || !['fhir', 'rf2', 'loinc'].includes(format) ||
-    (options['--version'] && !loinc) || (options['--unpublished'] && !rf2) || (rf2 && options['--url'])
+    (options['--version'] && !loinc) || (options['--unpublished'] && !rf2)
   ) {
     console.error(USAGE);
     process.exitCode = 2;
@@ -114,6 +114,11 @@ async function importCommand(args: string[]): Promise<void> {
       if (loinc) {
         const release = await loincJson(await LoincRelease.open(file), { version: options['--version'] });
         report(await importSourceToServer(release.chunks, remote));
+        return;
+      }
+      if (rf2) {
+        const params = { format: 'rf2', ...(options['--unpublished'] === 'true' ? { unpublished: 'true' } : {}) };
+        report(await importSourceToServer(rf2Upload(file, progressBar(process.stderr)), { ...remote, params }));
         return;
       }
       report(await importToServer(file, remote));

@@ -6,7 +6,10 @@ import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { projectRoot } from '../src/paths.js';
 import { importRf2 } from '../src/terminology/store/rf2-import.js';
+import { spawn } from 'node:child_process';
 import { drivers, ooText, startServer, type TestServer } from './harness.js';
+import { latticeArgs } from './support/cli.js';
+import { zipFolder } from './support/zip.js';
 
 /**
  * SNOMED CT loaded from RF2 (docs/terminology.md#snomed-ct), on the synthetic fixture
@@ -35,6 +38,16 @@ const properties = (body: { parameter?: Param[] }) =>
       const description = part(p, 'description')?.valueString;
       return `${part(p, 'code')?.valueCode}${label ? ` [${label}]` : ''}=${value}${description ? ` (${description})` : ''}`;
     });
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, latticeArgs('import', ...args), { cwd: projectRoot, env: { ...process.env, LOG_LEVEL: 'warn' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += String(c)));
+    child.stderr.on('data', (c: Buffer) => (stderr += String(c)));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
 const codes = (body: { expansion?: { contains?: Array<{ code: string }> } }) => (body.expansion?.contains ?? []).map((c) => c.code).sort();
 
 for (const driver of drivers) {
@@ -328,6 +341,32 @@ for (const driver of drivers) {
       assert.equal(param(pinned.body, 'result')?.valueBoolean, true);
       const unknown = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1008006&version=http://snomed.info/sct/9000001003/version/20990101`);
       assert.equal(unknown.status, 404);
+    });
+
+    test('an RF2 release (a zip) into a running server: lattice import --format rf2 --url; only admins may', async () => {
+      const release = join(dir, 'release');
+      cpSync(FIXTURE, release, { recursive: true });
+      const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]));
+      for (const file of walk(release)) {
+        if (/ModuleDependency/.test(file)) writeFileSync(file, readFileSync(file, 'utf8').replace(/\t20240131\t20230901/, '\t20260131\t20230901'));
+      }
+      const zip = join(dir, 'release.zip');
+      zipFolder(release, zip, release);
+      const run = await cli(['--format', 'rf2', zip, '--unpublished', '--url', server.baseUrl, '--token', server.adminToken as string]);
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stdout, /imported 1 resources \(1 CodeSystems, 0 ValueSets, 24 concepts; 0 skipped\)/);
+      assert.match(run.stderr, /release\.zip \[#+\] 100% .* bytes sent/);
+      const v3 = 'http://snomed.info/xsct/9000001003/version/20260131';
+      const res = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1012000&version=${encodeURIComponent(v3)}&displayLanguage=en-GB`);
+      assert.equal(res.status, 200, res.text);
+      assert.equal(param(res.body, 'display')?.valueString, 'Tumour');
+      // A plain member may not import; a body that is no RF2 upload is a 400.
+      const member = await cli(['--format', 'rf2', zip, '--url', server.baseUrl, '--token', server.member?.token as string]);
+      assert.equal(member.code, 1);
+      assert.match(member.stderr, /The server refused the import \(403\): Forbidden/);
+      const bad = await server.request('POST', '/admin/terminology/import?format=rf2', { token: server.adminToken, raw: '12 notes.txt\nhello world!', contentType: 'application/octet-stream' });
+      assert.equal(bad.status, 400, bad.text);
+      assert.equal(ooText(bad.body), 'Not an RF2 upload: a file header is malformed or names a file that is not an RF2 Snapshot file');
     });
   });
 }

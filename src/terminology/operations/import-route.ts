@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Resource } from '@medplum/fhirtypes';
 import type { AppRoute } from '../../core/app-route.js';
 import type { FeatureEnv } from '../../core/feature.js';
@@ -5,6 +8,8 @@ import { badRequest, FhirError, notFound } from '../../fhir/outcome.js';
 import { validateResource } from '../../fhir/validation/validate-resource.js';
 import { importStream } from '../store/import-file.js';
 import { JsonStreamError } from '../store/json-stream.js';
+import { importRf2 } from '../store/rf2-import.js';
+import { receiveRf2 } from '../store/rf2-transfer.js';
 
 /** Progress is the client's business (it counts what it sends); the server writes none. */
 const NO_PROGRESS = { write: () => true, isTTY: false } as unknown as NodeJS.WritableStream;
@@ -15,6 +20,10 @@ const NO_PROGRESS = { write: () => true, isTTY: false } as unknown as NodeJS.Wri
  * arrives, exactly as `lattice import <file>` would (import-file.ts: streamed, large code
  * systems staged and switched in atomically), and the answer is the import summary.
  * `lattice import --url` sends its file here.
+ *
+ * With `format=rf2` the body is an RF2 release as `lattice import --format rf2 --url` frames it
+ * (rf2-transfer.ts): its files are written to a temporary folder, loaded as the direct mode
+ * loads one (`unpublished=true` as `--unpublished`), and removed.
  *
  * Who: a project admin imports into its own project; a super admin into shared content, or into
  * the project named by `project`. Anyone else → 403. Resources are validated like REST writes,
@@ -32,6 +41,17 @@ export function importRoute(env: FeatureEnv): AppRoute {
       if (projectId !== undefined && !(await env.system.tryRead('Project', projectId))) throw notFound();
       const body = req.body as AsyncIterable<Buffer> | undefined;
       if (!body) throw badRequest('No content to import');
+      if (req.query.format === 'rf2') {
+        const dir = await mkdtemp(join(tmpdir(), 'lattice-rf2-'));
+        try {
+          await receiveRf2(body, dir);
+          const summary = await importRf2(dir, env, { projectId, unpublished: req.query.unpublished === 'true', out: NO_PROGRESS });
+          return { status: 200, body: summary };
+        } finally {
+          await rm(dir, { recursive: true, force: true });
+        }
+      }
+      if (req.query.format !== undefined && req.query.format !== 'fhir') throw badRequest(`Unknown import format '${req.query.format}'`);
       const check = async (resource: Resource) => {
         const problems = validateResource(resource);
         if (problems.length > 0) throw new FhirError(400, { resourceType: 'OperationOutcome', issue: problems });
