@@ -343,6 +343,27 @@ for (const driver of drivers) {
       assert.equal(unknown.status, 404);
     });
 
+    test('a Full release is reduced to its snapshot (the newest row of each id)', async () => {
+      const full = join(dir, 'full');
+      cpSync(FIXTURE, full, { recursive: true });
+      const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]));
+      for (const file of walk(full)) {
+        let text = readFileSync(file, 'utf8');
+        if (/ModuleDependency/.test(file)) text = text.replace(/\t20240131\t20230901/, '\t20270131\t20230901');
+        // An older version of the "Heart illness" description, and of the concept (inactive then).
+        if (/sct2_Description/.test(file)) text = text.replace(/^(\d+)\t20240131\t1(\t\d+\t1008006\ten\t900000000000013009\t)Heart illness\t/m, '$1\t20200131\t1$2Heart trouble\t900000000000448009\r\n$&');
+        if (/sct2_Concept/.test(file)) text = text.replace(/^1008006\t20240131\t1\t/m, '1008006\t20200131\t0\t9000001003\t900000000000074008\r\n$&');
+        rmSync(file);
+        writeFileSync(file.replace(/Snapshot(?=[^/]*$)/, 'Full'), text);
+      }
+      await importRf2(full, server.app, { out: quiet() });
+      const res = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1008006&version=${encodeURIComponent('http://snomed.info/sct/9000001003/version/20270131')}`);
+      assert.equal(res.status, 200, res.text);
+      assert.equal(param(res.body, 'display')?.valueString, 'Heart illness');
+      assert.ok(!res.text.includes('Heart trouble'), res.text);
+      assert.ok(properties(res.body).includes('inactive=false'));
+    });
+
     test('an RF2 release (a zip) into a running server: lattice import --format rf2 --url; only admins may', async () => {
       const release = join(dir, 'release');
       cpSync(FIXTURE, release, { recursive: true });

@@ -54,7 +54,7 @@ async function allRows(file: Parameters<typeof rf2Rows>[0]): Promise<string[][]>
 }
 
 describe('RF2 files (docs/terminology.md#snomed-ct)', () => {
-  test('file kinds by name: Snapshot files only; stated relationships and OWL are refsets or left out', () => {
+  test('file kinds by name: Snapshot and Full files; stated relationships, Delta files and readmes left out', () => {
     assert.equal(rf2Kind('Snapshot/Terminology/sct2_Concept_Snapshot_INT_20250131.txt'), 'concept');
     assert.equal(rf2Kind('sct2_Description_Snapshot-en_INT_20250131.txt'), 'description');
     assert.equal(rf2Kind('sct2_TextDefinition_Snapshot-en_INT_20250131.txt'), 'textDefinition');
@@ -65,7 +65,7 @@ describe('RF2 files (docs/terminology.md#snomed-ct)', () => {
     assert.equal(rf2Kind('der2_ssRefset_ModuleDependencySnapshot_INT_20250131.txt'), 'moduleDependency');
     assert.equal(rf2Kind('der2_cRefset_AssociationSnapshot_INT_20250131.txt'), 'refset');
     assert.equal(rf2Kind('der2_Refset_SimpleSnapshot_INT_20250131.txt'), 'refset');
-    assert.equal(rf2Kind('sct2_Concept_Full_INT_20250131.txt'), undefined);
+    assert.equal(rf2Kind('sct2_Concept_Full_INT_20250131.txt'), 'concept');
     assert.equal(rf2Kind('der2_cRefset_AssociationDelta_INT_20250131.txt'), undefined);
     assert.equal(rf2Kind('Readme_en_20250131.txt'), undefined);
   });
@@ -98,7 +98,40 @@ describe('RF2 files (docs/terminology.md#snomed-ct)', () => {
         assert.deepEqual(rows[4000], ['3999', '20250131', '1', `Café ÿ ${'é'.repeat(3999 % 7)}`]);
       }
       writeFileSync(join(dir, 'not.zip'), 'plain text');
+      // The Full file of a kind with a Snapshot file is not read.
+      assert.equal((await rf2Files(path)).some((f) => f.full), false);
       await assert.rejects(rf2Files(join(dir, 'not.zip')), /not\.zip is neither a folder nor a zip archive/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a kind the release has only as Full files is reduced to its snapshot: the newest row of each id', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lattice-rf2-full-'));
+    try {
+      const rows = [
+        'id\teffectiveTime\tactive\tmoduleId\tdefinitionStatusId',
+        '1001000\t20200131\t1\t9000001003\t900000000000074008',
+        '1002007\t20200131\t1\t9000001003\t900000000000074008',
+        '1001000\t20220131\t0\t9000001003\t900000000000074008',
+        '1003002\t20210131\t1\t9000001003\t900000000000074008',
+        '1002007\t20190131\t0\t9000001003\t900000000000074008',
+        '1003002\t20210131\t1\t9000001003\t900000000000073002',
+      ];
+      writeFileSync(join(dir, 'sct2_Concept_Full_XX_20220131.txt'), `${rows.join('\r\n')}\r\n`);
+      writeFileSync(join(dir, 'der2_Refset_SimpleSnapshot_XX_20220131.txt'), 'id\teffectiveTime\tactive\tmoduleId\trefsetId\treferencedComponentId\r\n');
+      writeFileSync(join(dir, 'der2_Refset_SimpleFull_XX_20220131.txt'), 'ignored\r\n');
+      const files = await rf2Files(dir);
+      assert.deepEqual(files.map((f) => [f.kind, f.full === true]), [['refset', false], ['concept', true]]);
+      const concept = files[1];
+      const read = await allRows(concept);
+      // In file order: 1002007 of 2020 (not the older 2019 row), 1001000 of 2022, the last 1003002 of 2021.
+      assert.deepEqual(read.map((r) => `${r[0]} ${r[1]} ${r[2]} ${r[4]}`), [
+        'id effectiveTime active definitionStatusId',
+        '1002007 20200131 1 900000000000074008',
+        '1001000 20220131 0 900000000000074008',
+        '1003002 20210131 1 900000000000073002',
+      ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -6,8 +6,9 @@ import { zipEntries, zipEntryStream, type ZipEntry } from './zip.js';
 /**
  * The files of an RF2 release (docs/terminology.md#snomed-ct), in a folder (searched
  * recursively) or a `.zip` (read in place: each member is streamed from its offset and
- * inflated, nothing is extracted). Only Snapshot files are used; each is read as a stream of
- * tab-separated rows, the header row first.
+ * inflated, nothing is extracted). Snapshot files are used; for a kind of file the release has
+ * only in its Full form, the Full files reduced to their snapshot (the newest row of each id).
+ * Each is read as a stream of tab-separated rows, the header row first.
  */
 
 export type Rf2Kind =
@@ -26,14 +27,16 @@ export interface Rf2File {
   name: string;
   /** Bytes (uncompressed size for a zip member). */
   size: number;
+  /** A Full file: every version of every row, reduced to the newest of each id when read. */
+  full?: boolean;
   /** The file's lines, as read. */
   open(): AsyncIterable<Buffer>;
 }
 
-/** The kind of an RF2 file by its name; undefined for anything not used (Full/Delta files, stated relationships, readmes). */
+/** The kind of an RF2 file by its name; undefined for anything not used (Delta files, stated relationships, readmes). */
 export function rf2Kind(path: string): Rf2Kind | undefined {
   const name = path.split('/').pop() ?? '';
-  if (!/\.txt$/i.test(name) || !/Snapshot/.test(name)) return undefined;
+  if (!/\.txt$/i.test(name) || !/Snapshot|Full/.test(name)) return undefined;
   if (/^sct2_Concept_/.test(name)) return 'concept';
   if (/^sct2_Description_/.test(name)) return 'description';
   if (/^sct2_TextDefinition_/.test(name)) return 'textDefinition';
@@ -45,10 +48,20 @@ export function rf2Kind(path: string): Rf2Kind | undefined {
   return undefined;
 }
 
-/** The RF2 Snapshot files of a folder or zip. */
+/** Whether a file name is a Full file (else a Snapshot one). */
+function isFull(name: string): boolean {
+  return !/Snapshot/.test(name.split('/').pop() ?? '');
+}
+
+/**
+ * The RF2 files of a folder or zip: the Snapshot files, and the Full files of the kinds that
+ * have no Snapshot file (to be reduced to their snapshot when read).
+ */
 export async function rf2Files(path: string): Promise<Rf2File[]> {
   const stat = await fs.stat(path);
-  const files = stat.isDirectory() ? await folderFiles(path) : await zipFiles(path);
+  const found = stat.isDirectory() ? await folderFiles(path) : await zipFiles(path);
+  const withSnapshot = new Set(found.filter((f) => !isFull(f.name)).map((f) => f.kind));
+  const files = found.filter((f) => !isFull(f.name) || !withSnapshot.has(f.kind)).map((f) => (isFull(f.name) ? { ...f, full: true } : f));
   return files.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
@@ -92,9 +105,38 @@ async function* zipMember(path: string, entry: ZipEntry): AsyncIterable<Buffer> 
 
 /**
  * The rows of an RF2 file: tab-separated fields, the header row first; `onBytes` gets the bytes
- * read so far (for a progress bar).
+ * read so far (for a progress bar). A Full file is read twice: first for the newest effective
+ * time of each id (the first column), then keeping the row of that time (the last one, if a
+ * release repeats one) — the snapshot the release would have; its ids are what it keeps in
+ * memory.
  */
 export async function* rf2Rows(file: Rf2File, onBytes?: (bytes: number) => void): AsyncIterable<string[]> {
+  if (!file.full) {
+    yield* lines(file, onBytes);
+    return;
+  }
+  const half = (offset: number) => (bytes: number) => onBytes?.(Math.floor(offset + bytes / 2));
+  // The newest effective time of each id, and which row has it (a later row of the same time wins).
+  const newest = new Map<string, string>();
+  const chosen = new Map<string, number>();
+  let index = 0;
+  for await (const row of lines(file, half(0))) {
+    const [id, time] = row;
+    if (index > 0 && time >= (newest.get(id) ?? '')) {
+      newest.set(id, time);
+      chosen.set(id, index);
+    }
+    index++;
+  }
+  newest.clear();
+  index = 0;
+  for await (const row of lines(file, half(file.size / 2))) {
+    if (index === 0 || chosen.get(row[0]) === index) yield row;
+    index++;
+  }
+}
+
+async function* lines(file: Rf2File, onBytes?: (bytes: number) => void): AsyncIterable<string[]> {
   let rest = '';
   let bytes = 0;
   const decoder = new StringDecoder('utf8'); // a character split between chunks stays whole
