@@ -3,9 +3,10 @@ import { mkdtempSync, readFileSync, rmSync, statSync, readdirSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { generateSnomedLike, prng, type SnomedLike } from './snomed-like.js';
+import autocannon from 'autocannon';
+import { descendants, generateSnomedLike, prng, type SnomedLike } from './snomed-like.js';
 import { writeRf2, type Rf2Release } from './snomed-rf2.js';
-import { startLatticeProcess } from './server-process.js';
+import { startBareProcess, startLatticeProcess } from './server-process.js';
 import { benchPostgres } from './postgres.js';
 
 /**
@@ -13,8 +14,39 @@ import { benchPostgres } from './postgres.js';
  * BENCH_SIZE concepts, default 370,000) imported with `lattice import --format rf2` on PGlite
  * (and PostgreSQL: BENCH_DATABASE_URL, else a private server when one can be started): wall
  * time, peak RSS, data size; then, on a server, ECL expansions cold (first evaluation, after
- * the edition's index is built) and warm, and `$lookup` latency.
+ * the edition's index is built) and warm, `$lookup` latency, and `$lookup` and `$validate-code`
+ * on a stored ECL ValueSet under load (BENCH_SECONDS per case, default 10; 32 connections) as a
+ * ratio to a bare node:http server measured in the same run.
  */
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = 32;
+
+interface Req {
+  method: 'GET' | 'POST' | 'PUT';
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+/** Requests per second (and p50 / p99 ms) of a rotating list of requests. */
+async function underLoad(url: string, requests: Req[]): Promise<{ rps: number; p50: number; p99: number; non2xx: number; errors: number }> {
+  let next = 0;
+  const result = await autocannon({
+    url,
+    duration: SECONDS,
+    connections: CONNECTIONS,
+    requests: [
+      {
+        setupRequest: (req) => {
+          const r = requests[next++ % requests.length];
+          return { ...req, method: r.method, path: r.path, body: r.body, headers: { ...(req.headers ?? {}), ...(r.headers ?? {}) } };
+        },
+      },
+    ],
+  });
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
+}
 
 const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
 const ADMIN = { LATTICE_ADMIN_PASSWORD: 'bench-admin-password-1', LOG_LEVEL: 'warn', LATTICE_BASE_TERMINOLOGY: 'lazy', LATTICE_DB_STATEMENT_TIMEOUT: '0' };
@@ -79,6 +111,7 @@ async function measureServer(env: Record<string, string>, m: SnomedLike, r: Rf2R
     const focus = r.ids[m.focus];
     const cases: Array<[string, string]> = [
       ['`<< X`', `<< ${focus}`],
+      ['refinement over the whole hierarchy', `< ${r.ids[0]} : ${r.attributes[2]} = *`],
       ['refinement with a group', `<< ${focus} : { ${r.attributes[0]} = *, ${r.attributes[1]} = * }`],
       ['`^ refset`', `^ ${r.refset}`],
       ['`MINUS`', `<< ${focus} MINUS ^ ${r.refset}`],
@@ -90,10 +123,65 @@ async function measureServer(env: Record<string, string>, m: SnomedLike, r: Rf2R
       const warm = await timed(server.url, path, auth);
       rows.push(`| ${driver} | ECL ${label} (${cold.total ?? '?'} concepts): cold / warm \`$expand\` | ${cold.ms.toFixed(0)} / ${warm.ms.toFixed(0)} ms |`);
     }
+    await loadRows(server.url, auth, m, r, rows, driver);
     console.error(`${driver}: done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   } finally {
     await server.stop();
   }
+}
+
+/**
+ * `$lookup` of random concepts and `$validate-code` against a stored ECL ValueSet (`<< X`, half
+ * the codes members) under load, each checked first, and a bare server in the same run.
+ */
+async function loadRows(url: string, auth: Record<string, string>, m: SnomedLike, r: Rf2Release, rows: string[], driver: string): Promise<void> {
+  const sct = 'http://snomed.info/sct';
+  const json = { ...auth, 'content-type': 'application/fhir+json' };
+  const vsUrl = 'http://example.org/bench/ValueSet/ecl';
+  const put = await fetch(`${url}/fhir/R4/ValueSet/bench-ecl`, {
+    method: 'PUT',
+    headers: json,
+    body: JSON.stringify({ resourceType: 'ValueSet', id: 'bench-ecl', url: vsUrl, status: 'active', compose: { include: [{ system: sct, filter: [{ property: 'constraint', op: '=', value: `<< ${r.ids[m.focus]}` }] }] } }),
+  });
+  if (!put.ok) throw new Error(`PUT ValueSet: ${put.status} ${await put.text()}`);
+  const random = prng(11);
+  // Members: a page of the value set's expansion (the server's answer, taken as it is).
+  const page = await fetch(`${url}/fhir/R4/ValueSet/$expand?url=${encodeURIComponent(vsUrl)}&count=500&offset=${Math.floor(descendants(m, m.focus).length / 3)}`, { headers: auth });
+  const inside = (((await page.json()) as { expansion?: { contains?: Array<{ code: string }> } }).expansion?.contains ?? []).map((c) => c.code);
+  if (inside.length === 0) throw new Error('the ECL value set has no members');
+  const lookups: Req[] = Array.from({ length: 500 }, () => ({ method: 'GET', path: `/fhir/R4/CodeSystem/$lookup?system=${sct}&code=${r.ids[Math.floor(random() * r.ids.length)]}`, headers: auth }));
+  const expected: boolean[] = [];
+  const validations: Req[] = Array.from({ length: 500 }, (_, i) => {
+    const member = i % 2 === 0;
+    const code = member ? inside[Math.floor(random() * inside.length)] : r.ids[Math.floor(random() * r.ids.length)];
+    expected.push(member);
+    return { method: 'GET', path: `/fhir/R4/ValueSet/$validate-code?url=${encodeURIComponent(vsUrl)}&system=${sct}&code=${code}`, headers: auth };
+  });
+  // Check the answers before timing them (members must validate; the others may be inside by chance).
+  for (const [i, v] of validations.slice(0, 50).entries()) {
+    const res = await fetch(url + v.path, { headers: auth });
+    const body = (await res.json()) as { parameter?: Array<{ name: string; valueBoolean?: boolean }> };
+    const result = body.parameter?.find((p) => p.name === 'result')?.valueBoolean;
+    if (res.status !== 200 || (expected[i] && result !== true)) throw new Error(`wrong $validate-code answer ${v.path}: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+  }
+  for (const l of lookups.slice(0, 50)) {
+    const res = await fetch(url + l.path, { headers: auth });
+    if (res.status !== 200) throw new Error(`wrong $lookup answer ${l.path}: ${res.status}`);
+  }
+  const lookup = await underLoad(url, lookups);
+  const validate = await underLoad(url, validations);
+  const bare = await startBareProcess(JSON.stringify({ resourceType: 'Parameters', parameter: [{ name: 'name', valueString: 'SNOMED CT' }, { name: 'display', valueString: 'Bench concept' }] }));
+  let baseline: Awaited<ReturnType<typeof underLoad>>;
+  try {
+    baseline = await underLoad(bare.url, [{ method: 'GET', path: '/' }]);
+  } finally {
+    await bare.stop();
+  }
+  const line = (label: string, x: typeof lookup) =>
+    `| ${driver} | ${label} under load (${CONNECTIONS} connections, ${SECONDS} s; goal ≥ 30% of the bare server) | ${x.rps.toFixed(0)} req/s, p50 ${x.p50} / p99 ${x.p99} ms, ${((100 * x.rps) / baseline.rps).toFixed(0)}% of the bare server${x.non2xx + x.errors > 0 ? ` (${x.non2xx} non-2xx, ${x.errors} errors)` : ''} |`;
+  rows.push(line('`$lookup` (random concepts)', lookup));
+  rows.push(line('`$validate-code` on an ECL ValueSet (`<< X`)', validate));
+  rows.push(`| ${driver} | bare node:http server, same run | ${baseline.rps.toFixed(0)} req/s |`);
 }
 
 export async function benchSnomed(size: number): Promise<string> {

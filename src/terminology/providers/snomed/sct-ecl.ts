@@ -1,7 +1,8 @@
 import { FhirError, issue as fhirIssue } from '../../../fhir/outcome.js';
 import { invalidValueSet } from '../filters.js';
-import { EclTooCostlyError, EclUnsupportedError, evaluateEcl } from './ecl/evaluate.js';
-import { EclSyntaxError, parseEcl } from './ecl/parser.js';
+import type { Expression } from './ecl/ast.js';
+import { eclNeeds, EclTooCostlyError, EclUnsupportedError, evaluateEcl } from './ecl/evaluate.js';
+import { EclSyntaxError, parseEclCached } from './ecl/parser.js';
 import type { SnomedGraph } from './sct-index.js';
 
 /**
@@ -10,12 +11,12 @@ import type { SnomedGraph } from './sct-index.js';
  * per graph): the active concepts it selects (ECL's substrate). A syntax error is the value set's
  * 400 naming the position; an expression too costly to evaluate is 400 `too-costly`.
  */
-export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: string): Promise<Set<number>> {
+export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: string): Promise<SortedIds> {
   let ids: Int32Array;
   try {
-    const expression = parseEcl(text);
-    // Description filters read acceptability and description ids: the part of the graph read on first need.
-    if (JSON.stringify(expression).includes('"kind":"description"')) await graph.loadDescriptions();
+    const expression = parseEclCached(text);
+    // Description filters read the description ids: the part of the graph read on first need.
+    if (needsDescriptions(expression)) await graph.loadDescriptions();
     ids = await evaluateEcl(graph, expression);
   } catch (err) {
     if (err instanceof EclSyntaxError) throw invalidValueSet(`Invalid ECL '${text}': ${err.message}`, path);
@@ -23,5 +24,44 @@ export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: 
     if (err instanceof EclTooCostlyError) throw new FhirError(400, [fhirIssue('too-costly', `${err.message}: '${text}'`, path)]);
     throw err;
   }
-  return new Set(ids);
+  return new SortedIds(ids);
+}
+
+/** Whether an (immutable, cached) expression has description filters, worked out once per tree. */
+const descriptionNeeds = new WeakMap<Expression, boolean>();
+
+function needsDescriptions(expression: Expression): boolean {
+  let needs = descriptionNeeds.get(expression);
+  if (needs === undefined) descriptionNeeds.set(expression, (needs = eclNeeds(expression).descriptions));
+  return needs;
+}
+
+/**
+ * The ids an expression selects, as the evaluator returns them (sorted, possibly shared with its
+ * cache): membership is a binary search, so checking a few codes against a large value set
+ * builds nothing per request.
+ */
+export class SortedIds implements Iterable<number> {
+  constructor(private readonly ids: Int32Array) {}
+
+  has(id: number): boolean {
+    const ids = this.ids;
+    let lo = 0;
+    let hi = ids.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if (ids[mid] === id) return true;
+      if (ids[mid] < id) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return false;
+  }
+
+  get size(): number {
+    return this.ids.length;
+  }
+
+  [Symbol.iterator](): Iterator<number> {
+    return this.ids[Symbol.iterator]();
+  }
 }

@@ -6,7 +6,7 @@ import type { CodeSystemProvider, ConceptSelection } from '../provider.js';
 import { terminologyCache } from '../fhir/index-cache.js';
 import { IndexProvider } from '../fhir/index-provider.js';
 import { snomedGraph, type SnomedGraph } from './sct-index.js';
-import { evaluateEclFilter } from './sct-ecl.js';
+import { evaluateEclFilter, SortedIds } from './sct-ecl.js';
 import { normalFormTerse, normalFormText } from './sct-normal-form.js';
 import { DESCRIPTION_MARKER, DIALECT_TAGS, editionNameOf, SCTID } from './sct-meta.js';
 import { checkExpression, expressionProblemText, isPostcoordinated, parseExpression } from './expression/expression.js';
@@ -32,6 +32,9 @@ import {
 
 /** Properties `$lookup` answers only when asked for by name (docs/terminology.md#snomed-ct). */
 const ON_REQUEST = new Set(['moduleId', 'sufficientlyDefined', 'normalForm', 'normalFormTerse']);
+
+/** The ids SNOMED CT's own filters select: an ECL result as it is, or a set. */
+type IdSet = SortedIds | Set<number>;
 
 export class SnomedProvider implements CodeSystemProvider {
   readonly listsDisplay = true;
@@ -226,17 +229,19 @@ export class SnomedProvider implements CodeSystemProvider {
    * Separates the filters SNOMED CT answers itself (refset membership, ECL) from those the
    * code-system index answers; the former become one set of ids (their intersection).
    */
-  private async split(graph: SnomedGraph, selection: ConceptSelection): Promise<{ rest: ConceptSelection; within: Set<number> | undefined }> {
+  private async split(graph: SnomedGraph, selection: ConceptSelection): Promise<{ rest: ConceptSelection; within: IdSet | undefined }> {
     const filters = selection.include.filter ?? [];
     const rest: ValueSetComposeIncludeFilter[] = [];
-    let within: Set<number> | undefined;
+    let within: IdSet | undefined;
     for (const [j, f] of filters.entries()) {
       const ids = await this.sctFilter(graph, f, `${selection.path}.filter[${j}]`);
       if (!ids) {
         rest.push(f);
         continue;
       }
-      within = within ? new Set([...ids].filter((id) => (within as Set<number>).has(id))) : new Set(ids);
+      const before = within;
+      // One filter's ids are used as they are (an ECL result is not copied); several are intersected.
+      within = before ? new Set([...ids].filter((id) => before.has(id))) : ids instanceof SortedIds ? ids : new Set(ids);
     }
     return { rest: { ...selection, include: { ...selection.include, filter: rest.length > 0 ? rest : undefined } }, within };
   }
