@@ -244,6 +244,9 @@ for (const driver of drivers) {
       assert.deepEqual(await ecl('< 1002007 {{ D term = "tumour", dialect = en-gb (prefer) }}'), ['1012000']);
       assert.deepEqual(await ecl('< 1002007 {{ D term = "tumour", dialect = en-us (prefer) }}'), []);
       assert.deepEqual(await ecl('< 1002007 {{ D term = "tumour", dialect = en-us (accept) }}'), ['1012000']);
+      // Description ids (read from the acceptability table on first need).
+      assert.deepEqual(await ecl('< 1002007 {{ D id = 5048013 }}'), ['1012000']);
+      assert.deepEqual(await ecl('< 1002007 {{ D id != 5048013, term = "tumour" }}'), []);
       assert.deepEqual(await ecl('< 1004008 : R 1007001 = *'), []);
       assert.deepEqual(await ecl('* : R 1007001 = <<1008006'), ['1004008', '1005009']);
       assert.equal(await ecl('<< 1002007 :'), "400 Invalid ECL '<< 1002007 :': expected a concept reference, '(' or '*' at 12");

@@ -15,8 +15,9 @@ export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: 
   let ids: Int32Array;
   try {
     const expression = parseEclCached(text);
-    // Description filters read the description ids: the part of the graph read on first need.
-    if (needsDescriptions(expression)) await graph.loadDescriptions();
+    // Description filters on description ids (or an edition loaded before the loader recorded
+    // acceptability with each description) read the part of the graph read on first need.
+    if (needsDescriptions(expression) && (needsDescriptionIds(expression) || !graph.acceptabilityRecorded())) await graph.loadDescriptions();
     ids = await evaluateEcl(graph, expression);
   } catch (err) {
     if (err instanceof EclSyntaxError) throw invalidValueSet(`Invalid ECL '${text}': ${err.message}`, path);
@@ -27,13 +28,28 @@ export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: 
   return new SortedIds(ids);
 }
 
-/** Whether an (immutable, cached) expression has description filters, worked out once per tree. */
-const descriptionNeeds = new WeakMap<Expression, boolean>();
+/** Whether an (immutable, cached) expression has description filters, and `id` ones, worked out once per tree. */
+const descriptionNeeds = new WeakMap<Expression, { any: boolean; ids: boolean }>();
+
+function needs(expression: Expression): { any: boolean; ids: boolean } {
+  let known = descriptionNeeds.get(expression);
+  if (!known) {
+    let ids = false;
+    JSON.stringify(expression, (_k, v: unknown) => {
+      if (v && typeof v === 'object' && (v as { type?: unknown }).type === 'id' && Array.isArray((v as { ids?: unknown }).ids)) ids = true;
+      return v;
+    });
+    descriptionNeeds.set(expression, (known = { any: eclNeeds(expression).descriptions, ids }));
+  }
+  return known;
+}
 
 function needsDescriptions(expression: Expression): boolean {
-  let needs = descriptionNeeds.get(expression);
-  if (needs === undefined) descriptionNeeds.set(expression, (needs = eclNeeds(expression).descriptions));
-  return needs;
+  return needs(expression).any;
+}
+
+function needsDescriptionIds(expression: Expression): boolean {
+  return needs(expression).ids;
 }
 
 /**

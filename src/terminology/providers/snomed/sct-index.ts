@@ -135,6 +135,30 @@ export class SnomedGraph implements EclGraph {
     return this.descriptionsLoaded;
   }
 
+  private recorded: boolean | undefined;
+
+  /**
+   * Whether the loader recorded each description's acceptability with it (sct-meta.ts): then
+   * dialect filters need no reading of `tx_sct_acceptability`. Judged on the first concepts
+   * that have designations.
+   */
+  acceptabilityRecorded(): boolean {
+    if (this.recorded === undefined) {
+      let seen = 0;
+      this.recorded = false;
+      for (const id of this.all) {
+        const list = this.index.designations(id);
+        if (list.length === 0) continue;
+        if (list.some((d) => d.extension?.some((e) => e.url === DESCRIPTION_MARKER))) {
+          this.recorded = true;
+          break;
+        }
+        if (++seen >= 1000) break;
+      }
+    }
+    return this.recorded;
+  }
+
   /** `[refset, acceptability, …]` of a marker's `p<refset>` / `a<refset>` tokens. */
   private markerAcceptability(tokens: string[]): number[] {
     const out: number[] = [];
