@@ -210,6 +210,10 @@ for (const driver of drivers) {
       withText.parameter.push({ name: 'filter', valueString: 'cardiac' } as never);
       const text = await server.fhir('POST', '/ValueSet/$expand', { body: withText });
       assert.deepEqual(codes(text.body), ['1008006']);
+      // Only active descriptions are searched: "Heart illness NOS" is inactive.
+      const inactiveText = vs({ property: 'concept', op: 'descendent-of', value: '1002007' });
+      inactiveText.parameter.push({ name: 'filter', valueString: 'nos' } as never);
+      assert.deepEqual(codes((await server.fhir('POST', '/ValueSet/$expand', { body: inactiveText })).body), []);
     });
 
     test('implicit value sets: ?fhir_vs, isa/<id>, refset, refset/<id>, under the system or an edition URI', async () => {

@@ -1,7 +1,7 @@
 import type { ValueSetComposeInclude, ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
 import type { CodeSystemInfo, Concept, Designation, StoredProperty, TermContext } from '../../types.js';
 import { msg } from '../../messages.js';
-import { filterOp, invalidValueSet } from '../filters.js';
+import { filterOp, filterWords, invalidValueSet } from '../filters.js';
 import type { CodeSystemProvider, ConceptSelection } from '../provider.js';
 import { terminologyCache } from '../fhir/index-cache.js';
 import { IndexProvider } from '../fhir/index-provider.js';
@@ -207,13 +207,22 @@ export class SnomedProvider implements CodeSystemProvider {
   /** The concepts a selection admits, then the valid expressions its concept list names (in list order). */
   async enumerate(selection: ConceptSelection, within?: number[]): Promise<number[]> {
     const { base, graph } = await this.edition();
-    const split = await this.split(graph, withoutExpressionsFilter(selection));
+    // The text filter is matched here: against the display and the active descriptions only.
+    const split = await this.split(graph, withoutExpressionsFilter({ ...selection, text: undefined }));
     const real = within?.filter((id) => !isVirtualId(id));
     let ids: number[];
     if (!split.within) ids = await base.enumerate(split.rest, real);
     else {
       const set = split.within;
       ids = await base.enumerate(split.rest, real ? real.filter((id) => set.has(id)) : [...set]);
+    }
+    if (selection.text) {
+      const words = filterWords(selection.text).map((w) => new RegExp(`(^|[^\\p{L}\\p{N}])${w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`, 'iu'));
+      const index = graph.index;
+      ids = ids.filter((id) => {
+        const texts = [index.display(id) ?? '', ...index.designations(id).filter((d) => !sctDesignation(d).retired).map((d) => d.value)];
+        return words.every((w) => texts.some((t) => w.test(t)));
+      });
     }
     const listed = (selection.include.concept ?? []).map((c) => c.code).filter((code) => isPostcoordinated(code));
     if (listed.length === 0 || !this.unclosedInclude({ ...selection.include, concept: undefined })) return ids;
