@@ -32,6 +32,9 @@ export const msg = {
     `A definition for CodeSystem ${quoted ? `'${url}'` : url} could not be found, so the code cannot be validated`,
   expansionTooCostly: (vs: string, total: number, limit: number) =>
     `The value set '${vs}' expansion has too many codes to produce (>${limit}): ${total} codes; use count and offset`,
+  /** `valueset-unclosed-reason` of an expansion that lists a grammar's common codes. */
+  grammarCommonCodes: (url: string, common: string) =>
+    `The code System '${url}' has a grammar and so has infinite members. This extension is based on ${common}`,
   noDefinition: (vs: string) => `The value set '${vs}' has no compose and no expansion, so it cannot be expanded`,
   cannotExpand: (url: string) => `A definition for CodeSystem '${url}' could not be found, so the value set cannot be expanded`,
   /** `valid`: the known versions, newest first (listed oldest first). */

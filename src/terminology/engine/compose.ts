@@ -114,6 +114,11 @@ export class ValueSetEvaluator {
   /** Identity of the value set within the evaluation (`url|version`, or the root's identity + `#id`). */
   readonly identity: string;
   readonly evaluation: Evaluation;
+  /**
+   * Why this value set's includes left out a code of their system, when a provider said (code →
+   * reason; docs/terminology.md#ucum): `$validate-code` puts it before the not-in-value-set text.
+   */
+  readonly refusals = new Map<string, string>();
   /** Identity of the value set whose `contained` resolves `#id` references. */
   private readonly rootIdentity: string;
 
@@ -244,6 +249,10 @@ export class ValueSetEvaluator {
     for (const code of candidates) {
       const concept = concepts.get(code);
       if (concept && ids.has(concept.id)) out.add(code);
+      else if (concept && provider.refusal && path.includes('.include[') && !this.refusals.has(code)) {
+        const reason = await provider.refusal({ include: inc, path, activeOnly }, concept);
+        if (reason) this.refusals.set(code, reason);
+      }
     }
     // A code system the server does not hold completely: a listed code may be valid elsewhere.
     if (inc.concept && (cs.content === 'fragment' || cs.content === 'example')) {

@@ -58,6 +58,8 @@ export interface CodingOutcome {
   causedByUnknownSystem?: string;
   /** The code system version the coding was evaluated at (for the status of the resources used). */
   cs?: CodeSystemInfo;
+  /** Why the value set's filters left the code out (the start of `message`, in no issue: docs/terminology.md#ucum). */
+  refusal?: string;
 }
 
 const ABSOLUTE = /^[A-Za-z][A-Za-z0-9+.-]*:/;
@@ -185,7 +187,11 @@ async function validateGroup(
     if (causedBy) out.causedByUnknownSystem = causedBy;
     // An include whose version is unknown cannot be evaluated: that is the finding, not "not in the value set".
     const reportNotInVs = () => {
-      if (vs && !out.member && !includeUnresolved) out.issues.push(notInVs(c));
+      if (vs && !out.member && !includeUnresolved) {
+        out.issues.push(notInVs(c));
+        const refusal = vs.evaluator.refusals.get(c.input.code);
+        if (refusal) out.refusal = refusal;
+      }
     };
     if (!concept) {
       if (!o.membershipOnly) {

@@ -117,7 +117,7 @@ function single(o: CodingOutcome, extra: TxIssue[]): ValidateResult {
   const issues = [...o.issues, ...extra];
   return {
     result: o.member && !hasError(o.issues),
-    message: messageOf(o.issues),
+    message: o.refusal ? [o.refusal, messageOf(o.issues)].filter(Boolean).join('; ') : messageOf(o.issues),
     display: o.display,
     code: o.code,
     system: o.system,
