@@ -75,7 +75,7 @@ for (const driver of drivers) {
       rmSync(dir, { recursive: true, force: true });
     });
 
-    test('lookup of a term: long common name, designations per language, parts as Codings, the hierarchy', async () => {
+    test('lookup of a term: long common name, designations per language, parts as codes, the hierarchy', async () => {
       const res = await server.fhir('GET', `/CodeSystem/$lookup?system=${LOINC}&code=90001-9`);
       assert.equal(res.status, 200, res.text);
       const params = res.body.parameter as Param[];
@@ -85,6 +85,7 @@ for (const driver of drivers) {
       assert.equal(get('display')?.valueString, 'Zorbium [Mass/volume] in Blood');
       assert.equal(get('definition')?.valueString, 'A made-up analyte, "zorbium", measured in blood.');
       const d = designations(params);
+      assert.deepEqual(d.slice(0, 2), ['en-US|preferredForLanguage|Zorbium [Mass/volume] in Blood', 'en-US|LONG_COMMON_NAME|Zorbium [Mass/volume] in Blood']);
       for (const expected of [
         'en-US|SHORTNAME|Zorbium Bld-mCnc',
         'en-US|ConsumerName|Zorbium, Blood',
@@ -94,26 +95,30 @@ for (const driver of drivers) {
       ]) {
         assert.ok(d.includes(expected), `${expected} in ${d.join('; ')}`);
       }
-      const p = properties(params);
-      for (const expected of [
+      // Parts, the parent and answer lists by their code alone; CLASSTYPE described; the release
+      // bookkeeping (VersionFirstReleased, VersionLastChanged, …) only when asked for.
+      assert.deepEqual(properties(params), [
+        'parent=LP900001-9',
+        'inactive=false',
         'COMPONENT=LP900001-9',
         'PROPERTY=LP900002-7',
         'TIME_ASPCT=LP900003-5',
         'SYSTEM=LP900004-3',
         'SCALE_TYP=LP900006-8',
         'CLASS=LP900009-2',
-        'CLASSTYPE=1',
         'STATUS=ACTIVE',
+        'CLASSTYPE=1',
         'ORDER_OBS=Both',
-        'VersionFirstReleased=1.00',
+        'UNITSREQUIRED=Y',
         'EXAMPLE_UCUM_UNITS=mg/dL',
-        'parent=LP900001-9',
-        'inactive=false',
-      ]) {
-        assert.ok(p.includes(expected), `${expected} in ${p.join('; ')}`);
-      }
-      const component = params.find((x) => x.name === 'property' && x.part?.[0]?.valueCode === 'COMPONENT');
-      assert.deepEqual(component?.part?.[1]?.valueCoding, { system: LOINC, code: 'LP900001-9', display: 'Zorbium' });
+        'RELATEDNAMES2=Zorb; Level; Whole blood',
+      ]);
+      const partsOf = (n: string) => params.find((x) => x.name === 'property' && x.part?.[0]?.valueCode === n)?.part;
+      assert.deepEqual(partsOf('COMPONENT'), [{ name: 'code', valueCode: 'COMPONENT' }, { name: 'value', valueCode: 'LP900001-9' }]);
+      assert.deepEqual(partsOf('parent'), [{ name: 'code', valueCode: 'parent' }, { name: 'value', valueCode: 'LP900001-9' }]);
+      assert.deepEqual(partsOf('CLASSTYPE'), [{ name: 'code', valueCode: 'CLASSTYPE' }, { name: 'value', valueString: '1' }, { name: 'description', valueString: 'Laboratory class' }]);
+      const asked = await server.fhir('GET', `/CodeSystem/$lookup?system=${LOINC}&code=90001-9&property=VersionFirstReleased&property=VersionLastChanged&property=STATUS`);
+      assert.deepEqual(properties(asked.body.parameter), ['STATUS=ACTIVE', 'VersionFirstReleased=1.00', 'VersionLastChanged=1.01']);
     });
 
     test('lookup of a part, an answer list and an answer', async () => {
@@ -132,6 +137,24 @@ for (const driver of drivers) {
       const answer = await server.fhir('GET', `/CodeSystem/$lookup?system=${LOINC}&code=LA90001-9`);
       assert.equal(answer.status, 200, answer.text);
       assert.deepEqual(properties(answer.body.parameter).filter((x) => !x.startsWith('inactive')).sort(), ['AnswerList=LL9001-9', 'AnswerList=LL9002-7']);
+    });
+
+    test('validate-code: a discouraged term is valid, inactive, with a warning naming its status', async () => {
+      const text = "The concept '90002-7' has a status of DISCOURAGED and its use should be reviewed";
+      const get = (body: { parameter: Param[] }, n: string) => body.parameter.find((p) => p.name === n);
+      for (const path of [`/CodeSystem/$validate-code?url=${LOINC}&code=90002-7`, `/ValueSet/$validate-code?url=${LOINC}/vs/LP900001-9&system=${LOINC}&code=90002-7`]) {
+        const res = await server.fhir('GET', path);
+        assert.equal(res.status, 200, res.text);
+        assert.equal(get(res.body, 'result')?.valueBoolean, true);
+        assert.equal(get(res.body, 'inactive')?.valueBoolean, true);
+        assert.equal(get(res.body, 'status')?.valueCode, 'DISCOURAGED');
+        assert.equal(get(res.body, 'message')?.valueString, text);
+        const issues = (get(res.body, 'issues') as unknown as { resource: { issue: Array<{ severity: string; details: { text: string }; extension?: Array<{ valueString: string }> }> } }).resource.issue;
+        assert.deepEqual(issues.map((i) => [i.severity, i.details.text, i.extension?.[0]?.valueString]), [['warning', text, 'INACTIVE_CONCEPT_FOUND']]);
+      }
+      // activeOnly leaves it out of an expansion, as any inactive code.
+      const active = await server.fhir('GET', `/ValueSet/$expand?url=${LOINC}/vs/LP900001-9&activeOnly=true`);
+      assert.deepEqual(flatContains<Contains>(active.body.expansion.contains).map((c) => c.code).sort(), ['90001-9', '90006-8']);
     });
 
     test('validate-code: a deprecated term is inactive; an unknown code names the release version', async () => {

@@ -351,7 +351,8 @@ function conceptIssues(
   if (concept.inactive) {
     out.inactive = true;
     if (concept.status) out.status = concept.status;
-    const status = concept.status && concept.status !== 'inactive' ? `${concept.status} and inactive` : 'inactive';
+    // A discouraged concept is inactive but not retired: its status alone is named (docs/terminology.md#loinc).
+    const status = !concept.status || concept.status === 'inactive' ? 'inactive' : concept.status.toLowerCase() === 'discouraged' ? concept.status : `${concept.status} and inactive`;
     out.issues.push({ severity: 'warning', code: 'business-rule', type: 'code-comment', id: 'INACTIVE_CONCEPT_FOUND', text: msg.inactiveConcept(c.input.code, status), expression: c.whole });
     if (!out.member && o.activeOnly && memberIfActive) {
       out.issues.push({ severity: 'error', code: 'business-rule', type: 'code-rule', id: 'STATUS_CODE_WARNING_CODE', text: msg.notActive(c.input.code), expression: at(c, 'code') });

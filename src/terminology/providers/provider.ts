@@ -74,6 +74,11 @@ export interface CodeSystemProvider {
    * `message`.
    */
   refusal?(selection: ConceptSelection, concept: Concept): Promise<string | undefined>;
+  /**
+   * True when `$lookup` gives the codes a concept's hierarchy and code-valued properties name
+   * without their display (LOINC: a term names dozens of parts and lists).
+   */
+  readonly bareRelations?: boolean;
   /** Properties `$lookup` returns only when the request names them (`property`). */
   readonly onRequestProperties?: ReadonlySet<string>;
 }
