@@ -94,11 +94,18 @@ async function loadCases(dataDir: string, terms: number, seconds: number): Promi
       if (!res.ok) throw new Error(`${path()}: ${res.status} ${await res.text()}`);
       await load(server.url, { seconds: 1, connections: 8, headers, body: () => ({ path: path(), body: '' }) });
     }
-    const bare = await startBareProcess(JSON.stringify({ resourceType: 'Parameters', parameter: [{ name: 'result', valueBoolean: true }] }));
-    try {
-      rows.push(['bare node:http server', await load(bare.url, { seconds, connections: 32 })]);
-    } finally {
-      await bare.stop();
+    // The baseline, and the same server answering a LOINC lookup's body: what the bytes alone cost.
+    const lookupBody = await (await fetch(server.url + cases[0][1](), { headers })).text();
+    for (const [name, body] of [
+      ['bare node:http server', JSON.stringify({ resourceType: 'Parameters', parameter: [{ name: 'result', valueBoolean: true }] })],
+      [`bare node:http server, a LOINC lookup's body (${(lookupBody.length / 1024).toFixed(1)} KB)`, lookupBody],
+    ]) {
+      const bare = await startBareProcess(body);
+      try {
+        rows.push([name, await load(bare.url, { seconds, connections: 32 })]);
+      } finally {
+        await bare.stop();
+      }
     }
     for (const [name, path] of cases) rows.push([name, await load(server.url, { seconds, connections: 32, headers, body: () => ({ path: path(), body: '' }) })]);
   } finally {
