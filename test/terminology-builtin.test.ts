@@ -92,6 +92,7 @@ for (const driver of drivers) {
       for (const vs of [
         valueSet('units', [{ system: UCUM, concept: [{ code: 'mg' }, { code: 'kg' }, { code: 'mg/dL{total}' }, { code: 'kgXX' }] }]),
         valueSet('ucum-all', [{ system: UCUM }]),
+        valueSet('ucum-and-mime', [{ system: UCUM }, { system: MIME }]),
         valueSet('ucum-mass', [{ system: UCUM, filter: [{ property: 'canonical', op: '=', value: 'g' }] }]),
         valueSet('ucum-bad-filter', [{ system: UCUM, filter: [{ property: 'canonical', op: '=', value: 'kgXX' }] }]),
         valueSet('ucum-other-filter', [{ system: UCUM, filter: [{ property: 'class', op: '=', value: 'mass' }] }]),
@@ -196,6 +197,15 @@ for (const driver of drivers) {
         assert.deepEqual(codes(res), common.map((c) => [c, c]));
         const page = await expand(vs, { count: '3', offset: '1' });
         assert.deepEqual(codes(page), common.slice(1, 4).map((c) => [c, c]));
+        // The common codes do not count towards the size limit; the value set's other codes do.
+        const mimeTypes = Object.keys(mimeDb).length;
+        const both = await expand('http://example.org/fhir/ValueSet/ucum-and-mime');
+        expectOO(
+          both,
+          422,
+          'too-costly',
+          `The value set 'http://example.org/fhir/ValueSet/ucum-and-mime' expansion has too many codes to produce (>1000): ${common.length + mimeTypes} codes; use count and offset`,
+        );
         assert.equal(param((await vsValidate(vs, UCUM, 'mmol/L')).body, 'result')?.valueBoolean, true);
         assert.equal(param((await vsValidate(vs, UCUM, 'mmol/L')).body, 'result')?.valueBoolean, true);
         const bad = await vsValidate(vs, UCUM, 'kgXX');

@@ -58,12 +58,15 @@ interface Used {
   unclosed: boolean;
   /** Why it is not closed, when a grammar's common codes stood for the grammar (`valueset-unclosed-reason`). */
   unclosedReasons: Set<string>;
-  /** A whole grammar was included: the value set has no finite total (docs/terminology.md#expanding-a-grammar). */
-  uncounted: boolean;
+  /**
+   * Codes listed for a whole grammar from its common codes: the value set has no finite total,
+   * and they do not count towards the size limit (docs/terminology.md#expanding-a-grammar).
+   */
+  uncounted: number;
 }
 
 function newUsed(): Used {
-  return { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map(), statuses: new StatusReport(), unclosed: false, unclosedReasons: new Set(), uncounted: false };
+  return { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map(), statuses: new StatusReport(), unclosed: false, unclosedReasons: new Set(), uncounted: 0 };
 }
 
 const UNCLOSED_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed';
@@ -108,7 +111,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
   // Without `count`, an expansion larger than the limit is refused, or cut to the limit with
   // `limitedExpansion` (and marked as incomplete): docs/terminology.md#expand.
   // A whole grammar's common codes are a fixed list, given whole (docs/terminology.md#expanding-a-grammar).
-  const tooCostly = req.count === undefined && total > MAX_UNPAGED_EXPANSION && !used.uncounted;
+  const tooCostly = req.count === undefined && total - used.uncounted > MAX_UNPAGED_EXPANSION;
   if (tooCostly && !req.limitedExpansion) {
     throw new FhirError(422, [issue('too-costly', msg.expansionTooCostly(valueSetText(vs), total, MAX_UNPAGED_EXPANSION))]);
   }
@@ -135,7 +138,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
   const expansion: NonNullable<ValueSet['expansion']> = {
     identifier: `urn:uuid:${randomUUID()}`,
     timestamp: new Date().toISOString(),
-    ...(used.uncounted ? {} : { total }),
+    ...(used.uncounted > 0 ? {} : { total }),
     // `offset` belongs to paging: present when the request paged (offset or count given).
     ...(req.paged ? { offset: req.offset } : {}),
     ...(parameter.length > 0 ? { parameter } : {}),
@@ -237,7 +240,7 @@ async function nestedMembers(tc: TermContext, child: ValueSetEvaluator, req: Exp
   used.statuses.merge(answer.used.statuses);
   if (answer.used.unclosed) used.unclosed = true;
   for (const r of answer.used.unclosedReasons) used.unclosedReasons.add(r);
-  if (answer.used.uncounted) used.uncounted = true;
+  used.uncounted += answer.used.uncounted;
   return answer.groups;
 }
 
@@ -306,14 +309,15 @@ async function commonCodes(tc: TermContext, ev: ValueSetEvaluator, provider: Cod
   const found = await provider.findConcepts(codes);
   used.unclosed = true;
   used.unclosedReasons.add(msg.grammarCommonCodes(cs.url, url));
-  if (whole) {
-    used.uncounted = true;
-    used.statuses.valueSet(common, valueSetPublication(ev.vs));
-  }
-  return codes.flatMap((code) => {
+  const ids = codes.flatMap((code) => {
     const concept = found.get(code);
     return concept ? [concept.id] : [];
   });
+  if (whole) {
+    used.uncounted += ids.length;
+    used.statuses.valueSet(common, valueSetPublication(ev.vs));
+  }
+  return ids;
 }
 
 /** A 400 whose one issue carries the tx-ecosystem issue type and message id (docs/terminology.md#version-parameters). */
