@@ -65,8 +65,8 @@ for (const driver of drivers) {
       const { storage, env } = await sharedStorage(driver, dir);
       const run = spawnSync(process.execPath, latticeArgs('import', '--format', 'loinc', zip), { cwd: projectRoot, env, encoding: 'utf8' });
       assert.equal(run.status, 0, run.stderr);
-      // 6 terms, 12 parts, the hierarchy's root, 2 answer lists, 3 answers.
-      assert.match(run.stdout, /imported 1 resources \(1 CodeSystems, 0 ValueSets, 24 concepts; 0 skipped\)/);
+      // 6 terms, 12 parts and one only a part link names, the hierarchy's root, 2 answer lists, 3 answers.
+      assert.match(run.stdout, /imported 1 resources \(1 CodeSystems, 0 ValueSets, 25 concepts; 0 skipped\)/);
       assert.match(run.stderr, /LOINC 1\.01 \[#+\] 100%/);
       server = await startServer(driver, storage);
     });
@@ -130,6 +130,12 @@ for (const driver of drivers) {
         properties(pp).filter((x) => /^(parent|child)=/.test(x)).sort(),
         ['child=90001-9', 'child=90002-7', 'child=90003-5', 'child=90006-8', 'parent=LP900009-2'],
       );
+      // A part Part.csv leaves out, named by a part link: a code with the link's name.
+      const linked = await server.fhir('GET', `/CodeSystem/$lookup?system=${LOINC}&code=LP900015-9`);
+      assert.equal(linked.status, 200, linked.text);
+      assert.equal((linked.body.parameter as Param[]).find((x) => x.name === 'display')?.valueString, 'Pt');
+      const rested = await server.fhir('GET', `/CodeSystem/$lookup?system=${LOINC}&code=90004-3&property=TIME_ASPCT`);
+      assert.deepEqual(properties(rested.body.parameter), ['TIME_ASPCT=LP900015-9']);
       const list = await server.fhir('GET', `/CodeSystem/$lookup?system=${LOINC}&code=LL9001-9`);
       assert.equal(list.status, 200, list.text);
       assert.equal((list.body.parameter as Param[]).find((x) => x.name === 'display')?.valueString, 'Yes|No');
@@ -230,7 +236,7 @@ for (const driver of drivers) {
       assert.deepEqual(flatContains<Contains>(part.body.expansion.contains).map((c) => c.code).sort(), ['90001-9', '90002-7', '90003-5', '90006-8']);
       const all = await server.fhir('GET', `/ValueSet/$expand?url=${LOINC}/vs&count=0`);
       assert.equal(all.status, 200, all.text);
-      assert.equal(all.body.expansion.total, 24);
+      assert.equal(all.body.expansion.total, 25);
       const outside = await server.fhir('GET', `/ValueSet/$validate-code?url=${LOINC}/vs/LL9001-9&system=${LOINC}&code=LA90003-5`);
       assert.equal(outside.status, 200, outside.text);
       assert.equal(
@@ -248,7 +254,7 @@ for (const driver of drivers) {
         LOG_LEVEL: 'warn',
       });
       assert.equal(run.code, 0, run.stderr);
-      assert.match(run.stdout, /imported 1 resources \(1 CodeSystems, 0 ValueSets, 24 concepts; 0 skipped\)/);
+      assert.match(run.stdout, /imported 1 resources \(1 CodeSystems, 0 ValueSets, 25 concepts; 0 skipped\)/);
       const res = await server.fhir('GET', `/CodeSystem/$lookup?system=${LOINC}&code=90001-9&version=1.02`);
       assert.equal(res.status, 200, res.text);
       assert.equal(res.body.parameter.find((p: Param) => p.name === 'version')?.valueString, '1.02');
