@@ -327,10 +327,17 @@ for (const driver of drivers) {
       assert.equal(out(all.body, 'result'), true, all.text);
       const listed = await validate('http://example.org/fhir/ValueSet/rules-fragment-listed', FRAG, 'zz');
       assert.equal(out(listed.body, 'result'), false, listed.text);
-      // an expansion drawing on a fragment is not closed
+      // an expansion drawing on a fragment is not closed, says why, and names the fragment used
       const expanded = await server.fhir<Answer>('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/rules-fragment-all');
       assert.equal(expanded.status, 200, expanded.text);
-      assert.deepEqual(expanded.body.expansion?.extension, [{ url: 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed', valueBoolean: true }]);
+      assert.deepEqual(expanded.body.expansion?.extension, [
+        { url: 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed', valueBoolean: true },
+        { url: 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed-reason', valueString: `This extension is based on a fragment of the code system ${FRAG}` },
+      ]);
+      assert.deepEqual(
+        expanded.body.expansion?.parameter?.filter((p) => p.name.startsWith('used-')),
+        [{ name: 'used-codesystem', valueUri: `${FRAG}|1` }, { name: 'used-fragment', valueUri: `${FRAG}|1` }],
+      );
       const closed = await server.fhir<Answer>('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/rules-all');
       assert.equal(closed.body.expansion?.extension, undefined);
     });

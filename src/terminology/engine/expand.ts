@@ -56,13 +56,16 @@ interface Used {
   statuses: StatusReport;
   /** A code system that holds only part of its codes (a fragment) contributed: the expansion is not closed. */
   unclosed: boolean;
+  /** The fragments that contributed: `url|version` → url (docs/terminology.md#expand). */
+  fragments: Map<string, string>;
 }
 
 function newUsed(): Used {
-  return { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map(), statuses: new StatusReport(), unclosed: false };
+  return { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map(), statuses: new StatusReport(), unclosed: false, fragments: new Map() };
 }
 
 const UNCLOSED_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed';
+const UNCLOSED_REASON_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed-reason';
 
 /** Without `count`, larger expansions are refused rather than built (use paging). */
 export const MAX_UNPAGED_EXPANSION = 1000;
@@ -122,6 +125,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
     ...[...used.versionRules].map(([canonical, name]) => ({ name, valueUri: canonical })),
     ...[...(tc.versionRules?.appliedValueSetDefaults ?? [])].map((canonical) => ({ name: 'default-valueset-version', valueUri: canonical })),
     ...[...used.codeSystems].map((v) => ({ name: 'used-codesystem', valueUri: v })),
+    ...[...used.fragments.keys()].map((v) => ({ name: 'used-fragment', valueUri: v })),
     ...[...used.valueSets].map((v) => ({ name: 'used-valueset', valueUri: v })),
     ...supplements.map((s) => ({ name: 'used-supplement', valueUri: s.version ? `${s.url}|${s.version}` : s.url })),
     ...used.statuses.parameters(),
@@ -137,6 +141,9 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
   };
   if (tooCostly) expansion.extension = [{ url: TOO_COSTLY_EXTENSION, valueBoolean: true }];
   if (used.unclosed) expansion.extension = [...(expansion.extension ?? []), { url: UNCLOSED_EXTENSION, valueBoolean: true }];
+  for (const url of new Set(used.fragments.values())) {
+    expansion.extension = [...(expansion.extension ?? []), { url: UNCLOSED_REASON_EXTENSION, valueString: msg.fragmentExpansion(url) }];
+  }
   if (declared.size > 0) {
     expansion.extension = [...(expansion.extension ?? []), ...[...declared].map(([code, uri]) => ({
       url: EXT_EXPANSION_PROPERTY,
@@ -224,6 +231,7 @@ async function nestedMembers(tc: TermContext, child: ValueSetEvaluator, req: Exp
   for (const [k, v] of answer.used.versionRules) used.versionRules.set(k, v);
   used.statuses.merge(answer.used.statuses);
   if (answer.used.unclosed) used.unclosed = true;
+  for (const [k, v] of answer.used.fragments) used.fragments.set(k, v);
   return answer.groups;
 }
 
@@ -269,6 +277,7 @@ async function includeGroups(
   // A fragment, or a code system with a grammar (SNOMED CT's postcoordinated expressions), has
   // members no expansion lists: the expansion says it is not closed.
   if (cs.content === 'fragment' || provider.grammar) used.unclosed = true;
+  if (cs.content === 'fragment') used.fragments.set(cs.version ? `${cs.url}|${cs.version}` : cs.url, cs.url);
   const allowed = nested ? nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []) : undefined;
   const ids = await provider.enumerate({ include: inc, path, activeOnly, text: req.filter }, allowed);
   return [{ system: cs.url, cs, ids }];
