@@ -46,6 +46,25 @@ const SUPPLEMENT: CodeSystem = {
   concept: [{ code: 'red', designation: [{ language: 'fr', value: 'Rouge' }] }],
 };
 
+const STANDARDS_STATUS = 'http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status';
+const LIFE = 'http://example.org/fhir/CodeSystem/audit-life';
+
+/** Concepts whose status says what they are: active, withdrawn (standards status), inactive. */
+const LIFECYCLE: CodeSystem = {
+  resourceType: 'CodeSystem',
+  id: 'audit-life',
+  url: LIFE,
+  version: '1',
+  status: 'active',
+  content: 'complete',
+  property: [{ code: 'status', uri: 'http://hl7.org/fhir/concept-properties#status', type: 'code' }],
+  concept: [
+    { code: 'current', display: 'Current', property: [{ code: 'status', valueCode: 'active' }] },
+    { code: 'gone', display: 'Gone', extension: [{ url: STANDARDS_STATUS, valueCode: 'withdrawn' }] },
+    { code: 'off', display: 'Off', property: [{ code: 'status', valueCode: 'inactive' }] },
+  ],
+};
+
 const vs = (id: string, compose: ValueSet['compose']): ValueSet => ({ resourceType: 'ValueSet', id, url: `${VS}${id}`, status: 'active', compose });
 
 function out(body: Pick<Parameters, 'parameter'> | undefined, name: string): unknown {
@@ -70,7 +89,8 @@ for (const driver of drivers) {
 
     before(async () => {
       server = await startServer(driver);
-      for (const r of [V1, V2, SUPPLEMENT]) await put(r);
+      for (const r of [V1, V2, SUPPLEMENT, LIFECYCLE]) await put(r);
+      await put(vs('audit-life', { include: [{ system: LIFE }] }));
       // Document order: the older version first.
       await put(vs('audit-overload', { include: [{ system: CS, version: '1.0.0' }, { system: CS, version: '2.0.0' }] }));
       await put(vs('audit-all', { include: [{ system: CS }] }));
@@ -152,6 +172,30 @@ for (const driver of drivers) {
       ]);
       assert.equal(used.status, 200, used.text);
       assert.equal(out(used.body, 'used-supplement'), `${SUP}|0.2.0`);
+    });
+
+    test('an expansion states a status other than active, and a withdrawn concept is inactive', async () => {
+      const all = await post('/ValueSet/$expand', [{ name: 'url', valueUri: `${VS}audit-life` }]);
+      assert.equal(all.status, 200, all.text);
+      const property = 'http://hl7.org/fhir/5.0/StructureDefinition/extension-ValueSet.expansion.contains.property';
+      assert.deepEqual(
+        all.body.expansion?.contains?.map((c) => [c.code, c.inactive, c.extension?.filter((e) => e.url === property).map((e) => e.extension?.[1]?.valueCode)]),
+        [['current', undefined, undefined], ['gone', true, ['withdrawn']], ['off', true, ['inactive']]],
+      );
+      const active = await post('/ValueSet/$expand', [{ name: 'url', valueUri: `${VS}audit-life` }, { name: 'activeOnly', valueBoolean: true }]);
+      assert.deepEqual(active.body.expansion?.contains?.map((c) => c.code), ['current']);
+    });
+
+    test('validate-code of a withdrawn concept: inactive, status withdrawn; of an inactive-status one: no status output', async () => {
+      const gone = await validate('audit-life', { system: LIFE, code: 'gone' });
+      assert.equal(out(gone.body, 'result'), true, gone.text);
+      assert.equal(out(gone.body, 'inactive'), true);
+      assert.equal(out(gone.body, 'status'), 'withdrawn');
+      assert.deepEqual(issues(gone.body), [['warning', 'business-rule', 'code-comment', "The concept 'gone' has a status of withdrawn and inactive and its use should be reviewed", 'Coding']]);
+      const off = await validate('audit-life', { system: LIFE, code: 'off' });
+      assert.equal(out(off.body, 'inactive'), true, off.text);
+      assert.equal(out(off.body, 'status'), undefined);
+      assert.equal(out(off.body, 'message'), "The concept 'off' has a status of inactive and its use should be reviewed");
     });
   });
 }

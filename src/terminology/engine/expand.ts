@@ -485,8 +485,9 @@ async function conceptEntries(tc: TermContext, provider: CodeSystemProvider, ids
     }
     const extensions: NonNullable<ValueSetExpansionContains['extension']> = [];
     const props: Array<{ code: string; value: Record<string, unknown> }> = [];
-    // An inactive concept says why: its status, else `inactive` (docs/terminology.md#expand).
-    const status = c.status ?? (c.inactive ? 'inactive' : undefined);
+    // An inactive concept says why: its status, else `inactive`; an `active` status says
+    // nothing (docs/terminology.md#expand).
+    const status = c.status && c.status.toLowerCase() !== 'active' ? c.status : c.inactive ? 'inactive' : undefined;
     if (status) props.push({ code: 'status', value: { valueCode: status } });
     // Standard extensions of the code system concept (and its supplements), overridden by the
     // value set's own (docs/terminology.md#concept-extensions).

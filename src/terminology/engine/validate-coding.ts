@@ -358,7 +358,8 @@ function conceptIssues(
   }
   if (concept.inactive) {
     out.inactive = true;
-    if (concept.status) out.status = concept.status;
+    // `inactive` itself is what the flag says already: only another status is reported.
+    if (concept.status && concept.status !== 'inactive') out.status = concept.status;
     const status = concept.status && concept.status !== 'inactive' ? `${concept.status} and inactive` : 'inactive';
     out.issues.push({ severity: 'warning', code: 'business-rule', type: 'code-comment', id: 'INACTIVE_CONCEPT_FOUND', text: msg.inactiveConcept(c.input.code, status), expression: c.whole });
     if (!out.member && o.activeOnly && memberIfActive) {
