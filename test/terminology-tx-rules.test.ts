@@ -244,7 +244,7 @@ for (const driver of drivers) {
       assert.deepEqual(await got('ne'), []);
     });
 
-    test('notSelectable filters (=, in, not-in) use the abstract flag, also under a code declared by URI', async () => {
+    test('notSelectable filters (=, in, not-in) compare the stated property values, also under a code declared by URI', async () => {
       const f = (op: '=' | 'in' | 'not-in', value: string, property = 'ns') => vs('ns', { include: [{ system: NS, filter: [{ property, op, value }] }] });
       const got = async (v: ValueSet) => {
         const res = await expand(v);
@@ -252,10 +252,14 @@ for (const driver of drivers) {
         return codes(res.body.expansion?.contains);
       };
       assert.deepEqual(await got(f('=', 'true')), ['group']);
-      assert.deepEqual(await got(f('=', 'false')), ['leaf', 'plain']);
+      // `plain` states no value: only `not-in` selects it (docs/terminology.md#value-set-membership)
+      assert.deepEqual(await got(f('=', 'false')), ['leaf']);
       assert.deepEqual(await got(f('in', 'true')), ['group']);
+      assert.deepEqual(await got(f('in', 'true,false')), ['group', 'leaf']);
       assert.deepEqual(await got(f('not-in', 'true')), ['leaf', 'plain']);
       assert.deepEqual(await got(f('=', 'true', 'notSelectable')), ['group']);
+      // values are compared as written
+      assert.deepEqual(await got(f('=', 'TRUE', 'notSelectable')), []);
       const contains = (await expand(f('=', 'true'))).body.expansion?.contains;
       assert.equal(contains?.[0].abstract, true);
     });
