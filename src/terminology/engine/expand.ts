@@ -63,10 +63,12 @@ interface Used {
    * and they do not count towards the size limit (docs/terminology.md#expanding-a-grammar).
    */
   uncounted: number;
+  /** The fragments that contributed: `url|version` → url (docs/terminology.md#expand). */
+  fragments: Map<string, string>;
 }
 
 function newUsed(): Used {
-  return { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map(), statuses: new StatusReport(), unclosed: false, unclosedReasons: new Set(), uncounted: 0 };
+  return { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map(), statuses: new StatusReport(), unclosed: false, unclosedReasons: new Set(), uncounted: 0, fragments: new Map() };
 }
 
 const UNCLOSED_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed';
@@ -131,6 +133,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
     ...[...used.versionRules].map(([canonical, name]) => ({ name, valueUri: canonical })),
     ...[...(tc.versionRules?.appliedValueSetDefaults ?? [])].map((canonical) => ({ name: 'default-valueset-version', valueUri: canonical })),
     ...[...used.codeSystems].map((v) => ({ name: 'used-codesystem', valueUri: v })),
+    ...[...used.fragments.keys()].map((v) => ({ name: 'used-fragment', valueUri: v })),
     ...[...used.valueSets].map((v) => ({ name: 'used-valueset', valueUri: v })),
     ...supplements.map((s) => ({ name: 'used-supplement', valueUri: s.version ? `${s.url}|${s.version}` : s.url })),
     ...used.statuses.parameters(),
@@ -151,6 +154,9 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
       { url: UNCLOSED_EXTENSION, valueBoolean: true },
       ...[...used.unclosedReasons].map((valueString) => ({ url: UNCLOSED_REASON_EXTENSION, valueString })),
     ];
+  }
+  for (const url of new Set(used.fragments.values())) {
+    expansion.extension = [...(expansion.extension ?? []), { url: UNCLOSED_REASON_EXTENSION, valueString: msg.fragmentExpansion(url) }];
   }
   if (declared.size > 0) {
     expansion.extension = [...(expansion.extension ?? []), ...[...declared].map(([code, uri]) => ({
@@ -241,6 +247,7 @@ async function nestedMembers(tc: TermContext, child: ValueSetEvaluator, req: Exp
   if (answer.used.unclosed) used.unclosed = true;
   for (const r of answer.used.unclosedReasons) used.unclosedReasons.add(r);
   used.uncounted += answer.used.uncounted;
+  for (const [k, v] of answer.used.fragments) used.fragments.set(k, v);
   return answer.groups;
 }
 
@@ -286,6 +293,7 @@ async function includeGroups(
   // A fragment, or a code system with a grammar (SNOMED CT's postcoordinated expressions), has
   // members no expansion lists: the expansion says it is not closed.
   if (cs.content === 'fragment' || provider.grammar) used.unclosed = true;
+  if (cs.content === 'fragment') used.fragments.set(cs.version ? `${cs.url}|${cs.version}` : cs.url, cs.url);
   let allowed = nested ? nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []) : undefined;
   if (!allowed && !inc.concept && provider.commonCodes) allowed = await commonCodes(tc, ev, provider, cs, provider.commonCodes, !inc.filter?.length, used);
   const ids = await provider.enumerate({ include: inc, path, activeOnly, text: req.filter }, allowed);
@@ -522,8 +530,9 @@ async function conceptEntries(tc: TermContext, provider: CodeSystemProvider, ids
     }
     const extensions: NonNullable<ValueSetExpansionContains['extension']> = [];
     const props: Array<{ code: string; value: Record<string, unknown> }> = [];
-    // An inactive concept says why: its status, else `inactive` (docs/terminology.md#expand).
-    const status = c.status ?? (c.inactive ? 'inactive' : undefined);
+    // An inactive concept says why: its status, else `inactive`; an `active` status says
+    // nothing (docs/terminology.md#expand).
+    const status = c.status && c.status.toLowerCase() !== 'active' ? c.status : c.inactive ? 'inactive' : undefined;
     if (status) props.push({ code: 'status', value: { valueCode: status } });
     // Standard extensions of the code system concept (and its supplements), overridden by the
     // value set's own (docs/terminology.md#concept-extensions).
