@@ -34,7 +34,7 @@ export interface MemberHit {
   /** undefined: the include names a code system (version) the server does not have, or a pre-expanded value set. */
   cs: CodeSystemInfo | undefined;
   version: EffectiveVersion;
-  /** Admitted by an include's filters (not by a concept list nor the whole system): its status is not reported (docs/terminology.md#valueset-validate-code). */
+  /** Admitted by an include's filters of a system whose provider says so: its status is not reported (docs/terminology.md#valueset-validate-code). */
   byFilter?: boolean;
 }
 
@@ -296,14 +296,14 @@ export class ValueSetEvaluator {
 
     const effective = effectiveVersion(this.tc.versionRules ?? NO_VERSION_RULES, pinned.system, pinned.version);
     const cs = await includeCodeSystem(this.tc, pinned.system, effective, version);
-    const byFilter = (inc.filter?.length ?? 0) > 0 && !inc.concept;
+    const provider = cs ? providerFor(this.tc, cs) : undefined;
+    const byFilter = (inc.filter?.length ?? 0) > 0 && !inc.concept && provider?.filterMembersWithoutStatus === true;
     const hits = (found: Iterable<string>) => new Map([...found].map((c) => [c, byFilter ? { cs, version: effective, byFilter } : { cs, version: effective }] as const));
-    if (!cs) {
+    if (!cs || !provider) {
       // Unknown system: only an explicit list can say anything (the caller reports the system).
       const listed = new Set((inc.concept ?? []).map((c) => c.code));
       return hits(inc.concept ? candidates.filter((c) => listed.has(c)) : []);
     }
-    const provider = providerFor(this.tc, cs);
     const concepts = await provider.findConcepts(candidates);
     const ids = await provider.selected({ include: inc, path, activeOnly }, [...concepts.values()].map((c) => c.id));
     const out = new Set<string>();

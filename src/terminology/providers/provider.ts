@@ -81,6 +81,12 @@ export interface CodeSystemProvider {
   readonly bareRelations?: boolean;
   /** Properties `$lookup` returns only when the request names them (`property`). */
   readonly onRequestProperties?: ReadonlySet<string>;
+  /**
+   * True when a code a value set admits by one of this system's filters is a member whatever its
+   * status (no `inactive`, no inactive warning), as the reference server answers for SNOMED CT's
+   * filters (ECL, refsets, hierarchy).
+   */
+  readonly filterMembersWithoutStatus?: boolean;
   /** The `name` `$lookup` answers, when not the CodeSystem's name (SNOMED CT: `url|version` of the edition). */
   readonly lookupName?: string;
   /**

@@ -40,6 +40,7 @@ export class SnomedProvider implements CodeSystemProvider {
   readonly listsDisplay = true;
   readonly flatExpansions = true;
   readonly grammar = true;
+  readonly filterMembersWithoutStatus = true;
   readonly onRequestProperties: ReadonlySet<string> = ON_REQUEST;
   /** `$lookup` names an edition by its canonical, `url|version`. */
   readonly lookupName: string;
