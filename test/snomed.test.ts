@@ -369,6 +369,10 @@ for (const driver of drivers) {
       assert.equal(param(res.body, 'display')?.valueString, 'Heart illness');
       assert.ok(!res.text.includes('Heart trouble'), res.text);
       assert.ok(properties(res.body).includes('inactive=false'));
+      // A dialect filter as the first description filter of a fresh edition resolves the dialect.
+      const ecl = encodeURIComponent('http://snomed.info/sct/9000001003/version/20270131?fhir_vs=ecl/< 1002007 {{ D term = "tumour", dialect = en-gb (prefer) }}');
+      const dialect = await server.fhir('GET', `/ValueSet/$expand?url=${ecl}`);
+      assert.deepEqual(codes(dialect.body), ['1012000']);
     });
 
     test('an RF2 release (a zip) into a running server: lattice import --format rf2 --url; only admins may', async () => {

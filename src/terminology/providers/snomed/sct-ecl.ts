@@ -17,7 +17,10 @@ export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: 
     const expression = parseEclCached(text);
     // Description filters on description ids (or an edition loaded before the loader recorded
     // acceptability with each description) read the part of the graph read on first need.
-    if (needsDescriptions(expression) && (needsDescriptionIds(expression) || !graph.acceptabilityRecorded())) await graph.loadDescriptions();
+    if (needsDescriptions(expression)) {
+      if (needsDescriptionIds(expression) || !graph.acceptabilityRecorded()) await graph.loadDescriptions();
+      else graph.registerDialects();
+    }
     ids = await evaluateEcl(graph, expression);
   } catch (err) {
     if (err instanceof EclSyntaxError) throw invalidValueSet(`Invalid ECL '${text}': ${err.message}`, path);

@@ -159,6 +159,33 @@ export class SnomedGraph implements EclGraph {
     return this.recorded;
   }
 
+  private dialectsRegistered = false;
+
+  /**
+   * Gives the language refsets the descriptions' markers name (and the acceptability values) an
+   * id before an expression is evaluated, so that a dialect filter resolves them by SCTID even
+   * when the edition has no concept row for them: one pass over the designations, the first
+   * time a description filter is evaluated (their markers are shared objects, each read once).
+   */
+  registerDialects(): void {
+    if (this.dialectsRegistered) return;
+    this.dialectsRegistered = true;
+    this.idOf(SCTID.preferred);
+    this.idOf(SCTID.acceptable);
+    const seen = new Set<unknown>();
+    for (const id of this.all) {
+      for (const d of this.index.designations(id)) {
+        const extension = d.extension;
+        if (!extension || seen.has(extension)) continue;
+        seen.add(extension);
+        for (const e of extension) {
+          if (e.url !== DESCRIPTION_MARKER || typeof e.valueString !== 'string') continue;
+          for (const t of e.valueString.split(' ')) if (t.startsWith('p') || t.startsWith('a')) this.idOf(t.slice(1));
+        }
+      }
+    }
+  }
+
   /** `[refset, acceptability, …]` of a marker's `p<refset>` / `a<refset>` tokens. */
   private markerAcceptability(tokens: string[]): number[] {
     const out: number[] = [];
