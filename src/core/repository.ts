@@ -45,8 +45,13 @@ export interface SearchQuery {
 
 export interface SearchResult {
   resources: Resource[];
-  /** Total number of matches (all pages). */
+  /** Total number of matches (all pages); see `totalKind`. */
   total: number;
+  /**
+   * How `total` was found: `exact` (absent = exact), `estimate` (the planner's, `_total=estimate`)
+   * or `lower` (not counted, `_total=none`: at least this many, more than the page when another follows).
+   */
+  totalKind?: 'exact' | 'estimate' | 'lower';
   /** Page size and offset used (count is 0 for `_summary=count`). */
   count: number;
   offset: number;

@@ -57,7 +57,10 @@ export function checkedCompartmentTypes(types: string[], compartment: Compartmen
 /** Runs `query` and answers the searchset Bundle, with paging links under `url` repeating `linkParams`. */
 export async function searchBundle(ctx: RequestContext, query: SearchQuery, url: string, linkParams = query.params): Promise<Bundle> {
   const { params } = query;
-  const result = await ctx.repo.search(query);
+  // Without `_total` a total is answered only when it costs nothing (the page reaches the last
+  // match): no COUNT is run (docs/rest.md#result-parameters).
+  const asked = [...params].reverse().find(([k]) => k === '_total')?.[1];
+  const result = await ctx.repo.search(asked === undefined ? { ...query, params: [...params, ['_total', 'none']] } : query);
   const base = ctx.fhirBaseUrl;
   const shape = shaper(params);
   return bundle(
@@ -66,7 +69,7 @@ export async function searchBundle(ctx: RequestContext, query: SearchQuery, url:
       const mode = result.modes?.[i] ?? 'match';
       return { fullUrl: fullUrl(base, resource), resource: mode === 'match' ? shape(resource) : resource, search: { mode } };
     }),
-    [...params].reverse().find(([k]) => k === '_total')?.[1] === 'none' ? undefined : result.total,
+    asked === 'none' || result.totalKind === 'lower' ? undefined : result.total,
     pageLinks(url, linkParams, result),
   );
 }
