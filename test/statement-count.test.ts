@@ -89,7 +89,7 @@ for (const driver of drivers) {
         assert.equal(res?.status, 200);
         assert.equal(res?.body.entry.length, 2);
         assert.deepEqual(res?.body.link.map((l) => l.relation), ['self', 'next']);
-        return { statements, page: res as Page };
+        return { statements, page: res };
       };
       const all = (await server.app.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource WHERE resource_type = 'Patient' AND NOT deleted AND content LIKE '%Counted%'`)).rows[0].n;
       const accurate = await page('&_total=accurate');
