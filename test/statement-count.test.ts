@@ -132,5 +132,31 @@ for (const driver of drivers) {
       const stale = await server.fhir('PUT', `/Patient/${id}`, { body: { ...patient, id, gender: 'other' }, headers: { 'if-match': 'W/"2"' } });
       assert.equal(stale.status, 412);
     });
+
+    test('an Observation indexes no composite item whose components cannot all match, and a code text once', async () => {
+      const observation = {
+        resourceType: 'Observation',
+        status: 'final',
+        code: { coding: [{ system: 'http://loinc.org', code: '8867-4', display: 'Heart rate' }], text: 'Heart rate' },
+        valueQuantity: { value: 68, unit: '/min', system: 'http://unitsofmeasure.org', code: '/min' },
+      };
+      const created = await server.fhir('POST', '/Observation', { body: observation });
+      assert.equal(created.status, 201, created.text);
+      const id = created.body.id as string;
+      const params = async (table: string) =>
+        (await server.app.db.query<{ param: string }>(`SELECT param FROM ${table} WHERE resource_type = 'Observation' AND id = $1 ORDER BY param`, [id])).rows.map((r) => r.param);
+      // code, combo-code and the two composites with a Quantity value: one row each (the text
+      // rides on the coding's row); status. No code-value-concept, -date or -string rows.
+      assert.deepEqual(await params('search_token'), ['code', 'code-value-quantity#0.0', 'combo-code', 'combo-code-value-quantity#0.0', 'status']);
+      assert.deepEqual(
+        [...new Set(await params('search_quantity'))],
+        ['code-value-quantity#0.1', 'combo-code-value-quantity#0.1', 'combo-value-quantity', 'value-quantity'],
+      );
+      const found = async (query: string) => ((await server.fhir('GET', `/Observation?_id=${id}&${query}`)).body.entry ?? []).length;
+      assert.equal(await found('code-value-quantity=http://loinc.org|8867-4$68'), 1);
+      assert.equal(await found('code-value-concept=http://loinc.org|8867-4$http://loinc.org|8867-4'), 0);
+      assert.equal(await found('code:text=heart'), 1);
+      assert.equal(await found('combo-code=8867-4'), 1);
+    });
   });
 }
