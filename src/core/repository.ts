@@ -124,8 +124,11 @@ export interface SystemRepository extends ResourceRepository {
    * Stores resources whose ids are not stored yet as their first version, inside `tx` (a bulk
    * load, docs/rest.md#bulk-load): one statement for all of them (resource, history and index
    * rows), or one write each for types a hook mirrors. `projectId` owns them (shared when absent).
+   * `indexed`: search-index rows the storage layer computed ahead for some of `resources` (a
+   * bulk load extracts the next batch while the database writes the previous one); used for
+   * types no hook sees, computed here for the others.
    */
-  insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined): Promise<void>;
+  insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined, indexed?: ReadonlyMap<Resource, unknown>): Promise<void>;
 }
 
 /**

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { OperationOutcomeIssue, Resource } from '@medplum/fhirtypes';
 import type { Database, Queryable } from '../core/database.js';
 import type { SystemRepository } from '../core/repository.js';
-import { INDEX_TABLES } from './search/index-rows.js';
+import { extractRows } from './search/extract.js';
+import { INDEX_TABLES, type IndexRows } from './search/index-rows.js';
 
 /**
  * Bulk load of clinical resources (`lattice import`, docs/rest.md#bulk-load): resources are
@@ -127,15 +128,18 @@ export class BulkLoader {
         return reference;
       });
     }
+    // The search-index rows are extracted now, while the database still writes the previous
+    // batch (on PostgreSQL the two run in parallel: docs/rest.md#bulk-load).
+    const indexed = new Map<Resource, IndexRows>(batch.map((b) => [b.resource, extractRows(b.resource)]));
     // One batch in flight at a time: its failure stops the load before the next one is written.
     await this.writing;
-    const writing = this.write(batch, wanted);
+    const writing = this.write(batch, wanted, indexed);
     writing.catch(() => undefined); // awaited (and so reported) by the next flush or by finish
     this.writing = writing;
   }
 
   /** Writes one batch in one transaction, after checking the references it makes outside the load. */
-  private async write(batch: Pending[], wanted: Map<string, string>): Promise<void> {
+  private async write(batch: Pending[], wanted: Map<string, string>, indexed: ReadonlyMap<Resource, IndexRows>): Promise<void> {
     const projectId = this.options.projectId;
     await this.db.transaction(async (tx) => {
       const keys = [...wanted.keys(), ...batch.map((b) => `${b.resource.resourceType}/${b.resource.id}`)];
@@ -159,7 +163,7 @@ export class BulkLoader {
         if (!projectId) delete meta.project;
         await repo.update({ ...resource, meta });
       }
-      await this.system.insertNew(tx, fresh, projectId);
+      await this.system.insertNew(tx, fresh, projectId, indexed);
     });
     this.stored += batch.length;
     this.options.progress?.(this.stored);

@@ -7,6 +7,7 @@ import type { Scope } from '../core/scope.js';
 import { FhirError, badRequest, forbidden, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
 import type { ResourceHooks } from './resource-hooks.js';
 import type { SearchIndex } from './search/search-index.js';
+import type { IndexRows } from './search/index-rows.js';
 import { announceChange, changeAnnouncement } from './change-feed.js';
 import { RowCache } from './row-cache.js';
 import { resourceTable, scopeFor } from './scope.js';
@@ -102,12 +103,13 @@ export class Repository implements SystemRepository {
     });
   }
 
-  async insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined): Promise<void> {
+  async insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined, indexed?: ReadonlyMap<Resource, unknown>): Promise<void> {
     const now = new Date().toISOString();
     const types: string[] = [];
     const ids: string[] = [];
     const contents: string[] = [];
     const stored: Resource[] = [];
+    const indexRows: Array<IndexRows | undefined> = [];
     const joined = this.inTransaction(tx) as Repository;
     for (const input of resources) {
       const meta = { ...(input.meta ?? {}), versionId: '1', lastUpdated: now, project: projectId } as Record<string, unknown>;
@@ -124,6 +126,9 @@ export class Repository implements SystemRepository {
       ids.push(resource.id as string);
       contents.push(JSON.stringify(resource));
       stored.push(resource);
+      // Rows computed ahead from the input: the same as from `resource` (meta's versionId,
+      // lastUpdated and project are indexed by no parameter) unless a hook could change it.
+      indexRows.push(this.hooks.for(resource.resourceType).length === 0 ? (indexed?.get(input) as IndexRows | undefined) : undefined);
       this.cache?.invalidate(`${resource.resourceType}/${resource.id}`);
     }
     if (stored.length === 0) return;
@@ -131,7 +136,7 @@ export class Repository implements SystemRepository {
     const rows = 'SELECT t, i, 1, $4::text, $5::timestamptz, false, c FROM unnest($1::text[], $2::text[], $3::text[]) AS u(t, i, c)';
     const columns = '(resource_type, id, version_id, project_id, last_updated, deleted, content)';
     const parts = [`w AS (INSERT INTO resource ${columns} ${rows})`, `h AS (INSERT INTO resource_history ${columns} ${rows})`];
-    parts.push(...this.searchIndex.manyIndexCtes(stored, params));
+    parts.push(...this.searchIndex.manyIndexCtes(stored, params, indexRows));
     // New ids: no node holds them in its read cache, so there is no change to announce.
     await tx.query(`WITH ${parts.join(', ')} SELECT 1`, params);
   }
