@@ -1,4 +1,4 @@
-import type { Resource } from '@medplum/fhirtypes';
+import type { OperationOutcomeIssue, Resource } from '@medplum/fhirtypes';
 import type { AuthInfo } from './auth.js';
 import type { Queryable } from './database.js';
 import type { Scope } from './scope.js';
@@ -129,6 +129,36 @@ export interface SystemRepository extends ResourceRepository {
    * types no hook sees, computed here for the others.
    */
   insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined, indexed?: ReadonlyMap<Resource, unknown>): Promise<void>;
+  /** A clinical bulk load into this storage, in batches of one transaction each (docs/rest.md#bulk-load). */
+  bulkLoad(options?: BulkLoadOptions): BulkLoad;
+}
+
+/** A refusal of a bulk load, naming where the resource came from (e.g. `line 12`). */
+export class BulkLoadError extends Error {}
+
+export interface BulkLoadOptions {
+  /** Owner of the loaded resources; shared content when absent. */
+  projectId?: string;
+  /** Resources per batch (one transaction each); default 1000. */
+  batchSize?: number;
+  /** Checks a resource before it is taken (e.g. structural validation); issues refuse it. */
+  validate?: (resource: Resource) => OperationOutcomeIssue[];
+  /** Called after each stored batch with the number of resources stored so far. */
+  progress?: (stored: number) => void;
+}
+
+/** A bulk load in progress (storage/bulk-load.ts): resources in, batches stored as they fill. */
+export interface BulkLoad {
+  /** Resources stored so far (whole batches). */
+  readonly stored: number;
+  /** Takes one resource; `where` names its place in the input (`line 12`), `fullUrl` its Bundle entry's. Throws BulkLoadError. */
+  add(value: unknown, where: string, fullUrl?: string): Promise<void>;
+  /** A Bundle ended: its `urn:uuid:` full URLs mean nothing to the next one. */
+  endBundle(): Promise<void>;
+  /** Stores what is pending; returns the number of resources stored by the load. */
+  finish(): Promise<number>;
+  /** Waits for the batch in flight, whatever its outcome. */
+  settle(): Promise<void>;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { OperationOutcomeIssue, Resource } from '@medplum/fhirtypes';
 import type { Database, Queryable } from '../core/database.js';
-import type { SystemRepository } from '../core/repository.js';
+import { BulkLoadError, type BulkLoad, type BulkLoadOptions, type SystemRepository } from '../core/repository.js';
 import { extractRows } from './search/extract.js';
 import { INDEX_TABLES, type IndexRows } from './search/index-rows.js';
 
@@ -20,19 +20,7 @@ import { INDEX_TABLES, type IndexRows } from './search/index-rows.js';
  * 80 bytes each: the reference check needs them) and, within one Bundle, its full URLs.
  */
 
-/** A refusal of the load, naming where the resource came from (e.g. `line 12`). */
-export class BulkLoadError extends Error {}
-
-export interface BulkLoadOptions {
-  /** Owner of the loaded resources; shared content when absent. */
-  projectId?: string;
-  /** Resources per batch (one transaction each); default DEFAULT_BATCH. */
-  batchSize?: number;
-  /** Checks a resource before it is taken (e.g. structural validation); issues refuse it. */
-  validate?: (resource: Resource) => OperationOutcomeIssue[];
-  /** Called after each stored batch with the number of resources stored so far. */
-  progress?: (stored: number) => void;
-}
+export { BulkLoadError };
 
 /** Resources per batch: large enough that a statement carries much, small enough to stay in memory. */
 export const DEFAULT_BATCH = 1000;
@@ -45,7 +33,7 @@ interface Pending {
   where: string;
 }
 
-export class BulkLoader {
+export class BulkLoader implements BulkLoad {
   private batch: Pending[] = [];
   private readonly loaded = new Set<string>();
   /** `urn:uuid:…` full URLs of the current Bundle → `Type/id`. */

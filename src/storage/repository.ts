@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Resource } from '@medplum/fhirtypes';
 import type { AuthInfo } from '../core/auth.js';
 import type { Database, Queryable } from '../core/database.js';
-import type { HistoryEntry, ResourceRepository, SearchQuery, SearchResult, SystemRepository, UpdateResult } from '../core/repository.js';
+import type { BulkLoad, BulkLoadOptions, HistoryEntry, ResourceRepository, SearchQuery, SearchResult, SystemRepository, UpdateResult } from '../core/repository.js';
+import { BulkLoader } from './bulk-load.js';
 import type { Scope } from '../core/scope.js';
 import { FhirError, badRequest, forbidden, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
 import type { ResourceHooks } from './resource-hooks.js';
@@ -139,6 +140,10 @@ export class Repository implements SystemRepository {
     parts.push(...this.searchIndex.manyIndexCtes(stored, params, indexRows));
     // New ids: no node holds them in its read cache, so there is no change to announce.
     await tx.query(`WITH ${parts.join(', ')} SELECT 1`, params);
+  }
+
+  bulkLoad(options: BulkLoadOptions = {}): BulkLoad {
+    return new BulkLoader(this.db, this, options);
   }
 
   /** Reads the current version; 404 when absent or invisible, 410 when deleted. */
