@@ -133,6 +133,43 @@ for (const driver of drivers) {
       assert.equal(stale.status, 412);
     });
 
+    test('a transaction writes its plain creates in one statement; its reads still see them', async () => {
+      const bundle = (family: string, patients: number, uuid: (i: number) => string) => {
+        const entry: unknown[] = [];
+        for (let i = 0; i < patients; i++) entry.push({ fullUrl: uuid(i), resource: { ...patient, name: [{ family, given: [`N${i}`] }] }, request: { method: 'POST', url: 'Patient' } });
+        entry.push({
+          resource: { resourceType: 'Observation', status: 'final', code: { text: 'x' }, subject: { reference: uuid(3) } },
+          request: { method: 'POST', url: 'Observation' },
+        });
+        entry.push({ request: { method: 'GET', url: `Patient?family=${family}&_count=100` } });
+        return { resourceType: 'Bundle', type: 'transaction', entry };
+      };
+      type Answer = { status: number; text: string; body: { entry: Array<{ response: { status: string; location?: string }; resource?: { entry?: unknown[] } }> } };
+      const post = async (family: string, patients: number, prefix: string) => {
+        let res: Answer | undefined;
+        const counted = await cost(async () => {
+          res = await server.fhir('POST', '', { body: bundle(family, patients, (i) => `urn:uuid:${prefix}-0000-4000-8000-${String(i).padStart(12, '0')}`) });
+        });
+        assert.equal(res?.status, 200, res?.text);
+        return { ...counted, res: res };
+      };
+      await post('Warmbatch', 5, '7d0c1a52'); // the first Bundle loads the terminology its validation needs
+      const small = await post('Smallbatch', 5, '6d0c1a52');
+      const large = await post('Batched', 25, '8d0c1a52');
+      // One transaction each; the creates add no statement per entry: one statement writes them
+      // all (before the GET's search, which finds them), whatever their number.
+      assert.equal(large.transactions, 1);
+      assert.ok(large.statements <= small.statements, `${large.statements} statements for 26 creates, ${small.statements} for 6`);
+      const entries = large.res.body.entry;
+      assert.deepEqual(entries.slice(0, 26).map((e) => e.response.status), new Array(26).fill('201 Created'));
+      assert.equal(entries[26].resource?.entry?.length, 25);
+      const path = (i: number) => entries[i].response.location?.split('/_history')[0].split('/R4/')[1] as string;
+      const read = await server.fhir('GET', `/${path(25)}`);
+      assert.equal(read.status, 200);
+      assert.equal(read.body.subject.reference, path(3));
+      assert.equal((await server.fhir('GET', '/Patient?family=batched&_summary=count')).body.total, 25);
+    });
+
     test('an Observation indexes no composite item whose components cannot all match, and a code text once', async () => {
       const observation = {
         resourceType: 'Observation',

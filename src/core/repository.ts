@@ -101,8 +101,11 @@ export interface ResourceRepository {
    * Called on a repository that is already in a transaction, it joins that one.
    * On PostgreSQL `fn` may run again after a serialization failure: it must not keep state.
    * `timeoutMs` replaces the transaction's time limit (a transaction Bundle's, scaled by size).
+   * `batchCreates`: creates of types no hook sees are held back and written together in one
+   * statement before the transaction's next statement or its commit (docs/rest.md#cost-of-a-request):
+   * reads in it still see them; a failing write fails the transaction at that point.
    */
-  transaction<T>(fn: (repo: ResourceRepository) => Promise<T>, options?: { timeoutMs?: number }): Promise<T>;
+  transaction<T>(fn: (repo: ResourceRepository) => Promise<T>, options?: { timeoutMs?: number; batchCreates?: boolean }): Promise<T>;
   /**
    * `search`, after taking a transaction-scoped lock on the normalised search (type and sorted
    * parameters): two identical conditional writes (create `If-None-Exist`, conditional
