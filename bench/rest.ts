@@ -64,7 +64,8 @@ export async function benchRest(options: RestOptions): Promise<string> {
 
 async function benchDriver(driver: 'pglite' | 'pg', file: string, generated: number, dir: string, baseline: LoadResult, options: RestOptions): Promise<string> {
   const postgres = driver === 'pg' ? await benchPostgres() : undefined;
-  const storage: Record<string, string> = postgres ? { DATABASE_URL: postgres.url } : { LATTICE_DATA_DIR: join(dir, `data-${driver}`) };
+  // An empty DATABASE_URL is none: a DATABASE_URL the bench was given must not turn the PGlite half into PostgreSQL.
+  const storage: Record<string, string> = postgres ? { DATABASE_URL: postgres.url } : { LATTICE_DATA_DIR: join(dir, `data-${driver}`), DATABASE_URL: '' };
   try {
     // The server creates the schema and the super admin, then the CLI imports on its own.
     let server = await startLatticeProcess({ ...ADMIN_ENV, ...storage });
