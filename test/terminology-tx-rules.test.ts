@@ -244,7 +244,7 @@ for (const driver of drivers) {
       assert.deepEqual(await got('ne'), []);
     });
 
-    test('notSelectable filters (=, in, not-in) use the abstract flag, also under a code declared by URI', async () => {
+    test('notSelectable filters (=, in, not-in) compare the stated property values, also under a code declared by URI', async () => {
       const f = (op: '=' | 'in' | 'not-in', value: string, property = 'ns') => vs('ns', { include: [{ system: NS, filter: [{ property, op, value }] }] });
       const got = async (v: ValueSet) => {
         const res = await expand(v);
@@ -252,10 +252,14 @@ for (const driver of drivers) {
         return codes(res.body.expansion?.contains);
       };
       assert.deepEqual(await got(f('=', 'true')), ['group']);
-      assert.deepEqual(await got(f('=', 'false')), ['leaf', 'plain']);
+      // `plain` states no value: only `not-in` selects it (docs/terminology.md#value-set-membership)
+      assert.deepEqual(await got(f('=', 'false')), ['leaf']);
       assert.deepEqual(await got(f('in', 'true')), ['group']);
+      assert.deepEqual(await got(f('in', 'true,false')), ['group', 'leaf']);
       assert.deepEqual(await got(f('not-in', 'true')), ['leaf', 'plain']);
       assert.deepEqual(await got(f('=', 'true', 'notSelectable')), ['group']);
+      // values are compared as written
+      assert.deepEqual(await got(f('=', 'TRUE', 'notSelectable')), []);
       const contains = (await expand(f('=', 'true'))).body.expansion?.contains;
       assert.equal(contains?.[0].abstract, true);
     });
@@ -278,7 +282,7 @@ for (const driver of drivers) {
       assert.equal(out((await check('leaf', false)).body, 'result'), true);
     });
 
-    test('a value set including two versions of a code system: a member at the version of its include, a non-member at the last one', async () => {
+    test('a value set including two versions of a code system: a member both have at the newest, one only one has there, a non-member at the newest', async () => {
       const OV = 'http://example.org/fhir/CodeSystem/rules-overload';
       const v = (version: string, codes: string[]): CodeSystem => ({
         resourceType: 'CodeSystem', url: OV, version, status: 'active', content: 'complete', concept: codes.map((code) => ({ code, display: `${code} (${version})` })),
@@ -290,7 +294,8 @@ for (const driver of drivers) {
           { name: 'tx-resource', resource: v('1.0.0', ['a']) }, { name: 'tx-resource', resource: v('2.0.0', ['a', 'b']) },
         ]);
       const a = await check('a');
-      assert.deepEqual([out(a.body, 'result'), out(a.body, 'version'), out(a.body, 'display')], [true, '1.0.0', 'a (1.0.0)'], a.text);
+      // Both versions have `a`: the includes are looked in newest first (docs/terminology.md#overloaded-versions).
+      assert.deepEqual([out(a.body, 'result'), out(a.body, 'version'), out(a.body, 'display')], [true, '2.0.0', 'a (2.0.0)'], a.text);
       const b = await check('b');
       assert.deepEqual([out(b.body, 'result'), out(b.body, 'version'), out(b.body, 'display')], [true, '2.0.0', 'b (2.0.0)'], b.text);
       // imported value sets that draw on the two versions: each code once, from the first version, without `version`
@@ -326,10 +331,17 @@ for (const driver of drivers) {
       assert.equal(out(all.body, 'result'), true, all.text);
       const listed = await validate('http://example.org/fhir/ValueSet/rules-fragment-listed', FRAG, 'zz');
       assert.equal(out(listed.body, 'result'), false, listed.text);
-      // an expansion drawing on a fragment is not closed
+      // an expansion drawing on a fragment is not closed, says why, and names the fragment used
       const expanded = await server.fhir<Answer>('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/rules-fragment-all');
       assert.equal(expanded.status, 200, expanded.text);
-      assert.deepEqual(expanded.body.expansion?.extension, [{ url: 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed', valueBoolean: true }]);
+      assert.deepEqual(expanded.body.expansion?.extension, [
+        { url: 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed', valueBoolean: true },
+        { url: 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed-reason', valueString: `This extension is based on a fragment of the code system ${FRAG}` },
+      ]);
+      assert.deepEqual(
+        expanded.body.expansion?.parameter?.filter((p) => p.name.startsWith('used-')),
+        [{ name: 'used-codesystem', valueUri: `${FRAG}|1` }, { name: 'used-fragment', valueUri: `${FRAG}|1` }],
+      );
       const closed = await server.fhir<Answer>('GET', '/ValueSet/$expand?url=http://example.org/fhir/ValueSet/rules-all');
       assert.equal(closed.body.expansion?.extension, undefined);
     });

@@ -32,6 +32,9 @@ export const msg = {
     `A definition for CodeSystem ${quoted ? `'${url}'` : url} could not be found, so the code cannot be validated`,
   expansionTooCostly: (vs: string, total: number, limit: number) =>
     `The value set '${vs}' expansion has too many codes to produce (>${limit}): ${total} codes; use count and offset`,
+  /** `valueset-unclosed-reason` of an expansion that lists a grammar's common codes. */
+  grammarCommonCodes: (url: string, common: string) =>
+    `The code System '${url}' has a grammar and so has infinite members. This extension is based on ${common}`,
   noDefinition: (vs: string) => `The value set '${vs}' has no compose and no expansion, so it cannot be expanded`,
   cannotExpand: (url: string) => `A definition for CodeSystem '${url}' could not be found, so the value set cannot be expanded`,
   /** `valid`: the known versions, newest first (listed oldest first). */
@@ -60,6 +63,8 @@ export const msg = {
       ? `: value set expansion has multiple matches: [${matches.join(', ')}]`
       : `: the code is not in ${systems.length === 1 ? `its code system ${systems[0]}` : `any of its code systems [${systems.join(', ')}]`}`),
   systemIsValueSet: (url: string) => `The Coding references a value set, not a code system ('${url}')`,
+  fragmentExpansion: (url: string) => `This extension is based on a fragment of the code system ${url}`,
+  systemIsSupplement: (canonical: string) => `CodeSystem ${canonical} is a supplement, so can't be used as a value in Coding.system`,
   localSystem: () => 'Coding.system must be an absolute reference, not a local reference',
   noSystem: () => 'Coding has no system. A code with no system has no defined meaning, and it cannot be validated. A system should be provided',
   inactiveConcept: (code: string, status: string) => `The concept '${code}' has a status of ${status} and its use should be reviewed`,

@@ -7,7 +7,7 @@ import { msg, valueSetText } from '../messages.js';
 import { resolveCodeSystem, resolveValueSet } from './resolve.js';
 import { StatusReport, valueSetPublication } from './status.js';
 import type { CodeSystemInfo, TermContext } from '../types.js';
-import { defaultValueSetVersion, effectiveVersion, splitCanonical, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from '../versions.js';
+import { compareSemver, defaultValueSetVersion, effectiveVersion, splitCanonical, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from '../versions.js';
 
 /**
  * Value-set membership (docs/terminology.md#value-set-membership), decided for the given codes —
@@ -57,6 +57,11 @@ export async function includeCodeSystem(
 export interface MemberOptions {
   /** Only active concepts are members (`activeOnly`, or `compose.inactive = false`). */
   activeOnly?: boolean;
+  /**
+   * The display each code is given with (code → display): among the versions the includes name,
+   * the one whose concept has that display is chosen (docs/terminology.md#overloaded-versions).
+   */
+  displays?: Map<string, string>;
 }
 
 /**
@@ -114,6 +119,11 @@ export class ValueSetEvaluator {
   /** Identity of the value set within the evaluation (`url|version`, or the root's identity + `#id`). */
   readonly identity: string;
   readonly evaluation: Evaluation;
+  /**
+   * Why this value set's includes left out a code of their system, when a provider said (code →
+   * reason; docs/terminology.md#ucum): `$validate-code` puts it before the not-in-value-set text.
+   */
+  readonly refusals = new Map<string, string>();
   /** Identity of the value set whose `contained` resolves `#id` references. */
   private readonly rootIdentity: string;
 
@@ -178,18 +188,37 @@ export class ValueSetEvaluator {
    */
   async members(system: string, version: string | undefined, codes: string[], options: MemberOptions = {}): Promise<Map<string, MemberHit>> {
     const scope: MemberScope = { codes, purpose: this.evaluation.nextPurpose('members') };
-    return this.membersIn(scope, system, version, codes, options.activeOnly === true);
+    return this.membersIn(scope, system, version, codes, options.activeOnly === true, options.displays);
   }
 
-  private async membersIn(scope: MemberScope, system: string, version: string | undefined, codes: string[], activeOnlyAsked: boolean): Promise<Map<string, MemberHit>> {
+  private async membersIn(
+    scope: MemberScope,
+    system: string,
+    version: string | undefined,
+    codes: string[],
+    activeOnlyAsked: boolean,
+    displays?: Map<string, string>,
+  ): Promise<Map<string, MemberHit>> {
     const result = new Map<string, MemberHit>();
     if (codes.length === 0) return result;
     const compose = this.vs.compose;
     if (!compose) return this.expansionMembers(system, version, codes);
     const activeOnly = activeOnlyAsked || compose.inactive === false;
-    for (const [i, inc] of (compose.include ?? []).entries()) {
-      const remaining = codes.filter((c) => !result.has(c));
+    // Several versions of the system named by the includes (docs/terminology.md#overloaded-versions):
+    // newest first; a coding's version that one of them names selects those includes only; a
+    // coding without one is looked for at the version chosen for its code.
+    const includes = newestIncludesFirst(compose.include ?? [], system);
+    const declared = new Set(includes.map(([inc]) => includeSystem(inc)).filter((p) => p.system === system && p.version !== undefined).map((p) => p.version as string));
+    const onlyVersion = version !== undefined && declared.has(version) ? version : undefined;
+    const chosen = version === undefined && declared.size > 1 && !(this.tc.versionRules ?? NO_VERSION_RULES).forces.has(system) ? await this.chooseVersions(system, [...declared], codes, displays) : undefined;
+    for (const [inc, i] of includes) {
+      let remaining = codes.filter((c) => !result.has(c));
       if (remaining.length === 0) break;
+      const pinned = includeSystem(inc);
+      if (pinned.system === system) {
+        if (onlyVersion !== undefined && pinned.version !== onlyVersion) continue;
+        if (chosen) remaining = remaining.filter((c) => !chosen.has(c) || chosen.get(c) === pinned.version);
+      }
       for (const [c, hit] of await this.includeMembers(scope, inc, `ValueSet.compose.include[${i}]`, system, version, remaining, activeOnly)) result.set(c, hit);
     }
     for (const [i, exc] of (compose.exclude ?? []).entries()) {
@@ -197,6 +226,39 @@ export class ValueSetEvaluator {
       for (const c of (await this.includeMembers(scope, exc, `ValueSet.compose.exclude[${i}]`, system, version, [...result.keys()], false)).keys()) result.delete(c);
     }
     return result;
+  }
+
+  /**
+   * For each code, the one version (of the several the includes name) it is looked for at: the
+   * newest of those that have the code (with the given display, when one is given: the concept's
+   * display or one of its designations); none when every version has it (the includes are then
+   * tried newest first); the newest of all when none has it.
+   */
+  private async chooseVersions(system: string, versions: string[], codes: string[], displays?: Map<string, string>): Promise<Map<string, string>> {
+    const ordered = [...versions].sort(newerFirst);
+    const foundIn = new Map<string, string[]>();
+    for (const v of ordered) {
+      const cs = await resolveCodeSystem(this.tc, system, v);
+      if (!cs) continue;
+      const provider = providerFor(this.tc, cs);
+      const concepts = await provider.findConcepts(codes);
+      const withDisplay = [...concepts.values()].filter((c) => displays?.has(c.code));
+      const designations = withDisplay.length > 0 ? await provider.designations(withDisplay.map((c) => c.id)) : undefined;
+      for (const code of codes) {
+        const concept = concepts.get(code);
+        if (!concept) continue;
+        const display = displays?.get(code);
+        if (display !== undefined && concept.display !== display && !(designations?.get(concept.id) ?? []).some((d) => d.value === display)) continue;
+        foundIn.set(code, [...(foundIn.get(code) ?? []), v]);
+      }
+    }
+    const out = new Map<string, string>();
+    for (const code of codes) {
+      const found = foundIn.get(code) ?? [];
+      if (found.length === ordered.length) continue;
+      out.set(code, found[0] ?? ordered[0]);
+    }
+    return out;
   }
 
   /**
@@ -244,6 +306,10 @@ export class ValueSetEvaluator {
     for (const code of candidates) {
       const concept = concepts.get(code);
       if (concept && ids.has(concept.id)) out.add(code);
+      else if (concept && provider.refusal && path.includes('.include[') && !this.refusals.has(code)) {
+        const reason = await provider.refusal({ include: inc, path, activeOnly }, concept);
+        if (reason) this.refusals.set(code, reason);
+      }
     }
     // A code system the server does not hold completely: a listed code may be valid elsewhere.
     if (inc.concept && (cs.content === 'fragment' || cs.content === 'example')) {
@@ -296,6 +362,27 @@ export class ValueSetEvaluator {
       rootIdentity: contained ? this.rootIdentity : identity,
     });
   }
+}
+
+/** Newer version first: semver-like ones by semantic version, others by text. */
+export function newerFirst(a: string, b: string): number {
+  return -(compareSemver(a, b) ?? a.localeCompare(b));
+}
+
+/**
+ * The includes with their index, those of `system` that name a version reordered newest first
+ * among themselves (the others keep their place): of several versions, the newest answers.
+ */
+function newestIncludesFirst(includes: ValueSetComposeInclude[], system: string): [ValueSetComposeInclude, number][] {
+  const entries = includes.map((inc, i) => [inc, i] as [ValueSetComposeInclude, number]);
+  const versioned = (inc: ValueSetComposeInclude) => {
+    const p = includeSystem(inc);
+    return p.system === system && p.version !== undefined ? p.version : undefined;
+  };
+  const slots = entries.map(([inc], i) => (versioned(inc) !== undefined ? i : -1)).filter((i) => i >= 0);
+  const sorted = slots.map((i) => entries[i]).sort((a, b) => newerFirst(versioned(a[0]) as string, versioned(b[0]) as string));
+  slots.forEach((slot, k) => (entries[slot] = sorted[k]));
+  return entries;
 }
 
 /**

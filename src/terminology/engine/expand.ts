@@ -9,7 +9,7 @@ import { providerFor } from '../providers/select.js';
 import { chooseDisplay, designationsFor, type LanguagePrefs } from './display.js';
 import { msg, valueSetText } from '../messages.js';
 import { toOutcomeIssue } from '../issues.js';
-import { codeSystemVersions, resolveCodeSystem } from './resolve.js';
+import { codeSystemVersions, resolveCodeSystem, resolveValueSet } from './resolve.js';
 import type { CodeSystemInfo, Designation, StoredProperty, TermContext } from '../types.js';
 import { StatusReport, valueSetPublication } from './status.js';
 import { VERSION_RULE_PARAMETER, checkViolation, effectiveVersion, NO_VERSION_RULES } from '../versions.js';
@@ -56,13 +56,23 @@ interface Used {
   statuses: StatusReport;
   /** A code system that holds only part of its codes (a fragment) contributed: the expansion is not closed. */
   unclosed: boolean;
+  /** Why it is not closed, when a grammar's common codes stood for the grammar (`valueset-unclosed-reason`). */
+  unclosedReasons: Set<string>;
+  /**
+   * Codes listed for a whole grammar from its common codes: the value set has no finite total,
+   * and they do not count towards the size limit (docs/terminology.md#expanding-a-grammar).
+   */
+  uncounted: number;
+  /** The fragments that contributed: `url|version` → url (docs/terminology.md#expand). */
+  fragments: Map<string, string>;
 }
 
 function newUsed(): Used {
-  return { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map(), statuses: new StatusReport(), unclosed: false };
+  return { codeSystems: new Set(), valueSets: new Set(), versionRules: new Map(), statuses: new StatusReport(), unclosed: false, unclosedReasons: new Set(), uncounted: 0, fragments: new Map() };
 }
 
 const UNCLOSED_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed';
+const UNCLOSED_REASON_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/valueset-unclosed-reason';
 
 /** Without `count`, larger expansions are refused rather than built (use paging). */
 export const MAX_UNPAGED_EXPANSION = 1000;
@@ -102,7 +112,8 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
   const total = groups.reduce((n, g) => n + (g.ids?.length ?? g.listed?.length ?? 0), 0);
   // Without `count`, an expansion larger than the limit is refused, or cut to the limit with
   // `limitedExpansion` (and marked as incomplete): docs/terminology.md#expand.
-  const tooCostly = req.count === undefined && total > MAX_UNPAGED_EXPANSION;
+  // A whole grammar's common codes are a fixed list, given whole (docs/terminology.md#expanding-a-grammar).
+  const tooCostly = req.count === undefined && total - used.uncounted > MAX_UNPAGED_EXPANSION;
   if (tooCostly && !req.limitedExpansion) {
     throw new FhirError(422, [issue('too-costly', msg.expansionTooCostly(valueSetText(vs), total, MAX_UNPAGED_EXPANSION))]);
   }
@@ -122,6 +133,7 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
     ...[...used.versionRules].map(([canonical, name]) => ({ name, valueUri: canonical })),
     ...[...(tc.versionRules?.appliedValueSetDefaults ?? [])].map((canonical) => ({ name: 'default-valueset-version', valueUri: canonical })),
     ...[...used.codeSystems].map((v) => ({ name: 'used-codesystem', valueUri: v })),
+    ...[...used.fragments.keys()].map((v) => ({ name: 'used-fragment', valueUri: v })),
     ...[...used.valueSets].map((v) => ({ name: 'used-valueset', valueUri: v })),
     ...supplements.map((s) => ({ name: 'used-supplement', valueUri: s.version ? `${s.url}|${s.version}` : s.url })),
     ...used.statuses.parameters(),
@@ -129,14 +141,23 @@ export async function expandValueSet(tc: TermContext, vs: ValueSet, request: Exp
   const expansion: NonNullable<ValueSet['expansion']> = {
     identifier: `urn:uuid:${randomUUID()}`,
     timestamp: new Date().toISOString(),
-    total,
+    ...(used.uncounted > 0 ? {} : { total }),
     // `offset` belongs to paging: present when the request paged (offset or count given).
     ...(req.paged ? { offset: req.offset } : {}),
     ...(parameter.length > 0 ? { parameter } : {}),
     ...(contains.length > 0 ? { contains } : {}),
   };
   if (tooCostly) expansion.extension = [{ url: TOO_COSTLY_EXTENSION, valueBoolean: true }];
-  if (used.unclosed) expansion.extension = [...(expansion.extension ?? []), { url: UNCLOSED_EXTENSION, valueBoolean: true }];
+  if (used.unclosed) {
+    expansion.extension = [
+      ...(expansion.extension ?? []),
+      { url: UNCLOSED_EXTENSION, valueBoolean: true },
+      ...[...used.unclosedReasons].map((valueString) => ({ url: UNCLOSED_REASON_EXTENSION, valueString })),
+    ];
+  }
+  for (const url of new Set(used.fragments.values())) {
+    expansion.extension = [...(expansion.extension ?? []), { url: UNCLOSED_REASON_EXTENSION, valueString: msg.fragmentExpansion(url) }];
+  }
   if (declared.size > 0) {
     expansion.extension = [...(expansion.extension ?? []), ...[...declared].map(([code, uri]) => ({
       url: EXT_EXPANSION_PROPERTY,
@@ -224,6 +245,9 @@ async function nestedMembers(tc: TermContext, child: ValueSetEvaluator, req: Exp
   for (const [k, v] of answer.used.versionRules) used.versionRules.set(k, v);
   used.statuses.merge(answer.used.statuses);
   if (answer.used.unclosed) used.unclosed = true;
+  for (const r of answer.used.unclosedReasons) used.unclosedReasons.add(r);
+  used.uncounted += answer.used.uncounted;
+  for (const [k, v] of answer.used.fragments) used.fragments.set(k, v);
   return answer.groups;
 }
 
@@ -269,9 +293,39 @@ async function includeGroups(
   // A fragment, or a code system with a grammar (SNOMED CT's postcoordinated expressions), has
   // members no expansion lists: the expansion says it is not closed.
   if (cs.content === 'fragment' || provider.grammar) used.unclosed = true;
-  const allowed = nested ? nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []) : undefined;
+  if (cs.content === 'fragment') used.fragments.set(cs.version ? `${cs.url}|${cs.version}` : cs.url, cs.url);
+  let allowed = nested ? nested.filter((g) => g.cs?.key === cs.key).flatMap((g) => g.ids ?? []) : undefined;
+  if (!allowed && !inc.concept && provider.commonCodes) allowed = await commonCodes(tc, ev, provider, cs, provider.commonCodes, !inc.filter?.length, used);
   const ids = await provider.enumerate({ include: inc, path, activeOnly, text: req.filter }, allowed);
   return [{ system: cs.url, cs, ids }];
+}
+
+/**
+ * A grammar's common codes, standing for the grammar in an include of the whole system or by a
+ * filter: the codes of the system the value set lists, in code order (by character code). The
+ * expansion is marked not closed with the reason; for the whole system it has no total and the
+ * value set's status is reported (docs/terminology.md#expanding-a-grammar). Without the value
+ * set, the provider refuses the include as it would without common codes.
+ */
+async function commonCodes(tc: TermContext, ev: ValueSetEvaluator, provider: CodeSystemProvider, cs: CodeSystemInfo, url: string, whole: boolean, used: Used): Promise<number[] | undefined> {
+  const common = await resolveValueSet(tc, url);
+  if (!common) return undefined;
+  const listed = new Set<string>();
+  for (const inc of common.compose?.include ?? []) if (inc.system === cs.url) for (const c of inc.concept ?? []) listed.add(c.code);
+  for (const c of flatten(common.expansion?.contains)) if (c.system === cs.url && c.code) listed.add(c.code);
+  const codes = [...listed].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const found = await provider.findConcepts(codes);
+  used.unclosed = true;
+  used.unclosedReasons.add(msg.grammarCommonCodes(cs.url, url));
+  const ids = codes.flatMap((code) => {
+    const concept = found.get(code);
+    return concept ? [concept.id] : [];
+  });
+  if (whole) {
+    used.uncounted += ids.length;
+    used.statuses.valueSet(common, valueSetPublication(ev.vs));
+  }
+  return ids;
 }
 
 /** A 400 whose one issue carries the tx-ecosystem issue type and message id (docs/terminology.md#version-parameters). */
@@ -476,8 +530,9 @@ async function conceptEntries(tc: TermContext, provider: CodeSystemProvider, ids
     }
     const extensions: NonNullable<ValueSetExpansionContains['extension']> = [];
     const props: Array<{ code: string; value: Record<string, unknown> }> = [];
-    // An inactive concept says why: its status, else `inactive` (docs/terminology.md#expand).
-    const status = c.status ?? (c.inactive ? 'inactive' : undefined);
+    // An inactive concept says why: its status, else `inactive`; an `active` status says
+    // nothing (docs/terminology.md#expand).
+    const status = c.status && c.status.toLowerCase() !== 'active' ? c.status : c.inactive ? 'inactive' : undefined;
     if (status) props.push({ code: 'status', value: { valueCode: status } });
     // Standard extensions of the code system concept (and its supplements), overridden by the
     // value set's own (docs/terminology.md#concept-extensions).

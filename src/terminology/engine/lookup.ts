@@ -55,16 +55,17 @@ export async function lookupCode(
   const designations = (await provider.designations([concept.id])).get(concept.id) ?? [];
   const property: LookupResult['property'] = [];
 
+  const bare = provider.bareRelations === true;
   if (wanted('parent')) {
-    for (const p of await provider.neighbours(concept.id, true)) property.push(related('parent', p.code, p.display));
+    for (const p of await provider.neighbours(concept.id, true)) property.push(related('parent', p.code, bare ? undefined : p.display));
   }
   if (wanted('child')) {
-    for (const c of await provider.neighbours(concept.id, false)) property.push(related('child', c.code, c.display));
+    for (const c of await provider.neighbours(concept.id, false)) property.push(related('child', c.code, bare ? undefined : c.display));
   }
   if (wanted('inactive')) property.push({ code: 'inactive', value: { type: 'boolean', value: concept.inactive } });
   const stored = (await provider.properties(concept.id)).filter((p) => !COMPUTED.has(p.code) && !isExtensionProperty(p.code, cs.propertyDefs) && wanted(p.code));
   // A code-valued property naming another concept of this system is described by its display.
-  const targets = await provider.findConcepts(stored.filter((p) => p.type === 'code').map((p) => p.value));
+  const targets = bare ? new Map<string, { display?: string }>() : await provider.findConcepts(stored.filter((p) => p.type === 'code').map((p) => p.value));
   // A property the code system does not declare, named by one of its codes (a SNOMED CT
   // attribute), is described by that concept's display too (`code-display`).
   const declared = new Set(cs.propertyDefs.map((d) => d.code));
@@ -73,6 +74,8 @@ export async function lookupCode(
     const entry: LookupResult['property'][number] = { code: p.code, value: typedValue(p) };
     const target = p.type === 'code' ? targets.get(p.value) : undefined;
     if (target?.display) entry.description = target.display;
+    // A value that is not a Coding may carry what it stands for (LOINC's CLASSTYPE).
+    else if (p.type !== 'Coding' && p.display) entry.description = p.display;
     const codeDisplay = declared.has(p.code) ? undefined : named.get(p.code)?.display;
     if (codeDisplay) entry.codeDisplay = codeDisplay;
     property.push(entry);

@@ -4,7 +4,7 @@ import { FhirError, badRequest } from '../../fhir/outcome.js';
 import { txIssueOutcome } from '../issues.js';
 import { msg } from '../messages.js';
 import { inlineCodeSystem } from '../providers/select.js';
-import { resolveCodeSystem } from './resolve.js';
+import { resolveSupplement } from './resolve.js';
 import type { TermContext, TerminologyEnv } from '../types.js';
 import { parseVersionRules } from '../versions.js';
 
@@ -58,8 +58,8 @@ const VALUESET_SUPPLEMENT = 'http://hl7.org/fhir/StructureDefinition/valueset-su
  * canonical names no supplement the caller can see.
  */
 export async function useSupplement(tc: TermContext, url: string, status = 404): Promise<void> {
-  const supplement = await resolveCodeSystem(tc, url);
-  if (!supplement || supplement.content !== 'supplement') {
+  const supplement = await resolveSupplement(tc, url);
+  if (!supplement) {
     throw new FhirError(status, txIssueOutcome([{ severity: 'error', code: 'not-found', type: 'not-found', id: 'VALUESET_SUPPLEMENT_MISSING', text: msg.supplementNotFound(url) }]));
   }
   if (!tc.supplements.some((s) => s.key === supplement.key)) tc.supplements.push(supplement);

@@ -41,19 +41,32 @@ interface CodeSystemRow {
   publication?: string | null;
 }
 
-/** Resolves a code system canonical for the caller; undefined when none is visible. */
+/**
+ * Resolves a code system canonical for the caller; undefined when none is visible. A supplement
+ * is not a code system (docs/terminology.md#supplements-are-not-code-systems): see resolveSupplement.
+ */
 export function resolveCodeSystem(tc: TermContext, canonical: string, version?: string): Promise<CodeSystemInfo | undefined> {
   const split = splitCanonical(canonical);
   const wanted = version ?? split.version;
   return memo(tc, `cs ${split.url} ${wanted ?? ''}`, async () => {
-    const candidates = await codeSystemCandidates(tc, split.url);
+    const candidates = (await codeSystemCandidates(tc, split.url)).filter((c) => c.content !== 'supplement');
+    return pick(tc, candidates, wanted);
+  });
+}
+
+/** Resolves a supplement (a CodeSystem with `content = supplement`) for the caller. */
+export function resolveSupplement(tc: TermContext, canonical: string, version?: string): Promise<CodeSystemInfo | undefined> {
+  const split = splitCanonical(canonical);
+  const wanted = version ?? split.version;
+  return memo(tc, `supplement ${split.url} ${wanted ?? ''}`, async () => {
+    const candidates = (await codeSystemCandidates(tc, split.url)).filter((c) => c.content === 'supplement');
     return pick(tc, candidates, wanted);
   });
 }
 
 /** Every visible version of a code system (newest first), e.g. for "valid versions" messages. */
 export async function codeSystemVersions(tc: TermContext, url: string): Promise<string[]> {
-  const all = newestFirst(await codeSystemCandidates(tc, url));
+  const all = newestFirst((await codeSystemCandidates(tc, url)).filter((c) => c.content !== 'supplement'));
   return [...new Set(all.map((c) => c.version).filter((v): v is string => v !== undefined))];
 }
 

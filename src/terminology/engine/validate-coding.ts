@@ -1,9 +1,9 @@
 import type { ValueSet } from '@medplum/fhirtypes';
-import { flatten, includeCodeSystem, includeSystem, type MemberHit, type ValueSetEvaluator } from './compose.js';
+import { flatten, includeCodeSystem, includeSystem, newerFirst, type MemberHit, type ValueSetEvaluator } from './compose.js';
 import { providerFor } from '../providers/select.js';
 import { checkDisplay, preferredDisplay, type LanguagePrefs } from './display.js';
 import { codingText, msg } from '../messages.js';
-import { codeSystemVersions, resolveCodeSystem, resolveValueSet } from './resolve.js';
+import { codeSystemVersions, resolveCodeSystem, resolveSupplement, resolveValueSet } from './resolve.js';
 import type { CodeSystemInfo, Concept, Designation, TermContext, TxIssue } from '../types.js';
 import { checkViolation, versionMatches, type EffectiveVersion, NO_VERSION_RULES } from '../versions.js';
 
@@ -58,6 +58,8 @@ export interface CodingOutcome {
   causedByUnknownSystem?: string;
   /** The code system version the coding was evaluated at (for the status of the resources used). */
   cs?: CodeSystemInfo;
+  /** Why the value set's filters left the code out (the start of `message`, in no issue: docs/terminology.md#ucum). */
+  refusal?: string;
 }
 
 const ABSOLUTE = /^[A-Za-z][A-Za-z0-9+.-]*:/;
@@ -131,13 +133,13 @@ async function validateGroup(
       return fromExpansion(vs.evaluator.vs, system, checks, (rest) => unknownSystem(tc, target, system, requested, rest, notInVs, at));
     }
     if (!latest || (requested !== undefined && !requestedCs && includes.length === 0)) return unknownSystem(tc, target, system, requested, checks, notInVs, at);
-    hits = await vs.evaluator.members(system, requested, codes, { activeOnly: o.activeOnly });
+    const displays = new Map(checks.filter((c) => c.input.display !== undefined).map((c) => [c.input.code, c.input.display as string]));
+    hits = await vs.evaluator.members(system, requested, codes, { activeOnly: o.activeOnly, displays });
+    const notAdmitted = nonMemberVersion(includes, requested);
     plans = [];
     for (const c of checks) {
       const hit = hits.get(c.input.code);
-      // A member: the include that admits it; otherwise the last include of its system (every
-      // include was looked in, in order, and the last one is where the search ended).
-      plans.push(await versionPlan(tc, system, requested, requestedCs, hit?.version ?? includes[includes.length - 1], hit?.cs, latest, c, at));
+      plans.push(await versionPlan(tc, system, requested, requestedCs, hit?.version ?? notAdmitted, hit?.cs, latest, c, at));
     }
   } else {
     const rules = tc.versionRules ?? NO_VERSION_RULES;
@@ -185,7 +187,11 @@ async function validateGroup(
     if (causedBy) out.causedByUnknownSystem = causedBy;
     // An include whose version is unknown cannot be evaluated: that is the finding, not "not in the value set".
     const reportNotInVs = () => {
-      if (vs && !out.member && !includeUnresolved) out.issues.push(notInVs(c));
+      if (vs && !out.member && !includeUnresolved) {
+        out.issues.push(notInVs(c));
+        const refusal = vs.evaluator.refusals.get(c.input.code);
+        if (refusal) out.refusal = refusal;
+      }
     };
     if (!concept) {
       if (!o.membershipOnly) {
@@ -226,6 +232,20 @@ async function validateGroup(
     reportNotInVs();
     return out;
   });
+}
+
+/**
+ * The include version a code no include admits is reported at: the include naming the coding's
+ * version; else, when the includes name several versions, the newest of them
+ * (docs/terminology.md#overloaded-versions); else the last include of the system (every include
+ * was looked in, in order, and the last one is where the search ended).
+ */
+function nonMemberVersion(includes: EffectiveVersion[], requested: string | undefined): EffectiveVersion | undefined {
+  const same = requested !== undefined ? includes.find((e) => e.declared === requested) : undefined;
+  if (same) return same;
+  const declared = includes.filter((e) => e.declared !== undefined && e.source === 'include');
+  if (declared.length > 1) return [...declared].sort((a, b) => newerFirst(a.declared as string, b.declared as string))[0];
+  return includes[includes.length - 1];
 }
 
 /** The code system version a coding is evaluated at, and the version findings about it. */
@@ -344,8 +364,10 @@ function conceptIssues(
   }
   if (concept.inactive) {
     out.inactive = true;
-    if (concept.status) out.status = concept.status;
-    const status = concept.status && concept.status !== 'inactive' ? `${concept.status} and inactive` : 'inactive';
+    // `inactive` itself is what the flag says already: only another status is reported.
+    if (concept.status && concept.status !== 'inactive') out.status = concept.status;
+    // A discouraged concept is inactive but not retired: its status alone is named (docs/terminology.md#loinc).
+    const status = !concept.status || concept.status === 'inactive' ? 'inactive' : concept.status.toLowerCase() === 'discouraged' ? concept.status : `${concept.status} and inactive`;
     out.issues.push({ severity: 'warning', code: 'business-rule', type: 'code-comment', id: 'INACTIVE_CONCEPT_FOUND', text: msg.inactiveConcept(c.input.code, status), expression: c.whole });
     if (!out.member && o.activeOnly && memberIfActive) {
       out.issues.push({ severity: 'error', code: 'business-rule', type: 'code-rule', id: 'STATUS_CODE_WARNING_CODE', text: msg.notActive(c.input.code), expression: at(c, 'code') });
@@ -424,6 +446,22 @@ async function unknownSystem(
       ],
     }));
   }
+  // A supplement is not a code system (docs/terminology.md#supplements-are-not-code-systems);
+  // a value set that includes one draws on an unknown code system instead.
+  const included = vs ? (await vs.evaluator.includedSystems()).includes(system) : false;
+  const supplement = included ? undefined : await resolveSupplement(tc, system, version);
+  if (supplement) {
+    const canonical = supplement.version ? `${supplement.url}|${supplement.version}` : supplement.url;
+    return checks.map((c) => ({
+      member: false,
+      code: c.input.code,
+      system,
+      issues: [
+        { severity: 'error', code: 'invalid', type: 'invalid-data', id: 'CODESYSTEM_CS_NO_SUPPLEMENT', text: msg.systemIsSupplement(canonical), expression: at(c, 'system') },
+        ...(vs ? [notInVs(c)] : []),
+      ],
+    }));
+  }
   const known = version ? await codeSystemVersions(tc, system) : [];
   if (version && known.length > 0) {
     return checks.map((c) => ({
@@ -437,7 +475,6 @@ async function unknownSystem(
       ],
     }));
   }
-  const included = vs ? (await vs.evaluator.includedSystems()).includes(system) : false;
   // The reference server quotes the URL except when the code system is neither one the value
   // set draws on nor asked for by code/system parameters of a value set with known systems.
   const vsHasUnknown = vs ? await hasUnknownSystem(tc, await vs.evaluator.includedSystems()) : false;

@@ -6,6 +6,8 @@ import { codingText, msg, valueSetText } from '../messages.js';
 import { StatusReport, valueSetPublication } from './status.js';
 import type { CodeSystemInfo, TermContext, TxIssue } from '../types.js';
 import { validateCodings, type CodingCheck, type CodingOutcome, type ValidationOptions, type ValidationTarget } from './validate-coding.js';
+import { resolveSupplement } from './resolve.js';
+import { splitCanonical } from '../versions.js';
 
 /**
  * `$validate-code` (docs/terminology.md#valueset-validate-code, docs/terminology.md#codesystem-validate-code): normalises the three input forms (code+system,
@@ -78,10 +80,19 @@ export async function validateInCodeSystem(
   req: ValidateRequest,
 ): Promise<ValidateResult> {
   if (!cs) {
+    const code = req.coding?.code ?? req.code ?? req.codeableConcept?.coding?.[0]?.code;
+    const expression = req.codeableConcept ? 'CodeableConcept.coding[0].system' : req.coding ? 'Coding.system' : 'system';
+    // A supplement is not a code system (docs/terminology.md#supplements-are-not-code-systems).
+    const supplement = await resolveSupplement(tc, url);
+    if (supplement) {
+      const canonical = supplement.version ? `${supplement.url}|${supplement.version}` : supplement.url;
+      const issues: TxIssue[] = [{ severity: 'error', code: 'invalid', type: 'invalid-data', id: 'CODESYSTEM_CS_NO_SUPPLEMENT', text: msg.systemIsSupplement(canonical), expression }];
+      const version = req.coding?.version;
+      return { result: false, message: messageOf(issues), code, system: splitCanonical(url).url, version, codeableConcept: req.codeableConcept, issues: txIssueOutcome(issues) };
+    }
     const issues: TxIssue[] = [
       { severity: 'error', code: 'not-found', type: 'not-found', id: 'UNKNOWN_CODESYSTEM', text: msg.unknownSystem(url, true), expression: req.coding ? 'Coding.system' : 'system' },
     ];
-    const code = req.coding?.code ?? req.code ?? req.codeableConcept?.coding?.[0]?.code;
     return { result: false, message: messageOf(issues), code, system: url, codeableConcept: req.codeableConcept, issues: txIssueOutcome(issues), unknownSystem: url };
   }
   const target: ValidationTarget = { kind: 'codeSystem', cs };
@@ -117,7 +128,7 @@ function single(o: CodingOutcome, extra: TxIssue[]): ValidateResult {
   const issues = [...o.issues, ...extra];
   return {
     result: o.member && !hasError(o.issues),
-    message: messageOf(o.issues),
+    message: o.refusal ? [o.refusal, messageOf(o.issues)].filter(Boolean).join('; ') : messageOf(o.issues),
     display: o.display,
     code: o.code,
     system: o.system,

@@ -20,6 +20,8 @@ interface Builtin {
   title: string;
   caseSensitive: boolean;
   load: () => Promise<Registry>;
+  /** A grammar's common codes, the value set an include of the whole system expands to (docs/terminology.md#expanding-a-grammar). */
+  commonCodes?: string;
 }
 
 /** ISO 4217's list date as `currency-codes` 2.2.0 carries it (the package says it in its data). */
@@ -34,6 +36,7 @@ const BUILTINS: Builtin[] = [
     title: 'Unified Code for Units of Measure',
     caseSensitive: true,
     load: async () => (await import('./registries/ucum.js')).ucumRegistry,
+    commonCodes: 'http://hl7.org/fhir/ValueSet/ucum-common',
   },
   {
     url: 'urn:ietf:bcp:47',
@@ -114,5 +117,5 @@ export function isBuiltin(cs: CodeSystemInfo): boolean {
 /** The provider of a built-in code system; undefined for any other. */
 export function builtinProvider(tc: TermContext, cs: CodeSystemInfo): CodeSystemProvider | undefined {
   const b = byKey.get(cs.key);
-  return b && isBuiltin(cs) ? new RegistryProvider(tc, cs, b.load) : undefined;
+  return b && isBuiltin(cs) ? new RegistryProvider(tc, cs, b.load, b.commonCodes) : undefined;
 }

@@ -62,15 +62,13 @@ export function isNotSelectableProperty(cs: CodeSystemInfo, property: string): b
 }
 
 /**
- * The flag values a boolean filter selects (`=`, `in`, `not-in`; a concept without the property
- * is `false`), or undefined for another operator. Values other than true/false are refused.
+ * The concept property a notSelectable filter reads (docs/terminology.md#value-set-membership):
+ * the property the code system declares with the concept-properties#notSelectable URI, else the
+ * filter's own code. Its values are compared as written, like any property's: `= true` and `in`
+ * select only concepts that state a matching value, `not-in` also those that state none.
  */
-export function booleanValues(op: string, value: string, list: () => string[]): boolean[] | undefined {
-  if (op !== '=' && op !== 'in' && op !== 'not-in') return undefined;
-  const given = op === '=' ? [value] : list();
-  if (given.some((v) => v !== 'true' && v !== 'false')) return undefined;
-  const named = [true, false].filter((b) => given.includes(String(b)));
-  return op === 'not-in' ? [true, false].filter((b) => !named.includes(b)) : named;
+export function notSelectableCode(cs: CodeSystemInfo, property: string): string {
+  return cs.propertyDefs.find((d) => d.uri === NOT_SELECTABLE_URI)?.code ?? property;
 }
 
 /** A value set that cannot be evaluated: 400 with a tx `vs-invalid` issue at the filter. */

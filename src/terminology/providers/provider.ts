@@ -62,6 +62,23 @@ export interface CodeSystemProvider {
    * members beyond those it lists, so its expansions are marked `valueset-unclosed`.
    */
   readonly grammar?: boolean;
+  /**
+   * A grammar's common codes: the canonical of a value set listing them. An include of the whole
+   * system or by a filter expands to those of them it selects, marked not closed; a grammar
+   * without one refuses such an include (docs/terminology.md#expanding-a-grammar).
+   */
+  readonly commonCodes?: string;
+  /**
+   * Why a selection's filters leave out a concept of the system, when the provider can say (a
+   * UCUM `canonical` filter): `$validate-code` puts it before the not-in-value-set text of
+   * `message`.
+   */
+  refusal?(selection: ConceptSelection, concept: Concept): Promise<string | undefined>;
+  /**
+   * True when `$lookup` gives the codes a concept's hierarchy and code-valued properties name
+   * without their display (LOINC: a term names dozens of parts and lists).
+   */
+  readonly bareRelations?: boolean;
   /** Properties `$lookup` returns only when the request names them (`property`). */
   readonly onRequestProperties?: ReadonlySet<string>;
 }

@@ -4,6 +4,7 @@ import {
   ANSWER_LIST,
   ANSWERS_FOR,
   AXES,
+  INACTIVE_STATUSES,
   LOINC_URL,
   TERM_STRING_COLUMNS,
   USE,
@@ -13,6 +14,7 @@ import type { TerminologyEnv } from '../types.js';
 import { importEvents, progressBar, type ImportOptions, type ImportSummary } from './import-file.js';
 import type { JsonStreamEvent } from './json-stream.js';
 import { LoincRelease } from './loinc-release.js';
+import { collectGarbage } from './heap.js';
 
 /**
  * `lattice import --format loinc <folder or .zip>` (docs/terminology.md#loinc): turns a LOINC
@@ -117,6 +119,10 @@ async function loincContent(
   const progress = () => bar(`LOINC ${version}`, release.bytesRead, total, 'bytes read');
 
   let rows = 0;
+  // The loader's maps hold some 0.4 GB for a release: garbage is collected every 200,000
+  // records read and every 25,000 concepts written, which keeps the peak near twice that
+  // (docs/terminology.md#loinc).
+  release.onRows = collectGarbage;
   async function* content(): AsyncGenerator<CodeSystem | CodeSystemConcept> {
     // Texts kept until their code is written (variants, consumer names) live in one arena.
     const texts = new TextArena();
@@ -251,6 +257,7 @@ async function loincContent(
     };
     yield header;
     const written = new Set<string>();
+    const linkedParts = new Map<string, string>();
     const hierarchy = (code: string, property: CodeSystemConceptProperty[]) => {
       for (const p of parents.get(code) ?? []) property.push({ code: 'parent', valueCode: p });
     };
@@ -266,19 +273,22 @@ async function loincContent(
         const [prop, part] = [linked[i], linked[i + 1]];
         const name = parts.get(part)?.name || linked[i + 2];
         linkedProperties.add(prop);
-        property.push({ code: prop, valueCoding: { system: LOINC_URL, code: part, ...(name ? { display: name } : {}) } });
+        property.push({ code: prop, valueCode: part });
+        // A part Part.csv does not list becomes a code with the link's name.
+        if (!parts.has(part) && name && !linkedParts.has(part)) linkedParts.set(part, name);
       }
       // Axes the part links leave out keep the text of Loinc.csv.
       for (const axis of AXES) if (!linkedProperties.has(axis) && r[axis]) property.push({ code: axis, valueString: r[axis] });
       if (r.CLASS && !linkedProperties.has('CLASS')) {
         const part = classParts.get(r.CLASS);
-        property.push(part ? { code: 'CLASS', valueCoding: { system: LOINC_URL, code: part, display: r.CLASS } } : { code: 'CLASS', valueString: r.CLASS });
+        property.push(part ? { code: 'CLASS', valueCode: part } : { code: 'CLASS', valueString: r.CLASS });
       }
       for (const column of TERM_STRING_COLUMNS) if (r[column]) property.push({ code: column, valueString: r[column] });
-      if (r.STATUS === 'DEPRECATED') property.push({ code: 'inactive', valueBoolean: true });
+      if (INACTIVE_STATUSES.has(r.STATUS)) property.push({ code: 'inactive', valueBoolean: true });
       for (const ll of termLists.get(code) ?? []) property.push({ code: ANSWER_LIST, valueCode: ll });
       hierarchy(code, property);
       const designation: CodeSystemConceptDesignation[] = [];
+      if (r.LONG_COMMON_NAME) designation.push(loincDesignation(EN, USE.longCommonName, r.LONG_COMMON_NAME));
       if (r.SHORTNAME) designation.push(loincDesignation(EN, USE.shortName, r.SHORTNAME));
       if (r.DisplayName) designation.push(loincDesignation(EN, USE.displayName, r.DisplayName));
       const held = designations.get(code) ?? [];
@@ -292,6 +302,7 @@ async function loincContent(
         property,
       };
       if (++rows % 1000 === 0) progress();
+      if (rows % 25_000 === 0) collectGarbage();
     }
     links.clear();
     termLists.clear();
@@ -302,7 +313,7 @@ async function loincContent(
       written.add(code);
       const property: CodeSystemConceptProperty[] = [];
       if (part.status) property.push({ code: 'STATUS', valueString: part.status });
-      if (part.status === 'DEPRECATED') property.push({ code: 'inactive', valueBoolean: true });
+      if (INACTIVE_STATUSES.has(part.status)) property.push({ code: 'inactive', valueBoolean: true });
       hierarchy(code, property);
       yield {
         code,
@@ -312,6 +323,14 @@ async function loincContent(
       };
     }
     parts.clear();
+    for (const [code, name] of linkedParts) {
+      if (written.has(code)) continue;
+      written.add(code);
+      const property: CodeSystemConceptProperty[] = [];
+      hierarchy(code, property);
+      yield { code, display: name, ...(property.length ? { property } : {}) };
+    }
+    linkedParts.clear();
     for (const [code, list] of lists) {
       if (written.has(code)) continue;
       written.add(code);

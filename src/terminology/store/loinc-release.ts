@@ -15,9 +15,15 @@ export interface ReleaseFile {
   size: number;
 }
 
+/** How many records between two calls of `onRows`. */
+const ROWS_PER_TICK = 200_000;
+
 export class LoincRelease {
   /** Bytes of the files read so far (of `totalBytes`). */
   bytesRead = 0;
+  /** Called after every `ROWS_PER_TICK` records read (the loader collects garbage there). */
+  onRows: (() => void) | undefined;
+  private rows = 0;
 
   private constructor(
     readonly path: string,
@@ -69,7 +75,10 @@ export class LoincRelease {
         yield chunk;
       }
     }.call(this);
-    yield* csvRecords(counted);
+    for await (const r of csvRecords(counted)) {
+      if (++this.rows % ROWS_PER_TICK === 0) this.onRows?.();
+      yield r;
+    }
   }
 
   /**

@@ -206,9 +206,11 @@ export function conceptRow(concept: CodeSystemConcept, kind: (code: string | und
     }
   }
   // Without a status property, the standards-status extension gives the status.
-  status ??= (concept.extension ?? []).find((e) => e.url === STANDARDS_STATUS)?.valueCode;
-  // FHIR concept-properties: `retired` (and tx's `inactive`) status means the concept is not active.
-  if (status === 'retired' || status === 'inactive') inactive = true;
+  const standards = (concept.extension ?? []).find((e) => e.url === STANDARDS_STATUS)?.valueCode;
+  status ??= standards;
+  // FHIR concept-properties: `retired` (and tx's `inactive`) status means the concept is not
+  // active; so does a `withdrawn` standards status (docs/terminology.md#valueset-validate-code).
+  if (status === 'retired' || status === 'inactive' || standards === 'withdrawn') inactive = true;
   return { code: concept.code, display: concept.display, definition: concept.definition, inactive, abstract, status };
 }
 

@@ -1,6 +1,6 @@
 import type { ValueSetComposeInclude, ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
 import type { CodeSystemIndex } from './code-system-index.js';
-import { anchored, booleanValues, filterOp, invalidValueSet, isNotSelectableProperty, regexError } from '../filters.js';
+import { anchored, filterOp, invalidValueSet, isNotSelectableProperty, notSelectableCode, regexError } from '../filters.js';
 import { msg } from '../../messages.js';
 import type { CodeSystemInfo, TermContext } from '../../types.js';
 
@@ -146,10 +146,6 @@ export async function filterMatcher(
     const b = bool();
     return op === 'exists' ? constant(b) : (id) => index.inactive(id) === b;
   }
-  if (isNotSelectableProperty(cs, property)) {
-    const wanted = booleanValues(op, value, list);
-    if (wanted) return wanted.length === 2 ? ALL : wanted.length === 0 ? NONE : (id) => index.abstract(id) === wanted[0];
-  }
   if (property === 'display') {
     // As in SQL, a concept without display satisfies no comparison (NULL), only `exists false`.
     switch (op) {
@@ -179,8 +175,10 @@ export async function filterMatcher(
     return (id) => related(id).some((r) => targets.has(r));
   }
 
-  // Any other property: the stored (typed) property values of the concept.
-  const values = (id: number) => index.properties(id).filter((p) => p.code === property).map((p) => p.value);
+  // Any other property: the stored (typed) property values of the concept (a notSelectable
+  // filter reads the property that states the flag).
+  const code = isNotSelectableProperty(cs, property) ? notSelectableCode(cs, property) : property;
+  const values = (id: number) => index.properties(id).filter((p) => p.code === code).map((p) => p.value);
   switch (op) {
     case '=':
       return (id) => values(id).includes(value);
@@ -193,7 +191,7 @@ export async function filterMatcher(
       return (id) => !values(id).some((v) => set.has(v));
     }
     case 'regex': {
-      const ids = await regexIds(tc, cs, index, { kind: 'property', code: property }, anchored(value, path), path);
+      const ids = await regexIds(tc, cs, index, { kind: 'property', code }, anchored(value, path), path);
       return (id) => ids.has(id);
     }
     case 'exists': {

@@ -210,9 +210,10 @@ describe('filterPredicate: inactive, notSelectable, display', () => {
     await rejects400(predicate(filter('inactive', '=', 'maybe')), vsInvalid(notSupported('inactive', '= maybe')));
   });
 
-  test('notSelectable and abstract = compare the abstract flag', async () => {
-    assert.deepEqual(await predicate(filter('notSelectable', '=', 'true')), { sql: 'c.abstract = true', values: [] });
-    assert.deepEqual(await predicate(filter('abstract', '=', 'false')), { sql: 'c.abstract = false', values: [] });
+  test('notSelectable and abstract = compare the value the concept states for the property', async () => {
+    const stated = 'EXISTS (SELECT 1 FROM tx_concept_property q WHERE q.cs_key = c.cs_key AND q.concept = c.id AND q.code = $1 AND q.value = $2)';
+    assert.deepEqual(await predicate(filter('notSelectable', '=', 'true')), { sql: stated, values: ['notSelectable', 'true'] });
+    assert.deepEqual(await predicate(filter('abstract', '=', 'false')), { sql: stated, values: ['abstract', 'false'] });
   });
 
   test('display =, regex, in, not-in (never lower-cased)', async () => {

@@ -2,7 +2,7 @@ import type { ValueSetComposeInclude, ValueSetComposeIncludeFilter } from '@medp
 import { BindValues } from '../../../storage/bind-values.js';
 import { msg } from '../../messages.js';
 import type { CodeSystemInfo, Concept } from '../../types.js';
-import { anchored, booleanValues, escapeRegex, filterOp, filterWords, invalidValueSet, isNotSelectableProperty } from '../filters.js';
+import { anchored, escapeRegex, filterOp, filterWords, invalidValueSet, isNotSelectableProperty, notSelectableCode } from '../filters.js';
 
 /**
  * Compose includes as SQL — the SQL twin of index-filters.ts (same semantics, operator by
@@ -85,10 +85,6 @@ export async function filterPredicate(
   }
 
   if (property === 'inactive' && (op === '=' || op === 'exists')) return op === 'exists' ? (bool() ? 'true' : 'false') : `c.inactive = ${bool()}`;
-  if (isNotSelectableProperty(cs, property)) {
-    const wanted = booleanValues(op, value, list);
-    if (wanted) return wanted.length === 2 ? 'true' : wanted.length === 0 ? 'false' : `c.abstract = ${wanted[0]}`;
-  }
   if (property === 'display') {
     switch (op) {
       case '=':
@@ -111,8 +107,9 @@ export async function filterPredicate(
       : `EXISTS (SELECT 1 FROM tx_closure h WHERE h.cs_key = c.cs_key AND h.ancestor = c.id AND h.depth = 1 AND h.descendant = ANY(${targets}::int[]))`;
   }
 
-  // Any other property: the stored (typed) property values of the concept.
-  const P = p.add(property);
+  // Any other property: the stored (typed) property values of the concept (a notSelectable
+  // filter reads the property that states the flag).
+  const P = p.add(isNotSelectableProperty(cs, property) ? notSelectableCode(cs, property) : property);
   const prop = (condition: string) =>
     `EXISTS (SELECT 1 FROM tx_concept_property q WHERE q.cs_key = c.cs_key AND q.concept = c.id AND q.code = ${P}${condition})`;
   switch (op) {

@@ -3,7 +3,7 @@ import { msg } from '../../messages.js';
 import type { CodeSystemInfo, Concept, Designation, StoredProperty } from '../../types.js';
 import { escapeRegex, filterOp, invalidValueSet } from '../filters.js';
 import type { CodeSystemProvider, ConceptSelection } from '../provider.js';
-import { ANSWER_LIST, PART_CODE, TERM_CODE } from './loinc-model.js';
+import { ANSWER_LIST, CLASSTYPE_NAMES, LOINC_PROPERTY, ON_REQUEST, PART_CODE, TERM_CODE } from './loinc-model.js';
 
 /**
  * LOINC (docs/terminology.md#loinc): a loaded release is an ordinary indexed code system, read
@@ -14,7 +14,7 @@ import { ANSWER_LIST, PART_CODE, TERM_CODE } from './loinc-model.js';
  * - `copyright` `=` `LOINC` (terms without an external copyright notice) or `3rdParty` (with one);
  * - `LIST` `=` LL: the answers of the answer list; `answers-for` `=` LL or a term: the answers of
  *   that list, or of the term's lists;
- * - a part property (COMPONENT, SYSTEM, SCALE_TYP, CLASS, …: declared `Coding`) `=` a part code
+ * - a part property (COMPONENT, SYSTEM, SCALE_TYP, CLASS, …: declared `code`) `=` a part code
  *   as stored, or a part name (ignoring case); `regex` on the part code or the part name;
  * - everything else (`parent`, `child`, `concept is-a`, STATUS, CLASSTYPE, ORDER_OBS, `exists`…)
  *   is passed on unchanged.
@@ -24,6 +24,11 @@ import { ANSWER_LIST, PART_CODE, TERM_CODE } from './loinc-model.js';
  * the concepts the next is asked about.
  */
 export class LoincProvider implements CodeSystemProvider {
+  /** Release bookkeeping (VersionFirstReleased, …) only when asked for (docs/terminology.md#loinc). */
+  readonly onRequestProperties = ON_REQUEST;
+  /** A term names dozens of parts and lists: `$lookup` gives their codes alone. */
+  readonly bareRelations = true;
+
   constructor(private readonly inner: CodeSystemProvider) {}
 
   get cs(): CodeSystemInfo {
@@ -42,8 +47,9 @@ export class LoincProvider implements CodeSystemProvider {
     return this.inner.designations(ids);
   }
 
-  properties(id: number): Promise<StoredProperty[]> {
-    return this.inner.properties(id);
+  /** The stored properties; a CLASSTYPE value is described by what it stands for (`1`: `Laboratory class`). */
+  async properties(id: number): Promise<StoredProperty[]> {
+    return (await this.inner.properties(id)).map((p) => (p.code === 'CLASSTYPE' && CLASSTYPE_NAMES[p.value] ? { ...p, display: CLASSTYPE_NAMES[p.value] } : p));
   }
 
   neighbours(id: number, up: boolean): Promise<Concept[]> {
@@ -141,7 +147,8 @@ export class LoincProvider implements CodeSystemProvider {
       }
     }
     const declared = this.cs.propertyDefs.find((d) => d.code === property);
-    if (declared?.type !== 'Coding' || (op !== '=' && op !== 'regex')) return undefined;
+    const partProperty = declared?.type === 'code' && declared.uri?.startsWith(LOINC_PROPERTY) === true;
+    if (!partProperty || (op !== '=' && op !== 'regex')) return undefined;
     if (op === '=' && PART_CODE.test(value)) return undefined;
     // A part property by the part's name: the parts so named, and text values so written.
     const pattern = op === '=' ? caseless(value) : value;

@@ -28,6 +28,9 @@ export interface RegistryConcept {
 /** A predicate over a registry's concepts. */
 export type ConceptTest = (concept: RegistryConcept) => boolean;
 
+/** A filter's predicate, which may say why it leaves a concept out (the `message` of `$validate-code`). */
+export type FilterTest = ConceptTest & { why?: (concept: RegistryConcept) => string | undefined };
+
 export interface Registry {
   /** The concept a code names, undefined when it is not a code of the system. */
   find(code: string): RegistryConcept | undefined;
@@ -36,7 +39,7 @@ export interface Registry {
   /** Every code, in the system's order, when the system can be listed; absent for a grammar. */
   list?(): string[];
   /** The test of a filter on a property of the registry's own, undefined when the property is not one. */
-  filter?(property: string, op: string, value: string, path: string): ConceptTest | undefined;
+  filter?(property: string, op: string, value: string, path: string): FilterTest | undefined;
 }
 
 /** Per-request ids of the codes a grammar admitted, beyond the listed ones. */
@@ -65,6 +68,8 @@ export class RegistryProvider implements CodeSystemProvider {
     readonly cs: CodeSystemInfo,
     /** The registry (its data is loaded on first use). */
     private readonly load: () => Promise<Registry>,
+    /** A grammar's common codes (docs/terminology.md#expanding-a-grammar). */
+    readonly commonCodes?: string,
   ) {}
 
   /** Loads the registry's data the first time a request needs it. */
@@ -137,8 +142,9 @@ export class RegistryProvider implements CodeSystemProvider {
   }
 
   /**
-   * A concept list, or anything within `within`, is tested code by code; the whole system or a
-   * filter only when the registry can be listed: a grammar's is refused with 422 `too-costly`.
+   * A concept list, or anything within `within` (for a grammar, its common codes), is tested
+   * code by code; the whole system or a filter only when the registry can be listed: a
+   * grammar's is refused with 422 `too-costly`.
    */
   async enumerate(selection: ConceptSelection, within?: number[]): Promise<number[]> {
     await this.open();
@@ -164,6 +170,18 @@ export class RegistryProvider implements CodeSystemProvider {
     });
   }
 
+  /** The first reason a filter of the include gives for leaving the concept out. */
+  async refusal(selection: ConceptSelection, concept: Concept): Promise<string | undefined> {
+    await this.open();
+    const found = this.byId(concept.id);
+    if (!found) return undefined;
+    for (const [j, f] of (selection.include.filter ?? []).entries()) {
+      const test = this.filterTest(f, `${selection.path}.filter[${j}]`);
+      if (!test(found)) return test.why?.(found);
+    }
+    return undefined;
+  }
+
   async unknownReason(code: string): Promise<string | undefined> {
     await this.open();
     return this.registry.reason?.(code);
@@ -183,7 +201,7 @@ export class RegistryProvider implements CodeSystemProvider {
   }
 
   /** `code`/`concept` `=`, `in`, `not-in`, `regex` for every registry; the registry's own properties after that. */
-  private filterTest(f: ValueSetComposeIncludeFilter, path: string): ConceptTest {
+  private filterTest(f: ValueSetComposeIncludeFilter, path: string): FilterTest {
     const op = filterOp(f) ?? '';
     const property = f.property ?? '';
     if (typeof f.value !== 'string' || f.value === '') throw invalidValueSet(msg.filterNoValue(this.cs.url, property, op), path, 'UNABLE_TO_HANDLE_SYSTEM_FILTER_WITH_NO_VALUE');

@@ -1,6 +1,6 @@
 import { checkUcum } from '../../../fhir/ucum.js';
 import { invalidValueSet } from '../filters.js';
-import { english, type Registry } from './registry.js';
+import { english, type FilterTest, type Registry } from './registry.js';
 
 /**
  * UCUM (`http://unitsofmeasure.org`, docs/terminology.md#ucum): a grammar, checked by
@@ -35,9 +35,15 @@ export const ucumRegistry: Registry = {
       throw invalidValueSet(`The value '${value}' of the canonical filter is not a UCUM unit with a canonical form`, path);
     }
     const wanted = target.canonical;
-    return (c) => {
+    const test: FilterTest = (c) => {
       const checked = checkUcum(c.code);
       return checked.valid && checked.canonical === wanted;
     };
+    test.why = (c) => {
+      const checked = checkUcum(c.code);
+      const canonical = checked.valid ? checked.canonical : undefined;
+      return canonical === undefined ? `Code ${c.code} has no canonical form, not ${value} as required` : `Code ${c.code} has canonical form ${canonical}, not ${value} as required`;
+    };
+    return test;
   },
 };
