@@ -214,6 +214,16 @@ for (const driver of drivers) {
       // Another project sees none of it.
       const other = await createProject(server, 'Bulk elsewhere');
       assert.equal((await server.fhir('GET', '/Patient/bulk-p31', { token: other.adminToken })).status, 404);
+      // Its admin loading the same id is answered as a PUT of it would be: not found, nothing
+      // said of the project that holds it, nothing overwritten.
+      const foreign = join(dir, 'foreign.ndjson');
+      writeFileSync(foreign, ndjson([{ ...patient(31), name: [{ family: 'Overwritten' }] }]));
+      const taken = await cliAsync([foreign, '--url', server.baseUrl, '--token', other.adminToken]);
+      assert.equal(taken.code, 1);
+      assert.match(taken.stderr, /line 1: Patient\/bulk-p31 cannot be written: Not found \(0 resources of earlier batches are stored\)/);
+      assert.doesNotMatch(taken.stderr, /project/);
+      const kept = await server.fhir('GET', '/Patient/bulk-p31', { token: member.token });
+      assert.equal(kept.body.name[0].family, 'Bulkfamily31');
 
       const dangling = join(dir, 'dangling.ndjson');
       writeFileSync(dangling, ndjson([patient(32), observation(32, 32, 404)]));

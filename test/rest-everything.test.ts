@@ -90,7 +90,7 @@ for (const driver of drivers) {
       assert.deepEqual(ids(posted, 'include'), [r.patient, r.doc, r.encounter].sort());
       const queried = await server.fhir('POST', `/${r.encounter}/$everything?_type=Observation&_count=1`);
       assert.equal(queried.status, 200, queried.text);
-      assert.equal(queried.body.total, 2); // $everything always counts (it has no _total)
+      assert.equal(queried.body.total, 2);
       assert.equal(ids(queried, 'match').length, 1);
       assert.equal(queried.body.link.find((l: { relation: string }) => l.relation === 'next').url, `${server.fhirUrl}/${r.encounter}/$everything?_type=Observation&_count=1&_offset=1`);
     });

@@ -57,10 +57,10 @@ export function checkedCompartmentTypes(types: string[], compartment: Compartmen
 /** Runs `query` and answers the searchset Bundle, with paging links under `url` repeating `linkParams`. */
 export async function searchBundle(ctx: RequestContext, query: SearchQuery, url: string, linkParams = query.params): Promise<Bundle> {
   const { params } = query;
-  // Without `_total` a total is answered only when it costs nothing (the page reaches the last
-  // match): no COUNT is run (docs/rest.md#result-parameters).
+  // A searchset carries its total (docs/rest.md#search): exact unless `_total` asks for
+  // `estimate` or `none`; a last page knows it from its own rows, other pages COUNT.
   const asked = [...params].reverse().find(([k]) => k === '_total')?.[1];
-  const result = await ctx.repo.search(asked === undefined ? { ...query, params: [...params, ['_total', 'none']] } : query);
+  const result = await ctx.repo.search(query);
   const base = ctx.fhirBaseUrl;
   const shape = shaper(params);
   return bundle(

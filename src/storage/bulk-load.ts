@@ -146,7 +146,9 @@ export class BulkLoader implements BulkLoad {
           fresh.push(resource);
           continue;
         }
-        if (row.project_id !== (projectId ?? null)) throw new BulkLoadError(`${where}: ${resource.resourceType}/${resource.id} is stored in another project`);
+        // Worded as a PUT of another project's id is answered (not found): the load learns no more
+        // than a PUT would (docs/rest.md#bulk-load).
+        if (row.project_id !== (projectId ?? null)) throw new BulkLoadError(`${where}: ${resource.resourceType}/${resource.id} cannot be written: Not found`);
         const meta = { ...(resource.meta ?? {}), project: projectId };
         if (!projectId) delete meta.project;
         await repo.update({ ...resource, meta });
