@@ -36,7 +36,7 @@ export interface RestOptions {
  * REST benchmark (docs/rest.md#cost-of-a-request), per driver: a generated Synthea-shaped
  * population loaded with `lattice import` (resources/s, peak RSS), then — on that data — read,
  * search, create and update under load as ratios to a bare Node HTTP server measured in the
- * same run, and 500-entry transaction Bundles one after another (resources/s).
+ * same run, and transaction Bundles of 500 and of 5,000 entries one after another (resources/s).
  */
 export async function benchRest(options: RestOptions): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'lattice-bench-rest-'));
@@ -64,7 +64,8 @@ export async function benchRest(options: RestOptions): Promise<string> {
 
 async function benchDriver(driver: 'pglite' | 'pg', file: string, generated: number, dir: string, baseline: LoadResult, options: RestOptions): Promise<string> {
   const postgres = driver === 'pg' ? await benchPostgres() : undefined;
-  const storage: Record<string, string> = postgres ? { DATABASE_URL: postgres.url } : { LATTICE_DATA_DIR: join(dir, `data-${driver}`) };
+  // An empty DATABASE_URL is none: a DATABASE_URL the bench was given must not turn the PGlite half into PostgreSQL.
+  const storage: Record<string, string> = postgres ? { DATABASE_URL: postgres.url } : { LATTICE_DATA_DIR: join(dir, `data-${driver}`), DATABASE_URL: '' };
   try {
     // The server creates the schema and the super admin, then the CLI imports on its own.
     let server = await startLatticeProcess({ ...ADMIN_ENV, ...storage });
@@ -107,13 +108,15 @@ async function benchDriver(driver: 'pglite' | 'pg', file: string, generated: num
         return { path: `/fhir/R4/Patient/${id}`, body: JSON.stringify({ ...patient, id, birthDate }) };
       };
       rows.push(['PUT /Patient/<id> (changed)', await load(`${fhir}/Patient/syn-p3`, { seconds, connections, method: 'PUT', headers: json, body: update })]);
-      const tx = await transactions(fhir, json, seconds);
+      const tx = await transactions(fhir, json, seconds, 500);
+      const txLarge = await transactions(fhir, json, seconds, 5000);
       const ratios = table(rows);
       return (
         `### ${driver}\n\n${ratios}\n\n` +
         `| bulk | resources/s | notes |\n|---|---|---|\n` +
         `| \`lattice import\` NDJSON | ${(generated / imported.seconds).toFixed(0)} | ${generated.toLocaleString('en')} resources in ${imported.seconds.toFixed(1)} s (process start included), peak RSS ${(imported.peakRss / 2 ** 20).toFixed(0)} MiB |\n` +
-        `| transaction Bundles of 500 entries, one at a time | ${tx.perSecond.toFixed(0)} | ${tx.bundles} Bundles |`
+        `| transaction Bundles of 500 entries, one at a time | ${tx.perSecond.toFixed(0)} | ${tx.bundles} Bundles |\n` +
+        `| transaction Bundles of 5,000 entries, one at a time | ${txLarge.perSecond.toFixed(0)} | ${txLarge.bundles} Bundles |`
       );
     } finally {
       await server.stop();
@@ -123,18 +126,24 @@ async function benchDriver(driver: 'pglite' | 'pg', file: string, generated: num
   }
 }
 
-/** POSTs 500-entry transaction Bundles (a Patient, Encounters and Observations with urn:uuid references) for `seconds`. */
-async function transactions(fhir: string, headers: Record<string, string>, seconds: number): Promise<{ perSecond: number; bundles: number }> {
+/**
+ * POSTs transaction Bundles of `size` entries (Patients, each followed by its Encounters,
+ * Observations and Conditions with urn:uuid references) for `seconds`, at least one.
+ */
+async function transactions(fhir: string, headers: Record<string, string>, seconds: number, size: number): Promise<{ perSecond: number; bundles: number }> {
   let bundles = 0;
   let resources = 0;
+  let p = size * 1000; // patients of different Bundle sizes never share ids
   const started = performance.now();
   while (performance.now() - started < seconds * 1000 || bundles === 0) {
     const entry: unknown[] = [];
-    const p = 1_000_000 + bundles;
-    for (const r of patientResources(p, { patients: 1, encounters: 40, observations: 11 })) {
-      if (entry.length === 500) break;
-      const { id, ...rest } = r as { id: string; resourceType: string };
-      entry.push({ fullUrl: `urn:uuid:${uuidOf(id)}`, resource: withUrnReferences(rest), request: { method: 'POST', url: rest.resourceType } });
+    while (entry.length < size) {
+      for (const r of patientResources(p, { patients: 1, encounters: 40, observations: 11 })) {
+        if (entry.length === size) break;
+        const { id, ...rest } = r as { id: string; resourceType: string };
+        entry.push({ fullUrl: `urn:uuid:${uuidOf(id)}`, resource: withUrnReferences(rest), request: { method: 'POST', url: rest.resourceType } });
+      }
+      p++;
     }
     const res = await fetch(fhir, { method: 'POST', headers, body: JSON.stringify({ resourceType: 'Bundle', type: 'transaction', entry }) });
     if (res.status !== 200) throw new Error(`transaction: ${res.status} ${(await res.text()).slice(0, 300)}`);

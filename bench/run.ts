@@ -9,7 +9,7 @@ import { benchSnomed } from './snomed.js';
  * `npm run bench [-- --quick] [-- --driver=pglite|pg] [-- --all]`: start time (bench/start.ts),
  * the terminology-at-scale table (bench/terminology-scale.ts: 350,000 concepts, both
  * drivers, 32 connections) and the REST table (bench/rest.ts: an NDJSON import of
- * BENCH_IMPORT_SIZE generated resources, default 200,000, then reads, searches, writes and
+ * `--import-size=N` (or BENCH_IMPORT_SIZE) generated resources, default 1,000,000, then reads, searches, writes and
  * transactions on that data), as Markdown with ratios measured in this run.
  * `npm run bench -- rest` runs only the REST table. `--quick` uses 40,000
  * concepts and 3 s per case; `--all` adds the older REST and sequential-latency benchmarks.
@@ -33,7 +33,8 @@ async function main(argv: string[]): Promise<void> {
   const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 3 : 10));
   const size = Number(process.env.BENCH_SIZE ?? (quick ? 40_000 : 350_000));
   const drivers: Array<'pglite' | 'pg'> = driver === 'pglite' || driver === 'pg' ? [driver] : ['pglite', 'pg'];
-  const importSize = Number(process.env.BENCH_IMPORT_SIZE ?? (quick ? 20_000 : 200_000));
+  const sizeArg = argv.find((a) => a.startsWith('--import-size='))?.slice('--import-size='.length);
+  const importSize = Number(sizeArg ?? process.env.BENCH_IMPORT_SIZE ?? (quick ? 20_000 : 1_000_000));
   const rest = () => benchRest({ seconds, connections: 32, drivers, importSize });
   if (argv[0] === 'rest') {
     console.log(await rest());

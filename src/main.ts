@@ -10,7 +10,7 @@ import { LoincRelease } from './terminology/store/loinc-release.js';
 import { importRf2 } from './terminology/store/rf2-import.js';
 import { rf2Upload } from './terminology/store/rf2-transfer.js';
 import { JsonStreamError } from './terminology/store/json-stream.js';
-import { BulkLoadError, BulkLoader } from './storage/bulk-load.js';
+import { BulkLoadError } from './core/repository.js';
 import { validateResource } from './fhir/validation/validate-resource.js';
 import { checkPasswordStrength } from './auth/accounts.js';
 import { generatePassword, readNewPassword, setPasswordByEmail } from './auth/set-password-cli.js';
@@ -96,7 +96,7 @@ async function importCommand(args: string[]): Promise<void> {
     return;
   }
   const projectId = options['--project'];
-  const report = (summary: ImportSummary, others = 0) =>
+  const report = (summary: ImportSummary, others = summary.others ?? 0) =>
     console.log(
       `imported ${summary.resources + others} resources (${summary.codeSystems} CodeSystems, ${summary.valueSets} ValueSets, ` +
         `${summary.concepts} concepts${others > 0 ? `, ${others} others` : ''}; ${summary.skipped} skipped) in ${(summary.ms / 1000).toFixed(1)} s`,
@@ -136,7 +136,7 @@ async function importCommand(args: string[]): Promise<void> {
   const app = await createApp({ ...config, baseTerminology: 'lazy', database: { ...config.database, statementTimeoutMs: 0 } });
   // Terminology is indexed by the terminology import; every other resource goes to the
   // clinical bulk load, in batches of one transaction each (docs/rest.md#bulk-load).
-  const loader = new BulkLoader(app.db, app.system, { projectId, validate: validateResource, batchSize: config.importBatch });
+  const loader = app.system.bulkLoad({ projectId, validate: validateResource, batchSize: config.importBatch });
   try {
     if (loinc || rf2) {
       report(

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { projectRoot } from '../src/paths.js';
-import { drivers, startServer, sharedStorage } from './harness.js';
+import { createMember, createProject, drivers, startServer, sharedStorage, type TestServer } from './harness.js';
 import { latticeArgs } from './support/cli.js';
 
 /**
@@ -171,6 +171,66 @@ for (const driver of drivers) {
       } finally {
         await server.stop();
       }
+    });
+  });
+}
+
+/** The CLI as a real process, without blocking this one (the server answering it runs here). */
+function cliAsync(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, latticeArgs('import', ...args), { cwd: projectRoot, env: process.env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += String(c)));
+    child.stderr.on('data', (c: Buffer) => (stderr += String(c)));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+for (const driver of drivers) {
+  describe(`lattice import --url of clinical resources (${driver})`, () => {
+    let server: TestServer;
+    let dir: string;
+    before(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'lattice-bulk-url-'));
+      server = await startServer(driver);
+    });
+    after(async () => {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    test("a project admin loads NDJSON into its project through the server; a dangling reference is refused with its line", async () => {
+      const project = await createProject(server, 'Bulk over HTTP');
+      const file = join(dir, 'clinical.ndjson');
+      writeFileSync(file, ndjson([patient(31), encounter(31, 31), observation(31, 31, 31)]));
+      const run = await cliAsync([file, '--url', server.baseUrl, '--token', project.adminToken]);
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stdout, /imported 3 resources \(0 CodeSystems, 0 ValueSets, 0 concepts, 3 others; 0 skipped\)/);
+      const member = await createMember(server, project.projectId);
+      const found = await server.fhir('GET', '/Observation?subject=Patient/bulk-p31&code=http://loinc.org|8302-2', { token: member.token });
+      assert.equal(found.status, 200, found.text);
+      assert.deepEqual(found.body.entry.map((e: { resource: { id: string; meta: { project?: string } } }) => [e.resource.id, e.resource.meta.project]), [['bulk-o31', project.projectId]]);
+      // Another project sees none of it.
+      const other = await createProject(server, 'Bulk elsewhere');
+      assert.equal((await server.fhir('GET', '/Patient/bulk-p31', { token: other.adminToken })).status, 404);
+      // Its admin loading the same id is answered as a PUT of it would be: not found, nothing
+      // said of the project that holds it, nothing overwritten.
+      const foreign = join(dir, 'foreign.ndjson');
+      writeFileSync(foreign, ndjson([{ ...patient(31), name: [{ family: 'Overwritten' }] }]));
+      const taken = await cliAsync([foreign, '--url', server.baseUrl, '--token', other.adminToken]);
+      assert.equal(taken.code, 1);
+      assert.match(taken.stderr, /line 1: Patient\/bulk-p31 cannot be written: Not found \(0 resources of earlier batches are stored\)/);
+      assert.doesNotMatch(taken.stderr, /project/);
+      const kept = await server.fhir('GET', '/Patient/bulk-p31', { token: member.token });
+      assert.equal(kept.body.name[0].family, 'Bulkfamily31');
+
+      const dangling = join(dir, 'dangling.ndjson');
+      writeFileSync(dangling, ndjson([patient(32), observation(32, 32, 404)]));
+      const refused = await cliAsync([dangling, '--url', server.baseUrl, '--token', project.adminToken]);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /line 2: reference Encounter\/bulk-e404 is to a resource neither in the database nor in the load \(0 resources of earlier batches are stored\)/);
+      assert.equal((await server.fhir('GET', '/Patient/bulk-p32', { token: project.adminToken })).status, 404);
     });
   });
 }

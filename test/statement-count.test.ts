@@ -78,22 +78,40 @@ for (const driver of drivers) {
       );
     });
 
-    test('_total=none runs no COUNT and still links the next page', async () => {
+    test('a page with more after it counts its total (absent _total or accurate); _total=estimate asks the planner; _total=none counts nothing and has no total', async () => {
       for (let i = 0; i < 3; i++) assert.equal((await server.fhir('POST', '/Patient', { body: patient })).status, 201);
-      let page: { status: number; body: { total?: number; link: Array<{ relation: string }>; entry: unknown[] } } | undefined;
-      const counted = await cost(async () => {
-        page = await server.fhir('GET', '/Patient?family=counted&_count=2');
-      });
-      assert.equal(counted.statements, 2); // the page, then the COUNT of all matches
-      assert.ok((page?.body.total ?? 0) > 2);
-      const uncounted = await cost(async () => {
-        page = await server.fhir('GET', '/Patient?family=counted&_count=2&_total=none');
-      });
+      type Page = { status: number; body: { total?: number; link: Array<{ relation: string }>; entry: unknown[] } };
+      const page = async (query: string): Promise<{ statements: number; page: Page }> => {
+        let res: Page | undefined;
+        const { statements } = await cost(async () => {
+          res = await server.fhir('GET', `/Patient?family=counted&_count=2${query}`);
+        });
+        assert.equal(res?.status, 200);
+        assert.equal(res?.body.entry.length, 2);
+        assert.deepEqual(res?.body.link.map((l) => l.relation), ['self', 'next']);
+        return { statements, page: res };
+      };
+      const all = (await server.app.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource WHERE resource_type = 'Patient' AND NOT deleted AND content LIKE '%Counted%'`)).rows[0].n;
+      for (const query of ['', '&_total=accurate']) {
+        const accurate = await page(query);
+        assert.equal(accurate.statements, 2, query); // the page, then the COUNT of all matches
+        assert.equal(accurate.page.body.total, all, query);
+      }
+      const estimate = await page('&_total=estimate');
+      assert.equal(estimate.statements, 2); // the page, then EXPLAIN of the same WHERE
+      assert.ok((estimate.page.body.total ?? 0) >= 3, `estimate ${estimate.page.body.total}`); // never below the page and the row beyond it
+      const uncounted = await page('&_total=none');
       assert.equal(uncounted.statements, 1);
-      assert.equal(page?.status, 200);
-      assert.equal(page?.body.total, undefined);
-      assert.equal(page?.body.entry.length, 2);
-      assert.deepEqual(page?.body.link.map((l) => l.relation), ['self', 'next']);
+      assert.equal(uncounted.page.body.total, undefined);
+      // The last page knows its total without a COUNT, unless _total=none.
+      let last: Page | undefined;
+      const lastCost = await cost(async () => {
+        last = await server.fhir('GET', `/Patient?family=counted&_count=2&_offset=${all - 1}`);
+      });
+      assert.equal(lastCost.statements, 1);
+      assert.equal(last?.body.total, all);
+      const lastNone = await server.fhir('GET', `/Patient?family=counted&_count=2&_offset=${all - 1}&_total=none`);
+      assert.equal(lastNone.body.total, undefined);
     });
 
     test('updates racing on one resource are all kept, each on its own version', async () => {
@@ -113,6 +131,69 @@ for (const driver of drivers) {
       assert.equal(found.body.total, 1);
       const stale = await server.fhir('PUT', `/Patient/${id}`, { body: { ...patient, id, gender: 'other' }, headers: { 'if-match': 'W/"2"' } });
       assert.equal(stale.status, 412);
+    });
+
+    test('a transaction writes its plain creates in one statement; its reads still see them', async () => {
+      const bundle = (family: string, patients: number, uuid: (i: number) => string) => {
+        const entry: unknown[] = [];
+        for (let i = 0; i < patients; i++) entry.push({ fullUrl: uuid(i), resource: { ...patient, name: [{ family, given: [`N${i}`] }] }, request: { method: 'POST', url: 'Patient' } });
+        entry.push({
+          resource: { resourceType: 'Observation', status: 'final', code: { text: 'x' }, subject: { reference: uuid(3) } },
+          request: { method: 'POST', url: 'Observation' },
+        });
+        entry.push({ request: { method: 'GET', url: `Patient?family=${family}&_count=100` } });
+        return { resourceType: 'Bundle', type: 'transaction', entry };
+      };
+      type Answer = { status: number; text: string; body: { entry: Array<{ response: { status: string; location?: string }; resource?: { entry?: unknown[] } }> } };
+      const post = async (family: string, patients: number, prefix: string) => {
+        let res: Answer | undefined;
+        const counted = await cost(async () => {
+          res = await server.fhir('POST', '', { body: bundle(family, patients, (i) => `urn:uuid:${prefix}-0000-4000-8000-${String(i).padStart(12, '0')}`) });
+        });
+        assert.equal(res?.status, 200, res?.text);
+        return { ...counted, res: res };
+      };
+      await post('Warmbatch', 5, '7d0c1a52'); // the first Bundle loads the terminology its validation needs
+      const small = await post('Smallbatch', 5, '6d0c1a52');
+      const large = await post('Batched', 25, '8d0c1a52');
+      // One transaction each; the creates add no statement per entry: one statement writes them
+      // all (before the GET's search, which finds them), whatever their number.
+      assert.equal(large.transactions, 1);
+      assert.ok(large.statements <= small.statements, `${large.statements} statements for 26 creates, ${small.statements} for 6`);
+      const entries = large.res.body.entry;
+      assert.deepEqual(entries.slice(0, 26).map((e) => e.response.status), new Array(26).fill('201 Created'));
+      assert.equal(entries[26].resource?.entry?.length, 25);
+      const path = (i: number) => entries[i].response.location?.split('/_history')[0].split('/R4/')[1] as string;
+      const read = await server.fhir('GET', `/${path(25)}`);
+      assert.equal(read.status, 200);
+      assert.equal(read.body.subject.reference, path(3));
+      assert.equal((await server.fhir('GET', '/Patient?family=batched&_summary=count')).body.total, 25);
+    });
+
+    test('an Observation indexes no composite item whose components cannot all match, and a code text once', async () => {
+      const observation = {
+        resourceType: 'Observation',
+        status: 'final',
+        code: { coding: [{ system: 'http://loinc.org', code: '8867-4', display: 'Heart rate' }], text: 'Heart rate' },
+        valueQuantity: { value: 68, unit: '/min', system: 'http://unitsofmeasure.org', code: '/min' },
+      };
+      const created = await server.fhir('POST', '/Observation', { body: observation });
+      assert.equal(created.status, 201, created.text);
+      const id = created.body.id as string;
+      const params = async (table: string) =>
+        (await server.app.db.query<{ param: string }>(`SELECT param FROM ${table} WHERE resource_type = 'Observation' AND id = $1 ORDER BY param`, [id])).rows.map((r) => r.param);
+      // code, combo-code and the two composites with a Quantity value: one row each (the text
+      // rides on the coding's row); status. No code-value-concept, -date or -string rows.
+      assert.deepEqual(await params('search_token'), ['code', 'code-value-quantity#0.0', 'combo-code', 'combo-code-value-quantity#0.0', 'status']);
+      assert.deepEqual(
+        [...new Set(await params('search_quantity'))],
+        ['code-value-quantity#0.1', 'combo-code-value-quantity#0.1', 'combo-value-quantity', 'value-quantity'],
+      );
+      const found = async (query: string) => ((await server.fhir('GET', `/Observation?_id=${id}&${query}`)).body.entry ?? []).length;
+      assert.equal(await found('code-value-quantity=http://loinc.org|8867-4$68'), 1);
+      assert.equal(await found('code-value-concept=http://loinc.org|8867-4$http://loinc.org|8867-4'), 0);
+      assert.equal(await found('code:text=heart'), 1);
+      assert.equal(await found('combo-code=8867-4'), 1);
     });
   });
 }

@@ -1,4 +1,4 @@
-import type { Resource } from '@medplum/fhirtypes';
+import type { OperationOutcomeIssue, Resource } from '@medplum/fhirtypes';
 import type { AuthInfo } from './auth.js';
 import type { Queryable } from './database.js';
 import type { Scope } from './scope.js';
@@ -45,8 +45,13 @@ export interface SearchQuery {
 
 export interface SearchResult {
   resources: Resource[];
-  /** Total number of matches (all pages). */
+  /** Total number of matches (all pages); see `totalKind`. */
   total: number;
+  /**
+   * How `total` was found: `exact` (absent = exact), `estimate` (the planner's, `_total=estimate`)
+   * or `lower` (not counted, `_total=none`: at least this many, more than the page when another follows).
+   */
+  totalKind?: 'exact' | 'estimate' | 'lower';
   /** Page size and offset used (count is 0 for `_summary=count`). */
   count: number;
   offset: number;
@@ -96,8 +101,11 @@ export interface ResourceRepository {
    * Called on a repository that is already in a transaction, it joins that one.
    * On PostgreSQL `fn` may run again after a serialization failure: it must not keep state.
    * `timeoutMs` replaces the transaction's time limit (a transaction Bundle's, scaled by size).
+   * `batchCreates`: creates of types no hook sees are held back and written together in one
+   * statement before the transaction's next statement or its commit (docs/rest.md#cost-of-a-request):
+   * reads in it still see them; a failing write fails the transaction at that point.
    */
-  transaction<T>(fn: (repo: ResourceRepository) => Promise<T>, options?: { timeoutMs?: number }): Promise<T>;
+  transaction<T>(fn: (repo: ResourceRepository) => Promise<T>, options?: { timeoutMs?: number; batchCreates?: boolean }): Promise<T>;
   /**
    * `search`, after taking a transaction-scoped lock on the normalised search (type and sorted
    * parameters): two identical conditional writes (create `If-None-Exist`, conditional
@@ -119,8 +127,41 @@ export interface SystemRepository extends ResourceRepository {
    * Stores resources whose ids are not stored yet as their first version, inside `tx` (a bulk
    * load, docs/rest.md#bulk-load): one statement for all of them (resource, history and index
    * rows), or one write each for types a hook mirrors. `projectId` owns them (shared when absent).
+   * `indexed`: search-index rows the storage layer computed ahead for some of `resources` (a
+   * bulk load extracts the next batch while the database writes the previous one); used for
+   * types no hook sees, computed here for the others.
    */
-  insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined): Promise<void>;
+  insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined, indexed?: ReadonlyMap<Resource, unknown>): Promise<void>;
+  /** A clinical bulk load into this storage, in batches of one transaction each (docs/rest.md#bulk-load). */
+  bulkLoad(options?: BulkLoadOptions): BulkLoad;
+}
+
+/** A refusal of a bulk load, naming where the resource came from (e.g. `line 12`). */
+export class BulkLoadError extends Error {}
+
+export interface BulkLoadOptions {
+  /** Owner of the loaded resources; shared content when absent. */
+  projectId?: string;
+  /** Resources per batch (one transaction each); default 1000. */
+  batchSize?: number;
+  /** Checks a resource before it is taken (e.g. structural validation); issues refuse it. */
+  validate?: (resource: Resource) => OperationOutcomeIssue[];
+  /** Called after each stored batch with the number of resources stored so far. */
+  progress?: (stored: number) => void;
+}
+
+/** A bulk load in progress (storage/bulk-load.ts): resources in, batches stored as they fill. */
+export interface BulkLoad {
+  /** Resources stored so far (whole batches). */
+  readonly stored: number;
+  /** Takes one resource; `where` names its place in the input (`line 12`), `fullUrl` its Bundle entry's. Throws BulkLoadError. */
+  add(value: unknown, where: string, fullUrl?: string): Promise<void>;
+  /** A Bundle ended: its `urn:uuid:` full URLs mean nothing to the next one. */
+  endBundle(): Promise<void>;
+  /** Stores what is pending; returns the number of resources stored by the load. */
+  finish(): Promise<number>;
+  /** Waits for the batch in flight, whatever its outcome. */
+  settle(): Promise<void>;
 }
 
 /**

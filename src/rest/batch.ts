@@ -124,7 +124,7 @@ export async function bundleInteraction(
       });
     }
     return out;
-  }, { timeoutMs: limits.timeoutMs?.(parsed.length) });
+  }, { timeoutMs: limits.timeoutMs?.(parsed.length), batchCreates: true });
   return { status: 200, body: { resourceType: 'Bundle', type: 'transaction-response', entry: responses } satisfies Bundle };
 }
 

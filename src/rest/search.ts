@@ -57,6 +57,9 @@ export function checkedCompartmentTypes(types: string[], compartment: Compartmen
 /** Runs `query` and answers the searchset Bundle, with paging links under `url` repeating `linkParams`. */
 export async function searchBundle(ctx: RequestContext, query: SearchQuery, url: string, linkParams = query.params): Promise<Bundle> {
   const { params } = query;
+  // A searchset carries its total (docs/rest.md#search): exact unless `_total` asks for
+  // `estimate` or `none`; a last page knows it from its own rows, other pages COUNT.
+  const asked = [...params].reverse().find(([k]) => k === '_total')?.[1];
   const result = await ctx.repo.search(query);
   const base = ctx.fhirBaseUrl;
   const shape = shaper(params);
@@ -66,7 +69,7 @@ export async function searchBundle(ctx: RequestContext, query: SearchQuery, url:
       const mode = result.modes?.[i] ?? 'match';
       return { fullUrl: fullUrl(base, resource), resource: mode === 'match' ? shape(resource) : resource, search: { mode } };
     }),
-    [...params].reverse().find(([k]) => k === '_total')?.[1] === 'none' ? undefined : result.total,
+    asked === 'none' || result.totalKind === 'lower' ? undefined : result.total,
     pageLinks(url, linkParams, result),
   );
 }

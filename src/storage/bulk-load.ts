@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { OperationOutcomeIssue, Resource } from '@medplum/fhirtypes';
 import type { Database, Queryable } from '../core/database.js';
-import type { SystemRepository } from '../core/repository.js';
-import { INDEX_TABLES } from './search/index-rows.js';
+import { BulkLoadError, type BulkLoad, type BulkLoadOptions, type SystemRepository } from '../core/repository.js';
+import { extractRows } from './search/extract.js';
+import { INDEX_TABLES, type IndexRows } from './search/index-rows.js';
 
 /**
  * Bulk load of clinical resources (`lattice import`, docs/rest.md#bulk-load): resources are
@@ -19,19 +20,7 @@ import { INDEX_TABLES } from './search/index-rows.js';
  * 80 bytes each: the reference check needs them) and, within one Bundle, its full URLs.
  */
 
-/** A refusal of the load, naming where the resource came from (e.g. `line 12`). */
-export class BulkLoadError extends Error {}
-
-export interface BulkLoadOptions {
-  /** Owner of the loaded resources; shared content when absent. */
-  projectId?: string;
-  /** Resources per batch (one transaction each); default DEFAULT_BATCH. */
-  batchSize?: number;
-  /** Checks a resource before it is taken (e.g. structural validation); issues refuse it. */
-  validate?: (resource: Resource) => OperationOutcomeIssue[];
-  /** Called after each stored batch with the number of resources stored so far. */
-  progress?: (stored: number) => void;
-}
+export { BulkLoadError };
 
 /** Resources per batch: large enough that a statement carries much, small enough to stay in memory. */
 export const DEFAULT_BATCH = 1000;
@@ -44,7 +33,7 @@ interface Pending {
   where: string;
 }
 
-export class BulkLoader {
+export class BulkLoader implements BulkLoad {
   private batch: Pending[] = [];
   private readonly loaded = new Set<string>();
   /** `urn:uuid:…` full URLs of the current Bundle → `Type/id`. */
@@ -127,15 +116,18 @@ export class BulkLoader {
         return reference;
       });
     }
+    // The search-index rows are extracted now, while the database still writes the previous
+    // batch (on PostgreSQL the two run in parallel: docs/rest.md#bulk-load).
+    const indexed = new Map<Resource, IndexRows>(batch.map((b) => [b.resource, extractRows(b.resource)]));
     // One batch in flight at a time: its failure stops the load before the next one is written.
     await this.writing;
-    const writing = this.write(batch, wanted);
+    const writing = this.write(batch, wanted, indexed);
     writing.catch(() => undefined); // awaited (and so reported) by the next flush or by finish
     this.writing = writing;
   }
 
   /** Writes one batch in one transaction, after checking the references it makes outside the load. */
-  private async write(batch: Pending[], wanted: Map<string, string>): Promise<void> {
+  private async write(batch: Pending[], wanted: Map<string, string>, indexed: ReadonlyMap<Resource, IndexRows>): Promise<void> {
     const projectId = this.options.projectId;
     await this.db.transaction(async (tx) => {
       const keys = [...wanted.keys(), ...batch.map((b) => `${b.resource.resourceType}/${b.resource.id}`)];
@@ -154,12 +146,14 @@ export class BulkLoader {
           fresh.push(resource);
           continue;
         }
-        if (row.project_id !== (projectId ?? null)) throw new BulkLoadError(`${where}: ${resource.resourceType}/${resource.id} is stored in another project`);
+        // Worded as a PUT of another project's id is answered (not found): the load learns no more
+        // than a PUT would (docs/rest.md#bulk-load).
+        if (row.project_id !== (projectId ?? null)) throw new BulkLoadError(`${where}: ${resource.resourceType}/${resource.id} cannot be written: Not found`);
         const meta = { ...(resource.meta ?? {}), project: projectId };
         if (!projectId) delete meta.project;
         await repo.update({ ...resource, meta });
       }
-      await this.system.insertNew(tx, fresh, projectId);
+      await this.system.insertNew(tx, fresh, projectId, indexed);
     });
     this.stored += batch.length;
     this.options.progress?.(this.stored);

@@ -38,6 +38,15 @@ export function changeAnnouncement(params: unknown[], channel: string, payload: 
   return { sql: `pg_notify($${params.length - 1}, $${params.length})`, emit: () => local.emit(channel, payload) };
 }
 
+/** `changeAnnouncement` of several payloads in one expression (a statement that writes many rows). */
+export function changeAnnouncements(params: unknown[], channel: string, payloads: string[]): { sql: string; emit(): void } {
+  params.push(channel, payloads);
+  return {
+    sql: `(SELECT count(pg_notify($${params.length - 1}, p)) FROM unnest($${params.length}::text[]) AS p)`,
+    emit: () => payloads.forEach((payload) => local.emit(channel, payload)),
+  };
+}
+
 /**
  * Inside a write transaction: every node, this one included, hears `payload` on `channel` at
  * commit, and only then — for wake-ups that must find the committed rows (the e-mail outbox),

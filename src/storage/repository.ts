@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { Resource } from '@medplum/fhirtypes';
 import type { AuthInfo } from '../core/auth.js';
 import type { Database, Queryable } from '../core/database.js';
-import type { HistoryEntry, ResourceRepository, SearchQuery, SearchResult, SystemRepository, UpdateResult } from '../core/repository.js';
+import type { BulkLoad, BulkLoadOptions, HistoryEntry, ResourceRepository, SearchQuery, SearchResult, SystemRepository, UpdateResult } from '../core/repository.js';
+import { BulkLoader } from './bulk-load.js';
 import type { Scope } from '../core/scope.js';
 import { FhirError, badRequest, forbidden, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
 import type { ResourceHooks } from './resource-hooks.js';
 import type { SearchIndex } from './search/search-index.js';
-import { announceChange, changeAnnouncement } from './change-feed.js';
+import type { IndexRows } from './search/index-rows.js';
+import { announceChange, changeAnnouncement, changeAnnouncements } from './change-feed.js';
 import { RowCache } from './row-cache.js';
 import { resourceTable, scopeFor } from './scope.js';
 import { stableStringify } from './stable-stringify.js';
@@ -23,6 +25,30 @@ export const OUTSIDE_ACCESS = 'Resource is outside the compartment or criteria o
 
 /** NOTIFY channel of resource writes (the PostgreSQL read cache of every node, row-cache.ts). */
 export const ROWS_CHANNEL = 'lattice_rows';
+
+/** A create held back by a transaction that batches its creates (`transaction(fn, { batchCreates })`). */
+interface HeldCreate {
+  resource: Resource;
+  projectId: string | null;
+  now: string;
+}
+
+interface HeldCreates {
+  items: HeldCreate[];
+  writer: Repository;
+}
+
+/** The held-back creates of each open transaction that batches them. */
+const heldCreates = new WeakMap<Queryable, HeldCreates>();
+
+/** Writes the creates `tx` holds back, if any (one statement). */
+async function flushCreates(tx: Queryable): Promise<void> {
+  const batch = heldCreates.get(tx);
+  if (!batch || batch.items.length === 0) return;
+  const items = batch.items;
+  batch.items = [];
+  await batch.writer.writeHeld(tx, items);
+}
 
 /** A row of the `resource` table. */
 export interface ResourceRow {
@@ -50,6 +76,8 @@ const VERSION_ID = /^[1-9]\d{0,9}$/;
  */
 export class Repository implements SystemRepository {
   readonly scope: Scope;
+  /** The open transaction of a joined repository (`inTransaction`). */
+  private tx?: Queryable;
 
   constructor(
     private readonly db: Database,
@@ -73,17 +101,71 @@ export class Repository implements SystemRepository {
    */
   inTransaction(tx: Queryable): ResourceRepository {
     const db = this.db;
+    // Creates a transaction holds back (`transaction(fn, { batchCreates })`) are written before
+    // any other statement of it: every read sees them.
+    const q: Queryable = {
+      query: async (sql, params) => {
+        await flushCreates(tx);
+        return tx.query(sql, params);
+      },
+      ...(tx.copyRows ? { copyRows: async (table: string, columns: string[], text: string) => {
+        await flushCreates(tx);
+        return (tx.copyRows as NonNullable<Queryable['copyRows']>)(table, columns, text);
+      } } : {}),
+      ...(tx.afterEnd ? { afterEnd: (fn: () => void) => (tx.afterEnd as NonNullable<Queryable['afterEnd']>)(fn) } : {}),
+    };
     const bound: Database = {
       driver: db.driver,
       health: () => db.health(),
-      query: (sql, params) => tx.query(sql, params),
-      transaction: (fn) => fn(tx),
-      readPass: (fn) => fn(tx, true),
+      query: (sql, params) => q.query(sql, params),
+      transaction: (fn) => fn(q),
+      readPass: (fn) => fn(q, true),
       listen: (channel, handler) => db.listen(channel, handler),
       caughtUp: () => db.caughtUp(),
       close: async () => undefined,
     };
-    return new Repository(bound, this.auth, this.hooks, this.searchIndex, this.cache, true, this.since);
+    const joined = new Repository(bound, this.auth, this.hooks, this.searchIndex, this.cache, true, this.since);
+    joined.tx = tx;
+    return joined;
+  }
+
+  /** Holds back a create in a transaction that batches them: the stored resource as the write will store it. */
+  private holdCreate(batch: HeldCreates, input: Resource): Resource {
+    const now = new Date().toISOString();
+    const projectId = this.scope.ownerOfNew(input.resourceType, input.id, input.meta?.project);
+    const meta = { ...(input.meta ?? {}), versionId: '1', lastUpdated: now } as Record<string, unknown>;
+    if (projectId) meta.project = projectId;
+    else delete meta.project;
+    const resource = { ...input, meta } as Resource;
+    batch.items.push({ resource, projectId: projectId ?? null, now });
+    return this.redact(resource);
+  }
+
+  /**
+   * Writes held-back creates (new ids) in ONE statement: resource and history rows, their
+   * search-index rows and, on PostgreSQL, the change announcement of each (docs/rest.md#cost-of-a-request).
+   */
+  async writeHeld(tx: Queryable, items: HeldCreate[]): Promise<void> {
+    const resources = items.map((i) => i.resource);
+    const params: unknown[] = [
+      resources.map((r) => r.resourceType),
+      resources.map((r) => r.id as string),
+      resources.map((r) => JSON.stringify(r)),
+      items.map((i) => i.projectId),
+      items.map((i) => i.now),
+    ];
+    const rows = 'SELECT t, i, 1, p, l::timestamptz, false, c FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(t, i, c, p, l)';
+    const columns = '(resource_type, id, version_id, project_id, last_updated, deleted, content)';
+    const parts = [`w AS (INSERT INTO resource ${columns} ${rows})`, `h AS (INSERT INTO resource_history ${columns} ${rows})`];
+    parts.push(...this.searchIndex.manyIndexCtes(resources, params));
+    const keys = resources.map((r) => `${r.resourceType}/${r.id}`);
+    const cache = this.cache;
+    for (const key of keys) cache?.invalidate(key);
+    const announcement = cache?.shared ? changeAnnouncements(params, ROWS_CHANNEL, keys) : undefined;
+    if (announcement) tx.afterEnd?.(() => keys.forEach((key) => cache?.invalidate(key)));
+    await tx.query(`WITH ${parts.join(', ')} SELECT ${announcement ? announcement.sql : '1'}`, params);
+    announcement?.emit();
+    if (announcement) for (const key of keys) cache?.invalidate(key);
   }
 
   /** Creates a resource with a new server-assigned id (a client-supplied id is replaced). */
@@ -93,6 +175,12 @@ export class Repository implements SystemRepository {
     this.scope.checkCreate(candidate.resourceType);
     this.scope.checkAccess(candidate.resourceType, 'c');
     await this.runBeforeWrite(candidate, undefined);
+    // In a transaction that batches its creates, a create no hook sees is held back and written
+    // with the others in one statement (before the transaction's next statement or its commit).
+    const batch = this.joined && this.tx ? heldCreates.get(this.tx) : undefined;
+    if (batch && this.hooks.for(candidate.resourceType).length === 0 && this.writesAlone(candidate.resourceType, 'c')) {
+      return this.holdCreate(batch, candidate) as T;
+    }
     // Nothing to check or mirror after the write: its one statement is the whole change.
     if (this.writesAlone(candidate.resourceType, 'c')) return (await this.writeVersion(this.db, candidate, 1, undefined, 'insert')) as T;
     return this.db.transaction(async (tx) => {
@@ -102,12 +190,13 @@ export class Repository implements SystemRepository {
     });
   }
 
-  async insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined): Promise<void> {
+  async insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined, indexed?: ReadonlyMap<Resource, unknown>): Promise<void> {
     const now = new Date().toISOString();
     const types: string[] = [];
     const ids: string[] = [];
     const contents: string[] = [];
     const stored: Resource[] = [];
+    const indexRows: Array<IndexRows | undefined> = [];
     const joined = this.inTransaction(tx) as Repository;
     for (const input of resources) {
       const meta = { ...(input.meta ?? {}), versionId: '1', lastUpdated: now, project: projectId } as Record<string, unknown>;
@@ -124,6 +213,9 @@ export class Repository implements SystemRepository {
       ids.push(resource.id as string);
       contents.push(JSON.stringify(resource));
       stored.push(resource);
+      // Rows computed ahead from the input: the same as from `resource` (meta's versionId,
+      // lastUpdated and project are indexed by no parameter) unless a hook could change it.
+      indexRows.push(this.hooks.for(resource.resourceType).length === 0 ? (indexed?.get(input) as IndexRows | undefined) : undefined);
       this.cache?.invalidate(`${resource.resourceType}/${resource.id}`);
     }
     if (stored.length === 0) return;
@@ -131,9 +223,13 @@ export class Repository implements SystemRepository {
     const rows = 'SELECT t, i, 1, $4::text, $5::timestamptz, false, c FROM unnest($1::text[], $2::text[], $3::text[]) AS u(t, i, c)';
     const columns = '(resource_type, id, version_id, project_id, last_updated, deleted, content)';
     const parts = [`w AS (INSERT INTO resource ${columns} ${rows})`, `h AS (INSERT INTO resource_history ${columns} ${rows})`];
-    parts.push(...this.searchIndex.manyIndexCtes(stored, params));
+    parts.push(...this.searchIndex.manyIndexCtes(stored, params, indexRows));
     // New ids: no node holds them in its read cache, so there is no change to announce.
     await tx.query(`WITH ${parts.join(', ')} SELECT 1`, params);
+  }
+
+  bulkLoad(options: BulkLoadOptions = {}): BulkLoad {
+    return new BulkLoader(this.db, this, options);
   }
 
   /** Reads the current version; 404 when absent or invisible, 410 when deleted. */
@@ -323,9 +419,19 @@ export class Repository implements SystemRepository {
   }
 
   /** One transaction for several changes: `fn` gets this repository joined to it (or joins the open one). */
-  async transaction<T>(fn: (repo: ResourceRepository) => Promise<T>, options?: { timeoutMs?: number }): Promise<T> {
+  async transaction<T>(fn: (repo: ResourceRepository) => Promise<T>, options?: { timeoutMs?: number; batchCreates?: boolean }): Promise<T> {
     if (this.joined) return fn(this);
-    return this.db.transaction((tx) => fn(this.inTransaction(tx)), options);
+    if (!options?.batchCreates) return this.db.transaction((tx) => fn(this.inTransaction(tx)), options);
+    return this.db.transaction(async (tx) => {
+      heldCreates.set(tx, { items: [], writer: this });
+      try {
+        const result = await fn(this.inTransaction(tx));
+        await flushCreates(tx); // before the commit
+        return result;
+      } finally {
+        heldCreates.delete(tx);
+      }
+    }, options);
   }
 
   /**

@@ -32,6 +32,7 @@ export function everythingOperation(compartment: 'Patient' | 'Encounter'): Opera
       ['_count', String(Math.min(count, MAX_SEARCH_COUNT))],
       ['_offset', String(offset)],
       ['_include', '*'],
+      ['_total', 'accurate'], // the operation has no _total: the record's size is always counted
     ];
     const linkParams: Array<[string, string]> = [];
     if (input._since !== undefined) {

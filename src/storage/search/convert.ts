@@ -65,7 +65,10 @@ export function toTokens(v: TypedValue): Array<Row<'token'>> {
   switch (v.type) {
     case 'CodeableConcept': {
       const rows = objs(o.coding).map((c) => token(c.system, c.code, c.display ?? o.text));
-      if (str(o.text)) rows.push(token(undefined, undefined, o.text));
+      // The text on a row of its own, unless a coding's row already carries the same text
+      // (`:text` reads text_value of every row: one is enough).
+      const text = str(o.text);
+      if (text && !rows.some((r) => r.text_value === normalizeText(text))) rows.push(token(undefined, undefined, text));
       return rows.filter((r) => r.code !== null || r.text_value !== null);
     }
     case 'Coding':

@@ -42,7 +42,9 @@ export function extractRows(resource: Resource): IndexRows {
   }
   addTextRows(rows, resource);
   // Composites: each component's values of base item i under `<code>#<i>.<k>`, so a search can
-  // ask for components of one item (docs/rest.md#composite-parameters).
+  // ask for components of one item (docs/rest.md#composite-parameters). A search must match
+  // every component, so an item with a component that has no value can match none: it is not
+  // indexed at all (an Observation with a Quantity value writes no code-value-concept rows).
   for (const composite of indexedComposites(resource.resourceType)) {
     let n = 0;
     try {
@@ -51,10 +53,9 @@ export function extractRows(resource: Resource): IndexRows {
       continue;
     }
     for (let i = 0; i < n; i++) {
-      composite.tables.forEach((table, k) => {
-        const items = composite.evaluate(view, i, k);
-        if (items.length > 0) addRows(rows, table, `${composite.code}#${i}.${k}`, items);
-      });
+      const values = composite.tables.map((_table, k) => composite.evaluate(view, i, k));
+      if (values.some((items) => items.length === 0)) continue;
+      composite.tables.forEach((table, k) => addRows(rows, table, `${composite.code}#${i}.${k}`, values[k]));
     }
   }
   return rows;

@@ -2,6 +2,7 @@ import fhirpath from 'fhirpath';
 import r4 from 'fhirpath/fhir-context/r4';
 import type { SearchParameter } from '@medplum/fhirtypes';
 import { searchParameterMap, searchParametersFor } from '../../fhir/definitions.js';
+import { compileFast, compileFastRelative, distinct, splitUnion, type FastNode } from './fast-path.js';
 
 /** The index table (suffix of `search_<table>`) of each searchable SearchParameter type. */
 export type IndexTable = 'string' | 'token' | 'reference' | 'date' | 'number' | 'quantity' | 'uri';
@@ -84,11 +85,15 @@ export function indexedParameters(resourceType: string): IndexedParameter[] {
 type Compiled = (resource: unknown) => unknown;
 
 function compileOrSkip(expression: string): Compiled[] {
+  let engine: Compiled;
   try {
-    return [fhirpath.compile(expression, r4, OPTIONS) as Compiled];
+    engine = fhirpath.compile(expression, r4, OPTIONS) as Compiled;
   } catch {
     return [];
   }
+  // The plain forms are walked directly (fast-path.ts); the engine answers what that cannot.
+  const fast = compileFast(expression);
+  return [fast ? (resource) => fast(resource) ?? engine(resource) : engine];
 }
 
 function evaluateOrSkip(branch: Compiled, resource: unknown): unknown[] {
@@ -125,25 +130,7 @@ export function expressionFor(resourceType: string, expression: string): string 
 
 /** Splits on `|` outside parentheses and string literals. */
 export function splitTopLevelUnion(expression: string): string[] {
-  const parts: string[] = [];
-  let depth = 0;
-  let quoted = false;
-  let start = 0;
-  for (let i = 0; i < expression.length; i++) {
-    const c = expression[i];
-    if (quoted) {
-      if (c === '\\') i++;
-      else if (c === "'") quoted = false;
-    } else if (c === "'") quoted = true;
-    else if (c === '(') depth++;
-    else if (c === ')') depth--;
-    else if (c === '|' && depth === 0) {
-      parts.push(expression.slice(start, i).trim());
-      start = i + 1;
-    }
-  }
-  parts.push(expression.slice(start).trim());
-  return parts.filter((p) => p.length > 0);
+  return splitUnion(expression).filter((p) => p.length > 0);
 }
 
 /** True when a token parameter indexes Identifiers (`:of-type` applies: docs/rest.md#modifiers). */
@@ -209,6 +196,11 @@ export function indexedComposites(resourceType: string): IndexedComposite[] {
     const components = compositeComponents(sp);
     if (!components) continue;
     const base = expressionFor(resourceType, sp.expression as string);
+    const fast = fastComposite(base, components);
+    if (fast) {
+      list.push({ code, tables: components.map((c) => c.table), ...fast });
+      continue;
+    }
     try {
       const count = fhirpath.compile(`(${base}).count()`, r4, OPTIONS) as Compiled;
       const parts = components.map((c) => fhirpath.compile(`(${base})[%i].select(${c.expression})`, r4, OPTIONS) as (resource: unknown, env: Record<string, unknown>) => unknown);
@@ -234,4 +226,73 @@ export function indexedComposites(resourceType: string): IndexedComposite[] {
   }
   compositeCache.set(resourceType, list);
   return list;
+}
+
+/**
+ * A composite whose base and components are all plain expressions (fast-path.ts): the base items
+ * of a resource are found once (kept for the calls about the same resource), each component from
+ * its item. Undefined when one is not plain; a resource the fast path cannot mirror goes to the
+ * engine as a whole.
+ */
+function fastComposite(
+  base: string,
+  components: CompositeComponent[],
+): Pick<IndexedComposite, 'count' | 'evaluate'> | undefined {
+  const branches = splitTopLevelUnion(base).map((b) => compileFast(b));
+  const parts = components.map((c) => compileFastRelative(c.expression));
+  if (branches.some((b) => !b) || parts.some((p) => !p)) return undefined;
+  let engine: IndexedComposite | undefined;
+  const slow = (): IndexedComposite => {
+    if (!engine) {
+      const count = fhirpath.compile(`(${base}).count()`, r4, OPTIONS) as Compiled;
+      const selects = components.map((c) => fhirpath.compile(`(${base})[%i].select(${c.expression})`, r4, OPTIONS) as (r: unknown, env: Record<string, unknown>) => unknown);
+      engine = {
+        code: '',
+        tables: [],
+        count: (r) => {
+          const n = (count(r) as unknown[])[0];
+          return typeof n === 'number' ? n : 0;
+        },
+        evaluate: (r, i, k) => {
+          try {
+            const result = selects[k](r, { i });
+            return Array.isArray(result) ? (result as unknown[]) : [];
+          } catch {
+            return [];
+          }
+        },
+      };
+    }
+    return engine;
+  };
+  let lastResource: unknown;
+  let lastItems: FastNode[] | undefined;
+  const items = (resource: unknown): FastNode[] | undefined => {
+    if (resource !== lastResource) {
+      lastResource = resource;
+      const found: FastNode[] = [];
+      lastItems = found;
+      for (const branch of branches) {
+        const nodes = branch?.(resource);
+        if (!nodes) {
+          lastItems = undefined;
+          break;
+        }
+        found.push(...nodes);
+      }
+      // The engine's `|` keeps equal items once: so does this.
+      if (lastItems && branches.length > 1) lastItems = distinct(found);
+    }
+    return lastItems;
+  };
+  return {
+    count: (resource) => items(resource)?.length ?? slow().count(resource),
+    evaluate: (resource, i, k) => {
+      const list = items(resource);
+      if (!list) return slow().evaluate(resource, i, k);
+      const item = list[i];
+      if (!item) return [];
+      return parts[k]?.(item) ?? slow().evaluate(resource, i, k);
+    },
+  };
 }

@@ -3,6 +3,7 @@ import type { Queryable } from '../../core/database.js';
 import type { ResourceRepository, SearchQuery, SearchResult } from '../../core/repository.js';
 import type { SearchTerminology } from '../../core/search.js';
 import type { Scope } from '../../core/scope.js';
+import type { IndexRows } from './index-rows.js';
 
 /**
  * The search index contract: maintained inside every write transaction, queried by search.
@@ -17,8 +18,13 @@ export interface SearchIndex {
    * index-writer.ts `indexCtes` for `params` and the options.
    */
   indexCtes(resource: Resource, params: unknown[], options: { replace: boolean; guard?: string }): string[];
-  /** The CTEs that write the index rows of many new resources in one statement (index-writer.ts `manyIndexCtes`). */
-  manyIndexCtes(resources: Resource[], params: unknown[]): string[];
+  /**
+   * The CTEs that write the index rows of many new resources in one statement (index-writer.ts
+   * `manyIndexCtes`); `rows[i]`, when given, are the rows of `resources[i]` extracted ahead (`extract`).
+   */
+  manyIndexCtes(resources: Resource[], params: unknown[], rows?: Array<IndexRows | undefined>): string[];
+  /** The index rows of `resource` (what a write of it stores), for a caller that computes them ahead. */
+  extract(resource: Resource): IndexRows;
   /** Removes the index rows of a resource (on delete). */
   remove(tx: Queryable, resourceType: string, id: string): Promise<void>;
   /**

@@ -4,6 +4,7 @@ import type { ResourceRepository, SearchQuery, SearchResult } from '../../core/r
 import type { SearchTerminology } from '../../core/search.js';
 import type { Scope } from '../../core/scope.js';
 import { extractRows } from './extract.js';
+import type { IndexRows } from './index-rows.js';
 import { indexCtes, manyIndexCtes, removeRows, replaceRows } from './index-writer.js';
 import { DEFAULT_SEARCH_LIMITS, type SearchLimits } from './query/limits.js';
 import { runSearch } from './query/run-search.js';
@@ -28,9 +29,10 @@ export function createSearchIndex(limits: SearchLimits = DEFAULT_SEARCH_LIMITS):
       statistics.wrote();
       return parts;
     },
-    manyIndexCtes(resources: Resource[], params: unknown[]): string[] {
+    extract: extractRows,
+    manyIndexCtes(resources: Resource[], params: unknown[], rows?: Array<IndexRows | undefined>): string[] {
       const parts = manyIndexCtes(
-        resources.map((r) => ({ resourceType: r.resourceType, id: r.id as string, rows: extractRows(r) })),
+        resources.map((r, i) => ({ resourceType: r.resourceType, id: r.id as string, rows: rows?.[i] ?? extractRows(r) })),
         params,
       );
       statistics.wrote(resources.length);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Resource } from '@medplum/fhirtypes';
 import type { AppRoute } from '../../core/app-route.js';
 import type { FeatureEnv } from '../../core/feature.js';
+import { BulkLoadError } from '../../core/repository.js';
 import { badRequest, FhirError, notFound } from '../../fhir/outcome.js';
 import { validateResource } from '../../fhir/validation/validate-resource.js';
 import { importStream } from '../store/import-file.js';
@@ -19,7 +20,8 @@ const NO_PROGRESS = { write: () => true, isTTY: false } as unknown as NodeJS.Wri
  * the body — a CodeSystem or ValueSet, a Bundle, or NDJSON, of any size — is imported while it
  * arrives, exactly as `lattice import <file>` would (import-file.ts: streamed, large code
  * systems staged and switched in atomically), and the answer is the import summary.
- * `lattice import --url` sends its file here.
+ * `lattice import --url` sends its file here. Clinical resources in it are bulk loaded into the
+ * same project (docs/rest.md#bulk-load): batches of one transaction each, `others` in the answer.
  *
  * With `format=rf2` the body is an RF2 release as `lattice import --format rf2 --url` frames it
  * (rf2-transfer.ts): its files are written to a temporary folder, loaded as the direct mode
@@ -62,11 +64,21 @@ export function importRoute(env: FeatureEnv): AppRoute {
           return existing && { projectId: existing.meta?.project, resourceType: existing.resourceType, id };
         });
       };
+      // Other resources (clinical data) go to the bulk load, as in `lattice import` (docs/rest.md#bulk-load).
+      const loader = env.system.bulkLoad({ projectId, validate: validateResource, batchSize: env.config.importBatch });
       try {
-        const summary = await importStream(body, env, { projectId, out: NO_PROGRESS, check });
-        return { status: 200, body: summary };
+        const summary = await importStream(body, env, {
+          projectId,
+          out: NO_PROGRESS,
+          check,
+          other: (resource, where, fullUrl) => loader.add(resource, where, fullUrl),
+          bundleEnd: () => loader.endBundle(),
+        });
+        return { status: 200, body: { ...summary, others: await loader.finish() } };
       } catch (err) {
+        await loader.settle();
         if (err instanceof JsonStreamError) throw badRequest(`Content could not be parsed: ${err.message}`);
+        if (err instanceof BulkLoadError) throw badRequest(`${err.message} (${loader.stored} resources of earlier batches are stored)`);
         throw err;
       }
     },

@@ -47,6 +47,8 @@ export interface ImportSummary {
   concepts: number;
   skipped: number;
   ms: number;
+  /** Clinical resources stored by the bulk load beside it (the server's import answers it). */
+  others?: number;
 }
 
 /** Resource types the terminology import accepts (others in a Bundle/NDJSON are skipped). */

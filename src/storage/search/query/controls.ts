@@ -18,13 +18,17 @@ export interface Controls {
   /** `_sort` keys in order, e.g. [{code: 'birthdate', descending: true}]. */
   sort: Array<{ code: string; descending: boolean }>;
   summaryCount: boolean;
-  /** `_total=none`: no total is answered, so none is counted (docs/rest.md#result-parameters). */
-  noTotal?: boolean;
+  /**
+   * `_total` (docs/rest.md#result-parameters): `none` = no total is answered, so none is
+   * counted; `estimate` = the planner's estimate when the page is not the last; `accurate`
+   * (and absent) = an exact COUNT when the page is not the last.
+   */
+  total?: 'none' | 'estimate' | 'accurate';
 }
 
 /**
  * Reads the result parameters (the last one wins when repeated). `_summary`, `_elements` and
- * `_total` are only validated here: the REST layer shapes the output, totals are always exact.
+ * `_total` chooses how a total beyond the page is found (runSearch); the REST layer shapes the output.
  * `_include`/`_revinclude` are read by includes.ts.
  */
 export function parseControls(type: string, params: Array<[string, string]>): Controls {
@@ -55,9 +59,9 @@ export function parseControls(type: string, params: Array<[string, string]>): Co
           if (!/^[A-Za-z][A-Za-z0-9]*(\[x\])?$/.test(element)) throw badRequest(`Invalid value '${value}' for _elements`);
         }
         break;
-      case '_total': // none: the REST layer leaves the total out; estimate and accurate are both exact
-        if (!['none', 'estimate', 'accurate'].includes(value)) throw badRequest(`Invalid value '${value}' for _total`);
-        controls.noTotal = value === 'none';
+      case '_total':
+        if (value !== 'none' && value !== 'estimate' && value !== 'accurate') throw badRequest(`Invalid value '${value}' for _total`);
+        controls.total = value;
         break;
     }
   }

@@ -30,7 +30,8 @@ function searchedTypes(query: SearchQuery): string[] {
  * Runs a search as ONE query over `resource r`: the type, not deleted, the caller's
  * visibility, and an EXISTS per parameter (parameters ANDed, comma values ORed inside).
  * The total comes from the page itself when the page is the last one (a row beyond the page
- * is read to know), else from a COUNT with the same WHERE — not run for `_total=none`.
+ * is read to know), else from a COUNT with the same WHERE — not run for `_total=none`, and
+ * replaced by the planner's estimate for `_total=estimate` (docs/rest.md#result-parameters).
  */
 export async function runSearch(
   q: Queryable,
@@ -80,7 +81,14 @@ export async function runSearch(
   const lastPage = !more && (matches.length > 0 || controls.offset === 0);
   // `_total=none`: the answer has no total, so the COUNT is not run; the figure only tells the
   // paging links that a next page exists.
-  const total = lastPage ? controls.offset + matches.length : controls.noTotal && more ? controls.offset + matches.length + 1 : await countTotal();
+  // `_total=estimate`: the planner's row estimate of the same WHERE, never below what is known.
+  const known = controls.offset + matches.length + (more ? 1 : 0);
+  let total: number;
+  let totalKind: SearchResult['totalKind'] = 'exact';
+  if (lastPage) total = controls.offset + matches.length;
+  else if (controls.total === 'none' && more) [total, totalKind] = [known, 'lower'];
+  else if (controls.total === 'estimate') [total, totalKind] = [Math.max(known, await estimateTotal(q, whereSql, whereValues)), 'estimate'];
+  else total = await countTotal();
   // Across the types of a compartment (`*`, $everything) a resource of the compartment is a
   // match on some page: it is not repeated as an include on another.
   const compartment = query.compartment;
@@ -89,8 +97,21 @@ export async function runSearch(
   return {
     resources: [...matches, ...included],
     total,
+    totalKind,
     count: controls.count,
     offset: controls.offset,
     modes: [...matches.map(() => 'match' as const), ...included.map(() => 'include' as const)],
   };
+}
+
+/**
+ * The planner's estimate of the rows matching `whereSql` (`EXPLAIN (FORMAT JSON)`, the same
+ * on PostgreSQL and PGlite): it reads the table statistics, not the rows.
+ */
+async function estimateTotal(q: Queryable, whereSql: string, values: unknown[]): Promise<number> {
+  const res = await q.query<Record<string, unknown>>(`EXPLAIN (FORMAT JSON) SELECT 1 FROM resource r WHERE ${whereSql}`, values);
+  const cell = Object.values(res.rows[0] ?? {})[0];
+  const plan = (typeof cell === 'string' ? JSON.parse(cell) : cell) as Array<{ Plan?: { 'Plan Rows'?: unknown } }> | undefined;
+  const rows = plan?.[0]?.Plan?.['Plan Rows'];
+  return typeof rows === 'number' && Number.isFinite(rows) ? Math.round(rows) : 0;
 }
