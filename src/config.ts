@@ -38,6 +38,7 @@ export interface Config {
     maxCodes: number;
     maxHasDepth: number;
     maxFilterTerms: number;
+    maxCounted: number;
   };
   /** Lifetime of a client application secret in seconds; 0 = it never expires (docs/auth.md#client-secrets). */
   clientSecretLifetime: number;
@@ -130,6 +131,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxCodes: intOf(env.LATTICE_SEARCH_MAX_CODES, 10_000, 'LATTICE_SEARCH_MAX_CODES'),
       maxHasDepth: intOf(env.LATTICE_SEARCH_MAX_HAS_DEPTH, 2, 'LATTICE_SEARCH_MAX_HAS_DEPTH'),
       maxFilterTerms: intOf(env.LATTICE_SEARCH_MAX_FILTER_TERMS, 20, 'LATTICE_SEARCH_MAX_FILTER_TERMS'),
+      maxCounted: intOf(env.LATTICE_SEARCH_MAX_COUNTED, 1000, 'LATTICE_SEARCH_MAX_COUNTED'),
     },
     clientSecretLifetime: intOf(env.LATTICE_CLIENT_SECRET_LIFETIME, 0, 'LATTICE_CLIENT_SECRET_LIFETIME'),
     accessTokenLifetime: intOf(env.LATTICE_TOKEN_LIFETIME, 3600, 'LATTICE_TOKEN_LIFETIME'),

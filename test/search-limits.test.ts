@@ -84,5 +84,27 @@ for (const driver of drivers) {
         await strict.stop();
       }
     });
+
+    test('without _total a total is counted up to LATTICE_SEARCH_MAX_COUNTED matches; past it the searchset has none, _total=accurate counts all', async () => {
+      const strict = await startServer(driver, { env: { LATTICE_SEARCH_MAX_COUNTED: '3' } });
+      try {
+        const family = `Counted${Date.now()}`;
+        const add = async () => assert.equal((await strict.fhir('POST', '/Patient', { body: { resourceType: 'Patient', name: [{ family }] } })).status, 201);
+        for (let i = 0; i < 3; i++) await add();
+        const page = (query = '') => strict.fhir('GET', `/Patient?family=${family}&_count=1${query}`);
+        const three = await page();
+        assert.equal(three.status, 200, three.text);
+        assert.equal(three.body.total, 3); // at the bound: exact, on a page with more after it
+        await add();
+        const four = await page();
+        assert.equal(four.status, 200, four.text);
+        assert.equal(four.body.total, undefined); // past it: no total, the next link still there
+        assert.ok(four.body.link.some((l: { relation: string }) => l.relation === 'next'), four.text);
+        assert.equal((await page('&_total=accurate')).body.total, 4);
+        assert.equal((await strict.fhir('GET', `/Patient?family=${family}&_count=10`)).body.total, 4); // a last page knows it
+      } finally {
+        await strict.stop();
+      }
+    });
   });
 }

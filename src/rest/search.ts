@@ -57,8 +57,9 @@ export function checkedCompartmentTypes(types: string[], compartment: Compartmen
 /** Runs `query` and answers the searchset Bundle, with paging links under `url` repeating `linkParams`. */
 export async function searchBundle(ctx: RequestContext, query: SearchQuery, url: string, linkParams = query.params): Promise<Bundle> {
   const { params } = query;
-  // A searchset carries its total (docs/rest.md#search): exact unless `_total` asks for
-  // `estimate` or `none`; a last page knows it from its own rows, other pages COUNT.
+  // A searchset carries its exact total (docs/rest.md#search): a last page knows it from its own
+  // rows, another page counts up to LATTICE_SEARCH_MAX_COUNTED matches (all with `_total=accurate`);
+  // `_total=estimate` asks the planner, `_total=none` counts nothing.
   const asked = [...params].reverse().find(([k]) => k === '_total')?.[1];
   const result = await ctx.repo.search(query);
   const base = ctx.fhirBaseUrl;

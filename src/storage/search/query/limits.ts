@@ -26,6 +26,11 @@ export interface SearchLimits {
   maxHasDepth: number;
   /** Comparisons of one `_filter` expression. */
   maxFilterTerms: number;
+  /**
+   * Matches a search without `_total` counts for its total (docs/rest.md#search): up to this
+   * many the total is exact; beyond, the searchset has none (`_total=accurate` counts them all).
+   */
+  maxCounted: number;
 }
 
 export const DEFAULT_SEARCH_LIMITS: SearchLimits = {
@@ -37,6 +42,7 @@ export const DEFAULT_SEARCH_LIMITS: SearchLimits = {
   maxCodes: 10_000,
   maxHasDepth: 2,
   maxFilterTerms: 20,
+  maxCounted: 1000,
 };
 
 /** Throws 400 `too-costly` naming the bound a search exceeds. */

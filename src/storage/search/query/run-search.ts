@@ -64,8 +64,10 @@ export async function runSearch(
   }
   const whereSql = where.join(' AND ');
   const whereValues = [...p.values]; // ORDER BY adds its own values, which COUNT must not get
-  const countTotal = async (): Promise<number> =>
-    (await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource r WHERE ${whereSql}`, whereValues)).rows[0]?.n ?? 0;
+  const countTotal = async (upTo?: number): Promise<number> => {
+    const from = upTo === undefined ? `resource r WHERE ${whereSql}` : `(SELECT 1 FROM resource r WHERE ${whereSql} LIMIT ${upTo}) AS counted`;
+    return (await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${from}`, whereValues)).rows[0]?.n ?? 0;
+  };
 
   if (controls.summaryCount || controls.count === 0) {
     return { resources: [], total: await countTotal(), count: 0, offset: controls.offset };
@@ -88,7 +90,13 @@ export async function runSearch(
   if (lastPage) total = controls.offset + matches.length;
   else if (controls.total === 'none' && more) [total, totalKind] = [known, 'lower'];
   else if (controls.total === 'estimate') [total, totalKind] = [Math.max(known, await estimateTotal(q, whereSql, whereValues)), 'estimate'];
-  else total = await countTotal();
+  else if (controls.total === 'accurate') total = await countTotal();
+  else {
+    // No `_total`: an exact total costs at most `maxCounted` rows; a larger result has none
+    // (docs/rest.md#search), so a common search never pays for counting a whole table.
+    const counted = await countTotal(limits.maxCounted + 1);
+    [total, totalKind] = counted > limits.maxCounted ? [known, 'lower'] : [counted, 'exact'];
+  }
   // Across the types of a compartment (`*`, $everything) a resource of the compartment is a
   // match on some page: it is not repeated as an include on another.
   const compartment = query.compartment;
