@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { projectRoot } from '../src/paths.js';
 import { createMember, createProject, drivers, startServer, sharedStorage, type TestServer } from './harness.js';
-import { latticeArgs } from './support/cli.js';
+import { importAsync, latticeArgs } from './support/cli.js';
 
 /**
  * `lattice import` of clinical resources (docs/rest.md#bulk-load): NDJSON and Bundles are
@@ -175,17 +175,7 @@ for (const driver of drivers) {
   });
 }
 
-/** The CLI as a real process, without blocking this one (the server answering it runs here). */
-function cliAsync(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, latticeArgs('import', ...args), { cwd: projectRoot, env: process.env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += String(c)));
-    child.stderr.on('data', (c: Buffer) => (stderr += String(c)));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cliAsync = (args: string[]) => importAsync(args);
 
 for (const driver of drivers) {
   describe(`lattice import --url of clinical resources (${driver})`, () => {

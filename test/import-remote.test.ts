@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generateSnomedLike, SNOMED_LIKE_URL, writeNdjson, type SnomedLike } from '../bench/snomed-like.js';
-import { projectRoot } from '../src/paths.js';
 import { createClient, createMember, createProject, createTestDatabase, drivers, startServer, type TestProject, type TestServer } from './harness.js';
-import { latticeArgs } from './support/cli.js';
+import { importAsync, type ImportRun } from './support/cli.js';
 
 /**
  * `lattice import --url` (docs/terminology.md#import-into-a-running-server): the CLI streams a
@@ -17,23 +15,7 @@ import { latticeArgs } from './support/cli.js';
  * the data folder.
  */
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The CLI as a real process (asynchronous: the server answering it runs in this process). */
-function cli(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, latticeArgs('import', ...args), { cwd: projectRoot, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += String(c)));
-    child.stderr.on('data', (c: Buffer) => (stderr += String(c)));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = (args: string[], env: NodeJS.ProcessEnv = process.env): Promise<ImportRun> => importAsync(args, env);
 
 for (const driver of drivers) {
   describe(`lattice import --url (${driver})`, () => {

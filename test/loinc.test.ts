@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { projectRoot } from '../src/paths.js';
 import { drivers, flatContains, ooText, startServer, type TestServer, sharedStorage } from './harness.js';
-import { latticeArgs } from './support/cli.js';
+import { importAsync, latticeArgs } from './support/cli.js';
 import { zipFolder } from './support/zip.js';
 
 /**
@@ -42,16 +42,7 @@ function designations(params: Param[]): string[] {
     });
 }
 
-function cliAsync(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, latticeArgs('import', ...args), { cwd: projectRoot, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += String(c)));
-    child.stderr.on('data', (c: Buffer) => (stderr += String(c)));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cliAsync = (args: string[], env: NodeJS.ProcessEnv) => importAsync(args, env);
 
 for (const driver of drivers) {
   describe(`LOINC (${driver})`, () => {

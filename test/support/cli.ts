@@ -1,3 +1,6 @@
+import { spawn } from 'node:child_process';
+import { projectRoot } from '../../src/paths.js';
+
 /**
  * The command line of a Lattice process, as `spawn(process.execPath, latticeArgs(...))` takes it.
  * `npm test` bundles the current source once per run (scripts/test.mjs sets LATTICE_TEST_CLI):
@@ -7,4 +10,26 @@
 export function latticeArgs(...args: string[]): string[] {
   const bundle = process.env.LATTICE_TEST_CLI;
   return bundle ? [bundle, ...args] : ['--import', 'tsx', 'src/main.ts', ...args];
+}
+
+/** What a finished `lattice import` process printed, and its exit code. */
+export interface ImportRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * `lattice import <args>` as a real process, without blocking this one (tests whose server runs
+ * in this process answer it meanwhile).
+ */
+export function importAsync(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<ImportRun> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, latticeArgs('import', ...args), { cwd: projectRoot, env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += String(c)));
+    child.stderr.on('data', (c: Buffer) => (stderr += String(c)));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
 }

@@ -89,25 +89,7 @@ export function distinct(nodes: FastNode[]): FastNode[] {
 
 /** Splits on `|` outside parentheses and quotes (parameters.ts splits the R4 expressions with it too). */
 export function splitUnion(expression: string): string[] {
-  const parts: string[] = [];
-  let depth = 0;
-  let quoted = false;
-  let start = 0;
-  for (let i = 0; i < expression.length; i++) {
-    const c = expression[i];
-    if (quoted) {
-      if (c === '\\') i++;
-      else if (c === "'") quoted = false;
-    } else if (c === "'") quoted = true;
-    else if (c === '(') depth++;
-    else if (c === ')') depth--;
-    else if (c === '|' && depth === 0) {
-      parts.push(expression.slice(start, i).trim());
-      start = i + 1;
-    }
-  }
-  parts.push(expression.slice(start).trim());
-  return parts;
+  return (splitOutside(expression, '|', false) ?? [expression]).map((part) => part.trim());
 }
 
 function node(data: unknown, path: string, type: string | null): FastNode {
@@ -257,6 +239,16 @@ function closing(text: string, open: number): number {
 
 /** Splits on `.` outside parentheses and quotes; undefined when unbalanced or with spaces outside them. */
 function splitPath(text: string): string[] | undefined {
+  const parts = splitOutside(text, '.', true);
+  return parts?.some((p) => p === '') ? undefined : parts;
+}
+
+/**
+ * Splits `text` on `separator` where it stands outside parentheses and single quotes (a `\`
+ * escapes inside quotes). `strict`: undefined when the text is unbalanced or has white space
+ * outside them.
+ */
+function splitOutside(text: string, separator: string, strict: boolean): string[] | undefined {
   const parts: string[] = [];
   let depth = 0;
   let quoted = false;
@@ -269,13 +261,13 @@ function splitPath(text: string): string[] | undefined {
     } else if (c === "'") quoted = true;
     else if (c === '(') depth++;
     else if (c === ')') depth--;
-    else if (depth === 0 && c === '.') {
+    else if (depth === 0 && c === separator) {
       parts.push(text.slice(start, i));
       start = i + 1;
-    } else if (depth === 0 && /\s/.test(c)) return undefined;
-    if (depth < 0) return undefined;
+    } else if (strict && depth === 0 && /\s/.test(c)) return undefined;
+    if (strict && depth < 0) return undefined;
   }
-  if (depth !== 0 || quoted) return undefined;
+  if (strict && (depth !== 0 || quoted)) return undefined;
   parts.push(text.slice(start));
-  return parts.some((p) => p === '') ? undefined : parts;
+  return parts;
 }
