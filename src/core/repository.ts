@@ -49,7 +49,8 @@ export interface SearchResult {
   total: number;
   /**
    * How `total` was found: `exact` (absent = exact), `estimate` (the planner's, `_total=estimate`)
-   * or `lower` (not counted, `_total=none`: at least this many, more than the page when another follows).
+   * or `lower` (not counted: `_total=none`, or more matches than a search without `_total` counts —
+   * at least this many, more than the page when another follows).
    */
   totalKind?: 'exact' | 'estimate' | 'lower';
   /** Page size and offset used (count is 0 for `_summary=count`). */
