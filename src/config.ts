@@ -1,4 +1,45 @@
 /**
+ * Bounds on the work one search may ask for (docs/rest.md#limits), checked by the search
+ * (storage/search/query/limits.ts) before any SQL is built: a search's cost grows with its parameters, their values and its chains, and one
+ * request must not hold the database for everyone else.
+ */
+export interface SearchLimits {
+  /** Filter parameters (result parameters such as `_count` not counted). */
+  maxParameters: number;
+  /** Comma-separated values of one parameter. */
+  maxValues: number;
+  /** Links of one chained parameter (`subject:Patient.organization.name` has 2). */
+  maxChain: number;
+  /** `_include`/`_revinclude` parameters of one search. */
+  maxIncludes: number;
+  /** Resources `_include`/`_revinclude` may add to one page (all directives and iterations). */
+  maxIncluded: number;
+  /** Distinct stored codes a terminology modifier (`:below`, `:above`, `:in`, `:not-in`) may test. */
+  maxCodes: number;
+  /** Nesting of `_has` (`_has:A:p:_has:B:q:…` has 2). */
+  maxHasDepth: number;
+  /** Comparisons of one `_filter` expression. */
+  maxFilterTerms: number;
+  /**
+   * Matches a search without `_total` counts for its total (docs/rest.md#search): up to this
+   * many the total is exact; beyond, the searchset has none (`_total=accurate` counts them all).
+   */
+  maxCounted: number;
+}
+
+export const SEARCH_LIMIT_DEFAULTS: SearchLimits = {
+  maxParameters: 30,
+  maxValues: 100,
+  maxChain: 3,
+  maxIncludes: 10,
+  maxIncluded: 1000,
+  maxCodes: 10_000,
+  maxHasDepth: 2,
+  maxFilterTerms: 20,
+  maxCounted: 1000,
+};
+
+/**
  * Typed configuration, read once from the environment. Every variable is documented in the
  * README (README.md#configuration); defaults are for a developer's machine.
  */
@@ -29,17 +70,7 @@ export interface Config {
   /** How long one request may use the database (docs/errors.md#database-limits); 0 = no limit. */
   database: { statementTimeoutMs: number; acquireTimeoutMs: number; poolSize: number };
   /** Bounds on one search (docs/rest.md#limits). */
-  searchLimits: {
-    maxParameters: number;
-    maxValues: number;
-    maxChain: number;
-    maxIncludes: number;
-    maxIncluded: number;
-    maxCodes: number;
-    maxHasDepth: number;
-    maxFilterTerms: number;
-    maxCounted: number;
-  };
+  searchLimits: SearchLimits;
   /** Lifetime of a client application secret in seconds; 0 = it never expires (docs/auth.md#client-secrets). */
   clientSecretLifetime: number;
   /** Access-token lifetime in seconds. */
@@ -123,15 +154,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bodyLimit: intOf(env.LATTICE_BODY_LIMIT, 16 * 1024 * 1024, 'LATTICE_BODY_LIMIT'),
     passwordCost: passwordCostOf(env.LATTICE_PASSWORD_COST),
     searchLimits: {
-      maxParameters: intOf(env.LATTICE_SEARCH_MAX_PARAMETERS, 30, 'LATTICE_SEARCH_MAX_PARAMETERS'),
-      maxValues: intOf(env.LATTICE_SEARCH_MAX_VALUES, 100, 'LATTICE_SEARCH_MAX_VALUES'),
-      maxChain: intOf(env.LATTICE_SEARCH_MAX_CHAIN, 3, 'LATTICE_SEARCH_MAX_CHAIN'),
-      maxIncludes: intOf(env.LATTICE_SEARCH_MAX_INCLUDES, 10, 'LATTICE_SEARCH_MAX_INCLUDES'),
-      maxIncluded: intOf(env.LATTICE_SEARCH_MAX_INCLUDED, 1000, 'LATTICE_SEARCH_MAX_INCLUDED'),
-      maxCodes: intOf(env.LATTICE_SEARCH_MAX_CODES, 10_000, 'LATTICE_SEARCH_MAX_CODES'),
-      maxHasDepth: intOf(env.LATTICE_SEARCH_MAX_HAS_DEPTH, 2, 'LATTICE_SEARCH_MAX_HAS_DEPTH'),
-      maxFilterTerms: intOf(env.LATTICE_SEARCH_MAX_FILTER_TERMS, 20, 'LATTICE_SEARCH_MAX_FILTER_TERMS'),
-      maxCounted: intOf(env.LATTICE_SEARCH_MAX_COUNTED, 1000, 'LATTICE_SEARCH_MAX_COUNTED'),
+      maxParameters: intOf(env.LATTICE_SEARCH_MAX_PARAMETERS, SEARCH_LIMIT_DEFAULTS.maxParameters, 'LATTICE_SEARCH_MAX_PARAMETERS'),
+      maxValues: intOf(env.LATTICE_SEARCH_MAX_VALUES, SEARCH_LIMIT_DEFAULTS.maxValues, 'LATTICE_SEARCH_MAX_VALUES'),
+      maxChain: intOf(env.LATTICE_SEARCH_MAX_CHAIN, SEARCH_LIMIT_DEFAULTS.maxChain, 'LATTICE_SEARCH_MAX_CHAIN'),
+      maxIncludes: intOf(env.LATTICE_SEARCH_MAX_INCLUDES, SEARCH_LIMIT_DEFAULTS.maxIncludes, 'LATTICE_SEARCH_MAX_INCLUDES'),
+      maxIncluded: intOf(env.LATTICE_SEARCH_MAX_INCLUDED, SEARCH_LIMIT_DEFAULTS.maxIncluded, 'LATTICE_SEARCH_MAX_INCLUDED'),
+      maxCodes: intOf(env.LATTICE_SEARCH_MAX_CODES, SEARCH_LIMIT_DEFAULTS.maxCodes, 'LATTICE_SEARCH_MAX_CODES'),
+      maxHasDepth: intOf(env.LATTICE_SEARCH_MAX_HAS_DEPTH, SEARCH_LIMIT_DEFAULTS.maxHasDepth, 'LATTICE_SEARCH_MAX_HAS_DEPTH'),
+      maxFilterTerms: intOf(env.LATTICE_SEARCH_MAX_FILTER_TERMS, SEARCH_LIMIT_DEFAULTS.maxFilterTerms, 'LATTICE_SEARCH_MAX_FILTER_TERMS'),
+      maxCounted: intOf(env.LATTICE_SEARCH_MAX_COUNTED, SEARCH_LIMIT_DEFAULTS.maxCounted, 'LATTICE_SEARCH_MAX_COUNTED'),
     },
     clientSecretLifetime: intOf(env.LATTICE_CLIENT_SECRET_LIFETIME, 0, 'LATTICE_CLIENT_SECRET_LIFETIME'),
     accessTokenLifetime: intOf(env.LATTICE_TOKEN_LIFETIME, 3600, 'LATTICE_TOKEN_LIFETIME'),

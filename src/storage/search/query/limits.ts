@@ -3,47 +3,11 @@ import { CONTROL_PARAMETERS } from './controls.js';
 import { splitModifier } from './filters.js';
 import { splitValues } from './values.js';
 import { comparisons, parseFilter } from './filter-expression.js';
+import type { SearchLimits } from '../../../config.js';
 
-/**
- * Bounds on the work one search may ask for (docs/rest.md#limits), checked before any SQL is
- * built: a search's cost grows with its parameters, their values and its chains, and one
- * request must not hold the database for everyone else.
- */
-export interface SearchLimits {
-  /** Filter parameters (result parameters such as `_count` not counted). */
-  maxParameters: number;
-  /** Comma-separated values of one parameter. */
-  maxValues: number;
-  /** Links of one chained parameter (`subject:Patient.organization.name` has 2). */
-  maxChain: number;
-  /** `_include`/`_revinclude` parameters of one search. */
-  maxIncludes: number;
-  /** Resources `_include`/`_revinclude` may add to one page (all directives and iterations). */
-  maxIncluded: number;
-  /** Distinct stored codes a terminology modifier (`:below`, `:above`, `:in`, `:not-in`) may test. */
-  maxCodes: number;
-  /** Nesting of `_has` (`_has:A:p:_has:B:q:…` has 2). */
-  maxHasDepth: number;
-  /** Comparisons of one `_filter` expression. */
-  maxFilterTerms: number;
-  /**
-   * Matches a search without `_total` counts for its total (docs/rest.md#search): up to this
-   * many the total is exact; beyond, the searchset has none (`_total=accurate` counts them all).
-   */
-  maxCounted: number;
-}
-
-export const DEFAULT_SEARCH_LIMITS: SearchLimits = {
-  maxParameters: 30,
-  maxValues: 100,
-  maxChain: 3,
-  maxIncludes: 10,
-  maxIncluded: 1000,
-  maxCodes: 10_000,
-  maxHasDepth: 2,
-  maxFilterTerms: 20,
-  maxCounted: 1000,
-};
+/** The bounds of one search and their defaults live with the configuration that reads them. */
+export type { SearchLimits } from '../../../config.js';
+export { SEARCH_LIMIT_DEFAULTS as DEFAULT_SEARCH_LIMITS } from '../../../config.js';
 
 /** Throws 400 `too-costly` naming the bound a search exceeds. */
 export function checkSearchLimits(params: Array<[string, string]>, limits: SearchLimits): void {
