@@ -450,32 +450,22 @@ async function unknownSystem(
   at: (c: CodingCheck, element: string) => string,
 ): Promise<CodingOutcome[]> {
   const vs = target.kind === 'valueSet' ? target : undefined;
-  if (await resolveValueSet(tc, system)) {
-    return checks.map((c) => ({
+  // `system` names something that is not a code system: every coding is refused for it.
+  const notACodeSystem = (id: string, text: string): CodingOutcome[] =>
+    checks.map((c) => ({
       member: false,
       code: c.input.code,
       system,
-      issues: [
-        { severity: 'error', code: 'invalid', type: 'invalid-data', id: 'Terminology_TX_System_ValueSet2', text: msg.systemIsValueSet(system), expression: at(c, 'system') },
-        ...(vs ? [notInVs(c)] : []),
-      ],
+      issues: [{ severity: 'error', code: 'invalid', type: 'invalid-data', id, text, expression: at(c, 'system') }, ...(vs ? [notInVs(c)] : [])],
     }));
-  }
+  if (await resolveValueSet(tc, system)) return notACodeSystem('Terminology_TX_System_ValueSet2', msg.systemIsValueSet(system));
   // A supplement is not a code system (docs/terminology.md#supplements-are-not-code-systems);
   // a value set that includes one draws on an unknown code system instead.
   const included = vs ? (await vs.evaluator.includedSystems()).includes(system) : false;
   const supplement = included ? undefined : await resolveSupplement(tc, system, version);
   if (supplement) {
     const canonical = supplement.version ? `${supplement.url}|${supplement.version}` : supplement.url;
-    return checks.map((c) => ({
-      member: false,
-      code: c.input.code,
-      system,
-      issues: [
-        { severity: 'error', code: 'invalid', type: 'invalid-data', id: 'CODESYSTEM_CS_NO_SUPPLEMENT', text: msg.systemIsSupplement(canonical), expression: at(c, 'system') },
-        ...(vs ? [notInVs(c)] : []),
-      ],
-    }));
+    return notACodeSystem('CODESYSTEM_CS_NO_SUPPLEMENT', msg.systemIsSupplement(canonical));
   }
   const known = version ? await codeSystemVersions(tc, system) : [];
   if (version && known.length > 0) {
