@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { generateSnomedLike, SNOMED_LIKE_URL, writeNdjson, type SnomedLike } from '../bench/snomed-like.js';
 import { projectRoot } from '../src/paths.js';
 import { drivers, startServer, type TestServer, sharedStorage } from './harness.js';
-import { latticeArgs } from './support/cli.js';
+import { killImportWhen, latticeArgs } from './support/cli.js';
 
 /**
  * Atomic imports (docs/terminology.md#atomic-imports), as a fault test: `lattice import` of a
@@ -64,15 +64,8 @@ for (const driver of drivers) {
         // Kill the import of version 2 once it has read half its file (progress is printed per
         // 2,000-concept batch, after the batch is written): past STAGED_ABOVE (5,000 of 12,000),
         // so its staged index exists and is being filled, with half the concepts still to come.
-        const child = spawn(process.execPath, latticeArgs('import', join(dir, 'v2.ndjson')), { cwd: projectRoot, env });
-        let stderr = '';
-        const killed = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
-        child.stdout.resume();
-        child.stderr.on('data', (chunk: Buffer) => {
-          stderr += String(chunk);
-          if (/\] ([5-9]\d)% [\d,]+\/[\d,]+ bytes/.test(stderr)) child.kill('SIGKILL');
-        });
-        assert.equal(await killed, 'SIGKILL', `the import ended before it could be killed:\n${stderr}`);
+        const killed = await killImportWhen([join(dir, 'v2.ndjson')], env, /\] ([5-9]\d)% [\d,]+\/[\d,]+ bytes/);
+        assert.equal(killed.signal, 'SIGKILL', `the import ended before it could be killed:\n${killed.stderr}`);
 
         server = await startServer(driver, { ...storage, env: NO_TIME_LIMIT });
         try {

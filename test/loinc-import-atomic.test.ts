@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { partCode, termCode, writeLoincLike } from '../bench/loinc-like.js';
 import { projectRoot } from '../src/paths.js';
 import { drivers, startServer, type TestServer, sharedStorage } from './harness.js';
-import { latticeArgs } from './support/cli.js';
+import { killImportWhen, latticeArgs } from './support/cli.js';
 
 /**
  * A killed LOINC import (docs/terminology.md#loinc, #atomic-imports): `lattice import --format
@@ -49,15 +49,8 @@ for (const driver of drivers) {
 
         // Version 9.2 of the same release: killed once its index is staged (the hierarchy is
         // being written), before the switch.
-        const child = spawn(process.execPath, latticeArgs('import', '--format', 'loinc', '--version', '9.2', release), { cwd: projectRoot, env });
-        let stderr = '';
-        const killed = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
-        child.stdout.resume();
-        child.stderr.on('data', (chunk: Buffer) => {
-          stderr += String(chunk);
-          if (/concepts\) hierarchy \[/.test(stderr)) child.kill('SIGKILL');
-        });
-        assert.equal(await killed, 'SIGKILL', `the import ended before it could be killed:\n${stderr}`);
+        const killed = await killImportWhen(['--format', 'loinc', '--version', '9.2', release], env, /concepts\) hierarchy \[/);
+        assert.equal(killed.signal, 'SIGKILL', `the import ended before it could be killed:\n${killed.stderr}`);
 
         server = await startServer(driver, { ...storage, env: NO_TIME_LIMIT });
         try {

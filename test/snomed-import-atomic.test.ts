@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +8,7 @@ import { generateSnomedLike } from '../bench/snomed-like.js';
 import { writeRf2, type Rf2Release } from '../bench/snomed-rf2.js';
 import { projectRoot } from '../src/paths.js';
 import { drivers, startServer, type TestServer, sharedStorage } from './harness.js';
-import { latticeArgs } from './support/cli.js';
+import { killImportWhen, latticeArgs } from './support/cli.js';
 
 /**
  * An RF2 import is atomic (docs/terminology.md#snomed-ct, #atomic-imports): `lattice import
@@ -61,15 +61,8 @@ for (const driver of drivers) {
         }
 
         // Killed once half the description file is read: the staged index exists and is being filled.
-        const child = spawn(process.execPath, latticeArgs('import', '--format', 'rf2', v2.folder), { cwd: projectRoot, env });
-        let stderr = '';
-        const killed = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
-        child.stdout.resume();
-        child.stderr.on('data', (chunk: Buffer) => {
-          stderr += String(chunk);
-          if (/sct2_Description\S* \[[#.]+\] ([5-9]\d)%/.test(stderr)) child.kill('SIGKILL');
-        });
-        assert.equal(await killed, 'SIGKILL', `the import ended before it could be killed:\n${stderr}`);
+        const killed = await killImportWhen(['--format', 'rf2', v2.folder], env, /sct2_Description\S* \[[#.]+\] ([5-9]\d)%/);
+        assert.equal(killed.signal, 'SIGKILL', `the import ended before it could be killed:\n${killed.stderr}`);
 
         const v2Uri = `http://snomed.info/sct/${v2.module}/version/20250131`;
         server = await startServer(driver, { ...storage, env: NO_TIME_LIMIT });

@@ -33,3 +33,21 @@ export function importAsync(args: string[], env: NodeJS.ProcessEnv = process.env
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+/**
+ * `lattice import <args>` as a real process, killed with SIGKILL as soon as its progress output
+ * (stderr) matches `when`; answers the signal it ended with (null when it ended by itself first)
+ * and what it printed.
+ */
+export async function killImportWhen(args: string[], env: NodeJS.ProcessEnv, when: RegExp): Promise<{ signal: NodeJS.Signals | null; stderr: string }> {
+  const child = spawn(process.execPath, latticeArgs('import', ...args), { cwd: projectRoot, env });
+  let stderr = '';
+  const ended = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+  child.stdout.resume();
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += String(chunk);
+    if (when.test(stderr)) child.kill('SIGKILL');
+  });
+  const signal = await ended;
+  return { signal, stderr };
+}
