@@ -1,11 +1,9 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { projectRoot } from '../src/paths.js';
 import { load, table, type LoadResult } from './http-load.js';
 import { RELEASE_SIZE, termCode, writeLoincLike, type LoincLikeSize } from './loinc-like.js';
-import { startBareProcess, startLatticeProcess } from './server-process.js';
+import { runLatticeImport, startBareProcess, startLatticeProcess } from './server-process.js';
 
 const ADMIN_PASSWORD = 'bench-password-123';
 const UNITS = ['mg/dL', 'mmol/L', 'kg', '10*3/uL', 'mL/min/{1.73_m2}', 'ug/L', '%', 'g/dL', 'U/L', 'mm[Hg]'];
@@ -25,31 +23,12 @@ export async function benchLoinc(): Promise<string> {
     const terms = Number(process.env.BENCH_LOINC_TERMS ?? RELEASE_SIZE.terms);
     const scale = terms / RELEASE_SIZE.terms;
     const size: LoincLikeSize = { ...RELEASE_SIZE, terms, parts: Math.round(RELEASE_SIZE.parts * scale), answerLists: Math.round(RELEASE_SIZE.answerLists * scale) };
-    let started = Date.now();
+    const started = Date.now();
     const release = writeLoincLike(dir, size, '2.99');
     const generated = (Date.now() - started) / 1000;
-    started = Date.now();
-    const child = spawn(process.execPath, [join(projectRoot, 'dist/lattice.js'), 'import', '--format', 'loinc', release], {
-      env: { ...process.env, LATTICE_DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'warn', LATTICE_ADMIN_PASSWORD: ADMIN_PASSWORD },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let peak = 0;
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += String(c)));
-    child.stderr.on('data', (c: Buffer) => (out += String(c)));
-    const timer = setInterval(() => {
-      try {
-        const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
-        if (m) peak = Math.max(peak, Number(m[1]) * 1024);
-      } catch {
-        // the process has ended
-      }
-    }, 200);
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-    clearInterval(timer);
-    const seconds = (Date.now() - started) / 1000;
-    if (code !== 0) throw new Error(`the import failed (${code}):\n${out.slice(-2000)}`);
-    const concepts = /ValueSets, (\d+) concepts/.exec(out)?.[1] ?? '?';
+    const imported = await runLatticeImport(['--format', 'loinc', release], { ...process.env, LATTICE_DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'warn', LATTICE_ADMIN_PASSWORD: ADMIN_PASSWORD });
+    const { seconds, peakRss: peak } = imported;
+    const concepts = /ValueSets, (\d+) concepts/.exec(imported.stdout)?.[1] ?? '?';
     const underLoad = await loadCases(join(dir, 'data'), size.terms, Number(process.env.BENCH_SECONDS ?? 10));
     return [
       `### LOINC import (PGlite)`,

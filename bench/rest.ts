@@ -1,28 +1,17 @@
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { validateResource } from '../src/fhir/validation/validate-resource.js';
 import { load, table, type LoadResult } from './http-load.js';
 import { benchPostgres } from './postgres.js';
-import { startBareProcess, startLatticeProcess } from './server-process.js';
+import { BENCH_ADMIN_ENV, runLatticeImport, startBareProcess, startLatticeProcess } from './server-process.js';
 import { patientResources, resourcesPerPatient, writeSyntheaNdjson, type SyntheaShape } from './synthea-like.js';
 
 /** The shape of the generated population (writeSyntheaNdjson's default). */
 const SHAPE: SyntheaShape = { patients: 0, encounters: 10, observations: 5 };
 import { benchToken } from './token.js';
 
-const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
-// A fixed public URL: the token's issuer stays valid across the server's restarts.
-const ADMIN_ENV = {
-  LATTICE_ADMIN_EMAIL: 'admin@example.com',
-  LATTICE_ADMIN_PASSWORD: 'admin-password-123',
-  LATTICE_BASE_TERMINOLOGY: 'lazy',
-  LATTICE_PUBLIC_URL: 'http://lattice.bench',
-  LOG_LEVEL: 'warn',
-};
 
 export interface RestOptions {
   seconds: number;
@@ -68,12 +57,12 @@ async function benchDriver(driver: 'pglite' | 'pg', file: string, generated: num
   const storage: Record<string, string> = postgres ? { DATABASE_URL: postgres.url } : { LATTICE_DATA_DIR: join(dir, `data-${driver}`), DATABASE_URL: '' };
   try {
     // The server creates the schema and the super admin, then the CLI imports on its own.
-    let server = await startLatticeProcess({ ...ADMIN_ENV, ...storage });
+    let server = await startLatticeProcess({ ...BENCH_ADMIN_ENV, ...storage });
     const token = await benchToken(server.url);
     await server.stop();
     console.error(`${driver}: importing ${generated} resources …`);
-    const imported = await runImport(file, { ...process.env, ...ADMIN_ENV, ...storage });
-    server = await startLatticeProcess({ ...ADMIN_ENV, ...storage });
+    const imported = await runLatticeImport([file], { ...process.env, ...BENCH_ADMIN_ENV, ...storage });
+    server = await startLatticeProcess({ ...BENCH_ADMIN_ENV, ...storage });
     try {
       const fhir = `${server.url}/fhir/R4`;
       const auth = { authorization: `Bearer ${token}` };
@@ -165,29 +154,6 @@ function withUrnReferences(resource: Record<string, unknown>): Record<string, un
     string,
     unknown
   >;
-}
-
-async function runImport(file: string, env: NodeJS.ProcessEnv): Promise<{ seconds: number; peakRss: number }> {
-  const started = performance.now();
-  const child = spawn(process.execPath, [MAIN, 'import', file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (c: Buffer) => (out += String(c)));
-  child.stderr.on('data', (c: Buffer) => (out += String(c)));
-  let peakRss = 0;
-  const timer = setInterval(() => (peakRss = Math.max(peakRss, peakRssOf(child.pid as number))), 100);
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  clearInterval(timer);
-  if (code !== 0) throw new Error(`lattice import failed (${code}):\n${out.slice(-2000)}`);
-  return { seconds: (performance.now() - started) / 1000, peakRss };
-}
-
-function peakRssOf(pid: number): number {
-  try {
-    const match = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
 }
 
 function validationMicros(): number {

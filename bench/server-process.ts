@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -89,4 +90,47 @@ function stopChild(child: ChildProcess): Promise<void> {
     child.once('exit', () => resolve());
     child.kill('SIGTERM');
   });
+}
+
+/**
+ * The environment of a benchmark's server and imports: the super admin the token is asked for,
+ * and a fixed public URL — it is the tokens' issuer; unset, it would be http://localhost:<port>
+ * and a restarted server (another free port) would refuse the first server's tokens.
+ */
+export const BENCH_ADMIN_ENV = {
+  LATTICE_ADMIN_EMAIL: 'admin@example.com',
+  LATTICE_ADMIN_PASSWORD: 'admin-password-123',
+  LATTICE_BASE_TERMINOLOGY: 'lazy',
+  LATTICE_PUBLIC_URL: 'http://lattice.bench',
+  LOG_LEVEL: 'warn',
+};
+
+/** A field of /proc/<pid>/status in bytes (`VmHWM`: peak RSS, `VmRSS`: RSS now); 0 once the process is gone. */
+export function procStatus(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  try {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * `lattice import <args>` (the compiled CLI) as its own process: wall time, peak RSS (VmHWM,
+ * polled every 100 ms) and its standard output; throws with the end of its output when it fails.
+ */
+export async function runLatticeImport(args: string[], env: NodeJS.ProcessEnv): Promise<{ seconds: number; peakRss: number; stdout: string }> {
+  const started = performance.now();
+  const main = fileURLToPath(new URL('../src/main.js', import.meta.url));
+  const child = spawn(process.execPath, [main, 'import', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += String(c)));
+  child.stderr.on('data', (c: Buffer) => (stderr = (stderr + String(c)).slice(-4000)));
+  let peakRss = 0;
+  const timer = setInterval(() => (peakRss = Math.max(peakRss, procStatus(child.pid as number, 'VmHWM'))), 100);
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  clearInterval(timer);
+  if (code !== 0) throw new Error(`lattice import ${args.join(' ')} failed (${code}):\n${(stdout + stderr).slice(-2000)}`);
+  return { seconds: (performance.now() - started) / 1000, peakRss, stdout };
 }

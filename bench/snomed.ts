@@ -1,12 +1,10 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, readdirSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { descendants, generateSnomedLike, prng, type SnomedLike } from './snomed-like.js';
 import { writeRf2, type Rf2Release } from './snomed-rf2.js';
-import { startBareProcess, startLatticeProcess } from './server-process.js';
+import { runLatticeImport, startBareProcess, startLatticeProcess } from './server-process.js';
 import { benchPostgres } from './postgres.js';
 
 /**
@@ -48,31 +46,7 @@ async function underLoad(url: string, requests: Req[]): Promise<{ rps: number; p
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
 }
 
-const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
 const ADMIN = { LATTICE_ADMIN_PASSWORD: 'bench-admin-password-1', LOG_LEVEL: 'warn', LATTICE_BASE_TERMINOLOGY: 'lazy', LATTICE_DB_STATEMENT_TIMEOUT: '0' };
-
-function vmHwm(pid: number): number {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
-  } catch {
-    return 0;
-  }
-}
-
-async function runImport(folder: string, env: NodeJS.ProcessEnv): Promise<{ seconds: number; peakRss: number }> {
-  const started = performance.now();
-  const child = spawn(process.execPath, [MAIN, 'import', '--format', 'rf2', folder], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (c: Buffer) => (out += String(c)));
-  child.stderr.on('data', (c: Buffer) => (out = (out + String(c)).slice(-4000)));
-  let peakRss = 0;
-  const timer = setInterval(() => (peakRss = Math.max(peakRss, vmHwm(child.pid as number))), 100);
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  clearInterval(timer);
-  if (code !== 0) throw new Error(`lattice import --format rf2 failed (${code}):\n${out}`);
-  return { seconds: (performance.now() - started) / 1000, peakRss };
-}
 
 function folderBytes(dir: string): number {
   let n = 0;
@@ -198,7 +172,7 @@ export async function benchSnomed(size: number): Promise<string> {
     ];
     const pgliteDir = join(dir, 'data');
     const env = { ...process.env, ...ADMIN, LATTICE_DATA_DIR: pgliteDir };
-    const imported = await runImport(release.folder, env);
+    const imported = await runLatticeImport(['--format', 'rf2', release.folder], env);
     rows.push(`| pglite | import (goal ≤ 3 min, ≤ 2 GiB) | ${imported.seconds.toFixed(0)} s, peak RSS ${(imported.peakRss / 2 ** 30).toFixed(2)} GiB, data folder ${(folderBytes(pgliteDir) / 2 ** 30).toFixed(2)} GiB |`);
     await measureServer({ LATTICE_DATA_DIR: pgliteDir }, model, release, rows, 'pglite');
     let postgres: Awaited<ReturnType<typeof benchPostgres>> | undefined;
@@ -206,7 +180,7 @@ export async function benchSnomed(size: number): Promise<string> {
       postgres = process.env.BENCH_SNOMED_PG === '0' ? undefined : await benchPostgres().catch(() => undefined);
       if (postgres) {
         const pgEnv = { ...process.env, ...ADMIN, DATABASE_URL: postgres.url };
-        const pg = await runImport(release.folder, pgEnv);
+        const pg = await runLatticeImport(['--format', 'rf2', release.folder], pgEnv);
         rows.push(`| pg | import (goal ≤ 3 min, ≤ 2 GiB) | ${pg.seconds.toFixed(0)} s, peak RSS ${(pg.peakRss / 2 ** 30).toFixed(2)} GiB, database ${((await postgres.size()) / 2 ** 30).toFixed(2)} GiB |`);
         await measureServer({ DATABASE_URL: postgres.url }, model, release, rows, 'pg');
       }

@@ -1,11 +1,9 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { benchPostgres } from './postgres.js';
-import { FatalError, startBareProcess, startLatticeProcess, type BenchProcess } from './server-process.js';
+import { BENCH_ADMIN_ENV, FatalError, procStatus, runLatticeImport, startBareProcess, startLatticeProcess, type BenchProcess } from './server-process.js';
 import { descendants, generateSnomedLike, isAncestorOrSelf, prng, SNOMED_LIKE_URL, VALUE_SET_BASE, writeNdjson, type SnomedLike } from './snomed-like.js';
 import { benchToken } from './token.js';
 
@@ -48,17 +46,6 @@ interface DriverResult {
   ops: Array<{ name: string; load: Load; checked: number }>;
 }
 
-const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
-// A fixed public URL: it is the tokens' issuer. Unset, it defaults to http://localhost:<port>, and
-// the restarted server (another free port) rejected the first server's token with 401 — why the
-// start → first `$lookup` step never answered.
-const ADMIN_ENV = {
-  LATTICE_ADMIN_EMAIL: 'admin@example.com',
-  LATTICE_ADMIN_PASSWORD: 'admin-password-123',
-  LATTICE_BASE_TERMINOLOGY: 'lazy',
-  LATTICE_PUBLIC_URL: 'http://lattice.bench',
-  LOG_LEVEL: 'warn',
-};
 
 export async function benchScale(options: ScaleOptions): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'lattice-bench-scale-'));
@@ -87,17 +74,17 @@ async function benchDriver(driver: 'pglite' | 'pg', model: SnomedLike, file: str
   const storage: Record<string, string> = postgres ? { DATABASE_URL: postgres.url } : { LATTICE_DATA_DIR: dataDir };
   try {
     // The server creates the schema and the super admin, then the CLI imports on its own.
-    let server = await startLatticeProcess({ ...ADMIN_ENV, ...storage });
+    let server = await startLatticeProcess({ ...BENCH_ADMIN_ENV, ...storage });
     const token = await benchToken(server.url);
     await server.stop();
     console.error(`${driver}: importing …`);
-    const imported = await runImport(file, { ...process.env, ...ADMIN_ENV, ...storage });
+    const imported = await runLatticeImport([file], { ...process.env, ...BENCH_ADMIN_ENV, ...storage });
     const dbBytes = postgres ? await postgres.size() : folderSize(dataDir);
 
     const auth = { authorization: `Bearer ${token}` };
     const lookupPath = (i: number) => `/fhir/R4/CodeSystem/$lookup?system=${encodeURIComponent(SNOMED_LIKE_URL)}&code=${model.codes[i]}`;
     const t0 = performance.now();
-    server = await startLatticeProcess({ ...ADMIN_ENV, ...storage }, async (url) => {
+    server = await startLatticeProcess({ ...BENCH_ADMIN_ENV, ...storage }, async (url) => {
       const res = await fetch(url + lookupPath(1), { headers: auth });
       if (res.status !== 200 && res.status !== 503) throw new FatalError(`first $lookup: ${res.status} ${(await res.text()).slice(0, 300)}`);
       return res.status === 200;
@@ -110,7 +97,7 @@ async function benchDriver(driver: 'pglite' | 'pg', model: SnomedLike, file: str
     console.error(`${driver}: first $lookup after ${firstLookupSeconds.toFixed(1)} s, index warm after ${warmSeconds?.toFixed(1) ?? 'never'} s`);
     try {
       const ops = await loadOperations(server, model, auth, options);
-      const serverRss = vmStatus(server.pid, 'VmRSS');
+      const serverRss = procStatus(server.pid, 'VmRSS');
       const bare = await startBareProcess(JSON.stringify(lookupLike(model)));
       let baseline: Load;
       try {
@@ -125,21 +112,6 @@ async function benchDriver(driver: 'pglite' | 'pg', model: SnomedLike, file: str
   } finally {
     await postgres?.stop();
   }
-}
-
-/** `lattice import <file>` as its own process: wall time and peak RSS (VmHWM, polled). */
-async function runImport(file: string, env: NodeJS.ProcessEnv): Promise<{ seconds: number; peakRss: number }> {
-  const started = performance.now();
-  const child = spawn(process.execPath, [MAIN, 'import', file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (c: Buffer) => (out += String(c)));
-  child.stderr.on('data', (c: Buffer) => (out += String(c)));
-  let peakRss = 0;
-  const timer = setInterval(() => (peakRss = Math.max(peakRss, vmStatus(child.pid as number, 'VmHWM'))), 100);
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  clearInterval(timer);
-  if (code !== 0) throw new Error(`lattice import failed (${code}):\n${out.slice(-2000)}`);
-  return { seconds: (performance.now() - started) / 1000, peakRss };
 }
 
 type Req = { method: 'GET' | 'POST'; path: string; body?: string; headers?: Record<string, string> };
@@ -279,15 +251,6 @@ function lookupLike(m: SnomedLike): unknown {
       { name: 'display', valueString: m.displays[1] },
     ],
   };
-}
-
-function vmStatus(pid: number, field: 'VmHWM' | 'VmRSS'): number {
-  try {
-    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
 }
 
 function folderSize(path: string): number {
