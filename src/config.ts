@@ -149,7 +149,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxIncludes: intOf(env.LATTICE_TX_MAX_INCLUDES, 5_000, 'LATTICE_TX_MAX_INCLUDES'),
       maxInlineConcepts: intOf(env.LATTICE_TX_MAX_INLINE_CONCEPTS, 25_000, 'LATTICE_TX_MAX_INLINE_CONCEPTS'),
       maxEclSteps: intOf(env.LATTICE_TX_ECL_MAX_STEPS, 20_000_000, 'LATTICE_TX_ECL_MAX_STEPS'),
-      maxUcumCharacters: intOf(env.LATTICE_TX_MAX_UCUM_CHARACTERS, 50_000, 'LATTICE_TX_MAX_UCUM_CHARACTERS'),
+      maxUcumCharacters: intOf(env.LATTICE_TX_MAX_UCUM_CHARACTERS, 20_000, 'LATTICE_TX_MAX_UCUM_CHARACTERS'),
     },
     txImportMaxLine: intOf(env.LATTICE_TX_IMPORT_MAX_LINE, 1_000_000, 'LATTICE_TX_IMPORT_MAX_LINE'),
     publicUrl: (env.LATTICE_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, ''),

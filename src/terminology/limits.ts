@@ -18,7 +18,7 @@ export const DEFAULT_TERMINOLOGY_LIMITS: TerminologyLimits = {
   maxIncludes: 5_000,
   maxInlineConcepts: 25_000,
   maxEclSteps: 20_000_000,
-  maxUcumCharacters: 50_000,
+  maxUcumCharacters: 20_000,
 };
 
 /** The configured bounds of a terminology environment. */
