@@ -1,5 +1,5 @@
 import { FhirError, issue } from '../../../fhir/outcome.js';
-import { checkUcum, type UcumCheck } from '../../../fhir/ucum.js';
+import { checkUcum, ucumBeyondBounds, type UcumCheck } from '../../../fhir/ucum.js';
 import { invalidValueSet } from '../filters.js';
 import { english, type FilterTest, type Registry } from './registry.js';
 
@@ -27,7 +27,8 @@ function checkedOrThrow(code: string): UcumCheck {
 
 export const ucumRegistry: Registry = {
   cost(code) {
-    return code.length;
+    // One past the bounds is refused before it is parsed: it costs nothing to speak of.
+    return ucumBeyondBounds(code) ? 1 : code.length;
   },
 
   find(code) {
