@@ -7,22 +7,23 @@ import type { TermContext } from '../../types.js';
  * The work one request asks a grammar for (docs/terminology.md#limits): each distinct code a
  * grammar checks costs what the registry says (UCUM: its length), counted once per request;
  * past `LATTICE_TX_MAX_UCUM_CHARACTERS` the request is 400 `too-costly`. The checks run on the
- * event loop, so a caller gives the loop back every SLICE of cost (`pace`).
+ * event loop, so a caller gives the loop back every SLICE_MS of them (`pace`).
  */
 
-const SLICE = 1_000;
+const SLICE_MS = 10;
 
 interface Spent {
   readonly seen: Set<string>;
   total: number;
-  sinceYield: number;
+  /** When the loop was last given back (performance.now()). */
+  yielded: number;
 }
 
 const spent = new WeakMap<TermContext, Spent>();
 
 function of(tc: TermContext): Spent {
   let s = spent.get(tc);
-  if (!s) spent.set(tc, (s = { seen: new Set(), total: 0, sinceYield: 0 }));
+  if (!s) spent.set(tc, (s = { seen: new Set(), total: 0, yielded: performance.now() }));
   return s;
 }
 
@@ -33,17 +34,16 @@ export function charge(tc: TermContext, system: string, code: string, cost: numb
   if (s.seen.has(key)) return;
   s.seen.add(key);
   s.total += cost;
-  s.sinceYield += cost;
   const limit = terminologyLimits(tc.env).maxUcumCharacters;
   if (s.total > limit) {
     throw new FhirError(400, [issue('too-costly', `Too many unit expressions to check in one request: more than ${limit} characters of ${system} codes (LATTICE_TX_MAX_UCUM_CHARACTERS)`)]);
   }
 }
 
-/** Gives the event loop back when the request's checks since the last time cost a slice. */
+/** Gives the event loop back when the request's checks have held it for a slice. */
 export async function pace(tc: TermContext): Promise<void> {
   const s = spent.get(tc);
-  if (!s || s.sinceYield < SLICE) return;
-  s.sinceYield = 0;
+  if (!s || performance.now() - s.yielded < SLICE_MS) return;
   await yieldToLoop();
+  s.yielded = performance.now();
 }
