@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -165,7 +165,6 @@ describe('RF2 release checks', () => {
         req.destroy();
         for (let i = 0; i < 400 && readdirSync(uploads).length > 0; i++) await delay(25);
         assert.deepEqual(readdirSync(uploads), [], 'the temporary folder of an abandoned upload is removed');
-        assert.ok(!existsSync(join(uploads, 'x')));
       });
     });
   }
