@@ -284,13 +284,12 @@ function codeSystemImport(): OperationDefinition {
 }
 
 /**
- * `$validate` (docs/rest.md#validate): the R4 definition without `profile` (validation is
- * against the base StructureDefinitions only, so a nominated profile could not be honoured).
+ * `$validate` (docs/rest.md#validate): the R4 definition. Validation is against the base
+ * StructureDefinitions only; a nominated `profile` other than the base one is answered with an
+ * error issue (the R4 text: a server that cannot validate against it SHALL return an error).
  */
 function resourceValidate(): OperationDefinition {
-  const def = standard('Resource-validate');
-  def.parameter = (def.parameter ?? []).filter((p) => p.name !== 'profile');
-  return def;
+  return standard('Resource-validate');
 }
 
 /**

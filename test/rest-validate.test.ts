@@ -115,6 +115,40 @@ for (const driver of drivers) {
       assert.equal((await server.fhir('GET', '/Patient/$validate')).status, 400);
     });
 
+    test('$validate never answers All OK for a profile it did not check or a parameter it does not know', async () => {
+      const patient = { resourceType: 'Patient', gender: 'male' };
+      const usCore = 'http://hl7.org/fhir/us-core/StructureDefinition/us-core-patient';
+      const withProfile = await server.fhir('POST', '/Patient/$validate', { body: { resourceType: 'Parameters', parameter: [{ name: 'resource', resource: patient }, { name: 'profile', valueUri: usCore }] } });
+      assert.equal(withProfile.status, 200, withProfile.text);
+      assert.deepEqual(withProfile.body.issue, [
+        { severity: 'error', code: 'not-supported', details: { text: `Profile '${usCore}' was not checked: this server does not know it and validates against the base R4 definitions only` } },
+      ]);
+      // A StructureDefinition the project holds (requiring birthDate) is not checked either: said so.
+      const sd = { resourceType: 'StructureDefinition', url: 'http://clinic.example/StructureDefinition/clinic-patient', name: 'ClinicPatient', status: 'active', kind: 'resource', abstract: false, type: 'Patient', baseDefinition: 'http://hl7.org/fhir/StructureDefinition/Patient', derivation: 'constraint', differential: { element: [{ id: 'Patient.birthDate', path: 'Patient.birthDate', min: 1 }] } };
+      assert.equal((await server.fhir('POST', '/StructureDefinition', { body: sd })).status, 201);
+      const heldPost = await server.fhir('POST', '/Patient/$validate', { body: { resourceType: 'Parameters', parameter: [{ name: 'resource', resource: patient }, { name: 'profile', valueUri: sd.url }] } });
+      assert.deepEqual(heldPost.body.issue, [
+        { severity: 'error', code: 'not-supported', details: { text: `Profile '${sd.url}' was not checked: the StructureDefinition is held, but this server validates against the base R4 definitions only` } },
+      ]);
+      // The base definition of the type is what is checked: no issue.
+      const base = await server.fhir('POST', '/Patient/$validate', { body: { resourceType: 'Parameters', parameter: [{ name: 'resource', resource: patient }, { name: 'profile', valueUri: 'http://hl7.org/fhir/StructureDefinition/Patient' }] } });
+      assert.equal(ooText(base.body), 'All OK');
+      // meta.profile is a claim the resource carries: a warning (a create would still succeed and store it unchecked).
+      const claimed = await server.fhir('POST', '/Patient/$validate', { body: { ...patient, meta: { profile: [usCore] } } });
+      assert.deepEqual(claimed.body.issue, [
+        { severity: 'warning', code: 'not-supported', details: { text: `Profile '${usCore}' was not checked: this server does not know it and validates against the base R4 definitions only` }, expression: ['Patient.meta.profile[0]'] },
+      ]);
+      // Unknown parameters, in a body or a query (not the general `_` ones), are errors, named.
+      const typo = await server.fhir('POST', '/Patient/$validate', { body: { resourceType: 'Parameters', parameter: [{ name: 'resource', resource: patient }, { name: 'mdoe', valueCode: 'create' }] } });
+      assert.deepEqual(typo.body.issue, [
+        { severity: 'error', code: 'not-supported', details: { text: "Unknown parameter 'mdoe': $validate takes resource, mode and profile; nothing was checked for it" } },
+      ]);
+      const created = (await server.fhir('POST', '/Patient', { body: patient })).body;
+      const query = await server.fhir('GET', `/Patient/${created.id}/$validate?mode=delete&strict=true&_format=json`);
+      assert.equal(query.status, 200, query.text);
+      assert.equal(ooText(query.body), "Unknown parameter 'strict': $validate takes resource, mode and profile; nothing was checked for it");
+    });
+
     test('$validate modes create, update and delete at instance level', async () => {
       const created = (await server.fhir('POST', '/Patient', { body: { resourceType: 'Patient', gender: 'male' } })).body;
       const asCreate = await server.fhir('POST', '/Patient/$validate', { body: { resourceType: 'Parameters', parameter: [{ name: 'mode', valueCode: 'create' }, { name: 'resource', resource: { resourceType: 'Patient', id: 'anything' } }] } });

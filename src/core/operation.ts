@@ -52,7 +52,17 @@ export interface Operation {
    * (docs/operations.md#post): clients call `$everything` so.
    */
   emptyPost?: boolean;
+  /**
+   * The handler is told which supplied inputs the definition does not declare (names of
+   * Parameters entries, or of query parameters other than the `_`-prefixed general ones), as a
+   * string array under `input[UNDECLARED_INPUTS]`, instead of their being silently dropped:
+   * `$validate` reports them rather than answering `All OK` for what it did not check.
+   */
+  reportUndeclared?: boolean;
 }
+
+/** The input key under which a `reportUndeclared` operation receives the undeclared input names. */
+export const UNDECLARED_INPUTS = '#undeclared';
 
 /** Where a `$code` request points: `[base]/$code`, `[base]/Type/$code` or `[base]/Type/id/$code`. */
 export interface OperationCall {

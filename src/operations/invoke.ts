@@ -1,8 +1,8 @@
 import { internalError, methodNotAllowed } from '../fhir/outcome.js';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import { OutputViolation, formatOutput } from './format-output.js';
-import type { Operation, OperationTarget, OperationValues } from '../core/operation.js';
-import { paramsOf } from './params.js';
+import { UNDECLARED_INPUTS, type Operation, type OperationTarget, type OperationValues } from '../core/operation.js';
+import { paramsByName, paramsOf } from './params.js';
 import { inputFromParameters } from './parameters-input.js';
 import { buildInput } from './parse-input.js';
 import { parseQueryInput } from './query-input.js';
@@ -34,6 +34,7 @@ export async function invokeOperation(req: FhirRequest, operation: Operation, ta
     const allowed = definition.affectsState === true ? ['POST'] : ['GET', 'HEAD', 'POST'];
     throw methodNotAllowed(req.method, allowed, `Operation $${definition.code} cannot be invoked with ${req.method}`);
   }
+  if (operation.reportUndeclared === true) input[UNDECLARED_INPUTS] = undeclaredNames(operation, fromQuery ? req.query : [], fromQuery ? undefined : req.body);
   const output: unknown = await operation.handler(req.ctx, input, target);
   try {
     return { status: 200, body: formatOutput(definition, output) };
@@ -42,4 +43,14 @@ export async function invokeOperation(req: FhirRequest, operation: Operation, ta
     req.ctx.log.error({ err, operation: definition.id, target }, `Operation $${definition.code} returned output that violates its definition`);
     throw internalError();
   }
+}
+
+/** Names of supplied inputs the definition does not declare (Operation.reportUndeclared), once each, in order. */
+function undeclaredNames(operation: Operation, query: Array<[string, string]>, body: unknown): string[] {
+  const declared = paramsByName(paramsOf(operation.definition.parameter, 'in'));
+  const names = query.filter(([name]) => !name.startsWith('_')).map(([name]) => name);
+  if (isObject(body) && body.resourceType === 'Parameters' && Array.isArray(body.parameter)) {
+    for (const entry of body.parameter as unknown[]) if (isObject(entry) && typeof entry.name === 'string') names.push(entry.name);
+  }
+  return [...new Set(names.filter((name) => !declared.has(name)))];
 }
