@@ -142,9 +142,9 @@ for (const driver of drivers) {
       assert.equal(tooMany.status, 413);
       assert.equal(tooMany.body.issue[0].code, 'too-costly');
       assert.equal(ooText(tooMany.body), 'Bundle has 21 entries; at most 20 are allowed');
-      const get405 = await server.fhir('GET', '', { token: project.adminToken });
-      assert.equal(get405.status, 405);
-      assert.equal(ooText(get405.body), 'Method GET not allowed (allowed: POST)');
+      const put405 = await server.fhir('PUT', '', { token: project.adminToken, body: { resourceType: 'Bundle', type: 'batch' } });
+      assert.equal(put405.status, 405);
+      assert.equal(ooText(put405.body), 'Method PUT not allowed (allowed: GET, HEAD, POST)');
     });
 
     test('batch: entries run independently, each failure is its own OperationOutcome', async () => {

@@ -176,7 +176,7 @@ for (const driver of drivers) {
         assert.equal((await server.fhir('DELETE', `/${type}/${id}`)).status, 200);
       }
       const system = cs.rest?.[0]?.interaction?.map((i) => i.code);
-      assert.deepEqual(system, ['transaction', 'batch', 'history-system']);
+      assert.deepEqual(system, ['transaction', 'batch', 'search-system', 'history-system']);
       assert.equal((await server.fhir('GET', '/_history?_count=1')).status, 200);
     });
 

@@ -58,7 +58,7 @@ for (const driver of drivers) {
       assert.equal(patient.conditionalCreate, true);
       assert.equal(patient.conditionalUpdate, true);
       assert.equal(patient.conditionalDelete, 'single');
-      assert.deepEqual(cs.rest[0].interaction.map((i: { code: string }) => i.code), ['transaction', 'batch', 'history-system']);
+      assert.deepEqual(cs.rest[0].interaction.map((i: { code: string }) => i.code), ['transaction', 'batch', 'search-system', 'history-system']);
     });
   });
 }

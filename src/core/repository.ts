@@ -29,9 +29,13 @@ export const MAX_SEARCH_COUNT = 1000;
 export interface SearchQuery {
   /**
    * The type searched, or `*` = every type of `compartment` (then only `_id`, `_lastUpdated` and
-   * the result parameters are accepted, and `_sort` only by those two).
+   * the result parameters are accepted, and `_sort` only by those two), or, without a
+   * compartment, the `types` of a system search (`GET [base]?_type=A,B`: a parameter must be
+   * defined for each of them; `_sort` only by `_id`/`_lastUpdated`).
    */
   resourceType: string;
+  /** The resource types of a system search (`resourceType` `*` without `compartment`). */
+  types?: string[];
   /** Query pairs as given, e.g. [['name:exact','Eve'], ['_count','10']]; `_format`/`_pretty` removed. */
   params: Array<[string, string]>;
   /**
@@ -87,11 +91,15 @@ export interface ResourceRepository {
    * `ifMatch` is the expected current version id (412 when stale).
    */
   delete(resourceType: string, id: string, options?: { ifMatch?: string }): Promise<boolean>;
-  /** History of one resource (`id` given), of a type, or of everything visible (`resourceType` undefined), newest first. */
+  /**
+   * History of one resource (`id` given), of a type, or of everything visible (`resourceType`
+   * undefined), newest first. Type and system history leave out shared content (no project: the
+   * base terminologies) unless `shared` is true (docs/rest.md#history).
+   */
   history(
     resourceType: string | undefined,
     id: string | undefined,
-    page: { count: number; offset: number; since?: string },
+    page: { count: number; offset: number; since?: string; shared?: boolean },
   ): Promise<{ entries: HistoryEntry[]; total: number }>;
   /** Searches resources of one type within the caller's scope. */
   search(query: SearchQuery): Promise<SearchResult>;

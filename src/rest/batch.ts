@@ -183,7 +183,12 @@ function parseEntry(raw: unknown, index: number, base: string, transaction: bool
     type: segments[0],
     fullUrl,
     resource: resource as JsonObject | undefined,
-    headers: { 'if-match': header('ifMatch'), 'if-none-exist': header('ifNoneExist') },
+    headers: {
+      'if-match': header('ifMatch'),
+      'if-none-exist': header('ifNoneExist'),
+      'if-none-match': header('ifNoneMatch'),
+      'if-modified-since': header('ifModifiedSince'),
+    },
   };
 }
 

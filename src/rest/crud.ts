@@ -1,6 +1,6 @@
 import type { Resource } from '@medplum/fhirtypes';
 import { badRequest, conflict, informational, FhirError, issue, preconditionFailed } from '../fhir/outcome.js';
-import { parseIfMatch, versionHeaders } from './headers.js';
+import { notModified, parseIfMatch, versionHeaders } from './headers.js';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import type { UpdateResult } from '../core/repository.js';
 import type { ResourceValidator } from '../core/validation.js';
@@ -63,6 +63,7 @@ export async function conditionalDelete(req: FhirRequest, type: string): Promise
 export async function readResource(req: FhirRequest, type: string, id: string): Promise<FhirResult> {
   const shape = readShaper(req.query);
   const resource = await req.ctx.repo.read(type, id);
+  if (notModified(resource, req.headers)) return { status: 304, headers: versionHeaders(resource) };
   return { status: 200, body: shape(resource), headers: versionHeaders(resource) };
 }
 
@@ -70,6 +71,7 @@ export async function readResource(req: FhirRequest, type: string, id: string): 
 export async function readVersion(req: FhirRequest, type: string, id: string, vid: string): Promise<FhirResult> {
   const shape = readShaper(req.query);
   const resource = await req.ctx.repo.readVersion(type, id, vid);
+  if (notModified(resource, req.headers)) return { status: 304, headers: versionHeaders(resource) };
   return { status: 200, body: shape(resource), headers: versionHeaders(resource) };
 }
 

@@ -11,6 +11,28 @@ export function versionHeaders(resource: Resource, fhirBaseUrl?: string): Record
 }
 
 /**
+ * A conditional read (docs/rest.md#conditional-read): true when the client's copy is current, so
+ * the answer is 304 without a body. `If-None-Match` (a list of entity tags, weak comparison, or
+ * `*`) decides when present; otherwise `If-Modified-Since` does (the version was last updated
+ * no later than that second). An unparsable date is ignored (RFC 9110 §13.1.3).
+ */
+export function notModified(resource: Resource, headers: Record<string, string | undefined>): boolean {
+  const vid = resource.meta?.versionId;
+  const noneMatch = headers['if-none-match']?.trim();
+  if (noneMatch) {
+    if (noneMatch === '*') return true;
+    if (vid === undefined) return false;
+    return noneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === `"${vid}"`);
+  }
+  const since = headers['if-modified-since']?.trim();
+  const updated = resource.meta?.lastUpdated;
+  if (!since || !updated) return false;
+  const sinceMs = Date.parse(since);
+  if (Number.isNaN(sinceMs)) return false;
+  return Math.floor(Date.parse(updated) / 1000) * 1000 <= sinceMs;
+}
+
+/**
  * Parses `If-Match: W/"3"` (or `"3"`, `3`, `*`) into the version id it names. A value of any
  * other shape (unbalanced quotes, a list) is returned as is: it names no version, so the
  * update fails with 412 like any other mismatch (FHIR R4 http.html#concurrency).

@@ -8,7 +8,8 @@ export async function historyInteraction(req: FhirRequest, type: string | undefi
   const count = intParam(req.query, '_count', 20, 1000);
   const offset = intParam(req.query, '_offset', 0, Number.MAX_SAFE_INTEGER);
   const since = sinceParam(req.query);
-  const { entries, total } = await req.ctx.repo.history(type, id, { count, offset, since });
+  const shared = id === undefined ? sharedParam(req.query) : undefined;
+  const { entries, total } = await req.ctx.repo.history(type, id, { count, offset, since, shared });
   const base = req.ctx.fhirBaseUrl;
   const url = type === undefined ? `${base}/_history` : id ? `${base}/${type}/${id}/_history` : `${base}/${type}/_history`;
   return {
@@ -37,4 +38,15 @@ function sinceParam(query: Array<[string, string]>): string | undefined {
   const low = parseDateRange(raw)?.low;
   if (!low) throw badRequest(`Invalid value '${raw}' for _since`);
   return low;
+}
+
+/**
+ * `shared=true` adds the shared content (the R4 base terminologies, other content without a
+ * project) to type and system history, which otherwise list the caller's project only.
+ */
+function sharedParam(query: Array<[string, string]>): boolean {
+  const raw = [...query].reverse().find(([k]) => k === 'shared')?.[1];
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  throw badRequest(`Invalid value '${raw}' for shared: expected true or false`);
 }

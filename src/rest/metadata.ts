@@ -53,6 +53,7 @@ export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDi
     updateCreate: true,
     conditionalCreate: true,
     conditionalUpdate: true,
+    conditionalRead: 'full-support',
     conditionalDelete: 'single',
     searchInclude: ['*', ...search.includes(type)],
     searchRevInclude: search.revIncludes(type),
@@ -108,7 +109,7 @@ export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDi
           ],
         },
         resource: resources,
-        interaction: [{ code: 'transaction' }, { code: 'batch' }, { code: 'history-system' }],
+        interaction: [{ code: 'transaction' }, { code: 'batch' }, { code: 'search-system' }, { code: 'history-system' }],
         // Compartment search (docs/rest.md#compartment-search).
         compartment: search.compartments(),
         operation: operations.filter((op) => op.system).map((op) => ({ name: op.name, definition: op.definition })),

@@ -54,7 +54,7 @@ export function checkRoute(route: FhirRoute): void {
 function classify(segments: string[]): RouteTarget {
   const [first, second, third] = segments;
   const interaction = (...allowed: string[]): RouteTarget => ({ kind: 'interaction', allowed });
-  if (first === undefined) return interaction('POST'); // batch / transaction
+  if (first === undefined) return interaction('GET', 'HEAD', 'POST'); // system search; batch / transaction
   if (first === 'metadata' || first === '_history') return segments.length === 1 ? interaction('GET', 'HEAD') : { kind: 'nothing' };
   if (first.startsWith('$')) return segments.length === 1 ? { kind: 'operation' } : { kind: 'nothing' };
   if (!isResourceType(first)) return { kind: 'unknown-type', type: first };

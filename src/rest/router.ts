@@ -11,7 +11,7 @@ import { historyInteraction } from './history.js';
 import { patchInteraction } from './patch.js';
 import { metadataInteraction, type TerminologyCapabilitiesSource } from './metadata.js';
 import { checkRoute, type FhirRoute } from './route.js';
-import { compartmentSearchInteraction, searchInteraction } from './search.js';
+import { compartmentSearchInteraction, searchInteraction, systemSearchInteraction } from './search.js';
 
 /** A FHIR REST endpoint: a request and its route (route.ts, classified where the request was built) in, result out. */
 export type FhirRouter = (req: FhirRequest, route: FhirRoute) => Promise<FhirResult>;
@@ -48,6 +48,7 @@ async function routeFhirRequest(req: FhirRequest, route: FhirRoute, operations: 
   const [first, second, third, fourth] = segments;
   checkRoute(route); // from here on the path has one of the shapes route.ts accepts
 
+  if (segments.length === 0 && method === 'GET') return systemSearchInteraction(req);
   if (segments.length === 0) {
     // Bundle entries run through this router again, with the validator the Bundle chooses.
     const routeWith = (validator: ResourceValidator): FhirRouter => (entry, entryRoute) => routeFhirRequest(entry, entryRoute, operations, { ...options, validator });

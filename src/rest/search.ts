@@ -24,6 +24,18 @@ export async function searchInteraction(req: FhirRequest, type: string): Promise
 }
 
 /**
+ * GET [base]?_type=A,B&… (docs/rest.md#system-search): one searchset over the listed types, with
+ * the parameters they have in common. Without `_type` → 400 (a search of every type is not offered).
+ */
+export async function systemSearchInteraction(req: FhirRequest): Promise<FhirResult> {
+  const types = [...new Set(req.query.filter(([k]) => k === '_type').flatMap(([, v]) => v.split(',').map((t) => t.trim()).filter(Boolean)))];
+  if (types.length === 0) throw badRequest('A system search needs _type: GET [base]?_type=<Type>,<Type>&… (a search of every resource type is not supported)', '_type');
+  for (const t of types) if (!isResourceType(t)) throw badRequest(`Invalid value '${t}' for _type: not a resource type`, '_type');
+  const params = req.query.filter(([k]) => k !== '_type');
+  return { status: 200, body: await searchBundle(req.ctx, { resourceType: '*', types, params }, req.ctx.fhirBaseUrl, req.query) };
+}
+
+/**
  * GET [base]/<Compartment>/<id>/<Type> and [base]/<Compartment>/<id>/* for the five R4
  * compartments (docs/rest.md#compartment-search): the search of `<Type>` (or of every type of
  * the compartment, optionally narrowed by `_type`) restricted to the compartment. The

@@ -361,7 +361,7 @@ export class Repository implements SystemRepository {
   async history(
     resourceType: string | undefined,
     id: string | undefined,
-    page: { count: number; offset: number; since?: string },
+    page: { count: number; offset: number; since?: string; shared?: boolean },
   ): Promise<{ entries: HistoryEntry[]; total: number }> {
     // Instance history is a read of the resource; type and system history search (docs/auth.md#scopes).
     const interaction: Interaction = id !== undefined ? 'r' : 's';
@@ -385,6 +385,7 @@ export class Repository implements SystemRepository {
       page.since ? 'h.last_updated >= $3::timestamptz' : '$3::text IS NULL',
       vis.sql,
     ];
+    if (id === undefined && page.shared !== true) clauses.push('h.project_id IS NOT NULL');
     // A version is shown when the resource's current index passes the access rights: history
     // follows what the caller may see of the resource now.
     const access = accessSql(p, this.scope, 'h', interaction, resourceType);
@@ -414,6 +415,7 @@ export class Repository implements SystemRepository {
   /** Searches resources of one type within the caller's scope. */
   async search(query: SearchQuery): Promise<SearchResult> {
     if (query.resourceType !== '*') this.scope.checkAccess(query.resourceType, 's');
+    for (const type of query.compartment ? [] : (query.types ?? [])) this.scope.checkAccess(type, 's');
     const result = await this.searchIndex.search(this.db, this.scope, query, this);
     return { ...result, resources: result.resources.map((r) => this.redact(r)) };
   }

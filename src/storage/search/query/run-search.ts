@@ -11,15 +11,19 @@ import { DEFAULT_SEARCH_LIMITS, checkSearchLimits, type SearchLimits } from './l
 import { SqlParams } from './sql-params.js';
 import { accessSql } from './access.js';
 import { compartmentSql, compartmentTypes } from './compartment.js';
-import { badRequest } from '../../../fhir/outcome.js';
+import { FhirError, badRequest } from '../../../fhir/outcome.js';
 import { COLUMN_PARAMETERS } from '../parameters.js';
 
 /** `SearchQuery.resourceType` for "every type of the compartment". */
 const ANY_TYPE = '*';
 
-/** The types a search covers: its type, or for `*` the compartment's types (narrowed by `types`). */
+/**
+ * The types a search covers: its type, for `*` the compartment's types (narrowed by `types`),
+ * or the `types` of a system search.
+ */
 function searchedTypes(query: SearchQuery): string[] {
   if (query.resourceType !== ANY_TYPE) return [query.resourceType];
+  if (!query.compartment && query.types !== undefined && query.types.length > 0) return query.types;
   if (!query.compartment) throw badRequest('A search of every resource type needs a compartment');
   const all = compartmentTypes(query.compartment.resourceType);
   const wanted = query.compartment.types;
@@ -48,14 +52,21 @@ export async function runSearch(
 
   const p = new SqlParams(scope, accessSql);
   // The terminology modifiers are answered first (asynchronously), then read by the builder.
-  const criteria = type === ANY_TYPE ? [] : termCriteria(type, query.params.filter(([name]) => !CONTROL_PARAMETERS.has(splitModifier(name)[0])));
-  if (criteria.length > 0) p.terms = await resolveTermCriteria(q, criteria, limits.maxCodes, engines.terminology, engines.repo);
   const types = searchedTypes(query);
+  const system = type === ANY_TYPE && !query.compartment; // GET [base]?_type=A,B
+  const filters = query.params.filter(([name]) => !CONTROL_PARAMETERS.has(splitModifier(name)[0]));
+  const criteria = type !== ANY_TYPE ? termCriteria(type, filters) : system ? types.flatMap((t) => termCriteria(t, filters)) : [];
+  if (criteria.length > 0) p.terms = await resolveTermCriteria(q, criteria, limits.maxCodes, engines.terminology, engines.repo);
   const typeSql = types.length === 1 ? `r.resource_type = ${p.add(types[0])}` : `r.resource_type = ANY(${p.add(types)}::text[])`;
   const where = [typeSql, 'NOT r.deleted', 'r.version_id > 0', p.visibility('r', 's', types.length === 1 ? types[0] : undefined)];
   if (query.compartment) where.push(compartmentSql(p, 'r', types, query.compartment));
   for (const [name, value] of query.params) {
     if (CONTROL_PARAMETERS.has(splitModifier(name)[0])) continue;
+    if (system && !COLUMN_PARAMETERS.has(splitModifier(name)[0])) {
+      const sql = acrossTypesSql(p, types, name, value);
+      if (sql !== undefined) where.push(sql);
+      continue;
+    }
     if (type === ANY_TYPE && !COLUMN_PARAMETERS.has(splitModifier(name)[0])) {
       throw badRequest(`Search parameter ${splitModifier(name)[0]} is not supported across resource types`);
     }
@@ -110,6 +121,28 @@ export async function runSearch(
     offset: controls.offset,
     modes: [...matches.map(() => 'match' as const), ...included.map(() => 'include' as const)],
   };
+}
+
+/**
+ * One parameter of a system search (`_type=A,B`): each type's own condition, for rows of that
+ * type. A parameter one of the types does not define (or support) → 400 naming the type, so
+ * only the parameters common to the types can be used (R4 search.html#all).
+ */
+function acrossTypesSql(p: SqlParams, types: string[], name: string, value: string): string | undefined {
+  const branches: string[] = [];
+  for (const type of types) {
+    let sql: string | undefined;
+    try {
+      sql = filterSql(p, { alias: 'r', type }, name, value);
+    } catch (err) {
+      if (!(err instanceof FhirError) || err.status !== 400) throw err;
+      const why = err.outcome.issue?.[0]?.details?.text ?? 'not supported';
+      throw badRequest(`Search parameter ${name.split(/[.:]/)[0]} cannot be used across the types of _type: for ${type}: ${why}`);
+    }
+    if (sql === undefined) return undefined;
+    branches.push(`(r.resource_type = ${p.add(type)} AND ${sql})`);
+  }
+  return `(${branches.join(' OR ')})`;
 }
 
 /**
