@@ -203,7 +203,7 @@ for (const driver of drivers) {
       assert.equal(stored.body.subject.reference, `Patient/${patient.body.id}`);
       assert.equal(none.response.status, '400 Bad Request');
       assert.equal(ooText(none.response.outcome), `conditional reference 'Patient?identifier=${system}|nobody-${id}' matches no resource`);
-      assert.equal(several.response.status, '400 Bad Request');
+      assert.equal(several.response.status, '412 Precondition Failed');
       assert.equal(ooText(several.response.outcome), `conditional reference 'Patient?identifier=${system}|${twin}' matches several resources`);
     });
 

@@ -9,6 +9,7 @@ import { resourceTypesIn } from '../fhir/validation/bindings.js';
 import { FhirError, badRequest, internalError, preconditionFailed } from '../fhir/outcome.js';
 import { conditionalMatches, conditionalQuery, ifNoneExistParams } from './conditional.js';
 import { createResource } from './crud.js';
+import { resolveConditionalReference, resolveConditionalReferences } from './conditional-references.js';
 import { versionHeaders } from './headers.js';
 import { fhirRoute, type FhirRoute } from './route.js';
 
@@ -74,7 +75,7 @@ export async function bundleInteraction(
         // Conditional references are resolved as in a transaction (FHIR R4 allows it in a
         // batch); `urn:uuid:`s are not: batch entries do not depend on each other.
         if (entry.resource && (entry.method === 'POST' || entry.method === 'PUT')) {
-          entry.resource = (await resolveConditionalReferences(req.ctx.repo, entry.resource)) as JsonObject;
+          entry.resource = await resolveConditionalReferences(req.ctx.repo, entry.resource);
         }
         entries.push(responseEntry(await routeWith(validator)(entryRequest(req, entry, req.ctx.repo), entry.route)));
       } catch (err) {
@@ -278,40 +279,17 @@ async function resolveReferences(repo: ResourceRepository, value: unknown, ids: 
   return out;
 }
 
-/** A batch entry's resource with its conditional references (`Type?search`) replaced by their single match. */
-async function resolveConditionalReferences(repo: ResourceRepository, value: unknown): Promise<unknown> {
-  if (Array.isArray(value)) return sequentially(value, (v) => resolveConditionalReferences(repo, v));
-  if (!isObject(value)) return value;
-  const out: JsonObject = {};
-  for (const [key, v] of Object.entries(value)) {
-    if (key === 'reference' && typeof v === 'string' && CONDITIONAL_REFERENCE.test(v)) out[key] = await resolveReference(repo, v, new Map());
-    else out[key] = await resolveConditionalReferences(repo, v);
-  }
-  return out;
-}
-
 async function sequentially<T>(items: unknown[], fn: (item: unknown) => Promise<T>): Promise<T[]> {
   const out: T[] = [];
   for (const item of items) out.push(await fn(item));
   return out;
 }
 
-/** `Type?search`: a conditional reference (FHIR R4 http.html#trules). */
-const CONDITIONAL_REFERENCE = /^([A-Z][A-Za-z]+)\?(.+)$/;
-
 async function resolveReference(repo: ResourceRepository, reference: string, ids: Map<string, string>): Promise<string> {
   const mapped = ids.get(reference);
   if (mapped) return mapped;
   if (reference.startsWith('urn:uuid:') || reference.startsWith('urn:oid:')) throw badRequest(`unknown reference '${reference}': no entry has this fullUrl`);
-  const conditional = CONDITIONAL_REFERENCE.exec(reference);
-  if (!conditional) return reference;
-  const [, type, search] = conditional;
-  const query = conditionalQuery(type, [...new URLSearchParams(search)], `Conditional reference '${reference}'`);
-  const result = await repo.search({ resourceType: type, params: [...query.params, ['_count', '2']] });
-  if (result.resources.length !== 1) {
-    throw badRequest(`conditional reference '${reference}' matches ${result.resources.length === 0 ? 'no resource' : 'several resources'}`);
-  }
-  return `${type}/${result.resources[0].id}`;
+  return resolveConditionalReference(repo, reference);
 }
 
 /** A transaction/batch response entry from an interaction's result. */

@@ -6,6 +6,7 @@ import type { UpdateResult } from '../core/repository.js';
 import type { ResourceValidator } from '../core/validation.js';
 import { conditionalQuery, ifNoneExistParams, singleMatch } from './conditional.js';
 import { readShaper } from './search.js';
+import { resolveConditionalReferences } from './conditional-references.js';
 
 /**
  * POST [base]/Type → 201 with Location/ETag. A client-supplied id is ignored, even one that is
@@ -108,7 +109,8 @@ async function checkedBody(req: FhirRequest, type: string, validator: ResourceVa
   }
   const problems = await validator.validate(resource);
   if (problems.length > 0) throw new FhirError(400, problems);
-  return resource as unknown as Resource;
+  // Conditional references are resolved here as in a transaction, never stored as text.
+  return resolveConditionalReferences(req.ctx.repo, resource as unknown as Resource);
 }
 
 /** Answer of a create/update/patch, honouring `Prefer: return=…`. */

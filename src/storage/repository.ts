@@ -11,6 +11,7 @@ import type { SearchIndex } from './search/search-index.js';
 import type { IndexRows } from './search/index-rows.js';
 import { announceChange, changeAnnouncement, changeAnnouncements } from './change-feed.js';
 import { RowCache } from './row-cache.js';
+import { checkNotReferenced, checkReferencesExist } from './reference-integrity.js';
 import { resourceTable, scopeFor } from './scope.js';
 import { stableStringify } from './stable-stringify.js';
 import { accessSql, rowIndependent, rowPasses } from './search/query/access.js';
@@ -175,6 +176,7 @@ export class Repository implements SystemRepository {
     this.scope.checkCreate(candidate.resourceType);
     this.scope.checkAccess(candidate.resourceType, 'c');
     await this.runBeforeWrite(candidate, undefined);
+    await this.checkReferences(candidate, this.scope.ownerOfNew(candidate.resourceType, candidate.id, candidate.meta?.project));
     // In a transaction that batches its creates, a create no hook sees is held back and written
     // with the others in one statement (before the transaction's next statement or its commit).
     const batch = this.joined && this.tx ? heldCreates.get(this.tx) : undefined;
@@ -277,6 +279,7 @@ export class Repository implements SystemRepository {
     const before = await this.visibleRow(this.db, resourceType, id, true);
     const current = before && !before.deleted ? (JSON.parse(before.content) as Resource) : undefined;
     await this.runBeforeWrite(resource, current);
+    await this.checkReferences(resource, before && !before.deleted ? (before.project_id ?? undefined) : this.scope.ownerOfNew(resourceType, id, resource.meta?.project));
     // Identical to the version just read: nothing to write, so no transaction and no row lock (a
     // PUT of unchanged content, every start's re-publication of definitions). Linearizable: the
     // no-op takes effect at that read; a concurrent writer's version simply comes after it.
@@ -337,6 +340,7 @@ export class Repository implements SystemRepository {
       if (options.ifMatch !== undefined && (row.deleted || !matchesVersion(options.ifMatch, row))) throw preconditionFailed();
       if (row.deleted) return false;
       this.scope.checkDelete(scopedRow(row));
+      await checkNotReferenced(tx, resourceType, id, row.project_id);
       const previous = JSON.parse(row.content) as Resource;
       for (const hook of this.hooks.for(resourceType)) await hook.beforeDelete?.(previous, this.auth, tx);
       const version = row.version_id + 1;
@@ -445,6 +449,13 @@ export class Repository implements SystemRepository {
     if (!this.joined) throw new Error('lockedSearch needs a transaction (ResourceRepository.transaction)');
     await this.db.query('SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtext($1))', [searchLockKey(query)]);
     return this.search(query);
+  }
+
+  /** docs/rest.md#referential-integrity: the creates this transaction still holds count as written. */
+  private async checkReferences(resource: Resource, projectId: string | undefined): Promise<void> {
+    const held = this.joined && this.tx ? heldCreates.get(this.tx) : undefined;
+    const pending = new Set((held?.items ?? []).map((i) => `${i.resource.resourceType}/${i.resource.id}`));
+    await checkReferencesExist(this.db, resource, projectId, pending);
   }
 
   private async runBeforeWrite(resource: Resource, previous: Resource | undefined): Promise<void> {
