@@ -135,7 +135,7 @@ for (const driver of drivers) {
       });
 
       test('$lookup of an invalid expression → 404', async () => {
-        expectOO(await lookup(UCUM, 'kgXX'), 404, 'not-found', 'Not found');
+        expectOO(await lookup(UCUM, 'kgXX'), 404, 'not-found', `Unknown code 'kgXX' in the CodeSystem '${UCUM}' version '2.2'`);
       });
 
       test('$validate-code: a valid expression, and the reason of an invalid one as an informational issue', async () => {

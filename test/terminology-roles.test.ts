@@ -176,7 +176,7 @@ for (const driver of drivers) {
 
         const missing = await get(`/CodeSystem/$lookup?system=${encodeURIComponent(CS_URL)}&code=plane`);
         assert.equal(missing.status, 404, missing.text);
-        assert.equal(ooText(missing.body), 'Not found');
+        assert.equal(ooText(missing.body), `Unknown code 'plane' in the CodeSystem '${CS_URL}' version '1.0.0'`);
       });
 
       test(`${caller}: ValueSet/$validate-code against the base and the project value set`, async () => {

@@ -185,7 +185,8 @@ for (const driver of drivers) {
     });
 
     test('errors: code not found, unknown system, unknown instance, missing inputs', async () => {
-      expectOO(await lookup(`system=${URL_}&code=unicorn`), 404, 'not-found', 'Not found');
+      // The code, the code system and its version are named (the wording of $validate-code's unknown codes).
+      expectOO(await lookup(`system=${URL_}&code=unicorn`), 404, 'not-found', `Unknown code 'unicorn' in the CodeSystem '${URL_}' version '1.0.0'`);
       expectOO(await lookup('system=http://example.org/nope&code=x'), 404, 'not-found', 'CodeSystem http://example.org/nope not found');
       expectOO(await server.fhir('GET', '/CodeSystem/no-such-id/$lookup?code=x'), 404, 'not-found', 'Not found');
       expectOO(await lookup('code=dog'), 400, 'invalid', 'No code system specified');
@@ -264,7 +265,7 @@ for (const driver of drivers) {
       const ci = await lookup('system=http://example.org/ci&code=aBC');
       assert.equal(ci.status, 200, ci.text);
       assert.equal(outs(ci.body).get('display')?.[0].valueString, 'ABC');
-      expectOO(await lookup(`system=${URL_}&code=DOG`), 404, 'not-found', 'Not found');
+      expectOO(await lookup(`system=${URL_}&code=DOG`), 404, 'not-found', `Unknown code 'DOG' in the CodeSystem '${URL_}' version '1.0.0'`);
     });
 
     test('an update re-indexes; a delete removes the index', async () => {
@@ -272,7 +273,7 @@ for (const driver of drivers) {
       await put(cs);
       assert.equal((await lookup('system=http://example.org/mutable&code=old')).status, 200);
       await put({ ...cs, concept: [{ code: 'new', display: 'New' }] });
-      expectOO(await lookup('system=http://example.org/mutable&code=old'), 404, 'not-found', 'Not found');
+      expectOO(await lookup('system=http://example.org/mutable&code=old'), 404, 'not-found', "Unknown code 'old' in the CodeSystem 'http://example.org/mutable'");
       assert.equal((await lookup('system=http://example.org/mutable&code=new')).status, 200);
       const del = await server.fhir('DELETE', '/CodeSystem/mutable');
       assert.equal(del.status, 200, del.text);

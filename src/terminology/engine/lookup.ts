@@ -1,4 +1,5 @@
-import { notFound } from '../../fhir/outcome.js';
+import { FhirError, issue } from '../../fhir/outcome.js';
+import { msg } from '../messages.js';
 import { supplementCanonical, supplementsOf } from '../providers/provider.js';
 import { providerFor } from '../providers/select.js';
 import { PREFERRED_FOR_LANGUAGE, preferredDisplay, type LanguagePrefs } from './display.js';
@@ -36,7 +37,8 @@ export interface LookupResult {
 const COMPUTED = new Set(['parent', 'child', 'inactive']);
 
 /**
- * Looks up `code` in `cs`; 404 `Not found` when the code system does not have it.
+ * Looks up `code` in `cs`; 404 `not-found` naming code, code system and its version (the
+ * wording of the other operations' unknown codes) when the code system does not have it.
  * `properties` restricts the property output (undefined or `*` = all).
  */
 export async function lookupCode(
@@ -48,7 +50,7 @@ export async function lookupCode(
 ): Promise<LookupResult> {
   const provider = providerFor(tc, cs);
   const concept = (await provider.findConcepts([code])).get(code);
-  if (!concept) throw notFound();
+  if (!concept) throw new FhirError(404, [issue('not-found', msg.unknownCode(code, cs.url, cs.version))]);
   const onRequest = provider.onRequestProperties;
   const wanted = (p: string) =>
     onRequest?.has(p) ? !!properties?.includes(p) : !properties || properties.length === 0 || properties.includes('*') || properties.includes(p);
