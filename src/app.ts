@@ -56,6 +56,8 @@ export interface App {
 export interface AppOptions {
   log?: Logger;
   db?: Database;
+  /** false: no e-mail outbox sender in this process (`lattice import`/`admin`: not a server node). Default true. */
+  emailSender?: boolean;
   /** Write hooks beyond the features' own (tests use one that fails on purpose). */
   extraHooks?: ResourceHook[];
 }
@@ -109,7 +111,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       await reindexing;
     });
     installRest(registry, validator);
-    await installEmail(env);
+    if (options.emailSender !== false) await installEmail(env);
     const adminRoutes = installAdmin(env);
     await registry.published();
     operations = registry;

@@ -4,7 +4,7 @@ import { loadConfig } from './config.js';
 import { DataFolderInUse } from './storage/data-folder-lock.js';
 import { ListenUnsupported } from './storage/database-errors.js';
 import { importFile, progressBar, type ImportSummary } from './terminology/store/import-file.js';
-import { importSourceToServer, importToServer } from './terminology/store/import-remote.js';
+import { RemoteImportError, importSourceToServer, importToServer } from './terminology/store/import-remote.js';
 import { importLoinc, loincJson } from './terminology/store/loinc-import.js';
 import { LoincRelease } from './terminology/store/loinc-release.js';
 import { importRf2 } from './terminology/store/rf2-import.js';
@@ -15,6 +15,11 @@ import { BulkLoadError } from './core/repository.js';
 import { validateResource } from './fhir/validation/validate-resource.js';
 import { checkPasswordStrength } from './auth/accounts.js';
 import { generatePassword, readNewPassword, setPasswordByEmail } from './auth/set-password-cli.js';
+import { earlyAnswer } from './cli/help.js';
+import { dataFolderInUseHint, importForbiddenHint } from './cli/refusals.js';
+
+/** A command-line process (import, admin) is no server node: it sends no e-mail (the server's outbox sender does). */
+const CLI_APP = { emailSender: false };
 
 const USAGE = `Usage:
   lattice serve                            start the server (default)
@@ -41,6 +46,8 @@ const USAGE = `Usage:
 
 /** CLI entry: `lattice serve` (default) starts the server. The one place that reads argv. */
 async function main(argv: string[]): Promise<void> {
+  const early = earlyAnswer(argv, USAGE);
+  if (early) return void console.log(early.text);
   const [command = 'serve', ...rest] = argv;
   switch (command) {
     case 'serve':
@@ -125,6 +132,7 @@ async function importCommand(args: string[]): Promise<void> {
       report(await importToServer(file, remote));
     } catch (err) {
       console.error(err instanceof Error ? err.message : String(err));
+      if (err instanceof RemoteImportError && err.status === 403) console.error(importForbiddenHint(projectId));
       process.exitCode = 1;
     }
     return;
@@ -135,7 +143,7 @@ async function importCommand(args: string[]): Promise<void> {
   // the import for the database (on PGlite it doubled a 100k-concept import) and was cut off
   // when the import ended anyway; the next server start does it (docs/terminology.md#cli-import).
   const config = loadConfig();
-  const app = await createApp({ ...config, baseTerminology: 'lazy', database: { ...config.database, statementTimeoutMs: 0, autoAnalyze: false } });
+  const app = await createApp({ ...config, baseTerminology: 'lazy', database: { ...config.database, statementTimeoutMs: 0, autoAnalyze: false } }, CLI_APP);
   // Terminology is indexed by the terminology import; every other resource goes to the
   // clinical bulk load, in batches of one transaction each (docs/rest.md#bulk-load).
   const loader = app.system.bulkLoad({ projectId, validate: validateResource, batchSize: config.importBatch });
@@ -207,7 +215,7 @@ async function adminCommand(args: string[]): Promise<void> {
   const newPassword = password || generatePassword();
   // A CLI run writes no base terminology in the background, and logs only warnings by default.
   const config = { ...loadConfig(), baseTerminology: 'lazy' as const, logLevel: process.env.LOG_LEVEL || 'warn' };
-  const app = await createApp(config);
+  const app = await createApp(config, CLI_APP);
   try {
     const done = await setPasswordByEmail(app, email, newPassword, options['--project']);
     console.log(generated ? `New password of ${done.email}: ${newPassword}` : `Password of ${done.email} set.`);
@@ -243,5 +251,6 @@ async function serve(): Promise<void> {
 
 main(process.argv.slice(2)).catch((err) => {
   console.error(err instanceof DataFolderInUse || err instanceof ListenUnsupported ? err.message : err);
+  if (err instanceof DataFolderInUse) console.error(dataFolderInUseHint(process.argv[2]));
   process.exit(1);
 });

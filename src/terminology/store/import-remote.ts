@@ -23,7 +23,15 @@ export interface RemoteImportOptions {
 }
 
 /** Thrown with the server's answer when it refuses the import. */
-export class RemoteImportError extends Error {}
+export class RemoteImportError extends Error {
+  constructor(
+    message: string,
+    /** The HTTP status of the server's refusal, when the server answered. */
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
 
 export async function importToServer(path: string, options: RemoteImportOptions): Promise<ImportSummary> {
   const size = statSync(path).size;
@@ -64,7 +72,7 @@ async function sendToServer(source: Readable, options: RemoteImportOptions): Pro
     duplex: 'half',
   } as RequestInit & { duplex: 'half' });
   const text = await res.text();
-  if (!res.ok) throw new RemoteImportError(`The server refused the import (${res.status}): ${outcomeText(text)}`);
+  if (!res.ok) throw new RemoteImportError(`The server refused the import (${res.status}): ${outcomeText(text)}`, res.status);
   return JSON.parse(text) as ImportSummary;
 }
 

@@ -1,0 +1,98 @@
+/**
+ * The environment variables a Lattice process reads (README "Configuration" has the full
+ * meanings and defaults), grouped for `lattice --help`. test/cli-help.test.ts checks that every
+ * variable src/config.ts reads is listed.
+ */
+export const ENVIRONMENT: Array<[group: string, variables: Array<[name: string, meaning: string]>]> = [
+  [
+    'server',
+    [
+      ['PORT', 'HTTP port (8080)'],
+      ['HOST', 'listen address (127.0.0.1; 0.0.0.0 to expose)'],
+      ['LATTICE_PUBLIC_URL', 'public base URL used in links and e-mails (http://localhost:<PORT>)'],
+      ['LATTICE_TRUSTED_PROXIES', 'proxy addresses/CIDRs whose X-Forwarded-For names the client'],
+      ['LATTICE_BODY_LIMIT', 'largest request body in bytes (16 MiB)'],
+      ['LOG_LEVEL', 'pino log level (info)'],
+    ],
+  ],
+  [
+    'database',
+    [
+      ['LATTICE_DATA_DIR', 'embedded PGlite data folder (./data; memory:// keeps data in memory)'],
+      ['DATABASE_URL', 'PostgreSQL connection string; when set, PGlite is not used'],
+      ['LATTICE_DB_STATEMENT_TIMEOUT', 'ms one request may use the database (30000)'],
+      ['LATTICE_DB_ACQUIRE_TIMEOUT', 'ms a request waits for a connection or its turn (10000)'],
+      ['LATTICE_DB_POOL_SIZE', 'PostgreSQL connections per process (10)'],
+      ['LATTICE_READ_CACHE', 'off: read every resource from the database (on)'],
+    ],
+  ],
+  [
+    'accounts and tokens',
+    [
+      ['LATTICE_ADMIN_EMAIL', 'super admin created on first start (admin@example.com)'],
+      ['LATTICE_ADMIN_PASSWORD', 'its password (generated and printed once when unset)'],
+      ['LATTICE_PASSWORD_COST', 'scrypt cost of new password hashes (15)'],
+      ['LATTICE_TOKEN_LIFETIME', 'access-token lifetime in seconds (3600)'],
+      ['LATTICE_CLIENT_SECRET_LIFETIME', 'client secret lifetime in seconds (0 = never expires)'],
+    ],
+  ],
+  [
+    'e-mail',
+    [
+      ['SMTP_URL', 'smtp://user:pass@host:port (unset: e-mails are written to standard error)'],
+      ['LATTICE_EMAIL_FROM', 'From: of invite e-mails'],
+      ['LATTICE_EMAIL_POLL_MS', 'how often the outbox sender looks for due messages (5000)'],
+      ['LATTICE_EMAIL_RETRY_MS', 'first retry delay after a failed delivery (10000)'],
+      ['LATTICE_EMAIL_RETRY_MAX_MS', 'longest retry delay (900000)'],
+      ['LATTICE_EMAIL_MAX_ATTEMPTS', 'delivery attempts before a message is given up (12)'],
+    ],
+  ],
+  [
+    'REST bounds',
+    [
+      ['LATTICE_BUNDLE_MAX_ENTRIES', 'most entries of a batch/transaction Bundle (10000)'],
+      ['LATTICE_BUNDLE_ENTRY_MS', 'transaction time per entry on top of the statement timeout (30)'],
+      ['LATTICE_SEARCH_MAX_PARAMETERS', 'filter parameters of one search (30)'],
+      ['LATTICE_SEARCH_MAX_VALUES', 'comma-separated values of one parameter (100)'],
+      ['LATTICE_SEARCH_MAX_CHAIN', 'links of one chain (3)'],
+      ['LATTICE_SEARCH_MAX_CODES', 'stored codes a terminology modifier may test (10000)'],
+      ['LATTICE_SEARCH_MAX_HAS_DEPTH', 'nesting of _has (2)'],
+      ['LATTICE_SEARCH_MAX_FILTER_TERMS', 'comparisons of one _filter (20)'],
+      ['LATTICE_SEARCH_MAX_COUNTED', 'matches counted for a total without _total (1000)'],
+      ['LATTICE_SEARCH_MAX_INCLUDES', '_include/_revinclude parameters of one search (10)'],
+      ['LATTICE_SEARCH_MAX_INCLUDED', 'resources includes may add to one page (1000)'],
+    ],
+  ],
+  [
+    'terminology',
+    [
+      ['LATTICE_BASE_TERMINOLOGY', 'background | lazy: how the R4 base CodeSystems/ValueSets are written'],
+      ['LATTICE_TX_CACHE_MB', 'memory budget of the terminology indexes in MB (1024)'],
+      ['LATTICE_TX_PRELOAD', 'code-system canonicals indexed right after start'],
+      ['LATTICE_TX_STAGED_IMPORT_ABOVE', 'concepts above which an import is staged (20000)'],
+      ['LATTICE_TX_MAX_FILTERS', 'filters of one value set compose (50)'],
+      ['LATTICE_TX_MAX_CODINGS', 'codings of one codeableConcept in $validate-code (10000)'],
+      ['LATTICE_TX_MAX_VALUESETS', 'value sets one evaluation reaches (1000)'],
+      ['LATTICE_TX_MAX_INCLUDES', 'include/exclude entries one evaluation reaches (5000)'],
+      ['LATTICE_TX_MAX_INLINE_CONCEPTS', 'concepts of an inline tx-resource CodeSystem (25000)'],
+      ['LATTICE_TX_ECL_MAX_STEPS', 'steps of one ECL evaluation (20000000)'],
+      ['LATTICE_TX_MAX_UCUM_CHARACTERS', 'characters of the UCUM expressions of one request (20000)'],
+    ],
+  ],
+  [
+    'lattice import',
+    [
+      ['LATTICE_IMPORT_BATCH', 'resources per transaction of a clinical import (1000)'],
+      ['LATTICE_TX_IMPORT_MAX_LINE', 'longest line of an RF2/LOINC release file in bytes (1000000)'],
+      ['LATTICE_TOKEN', 'bearer token of --url imports (instead of --token)'],
+      ['LATTICE_CLIENT_ID', 'client id of --url imports (instead of --client-id)'],
+      ['LATTICE_CLIENT_SECRET', 'client secret of --url imports (instead of --client-secret)'],
+    ],
+  ],
+];
+
+/** The variables as help text: one line each under its group. */
+export function environmentText(): string {
+  const width = Math.max(...ENVIRONMENT.flatMap(([, vars]) => vars.map(([name]) => name.length)));
+  return ENVIRONMENT.map(([group, vars]) => `  ${group}:\n${vars.map(([name, meaning]) => `    ${name.padEnd(width)}  ${meaning}`).join('\n')}`).join('\n');
+}
