@@ -16,6 +16,7 @@ import { validateResource } from './fhir/validation/validate-resource.js';
 import { checkPasswordStrength } from './auth/accounts.js';
 import { generatePassword, readNewPassword, setPasswordByEmail } from './auth/set-password-cli.js';
 import { earlyAnswer } from './cli/help.js';
+import { copyCommand } from './cli/copy-to-postgres.js';
 import { dataFolderInUseHint, importForbiddenHint } from './cli/refusals.js';
 
 /** A command-line process (import, admin) is no server node: it sends no e-mail (the server's outbox sender does). */
@@ -42,7 +43,11 @@ const USAGE = `Usage:
                                            the terminal (asked twice) or standard input; empty
                                            generates one and prints it. --project picks a
                                            project-scoped user. Stop a server on the same PGlite
-                                           data folder first.`;
+                                           data folder first.
+  lattice copy-to-postgres --to <postgres url>
+                                           copy everything in the PGlite data folder
+                                           (LATTICE_DATA_DIR; server stopped) into a new, empty
+                                           PostgreSQL database (docs/operating.md)`;
 
 /** CLI entry: `lattice serve` (default) starts the server. The one place that reads argv. */
 async function main(argv: string[]): Promise<void> {
@@ -56,6 +61,8 @@ async function main(argv: string[]): Promise<void> {
       return importCommand(rest);
     case 'admin':
       return adminCommand(rest);
+    case 'copy-to-postgres':
+      return copyCommand(rest, USAGE, loadConfig().dataDir, process.env.DATABASE_URL);
     default:
       console.error(`Unknown command '${command}'.\n${USAGE}`);
       process.exitCode = 2;

@@ -14,6 +14,13 @@ describe('request log redaction', () => {
     assert.equal(redactUrl('/oauth2/authorize?client_id=c&code=abc&state=s'), '/oauth2/authorize?client_id=c&code=[redacted]&state=s');
     assert.equal(redactUrl('/x?access_token=t&refresh_token=r&password=p'), '/x?access_token=[redacted]&refresh_token=[redacted]&password=[redacted]');
     assert.equal(redactUrl('/fhir/R4/Patient?name=code'), '/fhir/R4/Patient?name=code');
+    // A terminology code is what an operator needs to see; an OAuth code outside /fhir/ is not.
+    assert.equal(
+      redactUrl('/fhir/R4/CodeSystem/$lookup?system=http://loinc.org&code=1234-5&access_token=t'),
+      '/fhir/R4/CodeSystem/$lookup?system=http://loinc.org&code=1234-5&access_token=[redacted]',
+    );
+    assert.equal(redactUrl('/fhir/R4/Observation?code=http://loinc.org|8867-4'), '/fhir/R4/Observation?code=http://loinc.org|8867-4');
+    assert.equal(redactUrl('/auth/callback?code=secret-oauth-code'), '/auth/callback?code=[redacted]');
   });
 
   test('a served request is logged once, without the set-password secret', async () => {

@@ -1,7 +1,12 @@
 import { escapeHtml } from '../email/templates.js';
 
-/** Shown once the password is set (the browser test looks for it). */
-export const PASSWORD_SET_TEXT = 'Your password has been set. You can now sign in.';
+/**
+ * Shown once the password is set (the browser test looks for it): where to go next. Lattice has
+ * no sign-in page of its own to send the user to — applications sign users in through
+ * `/oauth2/authorize` (docs/auth.md#browser-sign-in-page) — so the user goes back to the app.
+ */
+export const PASSWORD_SET_TEXT =
+  'Your password has been set. Go back to the application that invited you and sign in there with your e-mail address and this password; this page can be closed.';
 
 /** A server-rendered page: HTML plus the headers that keep the link's secret private. */
 export interface Page {

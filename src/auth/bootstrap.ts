@@ -8,22 +8,31 @@ import { createMembership, createUser } from './accounts.js';
 import { normalizeEmail } from './email-address.js';
 
 /**
- * Fixed ids for the first-start resources. Two processes starting together on one empty
+ * The ids of the first-start resources: fixed for one database, different for every database
+ * (derived from the random `installation.salt` its first migration made), so two installations'
+ * super-admin projects never share an id. Two processes starting together on one empty
  * database both try to create the same ids; the primary key lets exactly one win, the other
  * sees the row and moves on — no lock needed, and a half-finished bootstrap (crash) is simply
  * completed by the next start.
  */
-const SUPER_PROJECT_ID = stableId('project');
-const ADMIN_USER_ID = stableId('user');
-const ADMIN_PROFILE_ID = stableId('practitioner');
-const ADMIN_MEMBERSHIP_ID = stableId('membership');
+interface BootstrapIds {
+  project: string;
+  user: string;
+  practitioner: string;
+  membership: string;
+}
+
+async function bootstrapIds(q: Queryable): Promise<BootstrapIds> {
+  const salt = (await q.query<{ salt: string }>('SELECT salt FROM installation WHERE singleton = 1')).rows[0]?.salt ?? '';
+  return { project: stableId(salt, 'project'), user: stableId(salt, 'user'), practitioner: stableId(salt, 'practitioner'), membership: stableId(salt, 'membership') };
+}
 
 /**
  * The super-admin project's id (the first-start one, or another `superAdmin: true` project):
  * server-scoped users invited into projects are kept there (docs/invite.md#scopes).
  */
-export function superAdminProjectId(q: Queryable): Promise<string | undefined> {
-  return findSuperAdminProjectId(q, SUPER_PROJECT_ID);
+export async function superAdminProjectId(q: Queryable): Promise<string | undefined> {
+  return findSuperAdminProjectId(q, (await bootstrapIds(q)).project);
 }
 
 /**
@@ -34,7 +43,8 @@ export function superAdminProjectId(q: Queryable): Promise<string | undefined> {
  */
 export async function bootstrapSuperAdmin(env: FeatureEnv): Promise<void> {
   const repo = env.system;
-  const existing = await superAdminProjectId(env.db);
+  const { project: SUPER_PROJECT_ID, user: ADMIN_USER_ID, practitioner: ADMIN_PROFILE_ID, membership: ADMIN_MEMBERSHIP_ID } = await bootstrapIds(env.db);
+  const existing = await findSuperAdminProjectId(env.db, SUPER_PROJECT_ID);
   if (existing !== undefined && (await repo.tryRead('ProjectMembership', ADMIN_MEMBERSHIP_ID))) return;
   if (existing !== undefined && existing !== SUPER_PROJECT_ID) return; // another super project
 
@@ -90,8 +100,8 @@ async function createIfAbsent(repo: ResourceRepository, type: string, id: string
   }
 }
 
-/** A UUID-shaped id derived from a name, identical in every process. */
-function stableId(name: string): string {
-  const h = createHash('sha256').update(`lattice-bootstrap:${name}`).digest('hex');
+/** A UUID-shaped id derived from the installation's salt and a name, identical in every process. */
+function stableId(salt: string, name: string): string {
+  const h = createHash('sha256').update(`lattice-bootstrap:${salt}:${name}`).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }

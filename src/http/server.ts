@@ -300,11 +300,14 @@ function registerBodyParsers(app: FastifyInstance): void {
 
 /** Query parameters whose values are secrets (OAuth codes and tokens, passwords). */
 const SECRET_QUERY = /([?&](?:code|code_verifier|access_token|refresh_token|client_secret|password|secret|token)=)[^&#]*/gi;
+/** The same under `/fhir/`, where `code` is a FHIR parameter (a terminology code, a search), not an OAuth code. */
+const FHIR_SECRET_QUERY = /([?&](?:code_verifier|access_token|refresh_token|client_secret|password|secret|token)=)[^&#]*/gi;
 
 /**
  * A request URL fit for the log: the secret of a set-password link and secret query values
- * are replaced by `[redacted]` (docs/errors.md#logs).
+ * are replaced by `[redacted]` (docs/errors.md#logs); a FHIR request's `code` stays readable.
  */
 export function redactUrl(url: string): string {
-  return url.replace(/^(\/setpassword\/[^/?#]*\/)[^/?#]+/i, '$1[redacted]').replace(SECRET_QUERY, '$1[redacted]');
+  const secrets = /^\/fhir\//i.test(url) ? FHIR_SECRET_QUERY : SECRET_QUERY;
+  return url.replace(/^(\/setpassword\/[^/?#]*\/)[^/?#]+/i, '$1[redacted]').replace(secrets, '$1[redacted]');
 }
