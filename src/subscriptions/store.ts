@@ -104,12 +104,12 @@ export interface PendingNotification {
 
 /** The oldest pending notifications of a subscription, in order. */
 export async function pendingNotifications(q: Queryable, subscriptionId: string, limit: number): Promise<PendingNotification[]> {
-  const res = await q.query<{ seq: string; resource_type: string; resource_id: string; version_id: number; interaction: WriteInteraction; attempts: number }>(
-    `SELECT seq::text AS seq, resource_type, resource_id, version_id, interaction, attempts FROM subscription_notification
+  const res = await q.query<{ id: string; resource_type: string; resource_id: string; version_id: number; interaction: WriteInteraction; attempts: number }>(
+    `SELECT seq::text AS id, resource_type, resource_id, version_id, interaction, attempts FROM subscription_notification
      WHERE subscription_id = $1 AND state = 'pending' ORDER BY seq LIMIT $2`,
     [subscriptionId, limit],
   );
-  return res.rows.map((r) => ({ seq: r.seq, resourceType: r.resource_type, resourceId: r.resource_id, versionId: r.version_id, interaction: r.interaction, attempts: r.attempts }));
+  return res.rows.map((r) => ({ seq: r.id, resourceType: r.resource_type, resourceId: r.resource_id, versionId: r.version_id, interaction: r.interaction, attempts: r.attempts }));
 }
 
 /** Records the outcome of one attempt: `sent`, `skipped` or `failed` are final; `pending` is retried. */
@@ -163,16 +163,16 @@ export interface NotificationRecord {
 /** The most recent notifications of a subscription, newest first. */
 export async function recentNotifications(q: Queryable, subscriptionId: string, limit: number): Promise<NotificationRecord[]> {
   const res = await q.query<{
-    seq: string; resource_type: string; resource_id: string; version_id: number; interaction: string;
+    id: string; resource_type: string; resource_id: string; version_id: number; interaction: string;
     created_at: Date | string; state: string; attempts: number; sent_at: Date | string | null; last_error: string | null;
   }>(
-    `SELECT seq::text AS seq, resource_type, resource_id, version_id, interaction, created_at, state, attempts, sent_at, last_error
+    `SELECT seq::text AS id, resource_type, resource_id, version_id, interaction, created_at, state, attempts, sent_at, last_error
      FROM subscription_notification WHERE subscription_id = $1 ORDER BY seq DESC LIMIT $2`,
     [subscriptionId, limit],
   );
   const iso = (v: Date | string) => new Date(v).toISOString();
   return res.rows.map((r) => ({
-    seq: r.seq,
+    seq: r.id,
     resourceType: r.resource_type,
     resourceId: r.resource_id,
     versionId: r.version_id,
