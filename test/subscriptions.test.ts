@@ -166,7 +166,7 @@ for (const driver of drivers) {
       const messages: string[] = [];
       let heard: () => void = () => undefined;
       socket.on('message', (data) => {
-        messages.push(String(data));
+        messages.push((data as Buffer).toString());
         heard();
       });
       const next = async (count: number) => {
@@ -192,7 +192,7 @@ for (const driver of drivers) {
       const sub = await subscribe({ resourceType: 'Subscription', status: 'requested', reason: 'ws', criteria: 'Observation', channel: { type: 'websocket' } });
       const socket = new WebSocket(`${server.baseUrl.replace(/^http/, 'ws')}/ws/subscriptions-r4`);
       await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
-      const message = new Promise<string>((resolve) => socket.once('message', (d) => resolve(String(d))));
+      const message = new Promise<string>((resolve) => socket.once('message', (d) => resolve((d as Buffer).toString())));
       socket.send(`bind ${sub.id}`);
       assert.match(await message, new RegExp(`^error ${sub.id}: a valid access token is required`));
       socket.close();

@@ -27,7 +27,7 @@ export interface AuthFeature {
    * and adds the membership's access policy: background work done on a caller's behalf
    * (Subscription notifications) uses it. Undefined: no longer allowed.
    */
-  authorize(auth: AuthInfo): Promise<AuthInfo | undefined>;
+  authorize: (auth: AuthInfo) => Promise<AuthInfo | undefined>;
 }
 
 /**

@@ -64,7 +64,7 @@ export function subscriptionHooks(deps: SubscriptionHookDeps): ResourceHook[] {
       const entry = { id: subscription.id as string, active: subscription.status === 'active', projectId, resourceType: spec.resourceType };
       await saveSubscription(tx, {
         ...entry,
-        criteria: subscription.criteria as string,
+        criteria: subscription.criteria,
         interactions: spec.interactions,
         channel: spec.channel,
         author: authorClaims(auth),

@@ -22,7 +22,7 @@ export { SubscriptionRegistry } from './registry.js';
 export interface SubscriptionDeps {
   /** The registry the write hooks (hooks.ts) were built with. */
   registry: SubscriptionRegistry;
-  repository(auth: AuthInfo): ResourceRepository;
+  repository: (auth: AuthInfo) => ResourceRepository;
   authenticator: Authenticator;
   authorize: Authorize;
 }

@@ -8,7 +8,7 @@ import { claimsAuth } from './author.js';
 import { inError, readForAuthor, restHookRequest, type Authorize } from './delivery.js';
 import { postNotification } from './rest-hook.js';
 import { backoff, type SubscriptionSettings } from './settings.js';
-import { readSpec, type SubscriptionSpec } from './spec.js';
+import { readSpec } from './spec.js';
 import {
   claimSubscriptions,
   nextDueInMs,
@@ -114,7 +114,7 @@ export class NotificationSender {
         continue;
       }
       try {
-        await postNotification(restHookRequest(spec as SubscriptionSpec, resource, n.interaction), settings);
+        await postNotification(restHookRequest(spec, resource, n.interaction), settings);
       } catch (err) {
         const error = err instanceof Error ? err.message : String(err);
         const attempts = n.attempts + 1;
