@@ -121,7 +121,7 @@ export class Repository implements SystemRepository {
       transaction: (fn) => fn(q),
       readPass: (fn) => fn(q, true),
       listen: (channel, handler) => db.listen(channel, handler),
-      caughtUp: () => db.caughtUp(),
+      caughtUp: (since) => db.caughtUp(since),
       close: async () => undefined,
     };
     const joined = new Repository(bound, this.auth, this.hooks, this.searchIndex, this.cache, true, this.since);

@@ -64,7 +64,7 @@ export async function installSubscriptions(env: FeatureEnv, operations: Operatio
   reload();
   await reloading;
 
-  const sender = new NotificationSender({ db, system: env.system, repository: deps.repository, authorize: deps.authorize, settings, log });
+  const sender = new NotificationSender({ db, system: env.system, repository: deps.repository, authorize: deps.authorize, settings, log, idle: () => registry.empty() });
   env.onClose(await subscribeChanges(env.db, OUTBOX_CHANNEL, () => sender.wake()));
   sender.start();
   env.onClose(() => sender.stop());

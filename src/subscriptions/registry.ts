@@ -37,6 +37,11 @@ export class SubscriptionRegistry {
     return !this.listening || (this.byKey.get(`${projectId}/${resourceType}`)?.size ?? 0) > 0;
   }
 
+  /** True when no active Subscription exists (as far as this node has heard, and it is listening). */
+  empty(): boolean {
+    return this.listening && this.keysOf.size === 0;
+  }
+
   /** Replaces everything with the active subscriptions read from the database, and trusts itself again. */
   load(entries: WatchEntry[]): void {
     this.byKey.clear();

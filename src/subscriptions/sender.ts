@@ -26,6 +26,8 @@ export interface SenderDeps {
   authorize: Authorize;
   settings: SubscriptionSettings;
   log: Logger;
+  /** True when no active Subscription exists: the poll then asks the database nothing. */
+  idle: () => boolean;
 }
 
 /**
@@ -53,7 +55,7 @@ export class NotificationSender {
   wake(): void {
     if (this.stopped) return;
     if (this.running) this.wakeAgain = true;
-    else this.schedule(0);
+    else this.schedule(0, true);
   }
 
   async stop(): Promise<void> {
@@ -138,17 +140,18 @@ export class NotificationSender {
     await this.deps.system.update(inError(subscription, error));
   }
 
-  private schedule(ms: number): void {
+  private schedule(ms: number, woken = false): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.run(), ms);
+    this.timer = setTimeout(() => this.run(woken), ms);
     this.timer.unref();
   }
 
-  private run(): void {
+  private run(woken = false): void {
     if (this.running || this.stopped) return;
     this.wakeAgain = false;
     let next = this.deps.settings.pollMs;
+    if (!woken && this.deps.idle()) return this.schedule(next);
     this.running = this.drain()
       .then(async () => {
         const due = await nextDueInMs(this.deps.db);
@@ -159,7 +162,7 @@ export class NotificationSender {
       })
       .finally(() => {
         this.running = undefined;
-        this.schedule(this.wakeAgain ? 0 : next);
+        this.schedule(this.wakeAgain ? 0 : next, this.wakeAgain);
       });
   }
 }
