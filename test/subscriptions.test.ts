@@ -132,6 +132,38 @@ for (const driver of drivers) {
       assert.deepEqual(got.map((r) => (JSON.parse(r.body) as Observation).id), [mine.body.id]);
     });
 
+    test("a notification carries only what the author may read now: the membership's access policy, set after the Subscription, applies", async () => {
+      const url = endpoint();
+      const project = await createProject(server, 'Policies');
+      const author = await createMember(server, project.projectId);
+      const sub = await server.fhir<Subscription>('POST', '/Subscription', { token: author.token, body: restHook(url, 'Observation?code=9191-9') });
+      assert.equal(sub.status, 201, sub.text);
+      const policy = await server.fhir('POST', '/AccessPolicy', {
+        token: project.adminToken,
+        body: { resourceType: 'AccessPolicy', name: 'lab reader', resource: [{ resourceType: 'Observation', criteria: 'Observation?category=laboratory' }, { resourceType: 'Subscription' }] },
+      });
+      assert.equal(policy.status, 201, policy.text);
+      const path = `/admin/projects/${project.projectId}/members/${author.membershipId}`;
+      const membership = await server.request('GET', path, { token: project.adminToken });
+      assert.equal(membership.status, 200, membership.text);
+      const updated = await server.request('POST', path, { token: project.adminToken, body: { ...membership.body, accessPolicy: { reference: `AccessPolicy/${policy.body.id}` } } });
+      assert.equal(updated.status, 200, updated.text);
+      const lab = { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/observation-category', code: 'laboratory' }] };
+      const hidden = await server.fhir<Observation>('POST', '/Observation', { token: project.adminToken, body: observation('9191-9') });
+      const visible = await server.fhir<Observation>('POST', '/Observation', { token: project.adminToken, body: { ...observation('9191-9'), category: [lab] } });
+      const got = await until(url, 1);
+      // Written first: had it been sent, it would have arrived first.
+      assert.deepEqual(got.map((r) => (JSON.parse(r.body) as Observation).id), [visible.body.id]);
+      const status = await server.fhir('GET', `/Subscription/${sub.body.id}/$status`, { token: author.token });
+      const states = (status.body.parameter as Array<{ name: string; part?: Array<{ name: string; valueCode?: string; valueReference?: { reference: string } }> }>)
+        .filter((p) => p.name === 'notification')
+        .map((p) => [p.part?.find((x) => x.name === 'focus')?.valueReference?.reference, p.part?.find((x) => x.name === 'state')?.valueCode]);
+      assert.deepEqual(states, [
+        [`Observation/${visible.body.id}/_history/1`, 'sent'],
+        [`Observation/${hidden.body.id}/_history/1`, 'skipped'],
+      ]);
+    });
+
     test('delivery failing past the attempts sets the Subscription to error with the reason; $status lists the attempts', async () => {
       const url = endpoint();
       const sub = await subscribe(restHook(url, 'Observation?code=5555-5', { extension: [{ url: MAX_ATTEMPTS, valueInteger: 2 }] }));
