@@ -246,6 +246,18 @@ for (const driver of drivers) {
       }
     });
 
+    test('at most 100 active Subscriptions of a project on one type: the 101st is 400 too-costly', async () => {
+      const ws = (i: number): Subscription => ({ resourceType: 'Subscription', status: 'requested', reason: `bound ${i}`, criteria: 'Basic', channel: { type: 'websocket' } });
+      const bundle = { resourceType: 'Bundle', type: 'transaction', entry: Array.from({ length: 100 }, (_, i) => ({ request: { method: 'POST', url: 'Subscription' }, resource: ws(i) })) };
+      assert.equal((await server.fhir('POST', '', { body: bundle })).status, 200);
+      const res = await server.fhir('POST', '/Subscription', { body: ws(100) });
+      assert.equal(res.status, 400);
+      assert.equal(res.body.issue[0].code, 'too-costly');
+      assert.equal(ooText(res.body), 'A project may have at most 100 active Subscriptions on Basic');
+      // One that is off costs no write anything: it is stored.
+      assert.equal((await server.fhir('POST', '/Subscription', { body: { ...ws(101), status: 'off' } })).status, 201);
+    });
+
     test('the CapabilityStatement lists the channels', async () => {
       const metadata = await server.fhir('GET', '/metadata', { token: null });
       const entry = (metadata.body.rest[0].resource as Array<{ type: string; documentation?: string; operation?: Array<{ name: string }> }>).find((r) => r.type === 'Subscription');

@@ -2,14 +2,20 @@ import type { Resource, Subscription } from '@medplum/fhirtypes';
 import type { AuthInfo } from '../core/auth.js';
 import type { Queryable } from '../core/database.js';
 import type { ResourceHook, ResourceRepository } from '../core/repository.js';
-import { FhirError, badRequest } from '../fhir/outcome.js';
+import { FhirError, badRequest, issue } from '../fhir/outcome.js';
 import { announceCommit } from '../storage/change-feed.js';
 import { checkEndpoint } from './address-guard.js';
 import { authorClaims } from './author.js';
 import { parseCriteria, type Criteria } from './criteria.js';
 import { SUBSCRIPTIONS_CHANNEL, watchPayload, type SubscriptionRegistry } from './registry.js';
 import { readSpec, type WriteInteraction } from './spec.js';
-import { activeSubscriptions, dropSubscription, enqueue, OUTBOX_CHANNEL, saveSubscription } from './store.js';
+import { activeSubscriptions, countActive, dropSubscription, enqueue, OUTBOX_CHANNEL, saveSubscription } from './store.js';
+
+/**
+ * Most active Subscriptions of one project on one type: every write of the type runs one search
+ * per Subscription in its transaction (docs/rest.md#subscriptions), so their number is bounded.
+ */
+export const MAX_PER_TYPE = 100;
 
 /** Change-feed channel of websocket events: `<subscription id> <Type>/<id>/<version> <interaction>`. */
 export const EVENTS_CHANNEL = 'lattice_subscription_events';
@@ -62,6 +68,9 @@ export function subscriptionHooks(deps: SubscriptionHookDeps): ResourceHook[] {
       if (!projectId) throw badRequest('A Subscription must belong to a project', 'Subscription.meta.project');
       const spec = readSpec(subscription);
       const entry = { id: subscription.id as string, active: subscription.status === 'active', projectId, resourceType: spec.resourceType };
+      if (entry.active && (await countActive(tx, projectId, spec.resourceType, entry.id)) >= MAX_PER_TYPE) {
+        throw new FhirError(400, [issue('too-costly', `A project may have at most ${MAX_PER_TYPE} active Subscriptions on ${spec.resourceType}`, 'Subscription.criteria')]);
+      }
       await saveSubscription(tx, {
         ...entry,
         criteria: subscription.criteria,

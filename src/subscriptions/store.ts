@@ -31,6 +31,15 @@ export async function saveSubscription(tx: Queryable, row: SubscriptionRow): Pro
   if (!row.active) await tx.query(`UPDATE subscription_notification SET state = 'failed', last_error = 'Subscription is not active' WHERE subscription_id = $1 AND state = 'pending'`, [row.id]);
 }
 
+/** Active Subscriptions of a project on a type other than `id` (the bound on matching work per write). */
+export async function countActive(tx: Queryable, projectId: string, resourceType: string, id: string): Promise<number> {
+  const res = await tx.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM subscription WHERE project_id = $1 AND resource_type = $2 AND active AND id <> $3',
+    [projectId, resourceType, id],
+  );
+  return res.rows[0]?.n ?? 0;
+}
+
 /** Inside the Subscription's delete: its row and its notifications go. */
 export async function dropSubscription(tx: Queryable, id: string): Promise<void> {
   await tx.query('DELETE FROM subscription WHERE id = $1', [id]);
