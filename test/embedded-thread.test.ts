@@ -136,7 +136,7 @@ for (const driver of drivers.filter((d) => d === 'pglite')) {
           `SELECT (SELECT reltuples FROM pg_class WHERE relname = $1)::int AS estimated, (SELECT count(*) FROM ${table})::int AS actual`,
           [table],
         );
-        const { estimated, actual } = rows[0] as { estimated: number; actual: number };
+        const { estimated, actual } = rows[0];
         assert.ok(actual >= 460 && estimated >= actual / 2, `${table}: statistics for ${estimated} rows of ${actual}`);
       }
 
