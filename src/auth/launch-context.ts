@@ -71,9 +71,8 @@ export function memberAuth(membership: MembershipRow, superAdmin: boolean): Auth
 /**
  * A repository that reads as the token being signed in for will (docs/auth.md#standalone-launch):
  * the member with its membership's access policy — completed by the same AccessState the bearer
- * authenticator uses on every request — and the resource scopes the login would be granted,
- * `patient/` ones read as if the patient chosen were already the launch patient (a patient is in
- * its own compartment). So the patient picker offers exactly what the FHIR API then lets the
+ * authenticator uses on every request — and the resource scopes the login would be granted
+ * (`pickerScope`). So the patient picker offers exactly what the FHIR API then lets the
  * token read. Undefined when the membership no longer stands for anyone or nothing can be granted.
  */
 export async function memberRepository(
@@ -94,8 +93,21 @@ export async function memberRepository(
     launched: login.launched,
   });
   if ('error' in granted) return undefined;
-  const scopes = granted.scope.split(' ').filter((s) => parseResourceScope(s)).map((s) => s.replace(/^patient\//, 'user/'));
+  const scopes = granted.scope.split(' ').flatMap(pickerScope);
   return state.repository(scopes.length > 0 ? { ...caller, scopes } : caller);
+}
+
+/**
+ * A granted resource scope as the picker reads with it: a `user/` scope as it is; a `patient/`
+ * scope lets the app read the chosen patient's compartment, which starts with that Patient — so
+ * it reads Patients (`user/Patient.rs`, keeping the query of a scope on Patient itself).
+ */
+function pickerScope(scope: string): string[] {
+  const parsed = parseResourceScope(scope);
+  if (!parsed) return [];
+  if (parsed.context !== 'patient') return [scope];
+  const query = parsed.type === 'Patient' && parsed.query !== undefined ? `?${parsed.query}` : '';
+  return [`user/Patient.rs${query}`];
 }
 
 /** A stored login (auth_login columns) as the patient picker needs it. */
