@@ -45,6 +45,13 @@ for (const driver of drivers) {
       const search = await server.fhir('GET', `/Patient?_id=${id}`, asMember());
       assert.equal(search.body.entry[0].resource.birthDate, undefined);
       assert.deepEqual(search.body.entry[0].resource.name, [{ family: 'Hidden' }]);
+      // Searching or sorting by a hidden field would tell what it holds: 403.
+      for (const query of ['birthdate=1980-02-03', 'name=Ann', 'given=Ann', '_sort=-birthdate']) {
+        const refused = await server.fhir('GET', `/Patient?${query}`, asMember());
+        assert.equal(refused.status, 403, `${query}: ${refused.text}`);
+        assert.match(ooText(refused.body) ?? '', /^Forbidden: search parameter '(birthdate|name|given)' reads the hidden field (birthDate|name\.given)$/);
+      }
+      assert.equal((await server.fhir('GET', '/Patient?family=Hidden', asMember())).body.total, 1);
       const history = await server.fhir('GET', `/Patient/${id}/_history`, asMember());
       assert.equal(history.body.entry[0].resource.birthDate, undefined);
       // The admin (no policy) reads everything.

@@ -2,6 +2,7 @@ import type { AccessPolicy, Expression, Resource } from '@medplum/fhirtypes';
 import fhirpath from 'fhirpath';
 import r4 from 'fhirpath/fhir-context/r4';
 import { FhirError, issue } from '../fhir/outcome.js';
+import { expressionFor, searchParameter } from './search/parameters.js';
 
 /**
  * The field rules of an access policy (Medplum's AccessPolicy.resource `hiddenFields`,
@@ -62,6 +63,23 @@ export function policyWrite(input: Resource, previous: Resource | undefined, rul
     }
   }
   return out;
+}
+
+/**
+ * Throws 403 when a search of `resourceType` filters or sorts by a parameter whose expression
+ * reads a hidden field (`birthdate` when `birthDate` is hidden; `name` when `name.given` is): the
+ * matches would tell what the field holds. Chains and `_has` into the type are not looked at.
+ */
+export function checkHiddenSearch(resourceType: string, params: ReadonlyArray<[string, string]>, rules: FieldRules): void {
+  if (rules.hidden.length === 0) return;
+  const codes = params.flatMap(([name, value]) => (name === '_sort' ? value.split(',').map((v) => v.replace(/^-/, '')) : [name.split(/[:.]/)[0]]));
+  for (const code of new Set(codes)) {
+    const expression = searchParameter(resourceType, code)?.expression;
+    if (!expression) continue;
+    const paths = [...expressionFor(resourceType, expression).matchAll(new RegExp(`\\b${resourceType}((?:\\.[A-Za-z][A-Za-z0-9]*)+)`, 'g'))].map((m) => m[1].slice(1));
+    const hidden = rules.hidden.find((h) => paths.some((p) => p === h || p.startsWith(`${h}.`) || h.startsWith(`${p}.`)));
+    if (hidden) throw new FhirError(403, [issue('forbidden', `Forbidden: search parameter '${code}' reads the hidden field ${hidden}`)]);
+  }
 }
 
 type Json = Record<string, unknown>;

@@ -14,7 +14,7 @@ import { RowCache } from './row-cache.js';
 import { resourceTable, scopeFor } from './scope.js';
 import { stableStringify } from './stable-stringify.js';
 import { accessSql, rowIndependent, rowPasses } from './search/query/access.js';
-import { fieldRulesOf, policyWrite, withoutHidden } from './policy-fields.js';
+import { checkHiddenSearch, fieldRulesOf, policyWrite, withoutHidden } from './policy-fields.js';
 import { SqlParams } from './search/query/sql-params.js';
 import type { Interaction } from '../core/scope.js';
 
@@ -422,6 +422,8 @@ export class Repository implements SystemRepository {
   /** Searches resources of one type within the caller's scope. */
   async search(query: SearchQuery): Promise<SearchResult> {
     if (query.resourceType !== '*') this.scope.checkAccess(query.resourceType, 's');
+    const rules = fieldRulesOf(this.auth.accessPolicy, query.resourceType);
+    if (rules) checkHiddenSearch(query.resourceType, query.params, rules);
     const result = await this.searchIndex.search(this.db, this.scope, query, this);
     return { ...result, resources: result.resources.map((r) => this.redact(r)) };
   }
