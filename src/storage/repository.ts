@@ -174,7 +174,7 @@ export class Repository implements SystemRepository {
     const id = options.id ?? randomUUID();
     this.scope.checkCreate(resource.resourceType);
     this.scope.checkAccess(resource.resourceType, 'c');
-    const candidate = this.policyWrite({ ...resource, id } as T, undefined) as T;
+    const candidate = this.policyWrite({ ...resource, id }, undefined) as T;
     await this.runBeforeWrite(candidate, undefined);
     // In a transaction that batches its creates, a create no hook sees is held back and written
     // with the others in one statement (before the transaction's next statement or its commit).
