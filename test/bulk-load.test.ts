@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { projectRoot } from '../src/paths.js';
-import { createMember, createProject, drivers, startServer, sharedStorage, type TestServer } from './harness.js';
+import { createMember, createProject, drivers, ooText, startServer, sharedStorage, type TestServer } from './harness.js';
 import { importAsync, latticeArgs } from './support/cli.js';
 
 /**
@@ -248,6 +248,14 @@ for (const driver of drivers) {
       const seen = await server.fhir('GET', '/Patient/bulk-p62', { token: project.adminToken });
       assert.equal(seen.status, 200, seen.text);
       assert.equal(seen.body.meta.project, undefined);
+      // The route itself: a project and shared together are refused.
+      const both = await server.request('POST', `/admin/terminology/import?project=${project.projectId}&shared=true`, {
+        token: server.adminToken,
+        raw: ndjson([patient(63)]),
+        contentType: 'application/x-ndjson',
+      });
+      assert.equal(both.status, 400, both.text);
+      assert.equal(ooText(both.body), 'project and shared exclude each other: name a project, or share');
     });
 
     test("a project admin loads NDJSON into its project through the server; a dangling reference is refused with its line", async () => {
