@@ -42,9 +42,9 @@ export async function installAuth(env: FeatureEnv, repository: (auth: AuthInfo) 
     () => env.config.publicUrl,
     () => env.config.accessTokenLifetime,
   );
-  const state: AuthState = { env, keys, tokens, throttle: new LoginThrottle(env.db), repository };
-  await bootstrapSuperAdmin(env);
   const access = new AccessState(env.db);
+  const state: AuthState = { env, keys, tokens, throttle: new LoginThrottle(env.db), repository, access };
+  await bootstrapSuperAdmin(env);
   await access.start();
   env.onClose(() => access.stop());
   return {
