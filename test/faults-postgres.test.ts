@@ -145,6 +145,45 @@ if (drivers.includes('pg')) {
       for (const [what, send] of kinds) assert.ok([200, 201].includes((await send()).status), `${what} after the freeze`);
     });
 
+    /**
+     * Issue 32 finding 8: against a frozen server a request waited twice — behind the listening
+     * connection's barrier, then (the barrier lost, the connection dropped) for a pooled
+     * connection: 10 s + 10 s with the defaults. Now each request waits once, and its 503 names
+     * the wait (diagnostics): requests that queue behind one unanswered barrier all answer with
+     * that barrier's wait, none goes on to wait for the pool.
+     */
+    test('frozen (SIGSTOP): requests behind the listening barrier wait once, and their 503 names that wait', async () => {
+      const databaseUrl = server.config.databaseUrl as string;
+      // A wider waiting limit than the suite's server: every request below reaches the barrier
+      // while the first one is still unanswered, however slow this machine is.
+      const node = await startServer('pg', { databaseUrl, env: { LATTICE_DB_STATEMENT_TIMEOUT: '2000', LATTICE_DB_ACQUIRE_TIMEOUT: '3000', LATTICE_DB_POOL_SIZE: '4' } });
+      try {
+        const own = await node.fhir('POST', '/Patient', { body: { resourceType: 'Patient', name: [{ family: 'Before' }] } });
+        assert.equal(own.status, 201, own.text);
+        // Warm: the membership and the patient's row are cached, so every request asks the barrier.
+        assert.equal((await node.fhir('GET', `/Patient/${own.body.id}`)).status, 200);
+        assert.equal((await node.fhir('GET', '/Patient?name=Before')).status, 200);
+        cluster.freeze();
+        let answers: ApiResponse[];
+        try {
+          answers = await answersBy(
+            'requests',
+            Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? node.fhir('GET', `/Patient/${own.body.id}`) : node.fhir('GET', '/Patient?name=Before')))),
+          );
+        } finally {
+          cluster.thaw();
+        }
+        answers.forEach((res, i) => assertUnavailable(res, `request ${i}`));
+        assert.deepEqual(
+          answers.map((res) => res.body.issue[0].diagnostics),
+          answers.map(() => 'no answer on the listening connection within 3000 ms (LATTICE_DB_ACQUIRE_TIMEOUT)'),
+        );
+      } finally {
+        await node.stop();
+      }
+      await recovers();
+    });
+
     test('stopped: clean 503s, /healthz unavailable, served again once it is started', async () => {
       cluster.stop();
       try {
