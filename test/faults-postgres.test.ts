@@ -3,6 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { createClient, drivers, ooText, startServer, tokenRequest, type ApiResponse, type TestClient, type TestServer } from './harness.js';
+import { FhirError } from '../src/fhir/outcome.js';
+import { Listener } from '../src/storage/pg-listener.js';
 import { startPrivatePostgres, type PrivatePostgres } from './support/private-postgres.js';
 
 /**
@@ -182,6 +184,30 @@ if (drivers.includes('pg')) {
         await node.stop();
       }
       await recovers();
+    });
+
+    test('frozen (SIGSTOP): a barrier queued behind an unanswered one is not a second wait: both callers get the first 503', async () => {
+      const listener = new Listener(cluster.url, new Map(), 1000);
+      try {
+        await listener.listen('lattice_test_queue', () => undefined);
+        await listener.caughtUp();
+        cluster.freeze();
+        try {
+          const first = listener.caughtUp().then(() => 'answered', (err: unknown) => err);
+          const queued = listener.caughtUp().then(() => 'answered', (err: unknown) => err);
+          const [a, b] = await answersBy('barriers', Promise.all([first, queued]));
+          // Before: the queued caller got NotListening (the connection dropped) and went on to read the database: a second wait.
+          assert.ok(a instanceof FhirError && b instanceof FhirError, `two 503s, not ${String(a)} and ${String(b)}`);
+          for (const err of [a, b]) {
+            assert.equal(err.status, 503);
+            assert.equal(err.outcome.issue[0].diagnostics, 'no answer on the listening connection within 1000 ms (LATTICE_DB_ACQUIRE_TIMEOUT)');
+          }
+        } finally {
+          cluster.thaw();
+        }
+      } finally {
+        listener.close();
+      }
     });
 
     test('stopped: clean 503s, /healthz unavailable, served again once it is started', async () => {
