@@ -127,6 +127,20 @@ for (const driver of drivers) {
       assert.equal(ooText(syntax.body), "FHIRPath Patch operation 0: invalid path 'Patient.name['");
     });
 
+    test('FHIRPath Patch paths are bounded before the FHIRPath parser sees them: 400 too-costly (a 5,000-deep path took seconds to overflow it)', async () => {
+      const p = await create();
+      const del = (path: string) => fhirPathPatch(`/Patient/${p.id}`, [[{ name: 'type', valueCode: 'delete' }, { name: 'path', valueString: path }]]);
+      const deep = await del(`Patient.name${'.where(true'.repeat(5000)}${')'.repeat(5000)}`);
+      assert.equal(deep.status, 400, deep.text.slice(0, 300));
+      assert.equal(deep.body.issue[0].code, 'too-costly');
+      assert.equal(ooText(deep.body), 'FHIRPath Patch operation 0: path is 60012 characters long (at most 1000)');
+      const nested = await del(`Patient.name${'.where(true'.repeat(33)}${')'.repeat(33)}`);
+      assert.equal(ooText(nested.body), 'FHIRPath Patch operation 0: path nested too deep: 33 levels (at most 32)');
+      // Brackets inside a string literal are not nesting.
+      const quoted = await del(`Patient.name.where(family = '${'('.repeat(40)}')`);
+      assert.equal(ooText(quoted.body), `FHIRPath Patch operation 0 (delete): path 'Patient.name.where(family = '${'('.repeat(40)}')' does not exist`);
+    });
+
     test('conditional PATCH [base]/Type?search patches the single match', async () => {
       const p = await create({ identifier: [{ system: 'http://patch', value: 'cond-1' }] });
       const res = await jsonPatch('/Patient?identifier=http://patch|cond-1', [{ op: 'add', path: '/gender', value: 'other' }]);

@@ -259,6 +259,7 @@ function fhirPathOperations(parameters: JsonObject): FhirPathOperation[] {
     }
     const path = part('path')?.valueString;
     if (typeof path !== 'string' || path === '') throw badRequest(`${prefix}: missing 'path'`);
+    checkPathSize(path, prefix);
     const int = (name: string): number | undefined => {
       const v = part(name)?.valueInteger;
       return typeof v === 'number' ? v : undefined;
@@ -282,6 +283,32 @@ function fhirPathOperations(parameters: JsonObject): FhirPathOperation[] {
     if (type === 'move') need(op.source !== undefined && op.destination !== undefined, 'source and destination');
     return op;
   });
+}
+
+/** Longest FHIRPath Patch path, and deepest nesting of its parentheses and brackets (docs/rest.md#patch). */
+export const MAX_PATCH_PATH = { length: 1000, depth: 32 };
+
+/**
+ * The path is parsed by the FHIRPath engine, whose parser recurses and slows down with nesting (a
+ * path 5,000 `where(` deep took seconds before overflowing the stack): its size is checked first,
+ * in one pass.
+ */
+function checkPathSize(path: string, prefix: string): void {
+  const tooCostly = (text: string) => new FhirError(400, [issue('too-costly', `${prefix}: ${text}`)]);
+  if (path.length > MAX_PATCH_PATH.length) throw tooCostly(`path is ${path.length} characters long (at most ${MAX_PATCH_PATH.length})`);
+  let depth = 0;
+  let deepest = 0;
+  let quote: string | undefined;
+  for (let i = 0; i < path.length; i++) {
+    const c = path[i];
+    if (quote) {
+      if (c === '\\') i++;
+      else if (c === quote) quote = undefined;
+    } else if (c === "'" || c === '`') quote = c;
+    else if (c === '(' || c === '[') deepest = Math.max(deepest, ++depth);
+    else if (c === ')' || c === ']') depth = Math.max(0, depth - 1);
+  }
+  if (deepest > MAX_PATCH_PATH.depth) throw tooCostly(`path nested too deep: ${deepest} levels (at most ${MAX_PATCH_PATH.depth})`);
 }
 
 /** `value[x]` of a part, or an object built from its parts (a complex value given part by part). */
