@@ -80,7 +80,7 @@ for (const driver of drivers) {
       try {
         const first = await startServer(driver, storage);
         const create = async (body: Record<string, unknown>) => {
-          const res = await first.fhir('POST', `/${body.resourceType}`, { body });
+          const res = await first.fhir('POST', `/${body.resourceType as string}`, { body });
           assert.equal(res.status, 201, res.text);
           return res.body.id as string;
         };
