@@ -8,6 +8,7 @@ import { importSourceToServer, importToServer } from './terminology/store/import
 import { importLoinc, loincJson } from './terminology/store/loinc-import.js';
 import { LoincRelease } from './terminology/store/loinc-release.js';
 import { importRf2 } from './terminology/store/rf2-import.js';
+import { ReleaseFileError } from './terminology/store/release-file-error.js';
 import { rf2Upload } from './terminology/store/rf2-transfer.js';
 import { JsonStreamError } from './terminology/store/json-stream.js';
 import { BulkLoadError } from './core/repository.js';
@@ -155,6 +156,11 @@ async function importCommand(args: string[]): Promise<void> {
     report(summary, await loader.finish());
   } catch (err) {
     await loader.settle();
+    if (err instanceof ReleaseFileError) {
+      console.error(`${file}: ${err.message}`);
+      process.exitCode = 1;
+      return;
+    }
     if (!(err instanceof BulkLoadError || err instanceof JsonStreamError)) throw err;
     console.error(`${file}: ${err.message} (${loader.stored} resources of earlier batches are stored)`);
     process.exitCode = 1;

@@ -121,7 +121,7 @@ export class Repository implements SystemRepository {
       transaction: (fn) => fn(q),
       readPass: (fn) => fn(q, true),
       listen: (channel, handler) => db.listen(channel, handler),
-      caughtUp: () => db.caughtUp(),
+      caughtUp: (since) => db.caughtUp(since),
       close: async () => undefined,
     };
     const joined = new Repository(bound, this.auth, this.hooks, this.searchIndex, this.cache, true, this.since);
@@ -174,6 +174,7 @@ export class Repository implements SystemRepository {
     const candidate = { ...resource, id } as T;
     this.scope.checkCreate(candidate.resourceType);
     this.scope.checkAccess(candidate.resourceType, 'c');
+    await this.hooks.ready(this.db, this.since);
     await this.runBeforeWrite(candidate, undefined);
     // In a transaction that batches its creates, a create no hook sees is held back and written
     // with the others in one statement (before the transaction's next statement or its commit).
@@ -198,6 +199,7 @@ export class Repository implements SystemRepository {
     const stored: Resource[] = [];
     const indexRows: Array<IndexRows | undefined> = [];
     const joined = this.inTransaction(tx) as Repository;
+    await this.hooks.ready(this.db, this.since);
     for (const input of resources) {
       const meta = { ...(input.meta ?? {}), versionId: '1', lastUpdated: now, project: projectId } as Record<string, unknown>;
       if (!projectId) delete meta.project;
@@ -272,6 +274,7 @@ export class Repository implements SystemRepository {
     if (!id || !FHIR_ID.test(id)) throw badRequest('Invalid resource id', `${resourceType}.id`);
     this.scope.checkCreate(resourceType);
     this.scope.checkAccess(resourceType, 'u');
+    await this.hooks.ready(this.db, this.since);
     // Fresh: the no-op shortcut below must compare with the stored version, never with a
     // cached row another node may already have replaced (that update would be lost).
     const before = await this.visibleRow(this.db, resourceType, id, true);
@@ -329,6 +332,7 @@ export class Repository implements SystemRepository {
    */
   async delete(resourceType: string, id: string, options: { ifMatch?: string } = {}): Promise<boolean> {
     this.scope.checkAccess(resourceType, 'd');
+    await this.hooks.ready(this.db, this.since);
     return this.db.transaction(async (tx) => {
       const row = await this.lockRow(tx, resourceType, id);
       if (!row || row.version_id <= 0 || !this.scope.canSee(scopedRow(row))) throw notFound();
@@ -501,7 +505,7 @@ export class Repository implements SystemRepository {
       if (guard) return undefined;
       throw new Error(`${key}: the current row was not written`);
     }
-    for (const hook of this.hooks.for(resource.resourceType)) await hook.afterWrite?.(tx, resource, previous);
+    for (const hook of this.hooks.for(resource.resourceType)) await hook.afterWrite?.(tx, resource, previous, this.auth);
     return this.redact(resource);
   }
 
