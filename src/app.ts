@@ -26,6 +26,7 @@ import { createResourceValidator } from './fhir/validation/bindings.js';
 import { installRest } from './rest/install.js';
 import { installAdmin } from './admin/install.js';
 import { installEmail } from './email/install.js';
+import { installExport } from './export/install.js';
 
 export interface App {
   config: Config;
@@ -111,9 +112,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     installRest(registry, validator);
     await installEmail(env);
     const adminRoutes = installAdmin(env);
+    const exportRoutes = await installExport(env, registry, (caller) => repository(caller));
     await registry.published();
     operations = registry;
-    routes = [...auth.routes, ...adminRoutes, ...terminology.routes];
+    routes = [...auth.routes, ...adminRoutes, ...terminology.routes, ...exportRoutes];
     http = buildHttpServer({
       config,
       log,

@@ -1,6 +1,6 @@
 import type { Resource } from '@medplum/fhirtypes';
 import type { Queryable } from '../../core/database.js';
-import type { ResourceRepository, SearchQuery, SearchResult } from '../../core/repository.js';
+import type { ExportPageQuery, ResourceRepository, SearchQuery, SearchResult } from '../../core/repository.js';
 import type { SearchTerminology } from '../../core/search.js';
 import type { Scope } from '../../core/scope.js';
 import { extractRows } from './extract.js';
@@ -8,6 +8,7 @@ import type { IndexRows } from './index-rows.js';
 import { indexCtes, manyIndexCtes, removeRows, replaceRows } from './index-writer.js';
 import { DEFAULT_SEARCH_LIMITS, type SearchLimits } from './query/limits.js';
 import { runSearch } from './query/run-search.js';
+import { exportPage } from './query/export-page.js';
 import type { SearchIndex } from './search-index.js';
 import { StatisticsSchedule } from './statistics.js';
 
@@ -45,6 +46,9 @@ export function createSearchIndex(limits: SearchLimits = DEFAULT_SEARCH_LIMITS):
     async search(q: Queryable, scope: Scope, query: SearchQuery, repo?: ResourceRepository): Promise<SearchResult> {
       await statistics.refreshIfDue(q);
       return runSearch(q, scope, query, limits, { terminology, repo });
+    },
+    exportPage(q: Queryable, scope: Scope, query: ExportPageQuery, repo?: ResourceRepository) {
+      return exportPage(q, scope, query, limits, { terminology, repo });
     },
     useTerminology(t: SearchTerminology): void {
       terminology = t;
