@@ -66,8 +66,9 @@ export class ExportRunner {
     const lease = { id: job.id, runner: this.id, leaseMs: this.settings.leaseMs };
     const log = this.log.child({ exportJob: job.id, attempt: job.attempts });
     if (job.attempts > this.settings.maxAttempts) {
-      const why = `The export was interrupted ${job.attempts - 1} times (LATTICE_EXPORT_MAX_ATTEMPTS)${job.error ? `; last error: ${job.error}` : ''}`;
-      log.warn(why);
+      // The status tells the client; the cause (a node that died, a database error) is for the log.
+      const why = `The export was interrupted ${job.attempts - 1} times (LATTICE_EXPORT_MAX_ATTEMPTS) and was given up`;
+      log.warn({ lastError: job.error }, why);
       await finishJob(this.db, lease, 'failed', why, this.settings.expirySeconds);
       return;
     }

@@ -57,11 +57,11 @@ export async function exportPage(
     });
     where.push(`(${alternatives.join(' OR ')})`);
   }
-  const older = `(SELECT h.%s FROM resource_history h WHERE h.resource_type = r.resource_type AND h.id = r.id AND h.last_updated <= ${asOf}::timestamptz ORDER BY h.version_id DESC LIMIT 1)`;
+  const older = `(SELECT %s FROM resource_history h WHERE h.resource_type = r.resource_type AND h.id = r.id AND h.last_updated <= ${asOf}::timestamptz ORDER BY h.version_id DESC LIMIT 1)`;
   const res = await q.query<ExportRow>(
     `SELECT r.id,
        CASE WHEN r.last_updated <= ${asOf}::timestamptz THEN r.content ELSE ${older.replace('%s', 'CASE WHEN h.deleted THEN NULL ELSE h.content END')} END AS content,
-       CASE WHEN r.last_updated <= ${asOf}::timestamptz THEN r.last_updated ELSE ${older.replace('%s', 'last_updated')} END AS last_updated
+       CASE WHEN r.last_updated <= ${asOf}::timestamptz THEN r.last_updated ELSE ${older.replace('%s', 'h.last_updated')} END AS last_updated
      FROM resource r WHERE ${where.join(' AND ')}
      ORDER BY r.id LIMIT ${query.count}`,
     p.values,
