@@ -223,3 +223,28 @@ for (const driver of drivers) {
     });
   });
 }
+
+for (const driver of drivers) {
+  describe(`Bulk Data $export runs beside requests (${driver})`, () => {
+    test('the kick-off is answered, and polls are, while the job is still running', async () => {
+      // One resource a page: a job of many pages. Before the runner yielded between pages, the
+      // embedded database's job held the event loop, and the kick-off's 202 came after it ended.
+      const server = await startServer(driver, { env: { LATTICE_EXPORT_PAGE: '1' } });
+      try {
+        const token = server.adminToken as string;
+        const entry = Array.from({ length: 300 }, (_, i) => ({ resource: { resourceType: 'Observation', status: 'final', code: { text: `o${i}` } }, request: { method: 'POST', url: 'Observation' } }));
+        const loaded = await call(server.baseUrl, 'POST', '/fhir/R4', { token, body: { resourceType: 'Bundle', type: 'transaction', entry } });
+        assert.equal(loaded.status, 200, loaded.text);
+        const statusUrl = await kickOff(server.baseUrl, token, '/$export?_type=Observation');
+        const first = await call('', 'GET', statusUrl, { token });
+        assert.equal(first.status, 202, 'still running');
+        assert.match(first.headers.get('x-progress') ?? '', /^(queued|\d+ resources exported; type 1 of 1 \(Observation\))$/);
+        assert.equal(first.headers.get('retry-after'), '2');
+        const manifest = await manifestOf(statusUrl, token);
+        assert.deepEqual(manifest.output.map((o) => [o.type, o.count]), [['Observation', 300]]);
+      } finally {
+        await server.stop();
+      }
+    });
+  });
+}

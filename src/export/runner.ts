@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setImmediate } from 'node:timers/promises';
 import type { Resource } from '@medplum/fhirtypes';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
@@ -103,6 +104,9 @@ export class ExportRunner {
     const asOf = isoOf(job.transaction_time);
     let cursor: ExportCursor = { ...job.cursor };
     while (cursor.type < plan.types.length) {
+      // Between pages the event loop serves requests: an embedded database answers in
+      // microtasks only, and a loop of them would hold off every socket until the job ends.
+      await setImmediate();
       if (halted()) return false;
       const type = plan.types[cursor.type];
       let next: ExportCursor;
