@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { createMember, createProject, drivers, ooText, startServer, type TestProject, type TestServer } from './harness.js';
+import { createClient, createMember, createProject, drivers, loginAs, ooText, startServer, tokenRequest, type TestProject, type TestServer } from './harness.js';
+import { createPatientMember } from './support/smart.js';
 import { call, exportedIds, kickOff, manifestOf } from './support/bulk-export.js';
 
 /**
@@ -160,11 +161,49 @@ for (const driver of drivers) {
       assert.ok(first.meta.tag.some((t) => t.code === 'SUBSETTED'));
     });
 
-    test('a plain member may not start a system export; its Patient export follows its access', async () => {
+    test('a plain member may not start a system export', async () => {
       const member = await createMember(server, p.projectId);
       const res = await call(server.baseUrl, 'GET', '/fhir/R4/$export', { token: member.token, headers: { prefer: 'respond-async' } });
       assert.equal(res.status, 403);
       assert.equal(ooText(res.body), 'A system-level $export needs a system/ read scope (e.g. system/*.rs) or a project admin');
+    });
+
+    test('a client with system/Patient.rs exports Patients only; asking for another type is 403', async () => {
+      const client = await createClient(server, p.projectId, { token: p.adminToken, name: 'Bulk client' });
+      const res = await tokenRequest(server, { grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.secret, scope: 'system/Patient.rs' });
+      assert.equal(res.status, 200, res.text);
+      const token = res.body.access_token as string;
+      const exported = await exportedIds(await manifestOf(await kickOff(server.baseUrl, token, '/$export'), token), token);
+      assert.deepEqual(exported, { Patient: await searchIds('/Patient') });
+      const refused = await call(server.baseUrl, 'GET', '/fhir/R4/$export?_type=Observation', { token, headers: { prefer: 'respond-async' } });
+      assert.equal(refused.status, 403);
+      assert.equal(ooText(refused.body), 'Your access does not allow searching Observation');
+    });
+
+    test('a patient user\'s Patient export is its own record', async () => {
+      const person = await createPatientMember(server, p.projectId);
+      await create({ resourceType: 'Observation', status: 'final', ...code('9-9'), subject: { reference: `Patient/${person.patientId}` } });
+      const token = await loginAs(server, person.email, person.password, p.projectId);
+      const exported = await exportedIds(await manifestOf(await kickOff(server.baseUrl, token, '/Patient/$export?_type=Patient,Observation'), token), token);
+      const own = async (type: string) => {
+        const res = await server.fhir('GET', `/Patient/${person.patientId}/${type}`, { token: p.adminToken });
+        return ((res.body.entry ?? []) as Array<{ resource: { id: string } }>).map((e) => e.resource.id).sort();
+      };
+      assert.deepEqual(exported, { Observation: await own('Observation'), Patient: [person.patientId] });
+    });
+
+    test('an invalid _since or _type is 400', async () => {
+      for (const [query, text] of [
+        ['_since=yesterday', "Invalid _since 'yesterday': expected an instant such as 2024-01-01T00:00:00Z"],
+        ['_type=Nonsense', 'Unknown resource type in _type: Nonsense'],
+        ['_type=User', '_type User cannot be exported'],
+      ]) {
+        const res = await call(server.baseUrl, 'GET', `/fhir/R4/$export?${query}`, { token: p.adminToken, headers: { prefer: 'respond-async' } });
+        assert.equal(res.status, 400, query);
+        assert.equal(ooText(res.body), text, query);
+      }
+      const patientLevel = await call(server.baseUrl, 'GET', '/fhir/R4/Patient/$export?_type=Organization', { token: p.adminToken, headers: { prefer: 'respond-async' } });
+      assert.equal(ooText(patientLevel.body), '_type Organization is not in the Patient compartment');
     });
 
     test('only the caller that started an export polls and downloads it; another project\'s caller gets 404', async () => {
