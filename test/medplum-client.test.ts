@@ -92,7 +92,7 @@ for (const driver of drivers) {
       const manifest = await medplum.bulkExport('', 'Patient', undefined, { pollStatusOnAccepted: true, pollStatusPeriod: 100 });
       assert.equal(manifest.requiresAccessToken, true);
       assert.deepEqual(manifest.output?.map((o) => o.type), ['Patient']);
-      const file = await fetch(manifest.output?.[0]?.url ?? "", { headers: { authorization: `Bearer ${p.adminToken}` } });
+      const file = await fetch(manifest.output?.[0]?.url ?? '', { headers: { authorization: `Bearer ${p.adminToken}` } });
       const ids = (await file.text()).trim().split('\n').map((line) => (JSON.parse(line) as Patient).id);
       assert.deepEqual(ids.sort(), created.sort());
     });
