@@ -68,7 +68,8 @@ export interface Config {
   /** scrypt cost (log2 N) of new password hashes (docs/auth.md#passwords-and-secrets). */
   passwordCost: number;
   /** How long one request may use the database (docs/errors.md#database-limits); 0 = no limit. */
-  database: { statementTimeoutMs: number; acquireTimeoutMs: number; poolSize: number };
+  /** `autoAnalyze` (PGlite; default on): statistics kept current in the background (storage/pglite-analyze.ts). */
+  database: { statementTimeoutMs: number; acquireTimeoutMs: number; poolSize: number; autoAnalyze?: boolean };
   /** Bounds on one search (docs/rest.md#limits). */
   searchLimits: SearchLimits;
   /** Lifetime of a client application secret in seconds; 0 = it never expires (docs/auth.md#client-secrets). */
