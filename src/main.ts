@@ -217,9 +217,6 @@ async function serve(): Promise<void> {
   const config = loadConfig();
   const app = await createApp(config);
   const address = await app.listen();
-  // PORT=0 (any free port) without LATTICE_PUBLIC_URL: links name the port actually bound
-  // (e.g. the status URL of an export), not port 0.
-  if (config.port === 0 && !process.env.LATTICE_PUBLIC_URL) config.publicUrl = `http://localhost:${new URL(address).port}`;
   app.log.info({ address, driver: app.db.driver }, 'Lattice listening');
   let stopping = false;
   const stop = (signal: string) => {
