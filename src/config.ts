@@ -108,7 +108,7 @@ export interface Config {
     pageSize: number;
     /** How long a node's claim on a job lasts without a page or heartbeat (ms): a dead node's job is taken over after it. */
     leaseMs: number;
-    /** How often an idle runner looks for jobs (it is also woken by a kick-off). */
+    /** At the latest, how often an idle runner looks for jobs (a kick-off wakes it, a lease running out or files expiring too). */
     pollMs: number;
     /** Claims of one job (a node died while running it) before it is failed. */
     maxAttempts: number;
@@ -190,7 +190,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       expirySeconds: intOf(env.LATTICE_EXPORT_EXPIRY, 86_400, 'LATTICE_EXPORT_EXPIRY'),
       pageSize: intOf(env.LATTICE_EXPORT_PAGE, 1000, 'LATTICE_EXPORT_PAGE') || 1000,
       leaseMs: intOf(env.LATTICE_EXPORT_LEASE_MS, 30_000, 'LATTICE_EXPORT_LEASE_MS') || 30_000,
-      pollMs: intOf(env.LATTICE_EXPORT_POLL_MS, 5_000, 'LATTICE_EXPORT_POLL_MS') || 5_000,
+      pollMs: intOf(env.LATTICE_EXPORT_POLL_MS, 30_000, 'LATTICE_EXPORT_POLL_MS') || 30_000,
       maxAttempts: intOf(env.LATTICE_EXPORT_MAX_ATTEMPTS, 5, 'LATTICE_EXPORT_MAX_ATTEMPTS') || 5,
     },
     email: {

@@ -16,7 +16,7 @@ if (drivers.includes('pg')) {
   describe('$export on two nodes (pg)', () => {
     test('with two live nodes a job runs once; the node running it stopping mid-job leaves it to the other', async () => {
       const databaseUrl = await createTestDatabase({ migrated: true });
-      const env = { LATTICE_PUBLIC_URL: PUBLIC_URL, LATTICE_EXPORT_PAGE: '1', LATTICE_EXPORT_LEASE_MS: '1000', LATTICE_EXPORT_POLL_MS: '100' };
+      const env = { LATTICE_PUBLIC_URL: PUBLIC_URL, LATTICE_EXPORT_PAGE: '1', LATTICE_EXPORT_LEASE_MS: '1000' };
       const a: TestServer = await startServer('pg', { databaseUrl, env });
       let b: TestServer | undefined;
       let aStopped = false;
@@ -50,7 +50,7 @@ if (drivers.includes('pg')) {
 
     test('a job whose node stopped is taken over by a node started later (its lease ran out)', async () => {
       const databaseUrl = await createTestDatabase({ migrated: true });
-      const env = { LATTICE_PUBLIC_URL: PUBLIC_URL, LATTICE_EXPORT_PAGE: '1', LATTICE_EXPORT_LEASE_MS: '1000', LATTICE_EXPORT_POLL_MS: '100' };
+      const env = { LATTICE_PUBLIC_URL: PUBLIC_URL, LATTICE_EXPORT_PAGE: '1', LATTICE_EXPORT_LEASE_MS: '1000' };
       const a: TestServer = await startServer('pg', { databaseUrl, env });
       let b: TestServer | undefined;
       try {

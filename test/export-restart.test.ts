@@ -49,7 +49,6 @@ for (const driver of drivers) {
         // Small pages (many of them to be in the middle of), a short lease (a quick takeover).
         LATTICE_EXPORT_PAGE: '1',
         LATTICE_EXPORT_LEASE_MS: '1500',
-        LATTICE_EXPORT_POLL_MS: '200',
       };
       let server: ServerProcess | undefined;
       try {

@@ -179,6 +179,18 @@ export async function* fileChunks(q: Queryable, id: string, kind: 'output' | 'er
   }
 }
 
+/**
+ * Milliseconds until the next thing an idle runner must do by itself: a lease running out (a
+ * job whose node stopped renewing it) or files expiring; undefined when there is neither.
+ */
+export async function nextDueInMs(q: Queryable): Promise<number | undefined> {
+  const res = await q.query<{ ms: number | string | null }>(
+    `SELECT extract(epoch FROM least(min(lease_until) FILTER (WHERE state IN ('queued', 'running')), min(expires_at)) - now()) * 1000 AS ms FROM export_job`,
+  );
+  const ms = res.rows[0]?.ms;
+  return ms === null || ms === undefined ? undefined : Math.max(0, Math.ceil(Number(ms)));
+}
+
 /** Removes jobs whose files have expired (their chunks go with them); returns how many. */
 export async function deleteExpired(q: Queryable): Promise<number> {
   const res = await q.query('DELETE FROM export_job WHERE expires_at < now() RETURNING id');

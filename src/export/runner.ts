@@ -8,7 +8,7 @@ import type { Database } from '../core/database.js';
 import type { ResourceRepository } from '../core/repository.js';
 import { keepElements } from '../fhir/elements.js';
 import { FhirError, outcome, issue } from '../fhir/outcome.js';
-import { claimJob, deleteExpired, finishJob, isoOf, releaseJob, renewLease, storePage, type ExportJob } from './job-store.js';
+import { claimJob, deleteExpired, finishJob, isoOf, nextDueInMs, releaseJob, renewLease, storePage, type ExportJob } from './job-store.js';
 import type { ExportCursor, ExportPlan } from './plan.js';
 
 type Settings = Config['bulkExport'];
@@ -53,14 +53,19 @@ export class ExportRunner {
     await this.running;
   }
 
-  /** Runs jobs until none is runnable; removes expired ones first. */
-  async drain(): Promise<void> {
+  /**
+   * Runs jobs until none is runnable; removes expired ones first. Returns when to look again:
+   * when a lease runs out or files expire, and at the latest after `pollMs` (a kick-off on any
+   * node wakes the runner sooner; the poll covers a wake-up that was missed).
+   */
+  async drain(): Promise<number> {
     await deleteExpired(this.db);
     while (!this.stopped) {
       const job = await claimJob(this.db, this.id, this.settings.leaseMs);
-      if (!job) return;
+      if (!job) break;
       await this.runJob(job);
     }
+    return Math.min(this.settings.pollMs, (await nextDueInMs(this.db)) ?? Infinity);
   }
 
   private async runJob(job: ExportJob): Promise<void> {
@@ -145,13 +150,16 @@ export class ExportRunner {
   }
 
   private run(): void {
+    let next = this.settings.pollMs;
     this.running = this.drain()
+      .then((ms) => void (next = ms))
       .catch((err: unknown) => this.log.error({ err }, 'export runner: looking for jobs failed'))
       .finally(() => {
         this.running = undefined;
         const again = this.wakeAgain;
         this.wakeAgain = false;
-        this.schedule(again ? 0 : this.settings.pollMs);
+        // A lease that ran out is claimable a moment after its instant (clocks of one database).
+        this.schedule(again ? 0 : next + 10);
       });
   }
 }
