@@ -39,7 +39,15 @@ export function compartmentsSql(p: SqlParams, alias: string, types: string[], co
   if (types.includes(compartmentType)) {
     branches.push(`(${alias}.resource_type = ${p.add(compartmentType)} AND ${idIs(`${alias}.id`)})`);
   }
-  if (pairs.length > 0) {
+  if (pairs.length > 0 && ids === undefined) {
+    // Any compartment of the type: a correlated probe of the row's own references (the owner
+    // index), so a page of rows costs a page of probes — never a pass over every reference.
+    const x = p.alias('cx');
+    branches.push(
+      `EXISTS (SELECT 1 FROM search_reference ${x} WHERE ${x}.resource_type = ${alias}.resource_type AND ${x}.id = ${alias}.id` +
+        ` AND ${x}.target_type = ${p.add(compartmentType)} AND (${x}.resource_type || '.' || ${x}.param) = ANY(${p.add(pairs)}::text[]))`,
+    );
+  } else if (pairs.length > 0) {
     const x = p.alias('cx');
     branches.push(
       `(${alias}.resource_type, ${alias}.id) IN (SELECT ${x}.resource_type, ${x}.id FROM search_reference ${x}` +
