@@ -233,6 +233,27 @@ for (const driver of drivers) {
       assert.equal(rows.rows[0].n, 0);
     });
 
+    test('a type the job cannot export is said in the manifest\'s error file, and the others are exported', async () => {
+      const statusUrl = await kickOff(server.baseUrl, p.adminToken, '/$export?_type=Organization');
+      await manifestOf(statusUrl, p.adminToken);
+      const [job] = (await server.app.db.query<{ owner: string; auth: unknown }>('SELECT owner, auth FROM export_job WHERE id = $1', [statusUrl.split('/').pop()])).rows;
+      // A job whose filter no longer runs when the page is read (written as a kick-off would).
+      const id = randomUUID();
+      const plan = { level: 'system', types: ['Observation', 'Organization'], typeFilters: { Observation: [[['bogus', '1']]] } };
+      await server.app.db.query(
+        `INSERT INTO export_job (id, project_id, owner, auth, request_url, plan, transaction_time) VALUES ($1, $2, $3, $4, 'x', $5, now())`,
+        [id, p.projectId, job.owner, JSON.stringify(job.auth), JSON.stringify(plan)],
+      );
+      await manifestOf(await kickOff(server.baseUrl, p.adminToken, '/$export?_type=Organization'), p.adminToken); // a kick-off wakes the runner
+      const manifest = await manifestOf(statusUrl.replace(/[^/]+$/, id), p.adminToken);
+      assert.deepEqual(manifest.output.map((o) => o.type), ['Organization']);
+      assert.deepEqual(manifest.error.map((e) => [e.type, e.count]), [['OperationOutcome', 1]]);
+      const errors = await call('', 'GET', manifest.error[0].url, { token: p.adminToken });
+      const outcome = JSON.parse(errors.text.trim()) as { resourceType: string; issue: Array<{ details: { text: string } }> };
+      assert.equal(outcome.resourceType, 'OperationOutcome');
+      assert.match(outcome.issue[0].details.text, /^Observation was not exported: .*bogus/);
+    });
+
     test('a caller with LATTICE_EXPORT_MAX_JOBS exports in progress is told 429 with Retry-After', async () => {
       const statusUrl = await kickOff(server.baseUrl, p.adminToken, '/$export?_type=Patient');
       await manifestOf(statusUrl, p.adminToken);
