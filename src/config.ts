@@ -97,7 +97,19 @@ export interface Config {
   /** `lattice import`: a CodeSystem with more concepts is indexed staged (docs/terminology.md#atomic-imports). */
   txStagedImportAbove: number;
   /** Bounds on one terminology request (docs/terminology.md#limits). */
-  terminologyLimits: { maxFilters: number; maxCodings: number; maxValueSets: number; maxIncludes: number; maxInlineConcepts: number };
+  terminologyLimits: {
+    maxFilters: number;
+    maxCodings: number;
+    maxValueSets: number;
+    maxIncludes: number;
+    maxInlineConcepts: number;
+    /** Steps of one ECL evaluation (concepts, edges, descriptions × search terms visited). */
+    maxEclSteps: number;
+    /** Characters of the distinct UCUM expressions one request has checked, all together. */
+    maxUcumCharacters: number;
+  };
+  /** `lattice import` (RF2, LOINC): the longest line of a release file, in characters. */
+  txImportMaxLine: number;
   /** Bulk Data export jobs (docs/export.md#settings). */
   bulkExport: {
     /** Export jobs one caller may have queued or running at a time; past it 429. */
@@ -124,6 +136,20 @@ export interface Config {
     retryMaxMs: number;
     /** Attempts before a message is given up. */
     maxAttempts: number;
+  };
+  /** Subscription notifications (src/subscriptions, docs/rest.md#subscriptions). */
+  subscriptions: {
+    /** Endpoints on loopback, private or link-local addresses are allowed (development, tests). */
+    allowPrivate: boolean;
+    /** How often a node looks for due notifications when nothing wakes it (ms). */
+    pollMs: number;
+    /** First retry delay after a failed delivery (ms), doubled per attempt up to `retryMaxMs`. */
+    retryBaseMs: number;
+    retryMaxMs: number;
+    /** Attempts of one notification before the Subscription is set to `error`. */
+    maxAttempts: number;
+    /** Time one delivery (connect, send, answer) may take (ms). */
+    timeoutMs: number;
   };
 }
 
@@ -152,7 +178,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxValueSets: intOf(env.LATTICE_TX_MAX_VALUESETS, 1_000, 'LATTICE_TX_MAX_VALUESETS'),
       maxIncludes: intOf(env.LATTICE_TX_MAX_INCLUDES, 5_000, 'LATTICE_TX_MAX_INCLUDES'),
       maxInlineConcepts: intOf(env.LATTICE_TX_MAX_INLINE_CONCEPTS, 25_000, 'LATTICE_TX_MAX_INLINE_CONCEPTS'),
+      maxEclSteps: intOf(env.LATTICE_TX_ECL_MAX_STEPS, 20_000_000, 'LATTICE_TX_ECL_MAX_STEPS'),
+      maxUcumCharacters: intOf(env.LATTICE_TX_MAX_UCUM_CHARACTERS, 20_000, 'LATTICE_TX_MAX_UCUM_CHARACTERS'),
     },
+    txImportMaxLine: intOf(env.LATTICE_TX_IMPORT_MAX_LINE, 1_000_000, 'LATTICE_TX_IMPORT_MAX_LINE'),
     publicUrl: (env.LATTICE_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
     adminEmail: env.LATTICE_ADMIN_EMAIL?.trim() || 'admin@example.com',
     adminPassword: env.LATTICE_ADMIN_PASSWORD || undefined,
@@ -200,6 +229,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       retryMaxMs: intOf(env.LATTICE_EMAIL_RETRY_MAX_MS, 15 * 60_000, 'LATTICE_EMAIL_RETRY_MAX_MS'),
       maxAttempts: intOf(env.LATTICE_EMAIL_MAX_ATTEMPTS, 12, 'LATTICE_EMAIL_MAX_ATTEMPTS'),
     },
+    subscriptions: {
+      allowPrivate: booleanOf(env.LATTICE_SUBSCRIPTION_ALLOW_PRIVATE, 'LATTICE_SUBSCRIPTION_ALLOW_PRIVATE'),
+      pollMs: intOf(env.LATTICE_SUBSCRIPTION_POLL_MS, 5_000, 'LATTICE_SUBSCRIPTION_POLL_MS') || 5_000,
+      retryBaseMs: intOf(env.LATTICE_SUBSCRIPTION_RETRY_MS, 10_000, 'LATTICE_SUBSCRIPTION_RETRY_MS'),
+      retryMaxMs: intOf(env.LATTICE_SUBSCRIPTION_RETRY_MAX_MS, 15 * 60_000, 'LATTICE_SUBSCRIPTION_RETRY_MAX_MS'),
+      maxAttempts: intOf(env.LATTICE_SUBSCRIPTION_MAX_ATTEMPTS, 10, 'LATTICE_SUBSCRIPTION_MAX_ATTEMPTS') || 1,
+      timeoutMs: intOf(env.LATTICE_SUBSCRIPTION_TIMEOUT_MS, 10_000, 'LATTICE_SUBSCRIPTION_TIMEOUT_MS') || 10_000,
+    },
   };
 }
 
@@ -214,6 +251,12 @@ function passwordCostOf(value: string | undefined): number {
     throw new Error(`LATTICE_PASSWORD_COST must be between ${MIN_PASSWORD_COST} and ${MAX_PASSWORD_COST}, got '${value}'`);
   }
   return cost;
+}
+
+function booleanOf(value: string | undefined, name: string): boolean {
+  if (value === undefined || value === '' || value === 'false' || value === '0') return false;
+  if (value === 'true' || value === '1') return true;
+  throw new Error(`${name} must be 'true' or 'false', got '${value}'`);
 }
 
 function intOf(value: string | undefined, fallback: number, name: string): number {

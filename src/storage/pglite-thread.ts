@@ -31,9 +31,9 @@ export interface PgliteThreadData {
 export type ThreadError = Record<string, unknown> & { message: string };
 
 export async function pgliteThread(): Promise<void> {
-  const { parentPort, workerData } = await import('node:worker_threads');
-  const port = parentPort as NonNullable<typeof parentPort>;
-  const data = workerData as PgliteThreadData;
+  const threads = await import('node:worker_threads');
+  const port = threads.parentPort as NonNullable<typeof threads.parentPort>;
+  const data = threads.workerData as PgliteThreadData;
   const flatten = (err: unknown): ThreadError => {
     const out: ThreadError = { message: err instanceof Error ? err.message : String(err) };
     if (err && typeof err === 'object') {

@@ -58,7 +58,7 @@ const pgliteUrl = (): string => import.meta.resolve('@electric-sql/pglite');
 export class PgliteWorker {
   /** Increases each time the thread is replaced: a transaction begun in an earlier one is gone. */
   generation = 0;
-  private worker!: Worker;
+  private worker: Worker | undefined;
   private ready!: Promise<void>;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
@@ -85,7 +85,7 @@ export class PgliteWorker {
 
   /** True while the thread is being replaced, or after it failed for good. */
   get unavailable(): boolean {
-    return this.restarting || this.failed !== undefined;
+    return this.replaced !== undefined || this.failed !== undefined;
   }
 
   /** How long the oldest statement in the thread has run (ms), or undefined. */
@@ -95,7 +95,8 @@ export class PgliteWorker {
     return oldest === undefined ? undefined : Date.now() - oldest;
   }
 
-  private restarting = false;
+  /** Set while the thread is being replaced: settles when the new one is open (or failed). */
+  private replaced: Promise<void> | undefined;
 
   private start(loadDataDir?: ArrayBuffer): void {
     const data: PgliteThreadData = {
@@ -106,10 +107,17 @@ export class PgliteWorker {
     };
     const worker = new Worker(pgliteThreadSource, { eval: true, workerData: data, transferList: loadDataDir ? [loadDataDir] : [] });
     this.worker = worker;
+    // Like the in-process database it replaces, an idle thread does not keep the process alive
+    // (a command that forgets to close still exits); one with a statement in flight does.
+    const idle = () => {
+      if (this.pending.size === 0) worker.unref();
+    };
     this.ready = new Promise<void>((resolve, reject) => {
       const onOpen = (msg: { ready?: boolean; openError?: ThreadError }) => {
-        if (msg.ready) resolve();
-        else if (msg.openError) reject(toError(msg.openError));
+        if (msg.ready) {
+          resolve();
+          idle();
+        } else if (msg.openError) reject(toError(msg.openError));
         else return;
         worker.off('message', onOpen);
       };
@@ -126,6 +134,7 @@ export class PgliteWorker {
       const pending = this.pending.get(msg.id);
       this.pending.delete(msg.id);
       this.sentAt.delete(msg.id);
+      idle();
       if (!pending || pending.abandoned) return;
       pending.resolve(msg);
     });
@@ -138,31 +147,42 @@ export class PgliteWorker {
   }
 
   /** Ends the current thread (if any still runs) and opens the database again in a new one. */
-  private async replace(): Promise<void> {
-    if (this.restarting || this.closing) return;
-    this.restarting = true;
+  private replace(): Promise<void> {
+    if (this.replaced || this.closing) return this.replaced ?? Promise.resolve();
     this.generation++;
+    this.replaced = this.reopen().finally(() => {
+      this.replaced = undefined;
+    });
+    return this.replaced;
+  }
+
+  private async reopen(): Promise<void> {
     const old = this.worker;
     try {
-      this.worker = undefined as unknown as Worker; // its 'exit' is expected now
-      await old.terminate().catch(() => undefined);
+      this.worker = undefined; // its 'exit' is expected now
+      await old?.terminate().catch(() => undefined);
       // Whatever else was in the thread went with it (the turn lock allows one request's
       // statements; a probe or a background statement may be there too).
       this.rejectAll(databaseUnavailable());
+      if (this.closing) return;
       if (!this.restartable) {
         this.failed = databaseUnavailable();
         return;
       }
       this.start();
       await this.ready;
-      this.restarting = false;
-      for (const channel of this.channels) await this.send({ op: 'listen', channel }, undefined);
-      for (const channel of this.channels) this.options.onNotify(channel, '*');
+      if (this.closing) {
+        await (this.worker as Worker | undefined)?.terminate().catch(() => undefined);
+        return;
+      }
     } catch (err) {
       this.failed = err instanceof Error ? err : new Error(String(err));
-    } finally {
-      this.restarting = false;
+      return;
     }
+    // Open again: listen again, and tell the listeners anything may have been missed.
+    this.replaced = undefined;
+    for (const channel of this.channels) await this.send({ op: 'listen', channel }, undefined).catch(() => undefined);
+    for (const channel of this.channels) this.options.onNotify(channel, '*');
   }
 
   private rejectAll(err: Error): void {
@@ -179,13 +199,15 @@ export class PgliteWorker {
    */
   private async send(msg: Record<string, unknown>, deadlineOf: DeadlineOf | undefined, transfer: ArrayBuffer[] = []): Promise<Answer> {
     if (this.failed) throw databaseUnavailable();
-    if (this.restarting) {
+    if (this.replaced) {
       // The thread is being replaced: wait for it as for a turn; the statement's time starts after.
-      await withTimeout(this.waitReady(), this.options.waitMs, databaseBusy);
+      await withTimeout(this.replaced, this.options.waitMs, databaseBusy);
+      if (this.failed) throw databaseUnavailable();
     }
     const deadline = deadlineOf?.();
     const id = this.nextId++;
     const worker = this.worker;
+    if (!worker) throw databaseUnavailable();
     const answer = new Promise<Answer>((resolve, reject) => {
       const pending: Pending = { resolve, reject };
       this.pending.set(id, pending);
@@ -216,16 +238,13 @@ export class PgliteWorker {
         pending.reject = (e) => settle(() => reject(e))();
       }
     });
+    worker.ref();
     worker.postMessage({ id, ...msg }, transfer);
     const result = await answer;
     if (result.error) throw toError(result.error);
     return result;
   }
 
-  private async waitReady(): Promise<void> {
-    while (this.restarting) await new Promise((resolve) => setTimeout(resolve, 10));
-    if (this.failed) throw databaseUnavailable();
-  }
 
   async query<T>(sql: string, params: unknown[], deadline?: DeadlineOf): Promise<QueryResult<T>> {
     const res = await this.send({ op: 'query', sql, params }, deadline);
