@@ -40,6 +40,7 @@ const CHECKS = [
   { name: '$import adds the concept', example: /CodeSystem\/\\\$import/, check: (out) => out.includes('"valueString":"X one"') || '$lookup does not find x1' },
   { name: 'the invite answers a membership', example: /\/invite/, check: (out) => out.includes('"resourceType":"ProjectMembership"') || 'no ProjectMembership' },
   { name: 'userinfo names the user', example: /oauth2\/userinfo/, check: (out) => out.includes('"fhirUser":') || 'no fhirUser' },
+  { name: 'the export file holds the Patients', example: /select\(\.type=="Patient"\)/, check: (out) => out.includes('"resourceType":"Patient"') || 'no Patient line in the export file' },
   { name: 'an EHR launch id is issued', example: /\/auth\/launch/, check: (out) => out.includes('"launch":') || 'no launch id' },
   { name: 'the client acts in the Lab project, not the super admin\'s', example: /grant_type=client_credentials/, check: (out, vars) => (vars.LAB && out.includes(`"project":{"reference":"Project/${vars.LAB}"}`)) || 'the client token is not the Lab project\'s' },
   { name: 'the public client has redirect URIs and no secret', example: /"public":true/, check: (out) => (out.includes('"redirectUris":["https://portal.example.org/callback"]') && !out.includes('"secret"')) || 'no public client with its redirect URI' },

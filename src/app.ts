@@ -26,6 +26,7 @@ import { createResourceValidator } from './fhir/validation/bindings.js';
 import { installRest } from './rest/install.js';
 import { installAdmin } from './admin/install.js';
 import { installEmail } from './email/install.js';
+import { installExport } from './export/install.js';
 import { installSubscriptions, subscriptionHooks, SubscriptionRegistry } from './subscriptions/install.js';
 
 export interface App {
@@ -121,6 +122,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     installRest(registry, validator);
     await installEmail(env);
     const adminRoutes = installAdmin(env);
+    const exportRoutes = await installExport(env, registry, (caller) => repository(caller));
     const subscriptionFeature = await installSubscriptions(env, registry, {
       registry: subscriptions,
       repository,
@@ -129,7 +131,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     });
     await registry.published();
     operations = registry;
-    routes = [...auth.routes, ...adminRoutes, ...terminology.routes];
+    routes = [...auth.routes, ...adminRoutes, ...terminology.routes, ...exportRoutes];
     http = buildHttpServer({
       config,
       log,

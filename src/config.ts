@@ -124,6 +124,21 @@ export interface Config {
   };
   /** `lattice import` (RF2, LOINC): the longest line of a release file, in characters. */
   txImportMaxLine: number;
+  /** Bulk Data export jobs (docs/export.md#settings). */
+  bulkExport: {
+    /** Export jobs one caller may have queued or running at a time; past it 429. */
+    maxJobsPerCaller: number;
+    /** Seconds a finished export's manifest and files stay available. */
+    expirySeconds: number;
+    /** Resources read per page (one statement, one short transaction to store it). */
+    pageSize: number;
+    /** How long a node's claim on a job lasts without a page or heartbeat (ms): a dead node's job is taken over after it. */
+    leaseMs: number;
+    /** At the latest, how often an idle runner looks for jobs (a kick-off wakes it, a lease running out or files expiring too). */
+    pollMs: number;
+    /** Claims of one job (a node died while running it) before it is failed. */
+    maxAttempts: number;
+  };
   /** Outbox e-mail sender. */
   email: {
     /** `From:` of every message (default `Lattice <no-reply@<public host>>`). */
@@ -214,6 +229,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 10_000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
     bundleEntryMs: intOf(env.LATTICE_BUNDLE_ENTRY_MS, 30, 'LATTICE_BUNDLE_ENTRY_MS'),
     importBatch: intOf(env.LATTICE_IMPORT_BATCH, 1000, 'LATTICE_IMPORT_BATCH') || 1000,
+    bulkExport: {
+      maxJobsPerCaller: intOf(env.LATTICE_EXPORT_MAX_JOBS, 2, 'LATTICE_EXPORT_MAX_JOBS') || 1,
+      expirySeconds: intOf(env.LATTICE_EXPORT_EXPIRY, 86_400, 'LATTICE_EXPORT_EXPIRY'),
+      pageSize: intOf(env.LATTICE_EXPORT_PAGE, 1000, 'LATTICE_EXPORT_PAGE') || 1000,
+      leaseMs: intOf(env.LATTICE_EXPORT_LEASE_MS, 30_000, 'LATTICE_EXPORT_LEASE_MS') || 30_000,
+      pollMs: intOf(env.LATTICE_EXPORT_POLL_MS, 30_000, 'LATTICE_EXPORT_POLL_MS') || 30_000,
+      maxAttempts: intOf(env.LATTICE_EXPORT_MAX_ATTEMPTS, 5, 'LATTICE_EXPORT_MAX_ATTEMPTS') || 5,
+    },
     email: {
       from: env.LATTICE_EMAIL_FROM || undefined,
       pollMs: intOf(env.LATTICE_EMAIL_POLL_MS, 5_000, 'LATTICE_EMAIL_POLL_MS'),

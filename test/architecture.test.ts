@@ -151,6 +151,19 @@ describe('architecture', () => {
     assert.deepEqual(offenders, []);
   });
 
+  test('src/export (Bulk Data jobs) stands on the contracts: core, fhir, the change feed and the tenancy constants; its SQL is in job-store.ts', () => {
+    const allowed = (m: string) =>
+      m.startsWith('src/core/') || m.startsWith('src/fhir/') || m.startsWith('src/export/') || ['src/config.ts', 'src/storage/change-feed.ts', 'src/storage/scope.ts'].includes(m);
+    const offenders = [...graph]
+      .filter(([from]) => from.startsWith('src/export/'))
+      .flatMap(([from, { modules }]) => modules.filter((m) => !allowed(m)).map((m) => `${from} → ${m}`));
+    assert.deepEqual(offenders, []);
+    const sql = sourceFiles(join(SRC, 'export'))
+      .map((file) => relative(projectRoot, file))
+      .filter((file) => file !== 'src/export/job-store.ts' && /\b(FROM|INTO|UPDATE)\s+export_(job|chunk)\b/i.test(readFileSync(join(projectRoot, file), 'utf8')));
+    assert.deepEqual(sql, []);
+  });
+
   test('only the change feed (src/storage/change-feed.ts) sends NOTIFY', () => {
     const offenders = sourceFiles(SRC)
       .map((file) => relative(projectRoot, file))

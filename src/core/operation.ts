@@ -52,6 +52,13 @@ export interface Operation {
    * (docs/operations.md#post): clients call `$everything` so.
    */
   emptyPost?: boolean;
+  /**
+   * Answers the invocation itself, with its own status and headers, instead of output Parameters
+   * (docs/operations.md#asynchronous-operations: Bulk Data `$export` answers 202 with
+   * `Content-Location`): the framework parses and checks the input as for any operation, then
+   * calls this instead of `handler` and writes what it returns.
+   */
+  respond?(req: FhirRequest, input: OperationValues, target: OperationTarget): Promise<FhirResult>;
 }
 
 /** Where a `$code` request points: `[base]/$code`, `[base]/Type/$code` or `[base]/Type/id/$code`. */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { Readable } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
@@ -42,6 +43,7 @@ function registerRoute(app: FastifyInstance, services: HttpDeps, route: AppRoute
         ctx,
       });
       void reply.status(result.status).headers(result.headers ?? {});
+      if (result.stream) return reply.type(result.contentType ?? 'application/octet-stream').send(Readable.from(result.stream));
       if (result.body === undefined) return reply.send();
       if (typeof result.body === 'string') return reply.type(result.contentType ?? 'text/plain; charset=utf-8').send(result.body);
       return reply.type(result.contentType ?? 'application/json; charset=utf-8').send(JSON.stringify(result.body));

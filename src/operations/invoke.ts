@@ -34,6 +34,7 @@ export async function invokeOperation(req: FhirRequest, operation: Operation, ta
     const allowed = definition.affectsState === true ? ['POST'] : ['GET', 'HEAD', 'POST'];
     throw methodNotAllowed(req.method, allowed, `Operation $${definition.code} cannot be invoked with ${req.method}`);
   }
+  if (operation.respond) return operation.respond(req, input, target);
   const output: unknown = await operation.handler(req.ctx, input, target);
   try {
     return { status: 200, body: formatOutput(definition, output) };
