@@ -26,6 +26,7 @@ import { createResourceValidator } from './fhir/validation/bindings.js';
 import { installRest } from './rest/install.js';
 import { installAdmin } from './admin/install.js';
 import { installEmail } from './email/install.js';
+import { createBinaryFeature } from './binary/install.js';
 
 export interface App {
   config: Config;
@@ -70,7 +71,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     closers.length = 0;
   };
 
-  const hooks = new ResourceHooks([...authHooks(), ...terminologyHooks(), ...(options.extraHooks ?? [])]);
+  // Binary content joins every Binary write (and signs attachment URLs on the way out).
+  const binary = createBinaryFeature(config, db);
+  const hooks = new ResourceHooks([...authHooks(), ...terminologyHooks(), ...binary.hooks, ...(options.extraHooks ?? [])]);
   const searchIndex = createSearchIndex(config.searchLimits);
   // PGlite sees every write in this process; on PostgreSQL every node hears every write through
   // the change feed (row-cache.ts). `LATTICE_READ_CACHE=off` reads the database every time.
@@ -111,9 +114,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     installRest(registry, validator);
     await installEmail(env);
     const adminRoutes = installAdmin(env);
+    const binaryRoutes = await binary.install(env);
     await registry.published();
     operations = registry;
-    routes = [...auth.routes, ...adminRoutes, ...terminology.routes];
+    routes = [...auth.routes, ...adminRoutes, ...terminology.routes, ...binaryRoutes];
     http = buildHttpServer({
       config,
       log,
@@ -127,6 +131,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         terminologyCapabilities: terminology.capabilities,
         validator,
         search: searchCapabilities(),
+        // FHIR JSON `data` is bounded like a JSON request body (docs/rest.md#binary).
+        binary: { store: binary.store, jsonDataLimit: config.bodyLimit },
       }),
       routes,
     });
