@@ -15,7 +15,7 @@ async function raw(server: TestServer, method: string, path: string, options: { 
   const token = options.token === undefined ? server.memberToken : options.token;
   if (token) headers.authorization = `Bearer ${token}`;
   if (options.contentType) headers['content-type'] = options.contentType;
-  const res = await fetch(server.fhirUrl + path, { method, headers, body: options.body });
+  const res = await fetch(server.fhirUrl + path, { method, headers, body: options.body as BodyInit | undefined });
   const bytes = Buffer.from(await res.arrayBuffer());
   let json: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON off the wire
   try {
