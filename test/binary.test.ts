@@ -121,6 +121,35 @@ for (const driver of drivers) {
       assert.equal(stale.bytes.toString(), '0123456789');
     });
 
+    test('HEAD answers the headers only; If-None-Match with the version answers 304', async () => {
+      const created = await raw(server, 'POST', '/Binary', { body: 'head me', contentType: 'text/plain' });
+      const head = await raw(server, 'HEAD', `/Binary/${created.json.id}`);
+      assert.equal(head.status, 200);
+      assert.equal(head.bytes.length, 0);
+      assert.equal(head.headers.get('content-type'), 'text/plain');
+      const unchanged = await raw(server, 'GET', `/Binary/${created.json.id}`, { headers: { 'if-none-match': '"1"' } });
+      assert.equal(unchanged.status, 304);
+      assert.equal(unchanged.bytes.length, 0);
+    });
+
+    test('a Binary with data in a transaction Bundle is stored as content; search answers Binaries without data, with their url', async () => {
+      const bundle = await server.fhir('POST', '', {
+        body: {
+          resourceType: 'Bundle',
+          type: 'transaction',
+          entry: [{ resource: { resourceType: 'Binary', contentType: 'text/plain', data: Buffer.from('from a bundle').toString('base64') }, request: { method: 'POST', url: 'Binary' } }],
+        },
+      });
+      assert.equal(bundle.status, 200, bundle.text);
+      const id = bundle.body.entry[0].response.location.split('/')[1];
+      assert.equal((await raw(server, 'GET', `/Binary/${id}`)).bytes.toString(), 'from a bundle');
+      const found = await server.fhir('GET', `/Binary?_id=${id}`);
+      assert.equal(found.body.entry.length, 1);
+      assert.equal(found.body.entry[0].resource.data, undefined);
+      assert.match(found.body.entry[0].resource.url, new RegExp(`/binary/${id}/1\\?Expires=`));
+      assert.equal(found.body.entry[0].resource._contentSha256, undefined);
+    });
+
     test('HTML, SVG and JavaScript are served as downloads; images inline', async () => {
       for (const type of ['text/html', 'image/svg+xml', 'application/javascript', 'application/xml']) {
         const created = await raw(server, 'POST', '/Binary', { body: '<script>alert(1)</script>', contentType: type });
