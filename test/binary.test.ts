@@ -141,7 +141,7 @@ for (const driver of drivers) {
         },
       });
       assert.equal(bundle.status, 200, bundle.text);
-      const id = bundle.body.entry[0].response.location.split('/')[1];
+      const id = /Binary\/([^/]+)/.exec(bundle.body.entry[0].response.location)?.[1];
       assert.equal((await raw(server, 'GET', `/Binary/${id}`)).bytes.toString(), 'from a bundle');
       const found = await server.fhir('GET', `/Binary?_id=${id}`);
       assert.equal(found.body.entry.length, 1);
