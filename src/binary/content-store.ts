@@ -8,8 +8,12 @@ import { STAGED, asStoredBinary } from './marks.js';
 
 /** Bytes per stored chunk: one statement each way; a range read fetches only the chunks it covers. */
 export const CHUNK_SIZE = 1024 * 1024;
-/** Bytes of content one read statement answers (`bytes`). */
-const READ_SLICE = 1024 * 1024;
+/**
+ * Bytes of content one read statement answers (`bytes`): small enough that each answer dies
+ * young in the JavaScript heap. With whole 1 MiB chunks a 200 MB download grew the server by up
+ * to 95 MB of garbage waiting for a full collection; with 64 KiB, by 11-40 MB.
+ */
+const READ_SLICE = 64 * 1024;
 
 /** A content row of a stored Binary version. */
 interface ContentRow {
@@ -202,11 +206,7 @@ export class ContentStore implements BinaryStore {
     return res.rows[0];
   }
 
-  /**
-   * Bytes `start` (inclusive) to `end` (exclusive) of stored content, `READ_SLICE` bytes per
-   * statement: each answer is a string small enough for the young generation of the JavaScript
-   * heap, so a large download leaves no trail of large strings waiting for a full collection.
-   */
+  /** Bytes `start` (inclusive) to `end` (exclusive) of stored content, `READ_SLICE` bytes per statement. */
   private async *bytes(row: ContentRow, start: number, end: number): AsyncGenerator<Buffer> {
     const chunk = row.chunk_size;
     for (let at = start; at < end; ) {
