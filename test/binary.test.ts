@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { createMember, createProject, drivers, ooText, startServer, type TestServer } from './harness.js';
+import { createMember, createProject, drivers, loginTokens, ooText, startServer, type TestServer } from './harness.js';
 
 /**
  * Binary over REST (issue 34, docs/rest.md#binary): content in with any type, out as its own
@@ -266,6 +266,21 @@ for (const driver of drivers) {
       assert.equal((await fetch(theirs.body.content[0].attachment.url)).status, 403);
     });
 
+    test('scopes apply: Binary.r reads content but writes nothing; without a Binary scope no read', async () => {
+      const created = await raw(server, 'POST', '/Binary', { body: 'scoped', contentType: 'text/plain' });
+      const member = server.member!;
+      const token = async (scope: string) => (await loginTokens(server, member.email, member.password, { projectId: server.projectId, scope })).access_token;
+      const reader = await token('openid user/Binary.r');
+      assert.equal((await raw(server, 'GET', `/Binary/${created.json.id}`, { token: reader })).bytes.toString(), 'scoped');
+      const write = await raw(server, 'POST', '/Binary', { token: reader, body: 'no', contentType: 'text/plain' });
+      assert.equal(write.status, 403);
+      const other = await token('openid user/Patient.rs');
+      for (const accept of ['*/*', 'application/fhir+json']) {
+        assert.equal((await raw(server, 'GET', `/Binary/${created.json.id}`, { token: other, headers: { accept } })).status, 403, accept);
+      }
+      assert.equal(await stagedRows(server), 0);
+    });
+
     test('a member without Binary rights is refused before the body is read', async () => {
       const p = await createProject(server, 'Binary read-only');
       const policy = await server.fhir('POST', '/AccessPolicy', {
@@ -280,8 +295,17 @@ for (const driver of drivers) {
         body: { ...membership.body, accessPolicy: { reference: `AccessPolicy/${policy.body.id}` } },
       });
       assert.equal(updated.status, 200, updated.text);
-      const refused = await raw(server, 'POST', '/Binary', { token: member.token, body: 'nope', contentType: 'text/plain' });
-      assert.equal(refused.status, 403);
+      // The answer comes while the body is still being sent: it was not waited for.
+      const refused = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest(`${server.fhirUrl}/Binary`, { method: 'POST', headers: { authorization: `Bearer ${member.token}`, 'content-type': 'text/plain', 'content-length': String(2 * 1024 * 1024) } }, (res) => {
+          resolve(res.statusCode ?? 0);
+          res.resume();
+          req.destroy();
+        });
+        req.on('error', (err) => (req.destroyed ? undefined : reject(err)));
+        req.write(Buffer.alloc(64 * 1024, 1));
+      });
+      assert.equal(refused, 403);
       assert.equal(await stagedRows(server), 0);
     });
   });
