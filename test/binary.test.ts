@@ -281,6 +281,18 @@ for (const driver of drivers) {
       assert.equal(await stagedRows(server), 0);
     });
 
+    test('a browser may upload and read ranges across origins (CORS preflight and exposed headers)', async () => {
+      const preflight = await fetch(`${server.fhirUrl}/Binary`, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'x-security-context, range' },
+      });
+      assert.equal(preflight.status, 204);
+      assert.match(preflight.headers.get('access-control-allow-headers') ?? '', /X-Security-Context.*Range/);
+      const created = await raw(server, 'POST', '/Binary', { body: 'cors', contentType: 'text/plain' });
+      const read = await raw(server, 'GET', `/Binary/${created.json.id}`, { headers: { origin: 'https://app.example', range: 'bytes=0-1' } });
+      assert.match(read.headers.get('access-control-expose-headers') ?? '', /Content-Range, Content-Disposition/);
+    });
+
     test('a member without Binary rights is refused before the body is read', async () => {
       const p = await createProject(server, 'Binary read-only');
       const policy = await server.fhir('POST', '/AccessPolicy', {
