@@ -49,7 +49,7 @@ for (const driver of drivers) {
       assert.deepEqual(new Uint8Array(await (await client.download(attachment.url)).arrayBuffer()), bytes);
 
       const doc = await client.createResource<DocumentReference>({ resourceType: 'DocumentReference', status: 'current', content: [{ attachment }] });
-      const read = await client.readResource('DocumentReference', doc.id as string);
+      const read = await client.readResource('DocumentReference', doc.id);
       const url = read.content[0].attachment.url as string;
       const plain = await fetch(url); // no Authorization header, as an <img src> would
       assert.equal(plain.status, 200);

@@ -138,7 +138,7 @@ function download(server: ServerProcess, token: string, path: string, headers: R
 
 /** Where a server's data lives across processes, and how to count its content rows afterwards. */
 async function storage(driver: Driver): Promise<{ env: Record<string, string>; counts(): Promise<{ contents: number; chunks: number; staged: number }>; cleanup(): void }> {
-  const query = 'SELECT (SELECT count(*) FROM binary_content)::int AS contents, (SELECT count(*) FROM binary_chunk)::int AS chunks, (SELECT count(*) FROM binary_content WHERE binary_id IS NULL)::int AS staged';
+  const query = 'SELECT (SELECT count(*) FROM binary_content)::int AS contents, (SELECT count(*) FROM binary_chunk)::int AS chunks, (SELECT count(*) FROM binary_content WHERE NOT stored)::int AS staged';
   if (driver === 'pg') {
     const url = await createTestDatabase();
     return {

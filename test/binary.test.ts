@@ -28,7 +28,7 @@ async function raw(server: TestServer, method: string, path: string, options: { 
 
 /** Rows of staged (not yet taken) content, straight from the database. */
 async function stagedRows(server: TestServer): Promise<number> {
-  const res = await server.app.db.query<{ n: number }>('SELECT count(*)::int AS n FROM binary_content WHERE binary_id IS NULL');
+  const res = await server.app.db.query<{ n: number }>('SELECT count(*)::int AS n FROM binary_content WHERE NOT stored');
   return res.rows[0].n;
 }
 
@@ -102,6 +102,24 @@ for (const driver of drivers) {
       assert.equal(history.status, 200);
       assert.deepEqual(history.body.entry.map((e: { resource: { meta: { versionId: string } } }) => e.resource.meta.versionId), ['2', '1']);
       assert.equal(await stagedRows(server), 0, 'the unchanged update left no staged content');
+    });
+
+    test('a PATCH or a JSON update without data changes the metadata and keeps the content', async () => {
+      const created = await raw(server, 'POST', '/Binary', { body: 'kept content', contentType: 'text/plain' });
+      const id = created.json.id;
+      const patched = await server.fhir('PATCH', `/Binary/${id}`, {
+        raw: JSON.stringify([{ op: 'add', path: '/securityContext', value: { reference: 'Patient/p1' } }]),
+        contentType: 'application/json-patch+json',
+      });
+      assert.equal(patched.status, 200, patched.text);
+      assert.equal(patched.body.meta.versionId, '2');
+      assert.equal((await raw(server, 'GET', `/Binary/${id}`)).bytes.toString(), 'kept content');
+      const { url: _url, ...asRead } = patched.body;
+      const put = await server.fhir('PUT', `/Binary/${id}`, { body: { ...asRead, securityContext: { reference: 'Patient/p2' } } });
+      assert.equal(put.status, 200, put.text);
+      assert.equal(put.body.meta.versionId, '3');
+      assert.equal((await raw(server, 'GET', `/Binary/${id}`)).bytes.toString(), 'kept content');
+      assert.equal((await raw(server, 'GET', `/Binary/${id}/_history/1`)).bytes.toString(), 'kept content');
     });
 
     test('Range returns the slice (206), an unsatisfiable range 416, a stale If-Range the whole', async () => {

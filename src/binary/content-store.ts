@@ -85,7 +85,7 @@ export class ContentStore implements BinaryStore {
       }
       if (pendingBytes > 0) await this.writeChunk(id, seq++, Buffer.concat(pending));
       const sha256 = hash.digest('hex');
-      const done = await this.db.query('UPDATE binary_content SET size = $2, sha256 = $3, touched_at = now() WHERE id = $1 AND binary_id IS NULL', [id, size, sha256]);
+        const done = await this.db.query('UPDATE binary_content SET size = $2, sha256 = $3, touched_at = now() WHERE id = $1 AND NOT stored', [id, size, sha256]);
       if (done.rowCount !== 1) throw abandoned();
       return { id, size, sha256 };
     } catch (err) {
@@ -104,25 +104,42 @@ export class ContentStore implements BinaryStore {
 
   /** In a Binary version's write transaction: the staged content becomes that version's. */
   async attach(tx: Queryable, contentId: string, binary: Resource): Promise<void> {
-    const res = await tx.query(
-      `UPDATE binary_content SET binary_id = $2, version_id = $3, touched_at = now()
-       WHERE id = $1 AND binary_id IS NULL AND project_id IS NOT DISTINCT FROM $4`,
-      [contentId, binary.id, Number(binary.meta?.versionId), binary.meta?.project ?? null],
-    );
+    const res = await tx.query('UPDATE binary_content SET stored = true, project_id = $2, touched_at = now() WHERE id = $1 AND NOT stored', [
+      contentId,
+      binary.meta?.project ?? null,
+    ]);
     if (res.rowCount !== 1) throw abandoned();
+    await this.mapVersion(tx, binary, contentId);
+  }
+
+  /** In a Binary version's write transaction: a version written without new content keeps `previous`'s. */
+  async carryOver(tx: Queryable, binary: Resource, previous: Resource): Promise<void> {
+    await tx.query(
+      `INSERT INTO binary_version (binary_id, version_id, content_id)
+       SELECT $1, $2, content_id FROM binary_version WHERE binary_id = $1 AND version_id = $3`,
+      [binary.id, Number(binary.meta?.versionId), Number(previous.meta?.versionId)],
+    );
   }
 
   /** In a Binary version's write transaction: content that came as FHIR JSON `data`, stored with it. */
   async insertInline(tx: Queryable, bytes: Buffer, sha256: string, binary: Resource): Promise<void> {
     const id = randomUUID();
-    await tx.query(
-      `INSERT INTO binary_content (id, project_id, binary_id, version_id, size, sha256, chunk_size) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [id, binary.meta?.project ?? null, binary.id, Number(binary.meta?.versionId), bytes.length, sha256, CHUNK_SIZE],
-    );
+    await tx.query(`INSERT INTO binary_content (id, project_id, stored, size, sha256, chunk_size) VALUES ($1, $2, true, $3, $4, $5)`, [
+      id,
+      binary.meta?.project ?? null,
+      bytes.length,
+      sha256,
+      CHUNK_SIZE,
+    ]);
     for (let seq = 0; seq * CHUNK_SIZE < bytes.length; seq++) {
       const data = bytes.subarray(seq * CHUNK_SIZE, (seq + 1) * CHUNK_SIZE).toString('base64');
       await tx.query(`INSERT INTO binary_chunk (content_id, seq, data) VALUES ($1, $2, decode($3, 'base64'))`, [id, seq, data]);
     }
+    await this.mapVersion(tx, binary, id);
+  }
+
+  private async mapVersion(tx: Queryable, binary: Resource, contentId: string): Promise<void> {
+    await tx.query('INSERT INTO binary_version (binary_id, version_id, content_id) VALUES ($1, $2, $3)', [binary.id, Number(binary.meta?.versionId), contentId]);
   }
 
   async answer(resource: Resource, request: ContentRequest): Promise<ContentAnswer> {
@@ -174,23 +191,23 @@ export class ContentStore implements BinaryStore {
    * server went away, e.g. a `kill -9` mid-upload); returns how many uploads were removed.
    */
   async sweep(idleSeconds: number): Promise<number> {
-    const res = await this.db.query(`DELETE FROM binary_content WHERE binary_id IS NULL AND touched_at < now() - make_interval(secs => $1)`, [idleSeconds]);
+    const res = await this.db.query(`DELETE FROM binary_content WHERE NOT stored AND touched_at < now() - make_interval(secs => $1)`, [idleSeconds]);
     return res.rowCount;
   }
 
   /** Removes every staged upload (start-up of the embedded database: no other process can be uploading). */
   async sweepAll(): Promise<number> {
-    return (await this.db.query('DELETE FROM binary_content WHERE binary_id IS NULL')).rowCount;
+    return (await this.db.query('DELETE FROM binary_content WHERE NOT stored')).rowCount;
   }
 
   private async discard(id: string): Promise<void> {
-    await this.db.query('DELETE FROM binary_content WHERE id = $1 AND binary_id IS NULL', [id]);
+    await this.db.query('DELETE FROM binary_content WHERE id = $1 AND NOT stored', [id]);
   }
 
   /** One chunk in its own short statement; the upload's row is touched so the sweep leaves it. */
   private async writeChunk(id: string, seq: number, data: Buffer): Promise<void> {
     const res = await this.db.query(
-      `WITH live AS (UPDATE binary_content SET touched_at = now() WHERE id = $1 AND binary_id IS NULL RETURNING id)
+      `WITH live AS (UPDATE binary_content SET touched_at = now() WHERE id = $1 AND NOT stored RETURNING id)
        INSERT INTO binary_chunk (content_id, seq, data) SELECT id, $2, decode($3, 'base64') FROM live`,
       [id, seq, data.toString('base64')],
     );
@@ -200,7 +217,8 @@ export class ContentStore implements BinaryStore {
   private async contentOf(binary: { id?: string; meta?: { versionId?: string } }): Promise<ContentRow | undefined> {
     if (!binary.id || !binary.meta?.versionId) return undefined;
     const res = await this.db.query<ContentRow>(
-      'SELECT id, size, sha256, chunk_size, filename FROM binary_content WHERE binary_id = $1 AND version_id = $2',
+      `SELECT c.id, c.size, c.sha256, c.chunk_size, c.filename FROM binary_version v JOIN binary_content c ON c.id = v.content_id
+       WHERE v.binary_id = $1 AND v.version_id = $2`,
       [binary.id, Number(binary.meta.versionId)],
     );
     return res.rows[0];

@@ -22,7 +22,7 @@ export function binaryHooks(store: ContentStore, signer: UrlSigner): ResourceHoo
 function binaryHook(store: ContentStore, signer: UrlSigner): ResourceHook {
   return {
     types: ['Binary'],
-    beforeWrite(resource) {
+    beforeWrite(resource, previous) {
       const binary = asStoredBinary(resource);
       delete binary.url;
       delete binary._contentSha256;
@@ -33,15 +33,21 @@ function binaryHook(store: ContentStore, signer: UrlSigner): ResourceHook {
         const bytes = Buffer.from(binary.data, 'base64');
         binary[INLINE] = bytes;
         binary._contentSha256 = createHash('sha256').update(bytes).digest('hex');
+      } else {
+        // No new content (a PATCH, a JSON update without `data`): the version keeps its
+        // predecessor's content (afterWrite maps it), so an update of the metadata loses no file.
+        const kept = previous && asStoredBinary(previous)._contentSha256;
+        if (kept) binary._contentSha256 = kept;
       }
       delete binary.data;
     },
-    async afterWrite(tx, resource) {
+    async afterWrite(tx, resource, previous) {
       const binary = asStoredBinary(resource);
       const staged = binary[STAGED];
       const inline = binary[INLINE];
       if (staged) await store.attach(tx, staged.id, resource);
       else if (inline) await store.insertInline(tx, inline, binary._contentSha256 as string, resource);
+      else if (previous && binary._contentSha256) await store.carryOver(tx, resource, previous);
     },
     redact(resource) {
       const { _contentSha256: _hash, data: _data, ...rest } = asStoredBinary(resource);
