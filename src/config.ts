@@ -77,7 +77,8 @@ export interface Config {
   /** scrypt cost (log2 N) of new password hashes (docs/auth.md#passwords-and-secrets). */
   passwordCost: number;
   /** How long one request may use the database (docs/errors.md#database-limits); 0 = no limit. */
-  database: { statementTimeoutMs: number; acquireTimeoutMs: number; poolSize: number };
+  /** `autoAnalyze` (PGlite; default on): statistics kept current in the background (storage/pglite-analyze.ts). */
+  database: { statementTimeoutMs: number; acquireTimeoutMs: number; poolSize: number; autoAnalyze?: boolean };
   /** Bounds on one search (docs/rest.md#limits). */
   searchLimits: SearchLimits;
   /** Lifetime of a client application secret in seconds; 0 = it never expires (docs/auth.md#client-secrets). */
@@ -105,7 +106,19 @@ export interface Config {
   /** `lattice import`: a CodeSystem with more concepts is indexed staged (docs/terminology.md#atomic-imports). */
   txStagedImportAbove: number;
   /** Bounds on one terminology request (docs/terminology.md#limits). */
-  terminologyLimits: { maxFilters: number; maxCodings: number; maxValueSets: number; maxIncludes: number; maxInlineConcepts: number };
+  terminologyLimits: {
+    maxFilters: number;
+    maxCodings: number;
+    maxValueSets: number;
+    maxIncludes: number;
+    maxInlineConcepts: number;
+    /** Steps of one ECL evaluation (concepts, edges, descriptions × search terms visited). */
+    maxEclSteps: number;
+    /** Characters of the distinct UCUM expressions one request has checked, all together. */
+    maxUcumCharacters: number;
+  };
+  /** `lattice import` (RF2, LOINC): the longest line of a release file, in characters. */
+  txImportMaxLine: number;
   /** Outbox e-mail sender. */
   email: {
     /** `From:` of every message (default `Lattice <no-reply@<public host>>`). */
@@ -145,7 +158,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxValueSets: intOf(env.LATTICE_TX_MAX_VALUESETS, 1_000, 'LATTICE_TX_MAX_VALUESETS'),
       maxIncludes: intOf(env.LATTICE_TX_MAX_INCLUDES, 5_000, 'LATTICE_TX_MAX_INCLUDES'),
       maxInlineConcepts: intOf(env.LATTICE_TX_MAX_INLINE_CONCEPTS, 25_000, 'LATTICE_TX_MAX_INLINE_CONCEPTS'),
+      maxEclSteps: intOf(env.LATTICE_TX_ECL_MAX_STEPS, 20_000_000, 'LATTICE_TX_ECL_MAX_STEPS'),
+      maxUcumCharacters: intOf(env.LATTICE_TX_MAX_UCUM_CHARACTERS, 20_000, 'LATTICE_TX_MAX_UCUM_CHARACTERS'),
     },
+    txImportMaxLine: intOf(env.LATTICE_TX_IMPORT_MAX_LINE, 1_000_000, 'LATTICE_TX_IMPORT_MAX_LINE'),
     publicUrl: (env.LATTICE_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
     adminEmail: env.LATTICE_ADMIN_EMAIL?.trim() || 'admin@example.com',
     adminPassword: env.LATTICE_ADMIN_PASSWORD || undefined,

@@ -8,6 +8,7 @@ import { importSourceToServer, importToServer } from './terminology/store/import
 import { importLoinc, loincJson } from './terminology/store/loinc-import.js';
 import { LoincRelease } from './terminology/store/loinc-release.js';
 import { importRf2 } from './terminology/store/rf2-import.js';
+import { ReleaseFileError } from './terminology/store/release-file-error.js';
 import { rf2Upload } from './terminology/store/rf2-transfer.js';
 import { JsonStreamError } from './terminology/store/json-stream.js';
 import { BulkLoadError } from './core/repository.js';
@@ -129,11 +130,12 @@ async function importCommand(args: string[]): Promise<void> {
     return;
   }
   // A command-line import may hold the database as long as its file needs (docs/errors.md#database-limits).
+  // It analyzes what it loaded at its end, so PGlite's background ANALYZE stays off meanwhile.
   // It does not write the base terminologies in the background (`lazy`): that load competed with
   // the import for the database (on PGlite it doubled a 100k-concept import) and was cut off
   // when the import ended anyway; the next server start does it (docs/terminology.md#cli-import).
   const config = loadConfig();
-  const app = await createApp({ ...config, baseTerminology: 'lazy', database: { ...config.database, statementTimeoutMs: 0 } });
+  const app = await createApp({ ...config, baseTerminology: 'lazy', database: { ...config.database, statementTimeoutMs: 0, autoAnalyze: false } });
   // Terminology is indexed by the terminology import; every other resource goes to the
   // clinical bulk load, in batches of one transaction each (docs/rest.md#bulk-load).
   const loader = app.system.bulkLoad({ projectId, validate: validateResource, batchSize: config.importBatch });
@@ -154,6 +156,11 @@ async function importCommand(args: string[]): Promise<void> {
     report(summary, await loader.finish());
   } catch (err) {
     await loader.settle();
+    if (err instanceof ReleaseFileError) {
+      console.error(`${file}: ${err.message}`);
+      process.exitCode = 1;
+      return;
+    }
     if (!(err instanceof BulkLoadError || err instanceof JsonStreamError)) throw err;
     console.error(`${file}: ${err.message} (${loader.stored} resources of earlier batches are stored)`);
     process.exitCode = 1;

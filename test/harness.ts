@@ -125,7 +125,7 @@ async function templateDatabase(driver: Driver, options: StartOptions, config: C
   const template = process.env.LATTICE_TEST_PGLITE_TEMPLATE;
   if (driver !== 'pglite' || options.dataDir || !template || !existsSync(template)) return undefined;
   const { statementTimeoutMs, acquireTimeoutMs } = config.database;
-  const db = await openPgliteDatabase('memory://', { loadDataDir: new Blob([readFileSync(template)]), limits: { statementTimeoutMs, acquireTimeoutMs } });
+  const db = await openPgliteDatabase('memory://', { loadDataDir: new Blob([readFileSync(template)]), limits: { statementTimeoutMs, acquireTimeoutMs }, autoAnalyze: true });
   await migrate(db);
   return db;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { checkUcum, toCanonical } from './ucum.js';
+import { UCUM_MAX_DEPTH, UCUM_MAX_LENGTH, checkUcum, toCanonical, ucumBeyondBounds, ucumConversion } from './ucum.js';
 
 /** UCUM expressions and canonical units (docs/terminology.md#ucum). */
 
@@ -63,5 +63,26 @@ describe('toCanonical', () => {
     assert.equal(toCanonical(1, '[IU]'), undefined);
     assert.equal(toCanonical(7, '[pH]'), undefined);
     assert.equal(toCanonical(1, 'dB'), undefined);
+  });
+});
+
+describe('bounds on an expression (issue 32 findings 4 and 6)', () => {
+  const deep = (n: number) => `${'('.repeat(n)}mg${')'.repeat(n)}`;
+
+  test('nesting deeper than UCUM_MAX_DEPTH is refused unparsed, never a stack overflow', () => {
+    assert.equal(canonical(deep(UCUM_MAX_DEPTH)), 'g');
+    assert.deepEqual(checkUcum(deep(UCUM_MAX_DEPTH + 1)), { valid: false, reason: `The unit expression nests parentheses ${UCUM_MAX_DEPTH + 1} deep (at most ${UCUM_MAX_DEPTH})`, tooCostly: true });
+    for (const n of [UCUM_MAX_DEPTH + 1, 5_000, 20_000]) {
+      assert.equal(checkUcum(deep(n)).valid, false);
+      // The search index's conversion: none (the quantity is indexed without its canonical row).
+      assert.equal(ucumConversion(deep(n)), undefined);
+      assert.equal(toCanonical(1, deep(n)), undefined);
+    }
+  });
+
+  test('an expression longer than UCUM_MAX_LENGTH is refused unparsed; annotations do not count as nesting', () => {
+    const long = `${'m.'.repeat(UCUM_MAX_LENGTH / 2)}m`;
+    assert.deepEqual(checkUcum(long), { valid: false, reason: `The unit expression is ${long.length} characters long (at most ${UCUM_MAX_LENGTH})`, tooCostly: true });
+    assert.equal(ucumBeyondBounds(`mg{${'('.repeat(40)}}`), undefined);
   });
 });

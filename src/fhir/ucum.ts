@@ -20,7 +20,21 @@ export type UcumCheck =
       /** The canonical unit (docs/terminology.md#ucum), undefined for arbitrary units (`[IU]`), which have none. */
       canonical: string | undefined;
     }
-  | { valid: false; reason: string };
+  | {
+      valid: false;
+      reason: string;
+      /** Past the bounds on an expression's length or nesting (not parsed at all): a caller's 400 `too-costly`. */
+      tooCostly?: true;
+    };
+
+/**
+ * Bounds on one expression (docs/terminology.md#ucum), checked before anything parses it: the
+ * parsers (the library's and the one here) recurse on parentheses and take time in proportion to
+ * the expression, so a deeper or longer one is refused, never parsed — and is never a unit with
+ * a canonical form (the search index keeps such a quantity without its canonical row).
+ */
+export const UCUM_MAX_LENGTH = 500;
+export const UCUM_MAX_DEPTH = 20;
 
 /** The base units, in the order a canonical unit lists them. */
 const BASE_ORDER = ['m', 's', 'g', 'rad', 'K', 'C', 'cd'];
@@ -58,8 +72,27 @@ function utils() {
   return ucum.UcumLhcUtils.getInstance();
 }
 
+/** Why an expression is past the bounds (UCUM_MAX_LENGTH, UCUM_MAX_DEPTH), undefined when it is within them. */
+export function ucumBeyondBounds(code: string): string | undefined {
+  if (code.length > UCUM_MAX_LENGTH) return `The unit expression is ${code.length} characters long (at most ${UCUM_MAX_LENGTH})`;
+  let depth = 0;
+  let deepest = 0;
+  for (let i = 0; i < code.length; i++) {
+    const c = code[i];
+    if (c === '{') {
+      const end = code.indexOf('}', i + 1);
+      if (end < 0) break;
+      i = end;
+    } else if (c === '(') deepest = Math.max(deepest, ++depth);
+    else if (c === ')') depth--;
+  }
+  return deepest > UCUM_MAX_DEPTH ? `The unit expression nests parentheses ${deepest} deep (at most ${UCUM_MAX_DEPTH})` : undefined;
+}
+
 function check(code: string): UcumCheck {
   if (code === '') return { valid: false, reason: 'No unit given' };
+  const beyond = ucumBeyondBounds(code);
+  if (beyond) return { valid: false, reason: beyond, tooCostly: true };
   const neutral = neutralAnnotations(code);
   if (neutral.error) return { valid: false, reason: neutral.error };
   const text = neutral.text;

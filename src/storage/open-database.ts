@@ -8,10 +8,14 @@ import { migrate } from './migrate.js';
  * (docs/errors.md#start-up).
  */
 export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'database'>): Promise<Database> {
-  const { poolSize, ...limits } = config.database;
+  const { poolSize, autoAnalyze, ...limits } = config.database;
   const db = config.databaseUrl
     ? await (await import('./pg-database.js')).openPgDatabase(config.databaseUrl, { poolSize, limits })
-    : await (await import('./pglite-database.js')).openPgliteDatabase(config.dataDir, { limits });
+    : await (await import('./pglite-database.js')).openPgliteDatabase(config.dataDir, {
+        limits,
+        autoAnalyze: autoAnalyze ?? true,
+        onAnalyzeError: (err) => process.emitWarning(`background ANALYZE failed: ${err instanceof Error ? err.message : String(err)}`),
+      });
   try {
     await migrate(db);
   } catch (err) {

@@ -11,7 +11,15 @@ import { FhirError, issue } from '../fhir/outcome.js';
  */
 export type TerminologyLimits = Config['terminologyLimits'];
 
-export const DEFAULT_TERMINOLOGY_LIMITS: TerminologyLimits = { maxFilters: 50, maxCodings: 10_000, maxValueSets: 1_000, maxIncludes: 5_000, maxInlineConcepts: 25_000 };
+export const DEFAULT_TERMINOLOGY_LIMITS: TerminologyLimits = {
+  maxFilters: 50,
+  maxCodings: 10_000,
+  maxValueSets: 1_000,
+  maxIncludes: 5_000,
+  maxInlineConcepts: 25_000,
+  maxEclSteps: 20_000_000,
+  maxUcumCharacters: 20_000,
+};
 
 /** The configured bounds of a terminology environment. */
 export function terminologyLimits(env: { config?: Pick<Config, 'terminologyLimits'> }): TerminologyLimits {

@@ -11,7 +11,7 @@ export interface TerminologyEnv {
   system: SystemRepository;
   log: Logger;
   /** The bounds of limits.ts (defaults when absent). */
-  config?: Pick<Config, 'terminologyLimits' | 'txStagedImportAbove'>;
+  config?: Pick<Config, 'terminologyLimits' | 'txStagedImportAbove' | 'txImportMaxLine'>;
 }
 
 /** An indexed code system (one row of `tx_code_system`). */

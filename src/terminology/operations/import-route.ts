@@ -11,6 +11,7 @@ import { importStream } from '../store/import-file.js';
 import { JsonStreamError } from '../store/json-stream.js';
 import { importRf2 } from '../store/rf2-import.js';
 import { receiveRf2 } from '../store/rf2-transfer.js';
+import { ReleaseFileError } from '../store/release-file-error.js';
 
 /** Progress is the client's business (it counts what it sends); the server writes none. */
 const NO_PROGRESS = { write: () => true, isTTY: false } as unknown as NodeJS.WritableStream;
@@ -49,6 +50,9 @@ export function importRoute(env: FeatureEnv): AppRoute {
           await receiveRf2(body, dir);
           const summary = await importRf2(dir, env, { projectId, unpublished: req.query.unpublished === 'true', out: NO_PROGRESS });
           return { status: 200, body: summary };
+        } catch (err) {
+          if (err instanceof ReleaseFileError) throw badRequest(releaseMessage(err));
+          throw err;
         } finally {
           await rm(dir, { recursive: true, force: true });
         }
@@ -83,4 +87,9 @@ export function importRoute(env: FeatureEnv): AppRoute {
       }
     },
   };
+}
+
+/** The uploaded files are numbered folders of the server's: the message names the file alone. */
+function releaseMessage(err: ReleaseFileError): string {
+  return err.message.replace(/^\d+\//, '');
 }

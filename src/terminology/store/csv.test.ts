@@ -40,11 +40,31 @@ describe('csvRows', () => {
     await assert.rejects(rows(['"a,b\n']), /a quoted field is not closed/);
   });
 
-  test('records are keyed by the header', async () => {
+  test('records are keyed by the header; a row with fewer fields than the header is refused naming the file and line', async () => {
     const out: Record<string, string>[] = [];
-    for await (const r of csvRecords((async function* () {
-      yield '"LOINC_NUM","STATUS"\n"1-8","ACTIVE"\n"2-6"\n';
-    })())) out.push(r);
-    assert.deepEqual(out, [{ LOINC_NUM: '1-8', STATUS: 'ACTIVE' }, { LOINC_NUM: '2-6', STATUS: '' }]);
+    const records = async (text: string) => {
+      for await (const r of csvRecords((async function* () {
+        yield text;
+      })(), { name: 'Loinc.csv' })) out.push(r);
+    };
+    await records('"LOINC_NUM","STATUS"\r\n"1-8","ACTIVE"\r\n"2-6","ACTIVE"\r\n');
+    assert.deepEqual(out, [{ LOINC_NUM: '1-8', STATUS: 'ACTIVE' }, { LOINC_NUM: '2-6', STATUS: 'ACTIVE' }]);
+    await assert.rejects(records('"LOINC_NUM","STATUS"\r\n"1-8","ACTIVE"\r\n"two\nlines","ACTIVE"\r\n"2-6"\r\n'), {
+      message: 'Loinc.csv line 5: 1 fields where the header has 2 (is the file cut short?)',
+    });
+  });
+
+  test('NUL characters, bytes that are not UTF-8, a row past the bound, a file cut inside quotes: refused naming the line', async () => {
+    const read = async (chunks: Buffer[], maxLine?: number) => {
+      for await (const _ of csvRows((async function* () {
+        yield* chunks;
+      })(), { name: 'Part.csv', maxLine }));
+    };
+    await assert.rejects(read([Buffer.from('a,b\n1,2\n3,\u00004\n')]), { message: 'Part.csv line 3: the line holds a NUL character' });
+    await assert.rejects(read([Buffer.from('a,b\n1,2\n'), Buffer.from([0x33, 0x2c, 0xff, 0x0a])]), { message: 'Part.csv line 3: the line is not valid UTF-8' });
+    await assert.rejects(read([Buffer.from('a,b\n1,2\n'), Buffer.from('x'.repeat(600)), Buffer.from('y'.repeat(600))], 1000), {
+      message: 'Part.csv line 3: the line is longer than 1000 bytes (LATTICE_TX_IMPORT_MAX_LINE)',
+    });
+    await assert.rejects(read([Buffer.from('a,b\n1,"2\n3,4\n')]), { message: 'Part.csv line 2: a quoted field is not closed at the end of the file (is the file cut short?)' });
   });
 });

@@ -54,7 +54,7 @@ const BATCH = 2000;
  * as objects (no JSON in between).
  */
 export async function importLoinc(path: string, services: TerminologyEnv, options: LoincImportOptions = {}): Promise<ImportSummary> {
-  const release = await LoincRelease.open(path);
+  const release = await LoincRelease.open(path, services.config?.txImportMaxLine);
   const { version, content } = await loincContent(release, options);
   async function* events(): AsyncGenerator<JsonStreamEvent> {
     let batch: unknown[] = [];

@@ -1,6 +1,7 @@
 import { createReadStream, readdirSync, statSync } from 'node:fs';
 import { basename, join, relative, sep } from 'node:path';
 import { csvRecords } from './csv.js';
+import { DEFAULT_MAX_LINE } from './release-file-error.js';
 import { zipEntries, zipEntryStream } from './zip.js';
 
 /**
@@ -29,13 +30,15 @@ export class LoincRelease {
     readonly path: string,
     readonly files: ReleaseFile[],
     private readonly open: (f: ReleaseFile) => Promise<NodeJS.ReadableStream>,
+    /** The longest row of a file (LATTICE_TX_IMPORT_MAX_LINE). */
+    private readonly maxLine = DEFAULT_MAX_LINE,
   ) {}
 
-  static async open(path: string): Promise<LoincRelease> {
+  static async open(path: string, maxLine = DEFAULT_MAX_LINE): Promise<LoincRelease> {
     const st = statSync(path);
     if (st.isDirectory()) {
       const files = listFolder(path).map((name) => ({ name, size: statSync(join(path, name)).size }));
-      return new LoincRelease(path, files, async (f) => createReadStream(join(path, f.name)));
+      return new LoincRelease(path, files, async (f) => createReadStream(join(path, f.name)), maxLine);
     }
     const entries = await zipEntries(path);
     const byName = new Map(entries.map((e) => [e.name, e]));
@@ -43,6 +46,7 @@ export class LoincRelease {
       path,
       entries.map((e) => ({ name: e.name, size: e.size })),
       (f) => zipEntryStream(path, byName.get(f.name) as NonNullable<ReturnType<typeof byName.get>>),
+      maxLine,
     );
   }
 
@@ -75,7 +79,7 @@ export class LoincRelease {
         yield chunk;
       }
     }.call(this);
-    for await (const r of csvRecords(counted)) {
+    for await (const r of csvRecords(counted, { name: file.name, maxLine: this.maxLine })) {
       if (++this.rows % ROWS_PER_TICK === 0) this.onRows?.();
       yield r;
     }

@@ -7,7 +7,7 @@ import { crc32, deflateRawSync } from 'node:zlib';
 import { rf2Files, rf2Kind, rf2Rows } from './rf2-files.js';
 
 /** A zip archive of `files` (deflated members, or stored ones with `store`), written by hand. */
-function zip(files: Record<string, string>, store = false): Buffer {
+function zip(files: Record<string, string>, store = false, declared?: number): Buffer {
   const locals: Buffer[] = [];
   const central: Buffer[] = [];
   let offset = 0;
@@ -21,7 +21,7 @@ function zip(files: Record<string, string>, store = false): Buffer {
     local.writeUInt16LE(store ? 0 : 8, 8);
     local.writeUInt32LE(crc32(raw), 14);
     local.writeUInt32LE(data.length, 18);
-    local.writeUInt32LE(raw.length, 22);
+    local.writeUInt32LE(declared ?? raw.length, 22);
     local.writeUInt16LE(nameBytes.length, 26);
     locals.push(local, nameBytes, data);
     const entry = Buffer.alloc(46);
@@ -31,7 +31,7 @@ function zip(files: Record<string, string>, store = false): Buffer {
     entry.writeUInt16LE(store ? 0 : 8, 10);
     entry.writeUInt32LE(crc32(raw), 16);
     entry.writeUInt32LE(data.length, 20);
-    entry.writeUInt32LE(raw.length, 24);
+    entry.writeUInt32LE(declared ?? raw.length, 24);
     entry.writeUInt16LE(nameBytes.length, 28);
     entry.writeUInt32LE(offset, 42);
     central.push(entry, nameBytes);
@@ -132,6 +132,43 @@ describe('RF2 files (docs/terminology.md#snomed-ct)', () => {
         '1001000 20220131 0 900000000000074008',
         '1003002 20210131 1 900000000000073002',
       ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a line longer than the bound is refused where it starts, without reading the rest; long lines across chunks are whole', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lattice-rf2-lines-'));
+    try {
+      const name = 'sct2_Concept_Snapshot_XX_20250131.txt';
+      // 700 KB of one line: many chunks of a file stream, joined once.
+      const long = 'x'.repeat(700_000);
+      writeFileSync(join(dir, name), `id\tterm\n1\t${long}\n2\tshort\n`);
+      const [file] = await rf2Files(dir);
+      const rows = await allRows(file);
+      assert.deepEqual(rows.map((r) => r[1].length), [4, 700_000, 5]);
+      // Past the default bound (1,000,000 bytes) and never ending: refused at line 2.
+      writeFileSync(join(dir, name), `id\tterm\n1\t${'y'.repeat(3_000_000)}`);
+      await assert.rejects(allRows(file), { message: `${name} line 2: the line is longer than 1000000 bytes (LATTICE_TX_IMPORT_MAX_LINE)` });
+      // A configured bound.
+      writeFileSync(join(dir, name), `id\tterm\n1\t${long}\n`);
+      const read = async () => {
+        for await (const _ of rf2Rows(file, undefined, { maxLine: 1000 }));
+      };
+      await assert.rejects(read(), { message: `${name} line 2: the line is longer than 1000 bytes (LATTICE_TX_IMPORT_MAX_LINE)` });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a zip member that inflates past the size the archive declares is refused', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lattice-rf2-bomb-'));
+    try {
+      const concept = `id\tterm\n${Array.from({ length: 2000 }, (_, i) => `${i}\tterm ${i}`).join('\n')}\n`;
+      const path = join(dir, 'lying.zip');
+      writeFileSync(path, zip({ 'sct2_Concept_Snapshot_XX_20250131.txt': concept }, false, 100));
+      const [file] = await rf2Files(path);
+      await assert.rejects(allRows(file), { message: 'sct2_Concept_Snapshot_XX_20250131.txt: it inflates to more than the 100 bytes the archive declares for it (a damaged archive or a zip bomb)' });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,6 +1,7 @@
 import { createReadStream, promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { StringDecoder } from 'node:string_decoder';
+import { isUtf8 } from 'node:buffer';
+import { DEFAULT_MAX_LINE, lineTooLong, ReleaseFileError } from './release-file-error.js';
 import { zipEntries, zipEntryStream, type ZipEntry } from './zip.js';
 
 /**
@@ -103,16 +104,26 @@ async function* zipMember(path: string, entry: ZipEntry): AsyncIterable<Buffer> 
   yield* (await zipEntryStream(path, entry)) as AsyncIterable<Buffer>;
 }
 
+/** How rows are read: the bound on a line, and where the last row yielded was (for messages). */
+export interface Rf2ReadOptions {
+  /** Bytes (LATTICE_TX_IMPORT_MAX_LINE); DEFAULT_MAX_LINE when absent. */
+  maxLine?: number;
+  /** Set to the line number of each row before it is yielded. */
+  position?: { line: number };
+}
+
 /**
  * The rows of an RF2 file: tab-separated fields, the header row first; `onBytes` gets the bytes
- * read so far (for a progress bar). A Full file is read twice: first for the newest effective
- * time of each id (the first column), then keeping the row of that time (the last one, if a
- * release repeats one) — the snapshot the release would have; its ids are what it keeps in
- * memory.
+ * read so far (for a progress bar). Every row has the header's number of columns, no NUL byte
+ * and valid UTF-8, and no line is longer than the bound, else a ReleaseFileError naming the
+ * file and line (a file cut short ends in a row with too few columns). A Full file is read
+ * twice: first for the newest effective time of each id (the first column), then keeping the
+ * row of that time (the last one, if a release repeats one) — the snapshot the release would
+ * have; its ids are what it keeps in memory.
  */
-export async function* rf2Rows(file: Rf2File, onBytes?: (bytes: number) => void): AsyncIterable<string[]> {
+export async function* rf2Rows(file: Rf2File, onBytes?: (bytes: number) => void, options: Rf2ReadOptions = {}): AsyncIterable<string[]> {
   if (!file.full) {
-    yield* lines(file, onBytes);
+    yield* lines(file, onBytes, options);
     return;
   }
   const half = (offset: number) => (bytes: number) => onBytes?.(Math.floor(offset + bytes / 2));
@@ -120,7 +131,7 @@ export async function* rf2Rows(file: Rf2File, onBytes?: (bytes: number) => void)
   const newest = new Map<string, string>();
   const chosen = new Map<string, number>();
   let index = 0;
-  for await (const row of lines(file, half(0))) {
+  for await (const row of lines(file, half(0), { maxLine: options.maxLine })) {
     const [id, time] = row;
     if (index > 0 && time >= (newest.get(id) ?? '')) {
       newest.set(id, time);
@@ -130,28 +141,62 @@ export async function* rf2Rows(file: Rf2File, onBytes?: (bytes: number) => void)
   }
   newest.clear();
   index = 0;
-  for await (const row of lines(file, half(file.size / 2))) {
+  for await (const row of lines(file, half(file.size / 2), options)) {
     if (index === 0 || chosen.get(row[0]) === index) yield row;
     index++;
   }
 }
 
-async function* lines(file: Rf2File, onBytes?: (bytes: number) => void): AsyncIterable<string[]> {
-  let rest = '';
+/**
+ * The rows of a file, split at line feeds as the bytes arrive: each byte is looked at once (a
+ * line spread over many chunks is joined once, when it ends), and a line is refused as soon as
+ * it passes the bound.
+ */
+async function* lines(file: Rf2File, onBytes: ((bytes: number) => void) | undefined, options: Rf2ReadOptions): AsyncIterable<string[]> {
+  const maxLine = options.maxLine ?? DEFAULT_MAX_LINE;
+  let parts: Buffer[] = [];
+  let partial = 0; // bytes of the line begun in earlier chunks
+  let line = 0;
   let bytes = 0;
-  const decoder = new StringDecoder('utf8'); // a character split between chunks stays whole
+  let columns = -1;
+  const row = (bytes: Buffer): string[] | undefined => {
+    line++;
+    if (bytes.length > maxLine) throw lineTooLong(file.name, line, maxLine);
+    const end = bytes.length > 0 && bytes[bytes.length - 1] === 13 ? bytes.length - 1 : bytes.length;
+    if (end === 0) return undefined;
+    const content = bytes.subarray(0, end);
+    if (content.indexOf(0) >= 0) throw new ReleaseFileError(file.name, line, 'the line holds a NUL byte');
+    if (!isUtf8(content)) throw new ReleaseFileError(file.name, line, 'the line is not valid UTF-8');
+    const fields = content.toString('utf8').split('\t');
+    if (columns < 0) columns = fields.length;
+    else if (fields.length !== columns) throw new ReleaseFileError(file.name, line, `${fields.length} columns where the header has ${columns} (is the file cut short?)`);
+    if (options.position) options.position.line = line;
+    return fields;
+  };
   for await (const chunk of file.open()) {
     bytes += chunk.length;
-    const text = rest + decoder.write(chunk);
-    const lines = text.split('\n');
-    rest = lines.pop() ?? '';
-    for (const line of lines) {
-      const l = line.endsWith('\r') ? line.slice(0, -1) : line;
-      if (l !== '') yield l.split('\t');
+    let start = 0;
+    for (let eol = chunk.indexOf(10); eol >= 0; eol = chunk.indexOf(10, start)) {
+      let whole = chunk.subarray(start, eol);
+      if (partial > 0) {
+        parts.push(whole);
+        whole = Buffer.concat(parts, partial + whole.length);
+        parts = [];
+        partial = 0;
+      }
+      const fields = row(whole);
+      if (fields) yield fields;
+      start = eol + 1;
+    }
+    if (start < chunk.length) {
+      parts.push(Buffer.from(chunk.subarray(start)));
+      partial += chunk.length - start;
+      if (partial > maxLine) throw lineTooLong(file.name, line + 1, maxLine);
     }
     onBytes?.(bytes);
   }
-  rest += decoder.end();
-  const last = rest.endsWith('\r') ? rest.slice(0, -1) : rest;
-  if (last !== '') yield last.split('\t');
+  if (partial > 0) {
+    const fields = row(Buffer.concat(parts, partial));
+    if (fields) yield fields;
+  }
 }

@@ -5,6 +5,7 @@ import type { TerminologyEnv } from '../types.js';
 import { bulkInsert, BATCH_ROWS } from './bulk-insert.js';
 import { insertRowBatch } from './code-system-store.js';
 import { finishLarge, progressBar, type ImportOptions, type ImportSummary, type ProgressBar } from './import-file.js';
+import { DEFAULT_MAX_LINE, ReleaseFileError } from './release-file-error.js';
 import { rf2Files, rf2Rows, type Rf2File, type Rf2Kind } from './rf2-files.js';
 import { StagedCodeSystem } from './staged-import.js';
 import type { ConceptRow, DesignationRow } from '../providers/fhir/code-system-rows.js';
@@ -54,9 +55,10 @@ export async function importRf2(path: string, env: TerminologyEnv, options: Rf2O
   const of = (kind: Rf2Kind) => files.filter((f) => f.kind === kind);
   if (of('concept').length === 0) throw badRequest(`No RF2 Snapshot Concept file (sct2_Concept_Snapshot…) found in ${path}`);
 
-  const concepts = await readConcepts(of('concept'), bar);
+  const reading: Reading = { maxLine: env.config?.txImportMaxLine ?? DEFAULT_MAX_LINE, file: '', position: { line: 0 } };
+  const concepts = await readConcepts(of('concept'), bar, reading);
   const n = concepts.codes.length - 1;
-  const edition = await readEdition(of('moduleDependency'), concepts, bar);
+  const edition = await readEdition(of('moduleDependency'), concepts, bar, reading);
   const version = sctVersionUri(edition.module, edition.date, options.unpublished === true);
   const header: CodeSystem = {
     resourceType: 'CodeSystem',
@@ -80,13 +82,13 @@ export async function importRf2(path: string, env: TerminologyEnv, options: Rf2O
 
   const staged = await StagedCodeSystem.begin(env.db, header, options.projectId);
   try {
-    const acceptability = await readLanguageRefsets(of('language'), bar);
-    await readDescriptions([...of('description'), ...of('textDefinition')], concepts, acceptability, staged, bar);
+    const acceptability = await readLanguageRefsets(of('language'), bar, reading);
+    await readDescriptions([...of('description'), ...of('textDefinition')], concepts, acceptability, staged, bar, reading);
     acceptability.map.clear();
     await writeConcepts(concepts, staged);
-    const edges = await readRelationships(of('relationship'), concepts, staged, bar);
-    await readConcreteValues(of('concreteValues'), concepts, staged, bar);
-    await readRefsets(of('refset'), concepts, staged, bar);
+    const edges = await readRelationships(of('relationship'), concepts, staged, bar, reading);
+    await readConcreteValues(of('concreteValues'), concepts, staged, bar, reading);
+    await readRefsets(of('refset'), concepts, staged, bar, reading);
     const label = `${version} (${n.toLocaleString('en')} concepts)`;
     await finishLarge(env, header, staged, options, bar, undefined, () =>
       staged.complete((done, total) => bar(`${label} hierarchy`, done, total, 'concepts'), { concepts: n, edges }),
@@ -99,11 +101,19 @@ export async function importRf2(path: string, env: TerminologyEnv, options: Rf2O
   return { resources: 1, codeSystems: 1, valueSets: 0, concepts: n, skipped: 0, ms: Date.now() - started };
 }
 
+/** Where the rows being read are, for the messages of the checks; and the bound on a line. */
+interface Reading {
+  maxLine: number;
+  file: string;
+  position: { line: number };
+}
+
 /** Reads every row of the files of one kind, with a progress bar per file. */
-async function* rowsOf(files: Rf2File[], bar: ProgressBar): AsyncIterable<string[]> {
+async function* rowsOf(files: Rf2File[], bar: ProgressBar, reading: Reading): AsyncIterable<string[]> {
   for (const file of files) {
     let header = true;
-    for await (const row of rf2Rows(file, (bytes) => bar(file.name, bytes, file.size, 'bytes'))) {
+    reading.file = file.name;
+    for await (const row of rf2Rows(file, (bytes) => bar(file.name, bytes, file.size, 'bytes'), { maxLine: reading.maxLine, position: reading.position })) {
       if (header) {
         header = false;
         continue;
@@ -113,7 +123,7 @@ async function* rowsOf(files: Rf2File[], bar: ProgressBar): AsyncIterable<string
   }
 }
 
-async function readConcepts(files: Rf2File[], bar: ProgressBar): Promise<Concepts> {
+async function readConcepts(files: Rf2File[], bar: ProgressBar, reading: Reading): Promise<Concepts> {
   const ids = new Map<string, number>();
   const codes: string[] = [''];
   const active: number[] = [0];
@@ -121,7 +131,7 @@ async function readConcepts(files: Rf2File[], bar: ProgressBar): Promise<Concept
   const module: string[] = [''];
   const effective: string[] = [''];
   // id effectiveTime active moduleId definitionStatusId
-  for await (const [id, effectiveTime, isActive, moduleId, definitionStatus] of rowsOf(files, bar)) {
+  for await (const [id, effectiveTime, isActive, moduleId, definitionStatus] of rowsOf(files, bar, reading)) {
     if (!id || ids.has(id)) continue;
     ids.set(id, codes.length);
     codes.push(id);
@@ -149,12 +159,12 @@ async function readConcepts(files: Rf2File[], bar: ProgressBar): Promise<Concept
  * no other module depends on, at its newest source effective time; without that refset, the
  * most common module of the concepts at their newest effective time.
  */
-async function readEdition(files: Rf2File[], concepts: Concepts, bar: ProgressBar): Promise<{ module: string; date: string; name: string | undefined }> {
+async function readEdition(files: Rf2File[], concepts: Concepts, bar: ProgressBar, reading: Reading): Promise<{ module: string; date: string; name: string | undefined }> {
   const sources = new Map<string, string>();
   const targets = new Set<string>();
   const dependsOn = new Map<string, string[]>();
   // id effectiveTime active moduleId refsetId referencedComponentId sourceEffectiveTime targetEffectiveTime
-  for await (const row of rowsOf(files, bar)) {
+  for await (const row of rowsOf(files, bar, reading)) {
     if (row[2] !== '1') continue;
     const [module, target, sourceTime] = [row[3], row[5], row[6] ?? row[1]];
     if ((sources.get(module) ?? '') < sourceTime) sources.set(module, sourceTime);
@@ -192,11 +202,11 @@ interface Acceptability {
   map: Map<string, number>;
 }
 
-async function readLanguageRefsets(files: Rf2File[], bar: ProgressBar): Promise<Acceptability> {
+async function readLanguageRefsets(files: Rf2File[], bar: ProgressBar, reading: Reading): Promise<Acceptability> {
   const refsets: string[] = [];
   const map = new Map<string, number>();
   // id effectiveTime active moduleId refsetId referencedComponentId acceptabilityId
-  for await (const row of rowsOf(files, bar)) {
+  for await (const row of rowsOf(files, bar, reading)) {
     if (row[2] !== '1') continue;
     let r = refsets.indexOf(row[4]);
     if (r < 0) {
@@ -209,7 +219,7 @@ async function readLanguageRefsets(files: Rf2File[], bar: ProgressBar): Promise<
   return { refsets, map };
 }
 
-async function readDescriptions(files: Rf2File[], concepts: Concepts, acc: Acceptability, staged: StagedCodeSystem, bar: ProgressBar): Promise<void> {
+async function readDescriptions(files: Rf2File[], concepts: Concepts, acc: Acceptability, staged: StagedCodeSystem, bar: ProgressBar, reading: Reading): Promise<void> {
   let designations: DesignationRow[] = [];
   let accepted: Array<[number, string, string, string, boolean]> = [];
   const usIndex = acc.refsets.indexOf(SCTID.usEnglish);
@@ -248,9 +258,10 @@ async function readDescriptions(files: Rf2File[], concepts: Concepts, acc: Accep
     }
     return markers.get(key);
   };
-  for await (const [descriptionId, , active, , conceptId, languageCode, typeId, term] of rowsOf(files, bar)) {
+  for await (const [descriptionId, , active, , conceptId, languageCode, typeId, term] of rowsOf(files, bar, reading)) {
     const id = concepts.ids.get(conceptId);
-    if (id === undefined || term === undefined) continue;
+    // A description of a concept the release does not have: a Concept file cut short, or files of two releases.
+    if (id === undefined) throw new ReleaseFileError(reading.file, reading.position.line, `description ${descriptionId} is of concept ${conceptId}, which no Concept file of the release has`);
     const bits = active === '1' ? (acc.map.get(descriptionId) ?? 0) : 0;
     const extension = markerOf(bits, active === '1');
     designations.push({
@@ -327,7 +338,7 @@ async function writeConcepts(c: Concepts, staged: StagedCodeSystem): Promise<voi
 }
 
 /** Active inferred (and additional) relationships: |is a| edges returned, the rest written with their groups. */
-async function readRelationships(files: Rf2File[], c: Concepts, staged: StagedCodeSystem, bar: ProgressBar): Promise<Array<[number, number]>> {
+async function readRelationships(files: Rf2File[], c: Concepts, staged: StagedCodeSystem, bar: ProgressBar, reading: Reading): Promise<Array<[number, number]>> {
   const edges: Array<[number, number]> = [];
   const seen = new Set<number>();
   let rows: number[] = [];
@@ -351,7 +362,7 @@ async function readRelationships(files: Rf2File[], c: Concepts, staged: StagedCo
     );
   };
   // id effectiveTime active moduleId sourceId destinationId relationshipGroup typeId characteristicTypeId modifierId
-  for await (const [, , active, , sourceId, destinationId, group, typeId, characteristic] of rowsOf(files, bar)) {
+  for await (const [, , active, , sourceId, destinationId, group, typeId, characteristic] of rowsOf(files, bar, reading)) {
     if (active !== '1' || characteristic === SCTID.stated) continue;
     const source = c.ids.get(sourceId);
     const destination = c.ids.get(destinationId);
@@ -373,10 +384,10 @@ async function readRelationships(files: Rf2File[], c: Concepts, staged: StagedCo
   return edges;
 }
 
-async function readConcreteValues(files: Rf2File[], c: Concepts, staged: StagedCodeSystem, bar: ProgressBar): Promise<void> {
+async function readConcreteValues(files: Rf2File[], c: Concepts, staged: StagedCodeSystem, bar: ProgressBar, reading: Reading): Promise<void> {
   const rows: Array<[number, number, number, string]> = [];
   // id effectiveTime active moduleId sourceId value relationshipGroup typeId characteristicTypeId modifierId
-  for await (const [, , active, , sourceId, value, group, typeId, characteristic] of rowsOf(files, bar)) {
+  for await (const [, , active, , sourceId, value, group, typeId, characteristic] of rowsOf(files, bar, reading)) {
     if (active !== '1' || characteristic === SCTID.stated) continue;
     const source = c.ids.get(sourceId);
     const type = c.ids.get(typeId);
@@ -401,7 +412,7 @@ async function readConcreteValues(files: Rf2File[], c: Concepts, staged: StagedC
 }
 
 /** Active members referencing concepts, with the target concept of association refsets. */
-async function readRefsets(files: Rf2File[], c: Concepts, staged: StagedCodeSystem, bar: ProgressBar): Promise<void> {
+async function readRefsets(files: Rf2File[], c: Concepts, staged: StagedCodeSystem, bar: ProgressBar, reading: Reading): Promise<void> {
   let rows: number[] = [];
   const flush = async () => {
     const r = rows;
@@ -425,7 +436,7 @@ async function readRefsets(files: Rf2File[], c: Concepts, staged: StagedCodeSyst
     let targetColumn = -1;
     let header = true;
     // id effectiveTime active moduleId refsetId referencedComponentId [fields…]
-    for await (const row of rf2Rows(file, (bytes) => bar(file.name, bytes, file.size, 'bytes'))) {
+    for await (const row of rf2Rows(file, (bytes) => bar(file.name, bytes, file.size, 'bytes'), { maxLine: reading.maxLine })) {
       if (header) {
         header = false;
         targetColumn = row.indexOf('targetComponentId');

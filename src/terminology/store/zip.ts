@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
+import { ReleaseFileError } from './release-file-error.js';
 import { createInflateRaw } from 'node:zlib';
 
 /**
@@ -68,8 +69,30 @@ export async function zipEntries(path: string): Promise<ZipEntry[]> {
   }
 }
 
-/** The content of one entry, as a stream of bytes. */
+/**
+ * The most an entry may inflate to, as a multiple of its compressed size (above 1 MiB): text
+ * release files deflate 5–20 times; a zip bomb a thousand times.
+ */
+export const ZIP_MAX_RATIO = 200;
+const RATIO_FREE_BYTES = 1 << 20;
+
+/** Refuses an entry that declares more than ZIP_MAX_RATIO × its compressed size. */
+function checkRatio(path: string, entry: ZipEntry): void {
+  if (entry.size > RATIO_FREE_BYTES && entry.size > entry.compressedSize * ZIP_MAX_RATIO) {
+    throw new ReleaseFileError(
+      entry.name,
+      undefined,
+      `it would inflate to ${entry.size} bytes, more than ${ZIP_MAX_RATIO} times its ${entry.compressedSize} compressed bytes (a zip bomb?); if it is genuine, unpack the archive and import the folder`,
+    );
+  }
+}
+
+/**
+ * The content of one entry, as a stream of bytes: never more than the size the archive
+ * declares for it (an entry that inflates past that is an error, not a longer file).
+ */
 export async function zipEntryStream(path: string, entry: ZipEntry): Promise<NodeJS.ReadableStream> {
+  checkRatio(path, entry);
   const fh = await open(path, 'r');
   let start: number;
   try {
@@ -86,5 +109,18 @@ export async function zipEntryStream(path: string, entry: ZipEntry): Promise<Nod
   if (entry.method !== 8) throw new Error(`${path}: ${entry.name} uses ZIP compression method ${entry.method}, which is not supported`);
   const inflate = createInflateRaw();
   raw.on('error', (err) => inflate.destroy(err));
-  return raw.pipe(inflate);
+  let inflated = 0;
+  const bounded = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      inflated += chunk.length;
+      if (inflated > entry.size) {
+        raw.destroy();
+        done(new ReleaseFileError(entry.name, undefined, `it inflates to more than the ${entry.size} bytes the archive declares for it (a damaged archive or a zip bomb)`));
+        return;
+      }
+      done(null, chunk);
+    },
+  });
+  inflate.on('error', (err) => bounded.destroy(err));
+  return raw.pipe(inflate).pipe(bounded);
 }

@@ -1,7 +1,7 @@
-import { badRequest } from '../../../fhir/outcome.js';
+import { FhirError, badRequest, issue } from '../../../fhir/outcome.js';
 import { isResourceType } from '../../../fhir/definitions.js';
 import { parseDateRange } from '../../../fhir/date-range.js';
-import { UCUM_SYSTEM, ucumConversion } from '../../../fhir/ucum.js';
+import { UCUM_SYSTEM, ucumBeyondBounds, ucumConversion } from '../../../fhir/ucum.js';
 import { clip, escapeLike, normalizeText } from '../normalize.js';
 import { identifierParameter, searchParameter, type CompositeComponent, type IndexTable } from '../parameters.js';
 import { dateComparison, numberComparison } from './comparisons.js';
@@ -172,6 +172,8 @@ export function quantityMatch(p: SqlParams, x: string, code: string, value: stri
   const [system, unit] = splitPipe(rest);
   // A UCUM unit: compared in its canonical unit, where every UCUM quantity is also indexed
   // (convert.ts), so `5.4|…|mg` finds 5400 ug (docs/rest.md#quantity-search).
+  const beyond = system === UCUM_SYSTEM && unit ? ucumBeyondBounds(unescapeValue(unit)) : undefined;
+  if (beyond) throw new FhirError(400, [issue('too-costly', `Search parameter ${code}: the UCUM unit cannot be converted: ${beyond}`)]);
   const conversion = system === UCUM_SYSTEM && unit ? ucumConversion(unescapeValue(unit)) : undefined;
   if (conversion) {
     const [prefix, text] = splitPrefix(numberText);

@@ -6,6 +6,7 @@ import { msg } from '../../messages.js';
 import type { CodeSystemInfo, Concept, Designation, StoredProperty, TermContext } from '../../types.js';
 import { anchored, escapeRegex, filterOp, filterWords, invalidValueSet } from '../filters.js';
 import type { CodeSystemProvider, ConceptSelection } from '../provider.js';
+import { charge, pace } from './request-budget.js';
 
 /**
  * The code systems built in (docs/terminology.md#code-systems-built-in): a registry or a grammar
@@ -40,6 +41,8 @@ export interface Registry {
   list?(): string[];
   /** The test of a filter on a property of the registry's own, undefined when the property is not one. */
   filter?(property: string, op: string, value: string, path: string): FilterTest | undefined;
+  /** What checking a code costs (a grammar's parse), counted per request by request-budget.ts; free when absent. */
+  cost?(code: string): number;
 }
 
 /** Per-request ids of the codes a grammar admitted, beyond the listed ones. */
@@ -93,10 +96,30 @@ export class RegistryProvider implements CodeSystemProvider {
     const out = new Map<string, Concept>();
     for (const code of codes) {
       if (out.has(code)) continue;
-      const found = this.registry.find(code);
+      const found = this.find(code);
       if (found) out.set(code, this.toConcept(this.idOf(found), found));
+      await pace(this.tc);
     }
     return out;
+  }
+
+  /** The registry's concept of a code, its cost counted against the request's bound. */
+  private find(code: string): RegistryConcept | undefined {
+    const cost = this.registry.cost?.(code);
+    if (cost) charge(this.tc, this.cs.url, code, cost);
+    return this.registry.find(code);
+  }
+
+  /**
+   * Checks the codes an include lists before its test is compiled (which checks them again, as
+   * cache hits): the costly part runs here, counted and paced.
+   */
+  private async checkListed(selection: ConceptSelection): Promise<void> {
+    if (!this.registry.cost) return;
+    for (const c of selection.include.concept ?? []) {
+      if (c.code !== undefined) this.find(c.code);
+      await pace(this.tc);
+    }
   }
 
   async conceptsByIds(ids: number[]): Promise<Concept[]> {
@@ -134,6 +157,7 @@ export class RegistryProvider implements CodeSystemProvider {
 
   async selected(selection: ConceptSelection, ids: number[]): Promise<Set<number>> {
     await this.open();
+    await this.checkListed(selection);
     const test = this.compile(selection);
     return new Set(ids.filter((id) => {
       const c = this.byId(id);
@@ -148,6 +172,7 @@ export class RegistryProvider implements CodeSystemProvider {
    */
   async enumerate(selection: ConceptSelection, within?: number[]): Promise<number[]> {
     await this.open();
+    await this.checkListed(selection);
     const test = this.compile(selection);
     const words = selection.text ? filterWords(selection.text).map((w) => new RegExp(`(^|[^\\p{L}\\p{N}])${escapeRegex(w)}`, 'iu')) : [];
     const keep = (c: RegistryConcept) => test(c) && words.every((w) => [c.display ?? '', ...(c.designations ?? []).map((d) => d.value)].some((t) => w.test(t)));
@@ -156,7 +181,7 @@ export class RegistryProvider implements CodeSystemProvider {
       ids = within;
     } else if (selection.include.concept) {
       ids = selection.include.concept.flatMap((c) => {
-        const found = c.code === undefined ? undefined : this.registry.find(c.code);
+        const found = c.code === undefined ? undefined : this.find(c.code);
         return found ? [this.idOf(found)] : [];
       });
     } else if (this.registry.list) {
@@ -184,6 +209,7 @@ export class RegistryProvider implements CodeSystemProvider {
 
   async unknownReason(code: string): Promise<string | undefined> {
     await this.open();
+    if (this.registry.reason) this.find(code);
     return this.registry.reason?.(code);
   }
 
@@ -192,7 +218,7 @@ export class RegistryProvider implements CodeSystemProvider {
     const { include, path, activeOnly } = selection;
     const tests: ConceptTest[] = [];
     if (include.concept) {
-      const codes = new Set(include.concept.flatMap((c) => (c.code === undefined ? [] : [this.registry.find(c.code)?.code ?? c.code])));
+      const codes = new Set(include.concept.flatMap((c) => (c.code === undefined ? [] : [this.find(c.code)?.code ?? c.code])));
       tests.push((c) => codes.has(c.code));
     }
     for (const [j, f] of (include.filter ?? []).entries()) tests.push(this.filterTest(f, `${path}.filter[${j}]`));
@@ -207,7 +233,7 @@ export class RegistryProvider implements CodeSystemProvider {
     if (typeof f.value !== 'string' || f.value === '') throw invalidValueSet(msg.filterNoValue(this.cs.url, property, op), path, 'UNABLE_TO_HANDLE_SYSTEM_FILTER_WITH_NO_VALUE');
     const value = f.value;
     if (property === 'code' || property === 'concept') {
-      const spelled = (v: string) => this.registry.find(v)?.code ?? v;
+      const spelled = (v: string) => this.find(v)?.code ?? v;
       const list = () => new Set(value.split(',').map((v) => spelled(v.trim())));
       switch (op) {
         case '=': {
@@ -252,7 +278,7 @@ export class RegistryProvider implements CodeSystemProvider {
   }
 
   private byId(id: number): RegistryConcept | undefined {
-    if (id >= 1 && id <= this.listed.length) return this.registry.find(this.listed[id - 1]);
+    if (id >= 1 && id <= this.listed.length) return this.find(this.listed[id - 1]);
     return this.interned().concepts[id - this.listed.length - 1];
   }
 

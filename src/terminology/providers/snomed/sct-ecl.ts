@@ -11,7 +11,7 @@ import type { SnomedGraph } from './sct-index.js';
  * per graph): the active concepts it selects (ECL's substrate). A syntax error is the value set's
  * 400 naming the position; an expression too costly to evaluate is 400 `too-costly`.
  */
-export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: string): Promise<SortedIds> {
+export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: string, budget?: number): Promise<SortedIds> {
   let ids: Int32Array;
   try {
     const expression = parseEclCached(text);
@@ -21,11 +21,11 @@ export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: 
       if (needsDescriptionIds(expression) || !graph.acceptabilityRecorded()) await graph.loadDescriptions();
       else graph.registerDialects();
     }
-    ids = await evaluateEcl(graph, expression);
+    ids = await evaluateEcl(graph, expression, { budget });
   } catch (err) {
     if (err instanceof EclSyntaxError) throw invalidValueSet(`Invalid ECL '${text}': ${err.message}`, path);
     if (err instanceof EclUnsupportedError) throw invalidValueSet(`ECL '${text}' cannot be evaluated: ${err.message}`, path);
-    if (err instanceof EclTooCostlyError) throw new FhirError(400, [fhirIssue('too-costly', `${err.message}: '${text}'`, path)]);
+    if (err instanceof EclTooCostlyError) throw new FhirError(400, [fhirIssue('too-costly', `${err.message}: '${text.length > 500 ? `${text.slice(0, 500)}…` : text}'`, path)]);
     throw err;
   }
   return new SortedIds(ids);

@@ -4,6 +4,7 @@ import { msg } from '../../messages.js';
 import { filterOp, filterWords, invalidValueSet } from '../filters.js';
 import type { CodeSystemProvider, ConceptSelection } from '../provider.js';
 import { terminologyCache } from '../fhir/index-cache.js';
+import { terminologyLimits } from '../../limits.js';
 import { IndexProvider } from '../fhir/index-provider.js';
 import { snomedGraph, type SnomedGraph } from './sct-index.js';
 import { evaluateEclFilter, SortedIds } from './sct-ecl.js';
@@ -263,7 +264,7 @@ export class SnomedProvider implements CodeSystemProvider {
     const value = typeof f.value === 'string' ? f.value.trim() : '';
     if ((property === 'constraint' || property === 'expression') && op === '=') {
       if (value === '') throw invalidValueSet(msg.filterNoValue(this.cs.url, property, op), path, 'UNABLE_TO_HANDLE_SYSTEM_FILTER_WITH_NO_VALUE');
-      return evaluateEclFilter(graph, value, path);
+      return evaluateEclFilter(graph, value, path, terminologyLimits(this.tc.env).maxEclSteps);
     }
     if (property === 'refset' && op === 'exists') {
       // The reference sets themselves (`?fhir_vs=refset`): concepts with active members.

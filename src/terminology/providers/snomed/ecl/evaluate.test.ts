@@ -615,7 +615,7 @@ describe('ECL evaluator: bounds, cache and yielding', () => {
 
   test('a budget too small throws the documented error', async () => {
     clearEclCache(big);
-    await assert.rejects(evaluateEcl(big, '<< 100000', { budget: 1000 }), (e: unknown) => e instanceof EclTooCostlyError && e.message === 'ECL expression too costly to evaluate (more than 1000 steps)');
+    await assert.rejects(evaluateEcl(big, '<< 100000', { budget: 1000 }), (e: unknown) => e instanceof EclTooCostlyError && e.message === 'ECL expression too costly to evaluate (more than 1000 steps, LATTICE_TX_ECL_MAX_STEPS)');
     assert.equal(ECL_DEFAULT_BUDGET, 20_000_000);
   });
 
@@ -640,6 +640,30 @@ describe('ECL evaluator: bounds, cache and yielding', () => {
     clearEclCache(big);
     const a = await evaluateEcl(big, '(<< 100005) OR (<< 100000)');
     assert.equal(await evaluateEcl(big, '<< 100000 OR << 100005', { budget: 10 }), a);
+  });
+
+  test('hierarchy operators over a large set walk the edition once, not once per concept', async () => {
+    // `< (* MINUS root)` and `<< (< root)`: the descendants of every concept. Per concept, a
+    // chain of N has N²/2 descendants to gather (and each gathering had to allocate and sort);
+    // walked once, N. The bound is well above N and far below N²/2.
+    const n = 3_000;
+    const concepts: MemoryConcept[] = [{ sctid: '100000' }];
+    for (let i = 1; i < n; i++) concepts.push({ sctid: String(100000 + i), parents: [String(100000 + i - 1)] });
+    const chain3k = new MemoryGraph({ concepts });
+    const budget = 20 * n;
+    assert.equal((await evaluateEcl(chain3k, '< (* MINUS 100000)', { budget, cache: false })).length, n - 2);
+    assert.equal((await evaluateEcl(chain3k, '<< (< 100000)', { budget, cache: false })).length, n - 1);
+    assert.equal((await evaluateEcl(chain3k, '< (< 100000)', { budget, cache: false })).length, n - 2);
+  });
+
+  test('a term filter counts each description against each search term', async () => {
+    // 2 000 concepts with one description each, 500 search terms: a million tests.
+    const concepts: MemoryConcept[] = Array.from({ length: 2_000 }, (_, i) => ({ sctid: String(200000 + i), descriptions: [{ sctid: `${i + 1}011`, term: `Concept ${i}` }] }));
+    const described = new MemoryGraph({ concepts });
+    const terms = Array.from({ length: 500 }, (_, i) => `"zz${i}"`).join(' ');
+    await assert.rejects(evaluateEcl(described, `* {{ term = (${terms}) }}`, { budget: 200_000, cache: false }), EclTooCostlyError);
+    // One term fits the same budget.
+    assert.equal((await evaluateEcl(described, '* {{ term = "concept" }}', { budget: 200_000, cache: false })).length, 2_000);
   });
 
   test('a long evaluation yields to the event loop', async () => {

@@ -30,9 +30,12 @@ const SLICE = 50_000;
 const CACHE_MAX_IDS = 8_000_000;
 const CACHE_MAX_ENTRIES = 2_000;
 
+/** The setting that configures the work bound of a server's evaluations (docs/terminology.md#limits). */
+export const ECL_BUDGET_SETTING = 'LATTICE_TX_ECL_MAX_STEPS';
+
 export class EclTooCostlyError extends Error {
   constructor(readonly budget: number) {
-    super(`ECL expression too costly to evaluate (more than ${budget} steps)`);
+    super(`ECL expression too costly to evaluate (more than ${budget} steps, ${ECL_BUDGET_SETTING})`);
     this.name = 'EclTooCostlyError';
   }
 }
@@ -357,7 +360,7 @@ class Evaluator {
       }
       case 'dotted': {
         const focus = await this.eval(e.focus);
-        const types = new Membership(await this.eval(e.attribute));
+        const types = await this.membership(await this.eval(e.attribute));
         const out: number[] = [];
         for (let i = 0; i < focus.length; i++) {
           const rels = this.g.attributes(focus[i]);
@@ -420,12 +423,12 @@ class Evaluator {
           case 'descendantOf':
           case 'descendantOrSelfOf': {
             if (e.operator === 'descendantOrSelfOf' && (await this.selectsVirtual(e.operand, v))) return true;
-            const xs = new Membership(await this.eval(e.operand));
+            const xs = await this.membership(await this.eval(e.operand));
             return this.virtualAncestors(v).some((a) => xs.has(a));
           }
           case 'top': {
             if (!(await this.selectsVirtual(e.operand, v))) return false;
-            const xs = new Membership(await this.eval(e.operand));
+            const xs = await this.membership(await this.eval(e.operand));
             return !this.virtualAncestors(v).some((a) => xs.has(a));
           }
         }
@@ -517,9 +520,9 @@ class Evaluator {
     };
     switch (op) {
       case 'descendantOf':
-        return unionMany(await gather((x) => g.descendants(x)));
+        return this.below(xs, false);
       case 'descendantOrSelfOf':
-        return unionMany([xs, ...(await gather((x) => g.descendants(x)))]);
+        return this.below(xs, true);
       case 'childOf':
         return unionMany(await gather((x) => g.children(x)));
       case 'childOrSelfOf':
@@ -534,7 +537,7 @@ class Evaluator {
         return unionMany([xs, ...(await gather((x) => g.parents(x)))]);
       case 'top': {
         // the members none of whose ancestors is a member
-        const set = new Membership(xs);
+        const set = await this.membership(xs);
         const out: number[] = [];
         for (let i = 0; i < xs.length; i++) {
           const anc = g.ancestors(xs[i]);
@@ -555,6 +558,60 @@ class Evaluator {
         return minus(xs, ancestors);
       }
     }
+  }
+
+  /**
+   * The descendants of a set of concepts (and the concepts themselves with `self`): one walk
+   * down the children from all of them at once, each concept visited once whatever the number
+   * of starting points and paths, so `< (* MINUS X)` costs the edition once, not once per concept.
+   * Every concept and child edge visited is a step.
+   */
+  private async below(xs: Int32Array, self: boolean): Promise<Int32Array> {
+    if (xs.length === 0) return EMPTY;
+    const all = this.g.allConcepts();
+    const size = Math.max(all.length > 0 ? all[all.length - 1] : 0, xs[xs.length - 1]) + 1;
+    await this.tick(size / 64 + 1);
+    const seen = new Uint8Array(size);
+    const stack: number[] = [];
+    let found = 0;
+    for (let i = 0; i < xs.length; i++) {
+      const x = xs[i];
+      if (x < 0 || x >= size) continue;
+      if (self && !seen[x]) {
+        seen[x] = 1;
+        found++;
+      }
+      stack.push(x);
+    }
+    // A start reached again from another start is walked again only when not yet walked.
+    const walked = new Uint8Array(size);
+    while (stack.length > 0) {
+      const current = stack.pop() as number;
+      if (walked[current]) continue;
+      walked[current] = 1;
+      const children = this.g.children(current);
+      await this.tick(children.length + 1);
+      for (let k = 0; k < children.length; k++) {
+        const c = children[k];
+        if (c < 0 || c >= size) continue;
+        if (!seen[c]) {
+          seen[c] = 1;
+          found++;
+        }
+        if (!walked[c]) stack.push(c);
+      }
+    }
+    await this.tick(size / 64 + found);
+    const out = new Int32Array(found);
+    let n = 0;
+    for (let x = 0; x < size && n < found; x++) if (seen[x]) out[n++] = x;
+    return out;
+  }
+
+  /** A membership test of a set, its building counted. */
+  private async membership(ids: Int32Array): Promise<Membership> {
+    await this.tick(ids.length / 8 + 1);
+    return new Membership(ids);
   }
 
   // ---- member of -------------------------------------------------------------------------------
@@ -614,7 +671,7 @@ class Evaluator {
             const name = f.field;
             const get = (r: EclRefsetMember) => (name === 'referencedComponentId' ? r.referencedComponentId : r.fields[name]);
             if (v.kind === 'expression') {
-              const set = new Membership(await this.eval(v.value));
+              const set = await this.membership(await this.eval(v.value));
               tests.push((r) => {
                 const x = get(r);
                 const id = typeof x === 'string' ? this.g.resolve(x) : undefined;
@@ -644,7 +701,7 @@ class Evaluator {
     const focus = await this.eval(e.focus);
     if (!this.g.historicalSources) return focus;
     let refsets: Membership | undefined;
-    if (e.subset) refsets = new Membership(await this.eval(e.subset));
+    if (e.subset) refsets = await this.membership(await this.eval(e.subset));
     else if (e.profile === 'min' || e.profile === 'mod') {
       const ids = (e.profile === 'min' ? HISTORY_MIN : HISTORY_MOD).map((s) => this.g.resolve(s)).filter((x): x is number => x !== undefined);
       refsets = new Membership(fromUnsorted(ids));
@@ -727,7 +784,7 @@ class Evaluator {
       case 'group':
         return { kind: 'group', min: r.cardinality?.min ?? 1, max: r.cardinality?.max ?? Infinity, inner: await this.compile(r.attributes, true) };
       case 'attribute': {
-        const types = new Membership(await this.eval(r.name));
+        const types = await this.membership(await this.eval(r.name));
         const base = { kind: 'attribute' as const, min: r.cardinality?.min ?? 1, max: r.cardinality?.max ?? Infinity, reverse: r.reverse, types };
         const v = r.value;
         if (v.kind === 'expression') {
@@ -853,7 +910,7 @@ class Evaluator {
   /** A concept-set operand of a filter: a set of references, or an expression (evaluated over all concepts). */
   private async conceptSet(v: ConceptSetOperand): Promise<Membership> {
     if (v.kind === 'set') return new Membership(fromUnsorted(v.concepts.map((c) => this.g.resolve(c.sctid)).filter((x): x is number => x !== undefined)));
-    return new Membership(await this.eval(v.value));
+    return await this.membership(await this.eval(v.value));
   }
 
   private ids(sctids: readonly string[]): Membership {
@@ -898,10 +955,13 @@ class Evaluator {
   private async descriptionFilters(filters: readonly DescriptionFilter[]): Promise<(id: number) => boolean> {
     const tests: Array<(d: EclDescription) => boolean> = [];
     let activeSaid = false;
+    // Each description is tested against every search term: that is the work, not the description alone.
+    let perDescription = 1;
     for (const f of filters) {
       const eq = f.operator === '=';
       switch (f.type) {
         case 'term': {
+          perDescription += termCost(f.terms);
           const match = termMatcher(f.terms);
           tests.push((d) => match(d.term) === eq);
           break;
@@ -948,7 +1008,7 @@ class Evaluator {
     if (!activeSaid) tests.push((d) => d.active);
     return (id) => {
       const ds = this.g.descriptions(id);
-      this.work.add(ds.length + 1);
+      this.work.add(ds.length * perDescription + 1);
       return ds.some((d) => tests.every((t) => t(d)));
     };
   }
@@ -1070,6 +1130,13 @@ function wildMatcher(segments: readonly string[]): (text: string) => boolean {
     }
     return true;
   };
+}
+
+/** The steps of testing one description against search terms: a word or a wildcard piece each. */
+function termCost(terms: readonly SearchTerm[]): number {
+  let n = 0;
+  for (const t of terms) n += 1 + (t.mode === 'wild' ? t.segments.length : t.words.length);
+  return n;
 }
 
 /** Term filters: `match` is every search word a prefix of a word of the term, `wild` the whole term against the pattern; any case. */
