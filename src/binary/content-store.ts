@@ -11,7 +11,7 @@ export const CHUNK_SIZE = 1024 * 1024;
 /**
  * Bytes of content one read statement answers (`bytes`): small enough that each answer dies
  * young in the JavaScript heap. With whole 1 MiB chunks a 200 MB download grew the server by up
- * to 95 MB of garbage waiting for a full collection; with 64 KiB, by 11-40 MB.
+ * to 95 MB of garbage waiting for a full collection; with 64 KiB, by 40-50 MB.
  */
 const READ_SLICE = 64 * 1024;
 
@@ -35,26 +35,19 @@ interface Staged extends StagedContent {
  * and is in every backup of the database. Content streams in and out: about two chunks of one
  * request are in memory at a time.
  *
- * Chunks cross the driver as base64 text (`decode`/`encode` in SQL), not as bytea parameters:
- * PGlite (0.5) converts a bytea value byte by byte in JavaScript (an array of a million strings
- * per MiB), which made a 200 MB upload grow the heap by hundreds of MB and ran several times
- * slower; base64 is converted natively on both sides and is a plain string for any driver.
+ * Chunks are written as base64 text parameters (`decode` in SQL), not as bytea parameters:
+ * PGlite (0.5) serializes a bytea parameter byte by byte in JavaScript (an array of a million
+ * strings per MiB), which made a 200 MB upload grow the server by ~385 MB; base64 is made
+ * natively and is a plain string for any driver. They are read as bytea (Uint8Array/Buffer):
+ * PGlite parses those byte by byte too (slow: a few MB/s), but reading hex or base64 text through
+ * its thread made the server grow by ~350 MB. A native bytea parser and serializer for PGlite
+ * (its `parsers`/`serializers` options) would make both directions plain bytea.
  */
 export class ContentStore implements BinaryStore {
-  /**
-   * Chunks are read as hex text on PGlite, whose bytea parser (0.5) also converts byte by byte
-   * in JavaScript (~3 MB/s, and a heap full of garbage); `pg` parses bytea natively, and text of
-   * that size made its heap grow more than the bytea itself. Measured on a 200 MB download
-   * (test/binary-large.test.ts). Once PGlite is given a native bytea parser, both read bytea.
-   */
-  private readonly readAsHex: boolean;
-
   constructor(
     private readonly db: Database,
     readonly limit: number,
-  ) {
-    this.readAsHex = db.driver === 'pglite';
-  }
+  ) {}
 
   async stage(projectId: string | undefined, body: RawBody, filename?: string): Promise<Staged> {
     const id = randomUUID();
@@ -232,15 +225,15 @@ export class ContentStore implements BinaryStore {
       const from = at - seq * chunk;
       const length = Math.min(chunk - from, end - at, READ_SLICE);
       at += length;
-      const slice = 'substring(data FROM $3 FOR $4)';
-      const res = await this.db.query<{ data: Uint8Array | string }>(
-        `SELECT ${this.readAsHex ? `encode(${slice}, 'hex')` : slice} AS data FROM binary_chunk WHERE content_id = $1 AND seq = $2`,
-        [row.id, seq, from + 1, length],
-      );
+      const res = await this.db.query<{ data: Uint8Array }>('SELECT substring(data FROM $3 FOR $4) AS data FROM binary_chunk WHERE content_id = $1 AND seq = $2', [
+        row.id,
+        seq,
+        from + 1,
+        length,
+      ]);
       const data = res.rows[0]?.data;
-      if (data === undefined) throw new Error(`Binary content ${row.id}: chunk ${seq} is missing`);
-      if (typeof data === 'string') yield Buffer.from(data, 'hex');
-      else yield Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+      if (!data) throw new Error(`Binary content ${row.id}: chunk ${seq} is missing`);
+      yield Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
     }
   }
 }
