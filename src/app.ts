@@ -27,6 +27,7 @@ import { installRest } from './rest/install.js';
 import { installAdmin } from './admin/install.js';
 import { installEmail } from './email/install.js';
 import { createBinaryFeature } from './binary/install.js';
+import { installSubscriptions, subscriptionHooks, SubscriptionRegistry } from './subscriptions/install.js';
 
 export interface App {
   config: Config;
@@ -73,7 +74,16 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 
   // Binary content joins every Binary write (and signs attachment URLs on the way out).
   const binary = createBinaryFeature(config, db);
-  const hooks = new ResourceHooks([...authHooks(), ...terminologyHooks(), ...binary.hooks, ...(options.extraHooks ?? [])]);
+  // Subscriptions watch writes of the types their criteria name (src/subscriptions); the
+  // registry of watched types is loaded when the feature is installed below.
+  const subscriptions = new SubscriptionRegistry();
+  const watchHooks = subscriptionHooks({
+    registry: subscriptions,
+    allowPrivate: config.subscriptions.allowPrivate,
+    // Called at write time only, once `repository` exists.
+    repository: (auth, tx) => (tx ? repository(auth).inTransaction(tx) : repository(auth)),
+  });
+  const hooks = new ResourceHooks([...authHooks(), ...terminologyHooks(), ...watchHooks, ...binary.hooks, ...(options.extraHooks ?? [])]);
   const searchIndex = createSearchIndex(config.searchLimits);
   // PGlite sees every write in this process; on PostgreSQL every node hears every write through
   // the change feed (row-cache.ts). `LATTICE_READ_CACHE=off` reads the database every time.
@@ -115,6 +125,12 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     await installEmail(env);
     const adminRoutes = installAdmin(env);
     const binaryRoutes = await binary.install(env);
+    const subscriptionFeature = await installSubscriptions(env, registry, {
+      registry: subscriptions,
+      repository,
+      authenticator: auth.authenticator,
+      authorize: auth.authorize,
+    });
     await registry.published();
     operations = registry;
     routes = [...auth.routes, ...adminRoutes, ...terminology.routes, ...binaryRoutes];
@@ -133,8 +149,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         search: searchCapabilities(),
         // FHIR JSON `data` is bounded like a JSON request body (docs/rest.md#binary).
         binary: { store: binary.store, jsonDataLimit: config.bodyLimit },
+        subscriptions: { channels: subscriptionFeature.channels, websocketPath: subscriptionFeature.websocketPath },
       }),
       routes,
+      sockets: subscriptionFeature.sockets,
     });
   } catch (err) {
     await closeAll();

@@ -9,7 +9,7 @@ import { conditionalDelete, conditionalUpdate, createResource, deleteResource, r
 import { bundleInteraction } from './batch.js';
 import { historyInteraction } from './history.js';
 import { patchInteraction } from './patch.js';
-import { metadataInteraction, type TerminologyCapabilitiesSource } from './metadata.js';
+import { metadataInteraction, type SubscriptionCapabilities, type TerminologyCapabilitiesSource } from './metadata.js';
 import { checkRoute, type FhirRoute } from './route.js';
 import { compartmentSearchInteraction, searchInteraction } from './search.js';
 import { binaryRead, binaryWrite, withoutSignedUrl, type BinaryOptions } from './binary.js';
@@ -33,6 +33,8 @@ export interface FhirRouterOptions {
   search: SearchCapabilities;
   /** Binary content (docs/rest.md#binary) and the most of it served inside FHIR JSON. */
   binary: { store: BinaryStore; jsonDataLimit: number };
+  /** Subscription channels and the websocket endpoint's path, for `/metadata` (docs/rest.md#subscriptions). */
+  subscriptions: SubscriptionCapabilities;
 }
 
 /** The FHIR router over the interactions below and the given operations. */
@@ -59,7 +61,7 @@ async function routeFhirRequest(req: FhirRequest, route: FhirRoute, operations: 
     return bundleInteraction(req, routeWith, { maxEntries: options.bundleMaxEntries, timeoutMs: options.bundleTimeoutMs }, options.validator);
   }
   if (segments.length === 1 && first === '_history') return historyInteraction(req, undefined);
-  if (segments.length === 1 && first === 'metadata') return metadataInteraction(req, operations, options.terminologyCapabilities, options.search);
+  if (segments.length === 1 && first === 'metadata') return metadataInteraction(req, operations, options.terminologyCapabilities, options.search, options.subscriptions);
   if (first?.startsWith('$')) return operations.dispatch(req, { code: first.slice(1) });
   const type = first;
   if (type === 'Binary') {
