@@ -38,6 +38,8 @@ const CHECKS = [
   { name: '$translate maps female to F', example: /ConceptMap\/\\\$translate/, check: (out) => (out.includes('"code":"F"') && out.includes('"valueBoolean":true')) || 'no translation to F' },
   { name: 'the terminology capabilities list expansion parameters', example: /mode=terminology/, check: (out) => out.includes('"count"') || 'no count parameter' },
   { name: '$import adds the concept', example: /CodeSystem\/\\\$import/, check: (out) => out.includes('"valueString":"X one"') || '$lookup does not find x1' },
+  { name: 'a Range of the uploaded file answers its first bytes', example: /Range: bytes=0-7/, check: (out) => out.trim().endsWith('Referral') || 'no "Referral"' },
+  { name: 'the uploaded file read as FHIR JSON has its data', example: /Accept: application\/fhir\+json/, check: (out) => out.includes(`"data":"${Buffer.from('Referral letter for Ann Smith\n').toString('base64')}"`) || 'no base64 data' },
   { name: 'the invite answers a membership', example: /\/invite/, check: (out) => out.includes('"resourceType":"ProjectMembership"') || 'no ProjectMembership' },
   { name: 'userinfo names the user', example: /oauth2\/userinfo/, check: (out) => out.includes('"fhirUser":') || 'no fhirUser' },
   { name: 'the export file holds the Patients', example: /select\(\.type=="Patient"\)/, check: (out) => out.includes('"resourceType":"Patient"') || 'no Patient line in the export file' },

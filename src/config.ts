@@ -79,6 +79,15 @@ export interface Config {
   trustedProxies: string[];
   /** Maximum request body in bytes (default 16 MiB). */
   bodyLimit: number;
+  /** Binary content (docs/rest.md#binary). */
+  binary: {
+    /** Most bytes of one Binary's content (`LATTICE_BINARY_LIMIT`, default 1 GiB). */
+    limit: number;
+    /** Lifetime of a signed content URL in seconds (`LATTICE_BINARY_URL_LIFETIME`, default 3600). */
+    urlLifetime: number;
+    /** An upload that stores no chunk for this many seconds is abandoned and swept (`LATTICE_BINARY_STAGE_IDLE`, default 600). */
+    stageIdle: number;
+  };
   /** scrypt cost (log2 N) of new password hashes (docs/auth.md#passwords-and-secrets). */
   passwordCost: number;
   /** How long one request may use the database (docs/errors.md#database-limits); 0 = no limit. */
@@ -211,6 +220,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       .map((p) => p.trim())
       .filter(Boolean),
     bodyLimit: intOf(env.LATTICE_BODY_LIMIT, 16 * 1024 * 1024, 'LATTICE_BODY_LIMIT'),
+    binary: {
+      limit: intOf(env.LATTICE_BINARY_LIMIT, 1024 * 1024 * 1024, 'LATTICE_BINARY_LIMIT'),
+      urlLifetime: intOf(env.LATTICE_BINARY_URL_LIFETIME, 3600, 'LATTICE_BINARY_URL_LIFETIME') || 3600,
+      stageIdle: intOf(env.LATTICE_BINARY_STAGE_IDLE, 600, 'LATTICE_BINARY_STAGE_IDLE') || 600,
+    },
     passwordCost: passwordCostOf(env.LATTICE_PASSWORD_COST),
     searchLimits: {
       maxParameters: intOf(env.LATTICE_SEARCH_MAX_PARAMETERS, SEARCH_LIMIT_DEFAULTS.maxParameters, 'LATTICE_SEARCH_MAX_PARAMETERS'),

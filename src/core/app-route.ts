@@ -1,3 +1,4 @@
+import type { RawContent } from './binary.js';
 import type { RequestContext } from './context.js';
 
 /**
@@ -43,4 +44,6 @@ export interface AppResult {
   headers?: Record<string, string>;
   /** Default `application/json; charset=utf-8`. */
   contentType?: string;
+  /** Content streamed as the body instead (signed Binary content URLs, docs/rest.md#signed-urls). */
+  raw?: RawContent;
 }
