@@ -120,7 +120,7 @@ for (const driver of drivers) {
     });
 
     test('when neither the definitions nor the expansions decide, the answer is indeterminate with the reason', async () => {
-      const unknown = { system: 'http://example.org/fhir/CodeSystem/nowhere', filter: [{ property: 'concept', op: 'is-a', value: 'z' }] };
+      const unknown: ValueSetComposeInclude = { system: 'http://example.org/fhir/CodeSystem/nowhere', filter: [{ property: 'concept', op: 'is-a', value: 'z' }] };
       const out = await compare(vs('u', [unknown]), vs('w', [isA('bird')]));
       assert.equal(out.result, 'indeterminate');
       assert.equal(out['performed-expansion'], true);

@@ -13,6 +13,7 @@ import { codeSystemVersions, resolveCodeSystem, resolveValueSet } from './resolv
 import type { CodeSystemInfo, Designation, StoredProperty, TermContext } from '../types.js';
 import { StatusReport, valueSetPublication } from './status.js';
 import { VERSION_RULE_PARAMETER, checkViolation, effectiveVersion, NO_VERSION_RULES } from '../versions.js';
+import { withCallerPaths } from './caller-paths.js';
 
 /**
  * `$expand` (docs/terminology.md#expand) — the one operation that builds an expansion. Each include
@@ -98,7 +99,11 @@ interface Group {
 }
 
 /** Expands `vs` (a page of it) into a ValueSet with `expansion`. */
-export async function expandValueSet(tc: TermContext, vs: ValueSet, request: ExpandRequest): Promise<ValueSet> {
+export function expandValueSet(tc: TermContext, vs: ValueSet, request: ExpandRequest): Promise<ValueSet> {
+  return withCallerPaths(vs, () => expand(tc, vs, request));
+}
+
+async function expand(tc: TermContext, vs: ValueSet, request: ExpandRequest): Promise<ValueSet> {
   let req = request;
   const used = newUsed();
   used.statuses.valueSet(vs, 'self');

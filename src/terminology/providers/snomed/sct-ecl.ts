@@ -21,6 +21,8 @@ export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: 
       if (needsDescriptionIds(expression) || !graph.acceptabilityRecorded()) await graph.loadDescriptions();
       else graph.registerDialects();
     }
+    const unknown = unknownConcept(graph, expression);
+    if (unknown !== undefined) throw invalidValueSet(`Unknown concept '${unknown}' in the ECL '${text}'`, path);
     ids = await evaluateEcl(graph, expression, { budget });
   } catch (err) {
     if (err instanceof EclSyntaxError) throw invalidValueSet(`Invalid ECL '${text}': ${err.message}`, path);
@@ -29,6 +31,20 @@ export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: 
     throw err;
   }
   return new SortedIds(ids);
+}
+
+/**
+ * The first concept the expression names that the edition does not know (neither a concept nor a
+ * metadata id it uses): ECL naming a concept that is not there is an error, not an empty set.
+ */
+function unknownConcept(graph: SnomedGraph, expression: Expression): string | undefined {
+  let found: string | undefined;
+  JSON.stringify(expression, (_k, v: unknown) => {
+    const node = v as { type?: unknown; sctid?: unknown } | null;
+    if (found === undefined && node && typeof node === 'object' && node.type === 'concept' && typeof node.sctid === 'string' && graph.resolve(node.sctid) === undefined) found = node.sctid;
+    return v;
+  });
+  return found;
 }
 
 /** Whether an (immutable, cached) expression has description filters, and `id` ones, worked out once per tree. */
