@@ -1,7 +1,7 @@
 import { FhirError, issue as fhirIssue } from '../../../fhir/outcome.js';
 import { invalidValueSet } from '../filters.js';
 import type { Expression } from './ecl/ast.js';
-import { eclNeeds, EclTooCostlyError, EclUnsupportedError, evaluateEcl } from './ecl/evaluate.js';
+import { eclNeeds, EclTooCostlyError, EclUnsupportedError, evaluateEcl, unknownEclConcepts } from './ecl/evaluate.js';
 import { EclSyntaxError, parseEclCached } from './ecl/parser.js';
 import type { SnomedGraph } from './sct-index.js';
 
@@ -21,8 +21,9 @@ export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: 
       if (needsDescriptionIds(expression) || !graph.acceptabilityRecorded()) await graph.loadDescriptions();
       else graph.registerDialects();
     }
-    const unknown = unknownConcept(graph, expression);
-    if (unknown !== undefined) throw invalidValueSet(`Unknown concept '${unknown}' in the ECL '${text}'`, path);
+    // ECL naming a concept the edition does not know is an error, not an empty set.
+    const unknown = unknownEclConcepts(graph, expression);
+    if (unknown.length) throw invalidValueSet(`Unknown concept '${unknown[0]}' in the ECL '${text}'`, path);
     ids = await evaluateEcl(graph, expression, { budget });
   } catch (err) {
     if (err instanceof EclSyntaxError) throw invalidValueSet(`Invalid ECL '${text}': ${err.message}`, path);
@@ -31,20 +32,6 @@ export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: 
     throw err;
   }
   return new SortedIds(ids);
-}
-
-/**
- * The first concept the expression names that the edition does not know (neither a concept nor a
- * metadata id it uses): ECL naming a concept that is not there is an error, not an empty set.
- */
-function unknownConcept(graph: SnomedGraph, expression: Expression): string | undefined {
-  let found: string | undefined;
-  JSON.stringify(expression, (_k, v: unknown) => {
-    const node = v as { type?: unknown; sctid?: unknown } | null;
-    if (found === undefined && node && typeof node === 'object' && node.type === 'concept' && typeof node.sctid === 'string' && graph.resolve(node.sctid) === undefined) found = node.sctid;
-    return v;
-  });
-  return found;
 }
 
 /** Whether an (immutable, cached) expression has description filters, and `id` ones, worked out once per tree. */
