@@ -246,6 +246,24 @@ for (const driver of drivers) {
       assert.deepEqual(await got('ne'), []);
     });
 
+    test('the text filter also finds a code that starts with the text, ignoring case', async () => {
+      const url = 'http://example.org/fhir/CodeSystem/rules-codes';
+      const cs: CodeSystem = {
+        resourceType: 'CodeSystem', id: 'rules-codes', url, version: '1', status: 'active', content: 'complete',
+        concept: [{ code: 'AB-12', display: 'Blue' }, { code: 'AC-3', display: 'Green' }, { code: 'zz', display: 'Ab initio' }],
+      };
+      assert.ok((await server.fhir('PUT', '/CodeSystem/rules-codes', { body: cs })).status < 300);
+      const got = async (filter: string) => {
+        const res = await expand(vs('codes', { include: [{ system: url }] }), [{ name: 'filter', valueString: filter }]);
+        assert.equal(res.status, 200, res.text);
+        return codes(res.body.expansion?.contains);
+      };
+      assert.deepEqual(await got('ab-1'), ['AB-12']);
+      assert.deepEqual(await got('ab'), ['AB-12', 'zz']);
+      assert.deepEqual(await got('AC-3'), ['AC-3']);
+      assert.deepEqual(await got('b-12'), []);
+    });
+
     test('notSelectable filters (=, in, not-in) compare the stated property values, also under a code declared by URI', async () => {
       const f = (op: '=' | 'in' | 'not-in', value: string, property = 'ns') => vs('ns', { include: [{ system: NS, filter: [{ property, op, value }] }] });
       const got = async (v: ValueSet) => {

@@ -3,7 +3,7 @@ import type { ValueSet, ValueSetComposeInclude, ValueSetComposeIncludeConcept, V
 import { EXTENSION_PROPERTY_URIS, designationExtensions, extensionRows, isExtensionProperty } from '../providers/concept-extensions.js';
 import { FhirError, issue } from '../../fhir/outcome.js';
 import { UnknownValueSetError, ValueSetEvaluator, flatten, includeSystem } from './compose.js';
-import { filterWords } from '../providers/filters.js';
+import { codeMatchesFilter, filterWords } from '../providers/filters.js';
 import { supplementsOf, type CodeSystemProvider } from '../providers/provider.js';
 import { providerFor } from '../providers/select.js';
 import { chooseDisplay, designationsFor, type LanguagePrefs } from './display.js';
@@ -218,7 +218,7 @@ async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandReques
     const bySystem = new Map<string, Group>();
     for (const c of flatten(vs.expansion?.contains)) {
       if (!c.system || !c.code) continue;
-      if (req.filter && !textMatches(c.display, req.filter)) continue;
+      if (req.filter && !textMatches(c.display, req.filter) && !codeMatchesFilter(c.code, req.filter)) continue;
       const g = bySystem.get(c.system) ?? { system: c.system, listed: [] };
       g.listed?.push({ code: c.code, display: c.display });
       bySystem.set(c.system, g);
