@@ -347,6 +347,9 @@ for (const driver of drivers) {
       assert.equal(out(cs.body, 'message'), undefined);
       assert.equal(issueOf(cs.body)[0].severity, 'warning');
       assert.equal(issueOf(cs.body)[0].details?.text, text);
+      // The message id is the fragment's own, not that of an unknown code.
+      const MESSAGE_ID = 'http://hl7.org/fhir/StructureDefinition/operationoutcome-message-id';
+      assert.deepEqual(issueOf(cs.body)[0].extension, [{ url: MESSAGE_ID, valueString: 'UNKNOWN_CODE_IN_FRAGMENT' }]);
       const all = await validate('http://example.org/fhir/ValueSet/rules-fragment-all', FRAG, 'zz');
       assert.equal(out(all.body, 'result'), true, all.text);
       const listed = await validate('http://example.org/fhir/ValueSet/rules-fragment-listed', FRAG, 'zz');
