@@ -61,7 +61,8 @@ async function benchDriver(driver: 'pglite' | 'pg', file: string, generated: num
     const token = await benchToken(server.url);
     await server.stop();
     console.error(`${driver}: importing ${generated} resources …`);
-    const imported = await runLatticeImport([file], { ...process.env, ...BENCH_ADMIN_ENV, ...storage });
+    // Shared on purpose (`--shared`): the bench reads it back with the super admin's token.
+    const imported = await runLatticeImport([file, '--shared'], { ...process.env, ...BENCH_ADMIN_ENV, ...storage });
     server = await startLatticeProcess({ ...BENCH_ADMIN_ENV, ...storage });
     try {
       const fhir = `${server.url}/fhir/R4`;

@@ -26,6 +26,7 @@ import { createResourceValidator } from './fhir/validation/bindings.js';
 import { installRest } from './rest/install.js';
 import { installAdmin } from './admin/install.js';
 import { installEmail } from './email/install.js';
+import { installSubscriptions, subscriptionHooks, SubscriptionRegistry } from './subscriptions/install.js';
 
 export interface App {
   config: Config;
@@ -70,7 +71,16 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     closers.length = 0;
   };
 
-  const hooks = new ResourceHooks([...authHooks(), ...terminologyHooks(), ...(options.extraHooks ?? [])]);
+  // Subscriptions watch writes of the types their criteria name (src/subscriptions); the
+  // registry of watched types is loaded when the feature is installed below.
+  const subscriptions = new SubscriptionRegistry();
+  const watchHooks = subscriptionHooks({
+    registry: subscriptions,
+    allowPrivate: config.subscriptions.allowPrivate,
+    // Called at write time only, once `repository` exists.
+    repository: (auth, tx) => (tx ? repository(auth).inTransaction(tx) : repository(auth)),
+  });
+  const hooks = new ResourceHooks([...authHooks(), ...terminologyHooks(), ...watchHooks, ...(options.extraHooks ?? [])]);
   const searchIndex = createSearchIndex(config.searchLimits);
   // PGlite sees every write in this process; on PostgreSQL every node hears every write through
   // the change feed (row-cache.ts). `LATTICE_READ_CACHE=off` reads the database every time.
@@ -111,6 +121,12 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     installRest(registry, validator);
     await installEmail(env);
     const adminRoutes = installAdmin(env);
+    const subscriptionFeature = await installSubscriptions(env, registry, {
+      registry: subscriptions,
+      repository,
+      authenticator: auth.authenticator,
+      authorize: auth.authorize,
+    });
     await registry.published();
     operations = registry;
     routes = [...auth.routes, ...adminRoutes, ...terminology.routes];
@@ -127,8 +143,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         terminologyCapabilities: terminology.capabilities,
         validator,
         search: searchCapabilities(),
+        subscriptions: { channels: subscriptionFeature.channels, websocketPath: subscriptionFeature.websocketPath },
       }),
       routes,
+      sockets: subscriptionFeature.sockets,
     });
   } catch (err) {
     await closeAll();

@@ -122,6 +122,20 @@ export interface Config {
     /** Attempts before a message is given up. */
     maxAttempts: number;
   };
+  /** Subscription notifications (src/subscriptions, docs/rest.md#subscriptions). */
+  subscriptions: {
+    /** Endpoints on loopback, private or link-local addresses are allowed (development, tests). */
+    allowPrivate: boolean;
+    /** How often a node looks for due notifications when nothing wakes it (ms). */
+    pollMs: number;
+    /** First retry delay after a failed delivery (ms), doubled per attempt up to `retryMaxMs`. */
+    retryBaseMs: number;
+    retryMaxMs: number;
+    /** Attempts of one notification before the Subscription is set to `error`. */
+    maxAttempts: number;
+    /** Time one delivery (connect, send, answer) may take (ms). */
+    timeoutMs: number;
+  };
 }
 
 /** Builds the configuration from an environment (defaults to `process.env`). */
@@ -192,6 +206,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       retryMaxMs: intOf(env.LATTICE_EMAIL_RETRY_MAX_MS, 15 * 60_000, 'LATTICE_EMAIL_RETRY_MAX_MS'),
       maxAttempts: intOf(env.LATTICE_EMAIL_MAX_ATTEMPTS, 12, 'LATTICE_EMAIL_MAX_ATTEMPTS'),
     },
+    subscriptions: {
+      allowPrivate: booleanOf(env.LATTICE_SUBSCRIPTION_ALLOW_PRIVATE, 'LATTICE_SUBSCRIPTION_ALLOW_PRIVATE'),
+      pollMs: intOf(env.LATTICE_SUBSCRIPTION_POLL_MS, 5_000, 'LATTICE_SUBSCRIPTION_POLL_MS') || 5_000,
+      retryBaseMs: intOf(env.LATTICE_SUBSCRIPTION_RETRY_MS, 10_000, 'LATTICE_SUBSCRIPTION_RETRY_MS'),
+      retryMaxMs: intOf(env.LATTICE_SUBSCRIPTION_RETRY_MAX_MS, 15 * 60_000, 'LATTICE_SUBSCRIPTION_RETRY_MAX_MS'),
+      maxAttempts: intOf(env.LATTICE_SUBSCRIPTION_MAX_ATTEMPTS, 10, 'LATTICE_SUBSCRIPTION_MAX_ATTEMPTS') || 1,
+      timeoutMs: intOf(env.LATTICE_SUBSCRIPTION_TIMEOUT_MS, 10_000, 'LATTICE_SUBSCRIPTION_TIMEOUT_MS') || 10_000,
+    },
   };
 }
 
@@ -206,6 +228,12 @@ function passwordCostOf(value: string | undefined): number {
     throw new Error(`LATTICE_PASSWORD_COST must be between ${MIN_PASSWORD_COST} and ${MAX_PASSWORD_COST}, got '${value}'`);
   }
   return cost;
+}
+
+function booleanOf(value: string | undefined, name: string): boolean {
+  if (value === undefined || value === '' || value === 'false' || value === '0') return false;
+  if (value === 'true' || value === '1') return true;
+  throw new Error(`${name} must be 'true' or 'false', got '${value}'`);
 }
 
 function intOf(value: string | undefined, fallback: number, name: string): number {

@@ -3,7 +3,7 @@ import { createApp } from './app.js';
 import { loadConfig } from './config.js';
 import { DataFolderInUse } from './storage/data-folder-lock.js';
 import { ListenUnsupported } from './storage/database-errors.js';
-import { importFile, progressBar, type ImportSummary } from './terminology/store/import-file.js';
+import { SharedClinicalImport, importFile, progressBar, type ImportSummary } from './terminology/store/import-file.js';
 import { importSourceToServer, importToServer } from './terminology/store/import-remote.js';
 import { importLoinc, loincJson } from './terminology/store/loinc-import.js';
 import { LoincRelease } from './terminology/store/loinc-release.js';
@@ -18,16 +18,21 @@ import { generatePassword, readNewPassword, setPasswordByEmail } from './auth/se
 
 const USAGE = `Usage:
   lattice serve                            start the server (default)
-  lattice import <file> [--project <id>]   load a resource JSON, a Bundle or NDJSON (terminology and clinical)
-                                           (shared content unless --project is given) into the
-                                           configured database (stop a server on the same PGlite
-                                           data folder first)
+  lattice import <file> [--project <id> | --shared]
+                                           load a resource JSON, a Bundle or NDJSON (terminology and
+                                           clinical) into the configured database (stop a server on
+                                           the same PGlite data folder first): into the project
+                                           --project names; without it terminology is shared content
+                                           and clinical data is refused unless --shared (every
+                                           project reads shared content)
   lattice import --format rf2 <folder or .zip> [--unpublished] [--project <id>] [--url … as below]
                                            load a SNOMED CT edition from its RF2 Snapshot files
                                            (--unpublished: version http://snomed.info/xsct/…)
   lattice import <file> --url <server> [--token <t> | --client-id <id> --client-secret <s>]
-                 [--project <id>]          send it to a running server instead (LATTICE_TOKEN,
-                                           LATTICE_CLIENT_ID, LATTICE_CLIENT_SECRET work too)
+                 [--project <id> | --shared]
+                                           send it to a running server instead (LATTICE_TOKEN,
+                                           LATTICE_CLIENT_ID, LATTICE_CLIENT_SECRET work too); a
+                                           project admin's import goes to its project
   lattice import --format loinc <folder or .zip> [--version <v>] [--url … as above]
                                            load a LOINC release from its CSV files (version:
                                            --version, else the name Loinc_<v>, else the newest
@@ -58,7 +63,7 @@ async function main(argv: string[]): Promise<void> {
 /** Options of `lattice import`: `--name value` or `--name=value`. */
 const IMPORT_OPTIONS = ['--project', '--url', '--token', '--client-id', '--client-secret', '--format', '--version'];
 /** Flags of `lattice import` (no value). */
-const IMPORT_FLAGS = ['--unpublished'];
+const IMPORT_FLAGS = ['--unpublished', '--shared'];
 
 /**
  * `lattice import <file>`: writes through the same index as the API, with a progress bar —
@@ -90,13 +95,15 @@ async function importCommand(args: string[]): Promise<void> {
   // --version names the version of a release (LOINC); a FHIR resource and an RF2 release state their own.
   if (
     !file || positional.length > 1 || unusable || !['fhir', 'rf2', 'loinc'].includes(format) ||
-    (options['--version'] && !loinc) || (options['--unpublished'] && !rf2)
+    (options['--version'] && !loinc) || (options['--unpublished'] && !rf2) ||
+    (options['--shared'] && (options['--project'] || rf2 || loinc))
   ) {
     console.error(USAGE);
     process.exitCode = 2;
     return;
   }
   const projectId = options['--project'];
+  const shared = options['--shared'] === 'true';
   const report = (summary: ImportSummary, others = summary.others ?? 0) =>
     console.log(
       `imported ${summary.resources + others} resources (${summary.codeSystems} CodeSystems, ${summary.valueSets} ValueSets, ` +
@@ -108,6 +115,7 @@ async function importCommand(args: string[]): Promise<void> {
       const remote = {
         url,
         projectId,
+        shared,
         token: options['--token'] ?? process.env.LATTICE_TOKEN,
         clientId: options['--client-id'] ?? process.env.LATTICE_CLIENT_ID,
         clientSecret: options['--client-secret'] ?? process.env.LATTICE_CLIENT_SECRET,
@@ -150,6 +158,7 @@ async function importCommand(args: string[]): Promise<void> {
     }
     const summary = await importFile(file, app, {
       projectId,
+      shared,
       other: (resource, where, fullUrl) => loader.add(resource, where, fullUrl),
       bundleEnd: () => loader.endBundle(),
     });
@@ -161,7 +170,7 @@ async function importCommand(args: string[]): Promise<void> {
       process.exitCode = 1;
       return;
     }
-    if (!(err instanceof BulkLoadError || err instanceof JsonStreamError)) throw err;
+    if (!(err instanceof BulkLoadError || err instanceof JsonStreamError || err instanceof SharedClinicalImport)) throw err;
     console.error(`${file}: ${err.message} (${loader.stored} resources of earlier batches are stored)`);
     process.exitCode = 1;
   } finally {

@@ -113,6 +113,19 @@ describe('architecture', () => {
     assert.ok(top.length <= 10, `src/terminology has ${top.length} files at its top level: ${top.join(', ')}`);
   });
 
+  test('src/subscriptions stands on the contracts: core, fhir, the change feed; only app.ts wires it (src/subscriptions/README.md)', () => {
+    const S = 'src/subscriptions/';
+    const allowed = (m: string) => m.startsWith(S) || m.startsWith('src/core/') || m.startsWith('src/fhir/') || m === 'src/storage/change-feed.ts' || m === 'src/config.ts';
+    const down = [...graph]
+      .filter(([from]) => from.startsWith(S))
+      .flatMap(([from, { modules }]) => modules.filter((m) => !allowed(m)).map((m) => `${from} → ${m}`));
+    assert.deepEqual(down, []);
+    const up = [...graph]
+      .filter(([from]) => !from.startsWith(S) && from !== 'src/app.ts')
+      .flatMap(([from, { modules }]) => modules.filter((m) => m.startsWith(S)).map((m) => `${from} → ${m}`));
+    assert.deepEqual(up, []);
+  });
+
   test('no import cycles', () => {
     const cycles: string[] = [];
     const state = new Map<string, 'open' | 'done'>();

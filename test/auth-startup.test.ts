@@ -41,7 +41,7 @@ for (const driver of drivers) {
       try {
         const first = await startServer(driver, { dataDir: dir, databaseUrl, env });
         const token = first.adminToken!;
-        const refresh = (await loginTokens(first, 'admin@example.com', 'admin-password-123')).refresh_token!;
+        const refresh = (await loginTokens(first, 'admin@example.com', 'admin-password-123', { scope: 'openid offline_access' })).refresh_token!;
         await first.stop();
         const second = await startServer(driver, { dataDir: dir, databaseUrl, env });
         try {
@@ -90,7 +90,7 @@ if (drivers.includes('pg')) {
         assert.equal(created.body.meta.project, p.projectId);
 
         // A refresh token issued on one node rotates on the other; reuse is seen by both.
-        const tokens = await loginTokens(a, 'admin@example.com', 'admin-password-123');
+        const tokens = await loginTokens(a, 'admin@example.com', 'admin-password-123', { scope: 'openid offline_access' });
         assert.equal((await tokenRequest(b, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! })).status, 200);
         assert.equal((await tokenRequest(a, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! })).body.error, 'invalid_grant');
 

@@ -30,7 +30,7 @@ for (const driver of drivers) {
 
     test('login with PKCE S256 then code exchange yields a working bearer token', async () => {
       const pkce = pkcePair();
-      const res = await login({ ...admin, codeChallenge: pkce.challenge, codeChallengeMethod: 'S256' });
+      const res = await login({ ...admin, scope: 'openid offline_access', codeChallenge: pkce.challenge, codeChallengeMethod: 'S256' });
       assert.equal(res.status, 200, res.text);
       assert.equal(typeof res.body.login, 'string');
       assert.equal(typeof res.body.code, 'string');
@@ -137,7 +137,7 @@ for (const driver of drivers) {
     });
 
     test('refresh token rotates; reusing a spent one → invalid_grant and ends the family', async () => {
-      const first = await loginTokens(server, admin.email, admin.password);
+      const first = await loginTokens(server, admin.email, admin.password, { scope: 'openid offline_access' });
       const second = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: first.refresh_token! });
       assert.equal(second.status, 200, second.text);
       assert.notEqual(second.body.refresh_token, first.refresh_token);
@@ -154,7 +154,7 @@ for (const driver of drivers) {
     test('refresh after the membership was removed → invalid_grant', async () => {
       const p = await createProject(server, 'Removed member');
       const member = await createMember(server, p.projectId);
-      const tokens = await loginTokens(server, member.email, member.password);
+      const tokens = await loginTokens(server, member.email, member.password, { scope: 'openid offline_access' });
       assert.equal((await server.fhir('DELETE', `/ProjectMembership/${member.membershipId}`, { token: server.adminToken })).status, 200);
       const res = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! });
       assert.equal(res.status, 400);
@@ -187,7 +187,7 @@ for (const driver of drivers) {
         assert.equal(created.body.meta.project, p.projectId);
       }
       const wrong = await tokenRequest(server, { grant_type: 'client_credentials', client_id: client.clientId, client_secret: 'nope' });
-      assert.equal(wrong.status, 400);
+      assert.equal(wrong.status, 401);
       assert.equal(wrong.body.error, 'invalid_client');
       const basic = `Basic ${Buffer.from(`${client.clientId}:nope`).toString('base64')}`;
       const wrongBasic = await tokenRequest(server, { grant_type: 'client_credentials' }, { authorization: basic });

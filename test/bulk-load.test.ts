@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { projectRoot } from '../src/paths.js';
-import { createMember, createProject, drivers, startServer, sharedStorage, type TestServer } from './harness.js';
+import { createMember, createProject, drivers, ooText, startServer, sharedStorage, type TestServer } from './harness.js';
 import { importAsync, latticeArgs } from './support/cli.js';
 
 /**
@@ -45,8 +45,44 @@ for (const driver of drivers) {
     });
     after(() => rmSync(dir, { recursive: true, force: true }));
 
-    const cli = (file: string, extra: NodeJS.ProcessEnv = {}) =>
-      spawnSync(process.execPath, latticeArgs('import', file), { cwd: projectRoot, env: { ...env, ...extra }, encoding: 'utf8' });
+    // These loads are shared content on purpose (`--shared`); a clinic's data names its project (below).
+    const run = (args: string[], extra: NodeJS.ProcessEnv = {}) =>
+      spawnSync(process.execPath, latticeArgs('import', ...args), { cwd: projectRoot, env: { ...env, ...extra }, encoding: 'utf8' });
+    const cli = (file: string, extra: NodeJS.ProcessEnv = {}) => run([file, '--shared'], extra);
+
+    test('clinical data without --project is refused, naming --project and --shared; with --project it is that project’s', async () => {
+      const file = join(dir, 'clinic.ndjson');
+      writeFileSync(file, ndjson([patient(51), encounter(51, 51)]));
+      const refused = run([file]);
+      assert.equal(refused.status, 1, refused.stdout);
+      assert.match(
+        refused.stderr,
+        /clinic\.ndjson: line 1: Patient is clinical data and would be shared with every project: name its project with --project <id>, or pass --shared to store it as shared content/,
+      );
+      const both = run([file, '--project', 'x', '--shared']);
+      assert.equal(both.status, 2);
+      assert.match(both.stderr, /Usage:/);
+
+      let server = await startServer(driver, storage);
+      let clinic: Awaited<ReturnType<typeof createProject>>;
+      try {
+        assert.equal((await server.fhir('GET', '/Patient/bulk-p51', { token: server.adminToken })).status, 404, 'nothing stored');
+        clinic = await createProject(server, 'Bulk clinic');
+      } finally {
+        await server.stop();
+      }
+      const loaded = run([file, '--project', clinic.projectId]);
+      assert.equal(loaded.status, 0, loaded.stderr);
+      server = await startServer(driver, storage);
+      try {
+        const read = await server.fhir('GET', '/Patient/bulk-p51', { token: server.adminToken });
+        assert.equal(read.body.meta.project, clinic.projectId);
+        const other = await createProject(server, 'Bulk neighbour');
+        assert.equal((await server.fhir('GET', '/Patient/bulk-p51', { token: other.adminToken })).status, 404);
+      } finally {
+        await server.stop();
+      }
+    });
 
     test('NDJSON and a transaction Bundle load in batches; search then finds them', async () => {
       const file = join(dir, 'clinical.ndjson');
@@ -140,7 +176,7 @@ for (const driver of drivers) {
         for (let o = 0; o < 3; o++) lines.push(observation(1000 + p * 3 + o, 1000 + p, 1000 + p));
       }
       writeFileSync(file, ndjson(lines));
-      const child = spawn(process.execPath, latticeArgs('import', file), { cwd: projectRoot, env: { ...env, LATTICE_IMPORT_BATCH: '100' } });
+      const child = spawn(process.execPath, latticeArgs('import', file, '--shared'), { cwd: projectRoot, env: { ...env, LATTICE_IMPORT_BATCH: '100' } });
       // Killed once the progress shows 30% of the file read: several batches are stored by then.
       await new Promise<void>((resolve, reject) => {
         let err = '';
@@ -188,6 +224,38 @@ for (const driver of drivers) {
     after(async () => {
       await server.stop();
       rmSync(dir, { recursive: true, force: true });
+    });
+
+    test('a super admin’s token without --project is refused for clinical data (naming --project and --shared); --shared shares it', async () => {
+      const file = join(dir, 'admin.ndjson');
+      writeFileSync(file, ndjson([patient(61)]));
+      const refused = await cliAsync([file, '--url', server.baseUrl, '--token', server.adminToken!]);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /The server refused the import \(400\): line 1: Patient is clinical data and would be shared with every project: name its project with --project <id>, or pass --shared/);
+      const project = await createProject(server, 'Bulk neighbour over HTTP');
+      assert.equal((await server.fhir('GET', '/Patient/bulk-p61', { token: project.adminToken })).status, 404);
+      const into = await cliAsync([file, '--url', server.baseUrl, '--token', server.adminToken!, '--project', project.projectId]);
+      assert.equal(into.code, 0, into.stderr);
+      assert.equal((await server.fhir('GET', '/Patient/bulk-p61', { token: project.adminToken })).body.meta.project, project.projectId);
+      // A project admin cannot share.
+      const notShared = await cliAsync([file, '--url', server.baseUrl, '--token', project.adminToken, '--shared']);
+      assert.equal(notShared.code, 1);
+      assert.match(notShared.stderr, /\(403\): Forbidden/);
+      const shared = join(dir, 'shared.ndjson');
+      writeFileSync(shared, ndjson([patient(62)]));
+      const sharedRun = await cliAsync([shared, '--url', server.baseUrl, '--token', server.adminToken!, '--shared']);
+      assert.equal(sharedRun.code, 0, sharedRun.stderr);
+      const seen = await server.fhir('GET', '/Patient/bulk-p62', { token: project.adminToken });
+      assert.equal(seen.status, 200, seen.text);
+      assert.equal(seen.body.meta.project, undefined);
+      // The route itself: a project and shared together are refused.
+      const both = await server.request('POST', `/admin/terminology/import?project=${project.projectId}&shared=true`, {
+        token: server.adminToken,
+        raw: ndjson([patient(63)]),
+        contentType: 'application/x-ndjson',
+      });
+      assert.equal(both.status, 400, both.text);
+      assert.equal(ooText(both.body), 'project and shared exclude each other: name a project, or share');
     });
 
     test("a project admin loads NDJSON into its project through the server; a dangling reference is refused with its line", async () => {

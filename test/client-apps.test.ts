@@ -69,7 +69,7 @@ for (const driver of drivers) {
       const members = await server.request('GET', `/admin/projects/${p.projectId}/members`, { token: p.adminToken });
       assert.ok(!members.text.includes(`ClientApplication/${res.body.id}`), 'a public client has no membership');
       const cc = await tokenRequest(server, { grant_type: 'client_credentials', client_id: res.body.id, client_secret: 'anything' });
-      assert.equal(cc.status, 400);
+      assert.equal(cc.status, 401);
       assert.equal(cc.body.error, 'invalid_client');
       const rotate = await server.request('POST', `/admin/projects/${p.projectId}/client/${res.body.id}/secret`, { body: {}, contentType: 'application/json', token: p.adminToken });
       assert.equal(rotate.status, 400, rotate.text);

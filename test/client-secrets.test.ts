@@ -23,7 +23,7 @@ for (const driver of drivers) {
       server.request('POST', `/admin/projects/${projectId}/client/${clientId}/secret`, { body, contentType: 'application/json', token });
 
     function assertRefused(res: { status: number; body: { error?: string; error_description?: string } }): void {
-      assert.equal(res.status, 400);
+      assert.equal(res.status, 401);
       assert.deepEqual(res.body, { error: 'invalid_client', error_description: 'Invalid client credentials' });
     }
 
@@ -84,7 +84,7 @@ for (const driver of drivers) {
         assert.equal((await tokenFor(created.body.secret)).status, 200);
         await sleep(2500);
         const expired = await tokenFor(created.body.secret);
-        assert.equal(expired.status, 400);
+        assert.equal(expired.status, 401);
         assert.deepEqual(expired.body, { error: 'invalid_client', error_description: 'Invalid client credentials' });
         const rotated = await expiring.request('POST', `/admin/projects/${p.projectId}/client/${created.body.id}/secret`, { body: {}, contentType: 'application/json', token: p.adminToken });
         assert.equal(rotated.status, 200, rotated.text);

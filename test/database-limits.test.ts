@@ -14,7 +14,7 @@ import { createTestDatabase, drivers, ooText, startServer, type TestServer } fro
  * `/healthz` queued behind them too. A write hook stands in for "a request that holds the
  * database": it keeps its transaction open (or, on PostgreSQL, runs one slow statement).
  */
-const HOLD_MS = 2500;
+const HOLD_MS = 4000;
 
 function holder(): ResourceHook {
   return {
@@ -44,7 +44,7 @@ for (const driver of drivers) {
       server = await startServer(driver, {
         ...storage,
         hooks: [holder()],
-        env: { LATTICE_DB_STATEMENT_TIMEOUT: '1000', LATTICE_DB_ACQUIRE_TIMEOUT: '300', LATTICE_DB_POOL_SIZE: '1' },
+        env: { LATTICE_DB_STATEMENT_TIMEOUT: '2000', LATTICE_DB_ACQUIRE_TIMEOUT: '300', LATTICE_DB_POOL_SIZE: '1' },
       });
     });
     after(() => server.stop());
@@ -70,7 +70,7 @@ for (const driver of drivers) {
       const res = await held;
       assert.equal(res.status, 503, res.text);
       assert.equal(res.body.issue[0].code, 'timeout');
-      assert.equal(ooText(res.body), 'The request exceeded the database time limit (1000 ms) and was cancelled');
+      assert.equal(ooText(res.body), 'The request exceeded the database time limit (2000 ms) and was cancelled');
       const count = await server.fhir('GET', '/Basic?_summary=count');
       assert.equal(count.status, 200, count.text);
       assert.equal(count.body.total, 0, 'the cancelled write was rolled back');
@@ -81,7 +81,7 @@ for (const driver of drivers) {
       test('one slow statement is cancelled by the server (statement_timeout): 503', async () => {
         const res = await server.fhir('POST', '/Basic', { body: basic('slow-statement') });
         assert.equal(res.status, 503, res.text);
-        assert.equal(ooText(res.body), 'The request exceeded the database time limit (1000 ms) and was cancelled');
+        assert.equal(ooText(res.body), 'The request exceeded the database time limit (2000 ms) and was cancelled');
         assert.equal((await server.fhir('GET', '/Basic?_summary=count')).body.total, 1, 'only the earlier quick one');
       });
     }

@@ -4,9 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import smart from 'fhirclient';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { drivers, startServer, type TestServer } from './harness.js';
+import { createMember, drivers, startServer, type TestServer } from './harness.js';
 import { chromiumLaunch } from './support/chromium.js';
-import { createPatient, createPatientMember, createSmartClient, verifyIdToken } from './support/smart.js';
+import { attachPolicy, createPatient, createPatientMember, createSmartClient, verifyIdToken } from './support/smart.js';
 
 /**
  * The SMART on FHIR JS client (`fhirclient`) against the real server: its `authorize({ iss })`
@@ -39,6 +39,7 @@ for (const driver of drivers) {
     let app: Server;
     let appUrl: string;
     let clientId: string;
+    let clientSecret: string;
     /** The current launch: the app's storage, the nonce it sends, and where its callback reports. */
     let launch: { storage: ReturnType<typeof memoryStorage>; nonce: string; done: (client: Client | Error) => void };
     before(async () => {
@@ -65,7 +66,8 @@ for (const driver of drivers) {
         }
         const scope = path === '/ehr-launch' ? 'launch openid fhirUser patient/*.read' : 'openid fhirUser launch/patient patient/*.read';
         smart(req, res, launch?.storage ?? memoryStorage())
-          .authorize({ iss: server.fhirUrl, clientId, redirectUri: '/callback', scope, noRedirect: true })
+          // A confidential app (its server keeps the secret): fhirclient authenticates with HTTP Basic.
+          .authorize({ iss: server.fhirUrl, clientId, clientSecret, redirectUri: '/callback', scope, noRedirect: true })
           .then((url) => {
             res.writeHead(302, { location: launch ? `${String(url)}&nonce=${encodeURIComponent(launch.nonce)}` : String(url) });
             res.end();
@@ -73,7 +75,7 @@ for (const driver of drivers) {
       });
       await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
       appUrl = `http://127.0.0.1:${(app.address() as AddressInfo).port}`;
-      clientId = (await createSmartClient(server, server.projectId!, { redirectUri: `${appUrl}/callback` })).clientId;
+      ({ clientId, secret: clientSecret } = await createSmartClient(server, server.projectId!, { redirectUri: `${appUrl}/callback` }));
     });
     after(async () => {
       await new Promise((resolve) => app?.close(resolve));
@@ -140,6 +142,28 @@ for (const driver of drivers) {
       const patient = await client.patient.read();
       assert.equal(patient.id, chosen);
       assert.equal(patient.name[0].family, 'Chosen');
+      // …and its user: `fhirUser` granted lets it read the user's own resource under patient/ scopes.
+      const user = await client.user.read();
+      assert.equal(`${user.resourceType}/${user.id}`, member.profile);
+    });
+
+    test('the sign-in page offers only the patients the member’s access policy lets it read', async () => {
+      const member = await createMember(server, server.projectId!);
+      await attachPolicy(server, server.projectId!, member.membershipId, { resource: [{ resourceType: 'Patient', criteria: 'Patient?family=Policy' }] });
+      const first = await createPatient(server, server.projectId!, 'Policy-First');
+      await createPatient(server, server.projectId!, 'Policy-Second');
+      await createPatient(server, server.projectId!, 'Unseen');
+      const done = startLaunch('nonce-policy');
+      const page = await browser.newPage();
+      await page.goto(`${appUrl}/launch`);
+      await signIn(page, member.email, member.password);
+      await page.waitForSelector('text=Choose a patient:');
+      const offered = await page.locator('#choices button').allTextContents();
+      assert.deepEqual(offered, ['Pat Policy-First', 'Pat Policy-Second']);
+      await page.click('button:has-text("Pat Policy-First")');
+      const client = await done;
+      await page.close();
+      assert.equal(client.getPatientId(), first);
     });
 
     test('a Patient-profile user is launched with its own patient, without a choice', async () => {

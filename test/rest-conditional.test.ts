@@ -126,6 +126,37 @@ for (const driver of drivers) {
       assert.equal(await count(mrn2), 1);
     });
 
+    test('a transaction resolves 1,000 identical ifNoneExist entries once: one Patient; later entries and their fullUrls refer to it', async () => {
+      const mrn = uniqueId();
+      const urn = (i: number) => `urn:uuid:00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
+      const entries: unknown[] = [];
+      for (let i = 0; i < 1000; i++) {
+        entries.push({
+          // Half with a fullUrl, half without; the criteria spelled two ways (same meaning).
+          ...(i % 2 === 0 ? { fullUrl: urn(i) } : {}),
+          resource: patient(mrn),
+          request: { method: 'POST', url: 'Patient', ifNoneExist: i % 3 === 0 ? `identifier=${system}|${mrn}` : `Patient?identifier=${encodeURIComponent(`${system}|${mrn}`)}&_count=5` },
+        });
+      }
+      // An Observation about the 500th entry's Patient.
+      entries.push({ resource: { resourceType: 'Observation', status: 'final', code: { text: 'x' }, subject: { reference: urn(500) } }, request: { method: 'POST', url: 'Observation' } });
+      const res = await server.fhir('POST', '', { ...as(), body: { resourceType: 'Bundle', type: 'transaction', entry: entries } });
+      assert.equal(res.status, 200, res.text.slice(0, 500));
+      assert.equal(await count(mrn), 1);
+      const id = res.body.entry[0].resource.id;
+      assert.equal(res.body.entry[0].response.status, '201 Created');
+      for (let i = 1; i < 1000; i++) {
+        assert.equal(res.body.entry[i].response.status, '200 OK', `entry ${i}`);
+        assert.equal(res.body.entry[i].resource.id, id, `entry ${i}`);
+      }
+      assert.equal(res.body.entry[1000].resource.subject.reference, `Patient/${id}`);
+      // Run again: every entry now matches the stored Patient.
+      const again = await server.fhir('POST', '', { ...as(), body: { resourceType: 'Bundle', type: 'transaction', entry: entries.slice(0, 1000) } });
+      assert.equal(again.status, 200, again.text.slice(0, 500));
+      assert.ok(again.body.entry.every((e: { response: { status: string }; resource: { id: string } }) => e.response.status === '200 OK' && e.resource.id === id));
+      assert.equal(await count(mrn), 1);
+    });
+
     test('conditional update: no match → 201, one match → 200 new version, several → 412, id mismatch → 400', async () => {
       const mrn = uniqueId();
       const url = `/Patient?identifier=${encodeURIComponent(`${system}|${mrn}`)}`;

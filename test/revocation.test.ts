@@ -57,7 +57,7 @@ for (const driver of drivers) {
     test('a password change ends the sessions of the old password', async () => {
       const p = await createProject(server, 'Password');
       const member = await createMember(server, p.projectId);
-      const tokens = await loginTokens(server, member.email, member.password, { projectId: p.projectId });
+      const tokens = await loginTokens(server, member.email, member.password, { projectId: p.projectId, scope: 'openid offline_access' });
       assert.equal((await server.fhir('GET', '/Patient', { token: tokens.access_token })).status, 200);
       await setPassword(server.app.system, member.userId, 'a-brand-new-password', server.config.passwordCost);
       assertUnauthorized(await server.fhir('GET', '/Patient', { token: tokens.access_token }));

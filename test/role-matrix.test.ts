@@ -427,7 +427,9 @@ for (const driver of drivers) {
     /** A resource of project A of any type, for instance-level operations on types without a fixture. */
     async function instanceOf(type: string): Promise<string> {
       const t = type === 'Resource' || type === 'DomainResource' ? 'Patient' : type;
-      instances[t] ??= (await server.app.system.create({ resourceType: t, meta: { project: a.projectId } } as unknown as Resource)).id!;
+      // A Subscription must say what it watches and how it notifies (docs/rest.md#subscriptions).
+      const required = t === 'Subscription' ? { status: 'off', reason: 'matrix', criteria: 'Patient', channel: { type: 'websocket' } } : {};
+      instances[t] ??= (await server.app.system.create({ resourceType: t, ...required, meta: { project: a.projectId } } as unknown as Resource)).id!;
       return instances[t];
     }
 

@@ -15,7 +15,7 @@ import {
   type TestProject,
   type TestServer,
 } from './harness.js';
-import { createPatient, createPatientMember, createSmartClient, verifyIdToken } from './support/smart.js';
+import { attachPolicy, createPatient, createPatientMember, createSmartClient, verifyIdToken } from './support/smart.js';
 
 /**
  * SMART launch, OpenID Connect and granted scopes over HTTP (docs/auth.md#smart-launch,
@@ -45,7 +45,7 @@ for (const driver of drivers) {
       return { res, verifier: pkce.verifier };
     }
     const exchange = (code: string, verifier: string) =>
-      tokenRequest(server, { grant_type: 'authorization_code', code, code_verifier: verifier, client_id: app.clientId });
+      tokenRequest(server, { grant_type: 'authorization_code', code, code_verifier: verifier, client_id: app.clientId, client_secret: app.secret });
 
     function assertOAuthError(res: ApiResponse, error: string, description: string) {
       assert.equal(res.status, 400, res.text);
@@ -100,6 +100,53 @@ for (const driver of drivers) {
       assert.equal(ooText(missing.body), 'Missing login or patient');
     });
 
+    test('the patient picker offers and accepts only the patients the member’s access policy and scopes let it read', async () => {
+      const picker = await createProject(server, 'Picker clinic');
+      const pickerApp = await createSmartClient(server, picker.projectId);
+      const one = await createPatient(server, picker.projectId, 'Visible-One');
+      const two = await createPatient(server, picker.projectId, 'Visible-Two');
+      const hidden = await createPatient(server, picker.projectId, 'Hidden');
+      const signIn = (member: { email: string; password: string }, scope: string) =>
+        json('/auth/login', { email: member.email, password: member.password, clientId: pickerApp.clientId, scope });
+
+      // A policy that lets the member read the Visible patients only.
+      const limited = await createMember(server, picker.projectId);
+      await attachPolicy(server, picker.projectId, limited.membershipId, { resource: [{ resourceType: 'Patient', criteria: 'Patient?family=Visible' }] });
+      const res = await signIn(limited, 'openid launch/patient patient/*.read');
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.body.patients, [
+        { reference: `Patient/${one}`, display: 'Pat Visible-One' },
+        { reference: `Patient/${two}`, display: 'Pat Visible-Two' },
+      ]);
+      const refused = await json('/auth/patient', { login: res.body.login, patient: `Patient/${hidden}` });
+      assert.equal(refused.status, 400, refused.text);
+      assert.equal(ooText(refused.body), 'Invalid patient');
+      const chosen = await json('/auth/patient', { login: res.body.login, patient: `Patient/${two}` });
+      assert.equal(chosen.status, 200, chosen.text);
+
+      // A policy without Patient: nothing to choose; the code comes without a patient.
+      const noPatients = await createMember(server, picker.projectId);
+      await attachPolicy(server, picker.projectId, noPatients.membershipId, { resource: [{ resourceType: 'Observation' }] });
+      const none = await signIn(noPatients, 'openid launch/patient patient/*.read');
+      assert.equal(none.status, 200, none.text);
+      assert.equal(none.body.patients, undefined);
+      assert.equal(typeof none.body.code, 'string');
+
+      // The scopes asked for narrow the choice as they narrow the token: one patient → taken without asking.
+      const plain = await createMember(server, picker.projectId);
+      const scoped = await signIn(plain, 'openid launch/patient patient/Patient.rs?family=Visible-One');
+      assert.equal(scoped.status, 200, scoped.text);
+      assert.equal(scoped.body.patients, undefined);
+      const scopedTokens = await tokenRequest(server, { grant_type: 'authorization_code', code: scoped.body.code, client_id: pickerApp.clientId, client_secret: pickerApp.secret });
+      assert.equal(scopedTokens.status, 200, scopedTokens.text);
+      assert.equal(scopedTokens.body.patient, one);
+      const scopedLogin = await json('/auth/login', { email: plain.email, password: plain.password, clientId: pickerApp.clientId, scope: 'openid launch/patient patient/Patient.rs?family=Visible' });
+      assert.deepEqual(scopedLogin.body.patients.map((p: { reference: string }) => p.reference), [`Patient/${one}`, `Patient/${two}`]);
+      const outside = await json('/auth/patient', { login: scopedLogin.body.login, patient: `Patient/${hidden}` });
+      assert.equal(outside.status, 400, outside.text);
+      assert.equal(ooText(outside.body), 'Invalid patient');
+    });
+
     test('a Patient-profile user gets its own patient without a choice', async () => {
       const person = await createPatientMember(server, clinic.projectId);
       const { res, verifier } = await login(person.email, person.password, { scope: 'openid launch/patient patient/*.read' });
@@ -133,7 +180,7 @@ for (const driver of drivers) {
       assert.equal(page.status, 200, page.text);
 
       const member = await createMember(server, clinic.projectId);
-      const scope = 'launch openid fhirUser patient/*.read';
+      const scope = 'launch openid fhirUser offline_access patient/*.read';
       const { res, verifier } = await login(member.email, member.password, { scope, launch: created.body.launch });
       assert.equal(res.status, 200, res.text);
       const tokens = await exchange(res.body.code, verifier);
@@ -143,7 +190,7 @@ for (const driver of drivers) {
       assert.equal(tokens.body.encounter, encounter.id);
 
       // A refresh keeps the launch context and the granted scope.
-      const refreshed = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token });
+      const refreshed = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token, client_id: app.clientId, client_secret: app.secret });
       assert.equal(refreshed.status, 200, refreshed.text);
       assert.equal(refreshed.body.scope, scope);
       assert.equal(refreshed.body.patient, patients[0]);
@@ -229,7 +276,7 @@ for (const driver of drivers) {
     });
 
     test('granted scopes: asking for more than the client is registered for is left out', async () => {
-      const narrow = await createSmartClient(server, clinic.projectId, { scope: 'openid user/Patient.rs' });
+      const narrow = await createSmartClient(server, clinic.projectId, { scope: 'openid offline_access user/Patient.rs' });
       const member = await createMember(server, clinic.projectId);
       const pkce = pkcePair();
       const res = await json('/auth/login', {
@@ -240,11 +287,12 @@ for (const driver of drivers) {
         codeChallenge: pkce.challenge,
         codeChallengeMethod: 'S256',
       });
-      const tokens = await tokenRequest(server, { grant_type: 'authorization_code', code: res.body.code, code_verifier: pkce.verifier, client_id: narrow.clientId });
+      const credentials = { client_id: narrow.clientId, client_secret: narrow.secret };
+      const tokens = await tokenRequest(server, { grant_type: 'authorization_code', code: res.body.code, code_verifier: pkce.verifier, ...credentials });
       assert.equal(tokens.status, 200, tokens.text);
-      assert.equal(tokens.body.scope, 'openid user/Patient.rs');
+      assert.equal(tokens.body.scope, 'openid offline_access user/Patient.rs');
       // A refresh may narrow the grant, never widen it.
-      const narrowed = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token, scope: 'user/Patient.r user/Observation.rs' });
+      const narrowed = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token, scope: 'user/Patient.r user/Observation.rs', ...credentials });
       assert.equal(narrowed.status, 200, narrowed.text);
       assert.equal(narrowed.body.scope, 'user/Patient.r');
     });
@@ -275,7 +323,8 @@ for (const driver of drivers) {
       assertOAuthError(refused, 'invalid_scope', 'None of the requested scopes can be granted');
       // Wrong credentials are still invalid_client, whatever the scope.
       const wrong = await tokenRequest(server, { grant_type: 'client_credentials', client_id: machine.clientId, client_secret: 'nope', scope: 'bogus' });
-      assertOAuthError(wrong, 'invalid_client', 'Invalid client credentials');
+      assert.equal(wrong.status, 401, wrong.text);
+      assert.deepEqual(wrong.body, { error: 'invalid_client', error_description: 'Invalid client credentials' });
     });
 
     test('discovery lists the launch and OpenID capabilities and the userinfo endpoint', async () => {

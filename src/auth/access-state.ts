@@ -128,8 +128,9 @@ export class AccessState {
     if (cached) return cached;
     const seen = this.generation;
     const row = (
+      // An inactive membership (`ProjectMembership.active: false`) stands for nobody.
       await this.db.query<{ project_id: string; admin: boolean; access_policy: string | null; profile: string | null }>(
-        'SELECT project_id, admin, access_policy, profile FROM auth_membership WHERE id = $1',
+        'SELECT project_id, admin, access_policy, profile FROM auth_membership WHERE id = $1 AND active',
         [id],
       )
     ).rows[0];

@@ -24,6 +24,8 @@ export interface MembershipRow {
   member_id: string;
   profile: string | null;
   admin: boolean;
+  /** False when `ProjectMembership.active` is false: it signs nobody in and its tokens stop. */
+  active: boolean;
 }
 
 /**
@@ -52,19 +54,19 @@ export async function passwordHashOf(db: Queryable, userId: string): Promise<str
   return (await readRaw<User>(db, 'User', userId))?.passwordHash;
 }
 
-/** Memberships of a user or client application, in a stable order. */
-export async function membershipsOf(db: Queryable, memberType: 'User' | 'ClientApplication', memberId: string): Promise<MembershipRow[]> {
+/** Active memberships of a user or client application, in a stable order (`all`: inactive ones too). */
+export async function membershipsOf(db: Queryable, memberType: 'User' | 'ClientApplication', memberId: string, all = false): Promise<MembershipRow[]> {
   return (
     await db.query<MembershipRow>(
-      'SELECT * FROM auth_membership WHERE member_type = $1 AND member_id = $2 ORDER BY project_id, id',
+      `SELECT * FROM auth_membership WHERE member_type = $1 AND member_id = $2${all ? '' : ' AND active'} ORDER BY project_id, id`,
       [memberType, memberId],
     )
   ).rows;
 }
 
-/** One membership by id, or undefined when it does not exist (or was deleted). */
+/** One active membership by id, or undefined when it does not exist (or was deleted, or is inactive). */
 export async function membershipById(db: Queryable, id: string): Promise<MembershipRow | undefined> {
-  return (await db.query<MembershipRow>('SELECT * FROM auth_membership WHERE id = $1', [id])).rows[0];
+  return (await db.query<MembershipRow>('SELECT * FROM auth_membership WHERE id = $1 AND active', [id])).rows[0];
 }
 
 /** Throws 400 when a password is too short. */

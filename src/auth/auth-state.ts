@@ -1,6 +1,7 @@
 import type { AuthInfo } from '../core/auth.js';
 import type { FeatureEnv } from '../core/feature.js';
 import type { ResourceRepository } from '../core/repository.js';
+import type { AccessState } from './access-state.js';
 import type { AccessTokens } from './access-token.js';
 import type { KeyStore } from './keys.js';
 import type { LoginThrottle } from './login-throttle.js';
@@ -11,6 +12,8 @@ export interface AuthState {
   keys: KeyStore;
   tokens: AccessTokens;
   throttle: LoginThrottle;
+  /** What every token is checked against (membership, access policy): also the patient picker's caller. */
+  access: AccessState;
   /** A repository scoped to a caller (the launch patient choice lists what the member sees). */
   repository(auth: AuthInfo): ResourceRepository;
 }

@@ -3,6 +3,7 @@ import type { ClientApplication } from '@medplum/fhirtypes';
 import { badRequest } from '../fhir/outcome.js';
 import type { AppRoute } from '../core/app-route.js';
 import type { AuthState } from './auth-state.js';
+import { isRegisteredRedirect } from './client-auth.js';
 import { findLaunch } from './launch-context.js';
 import { PKCE_METHODS } from './pkce.js';
 
@@ -32,8 +33,7 @@ export function authorizeRoute(state: AuthState): AppRoute {
           ? await state.env.system.tryRead<ClientApplication>('ClientApplication', q.client_id)
           : undefined;
       if (!client) throw badRequest('Unknown client_id', 'client_id');
-      const registered = [client.redirectUri, ...(client.redirectUris ?? [])].filter(Boolean);
-      if (!q.redirect_uri || !registered.includes(q.redirect_uri)) throw badRequest('redirect_uri is not registered for this client', 'redirect_uri');
+      if (!q.redirect_uri || !isRegisteredRedirect(client, q.redirect_uri)) throw badRequest('redirect_uri is not registered for this client', 'redirect_uri');
       // A public client has no secret: only PKCE binds the code to the app that asked (docs/auth.md#client-applications).
       if ((client as { public?: boolean }).public === true && !q.code_challenge) throw badRequest(PUBLIC_NEEDS_PKCE, 'code_challenge');
       if (q.code_challenge && q.code_challenge_method && !(PKCE_METHODS as readonly string[]).includes(q.code_challenge_method)) {
@@ -103,7 +103,7 @@ document.getElementById('login').addEventListener('submit', async (e) => {
   e.preventDefault(); err('');
   const f = new FormData(e.target);
   try {
-    const r = await post('/auth/login', { email: f.get('email'), password: f.get('password'), clientId: p.clientId, scope: p.scope,
+    const r = await post('/auth/login', { email: f.get('email'), password: f.get('password'), clientId: p.clientId, redirectUri: p.redirectUri, scope: p.scope,
       codeChallenge: p.codeChallenge || undefined, codeChallengeMethod: p.codeChallengeMethod || undefined,
       nonce: p.nonce || undefined, launch: p.launch || undefined });
     document.getElementById('login').hidden = true;

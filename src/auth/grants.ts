@@ -22,6 +22,8 @@ export interface LoginRow {
   /** Launch context: the EHR launch's patient, or the one chosen on the sign-in page. */
   patient: string | null;
   encounter: string | null;
+  /** The redirect URI the sign-in page was opened with: the token request must repeat it. */
+  redirect_uri: string | null;
 }
 
 /** The body of a successful `/oauth2/token` answer (Medplum-compatible). */
@@ -219,4 +221,31 @@ export async function tokenResponse(state: AuthState, subject: TokenSubject, opt
     });
   }
   return body;
+}
+
+/** Most expired rows one purge removes (each login or client token purges a little). */
+const PURGE_BATCH = 500;
+
+/**
+ * Removes logins nothing can use any more (docs/auth.md#login): past their lifetime and their
+ * code's, longer ago than an access token lives, with no refresh token that was usable as
+ * recently — and refresh tokens expired as long ago. A token of a removed login is refused
+ * anyway (a login that does not exist is revoked), so only rows whose tokens have all expired
+ * go. Bounded per call; called where logins are made.
+ */
+export async function purgeExpiredLogins(db: Queryable, accessTokenLifetime: number): Promise<void> {
+  await db.query(
+    `DELETE FROM auth_refresh_token WHERE token_hash IN (
+       SELECT token_hash FROM auth_refresh_token WHERE expires_at < now() - make_interval(secs => $1) LIMIT ${PURGE_BATCH})`,
+    [accessTokenLifetime],
+  );
+  await db.query(
+    `DELETE FROM auth_login WHERE id IN (
+       SELECT l.id FROM auth_login l
+       WHERE l.expires_at < now() - make_interval(secs => $1)
+         AND (l.code_expires_at IS NULL OR l.code_expires_at < now() - make_interval(secs => $1))
+         AND NOT EXISTS (SELECT 1 FROM auth_refresh_token t WHERE t.login_id = l.id)
+       LIMIT ${PURGE_BATCH})`,
+    [accessTokenLifetime],
+  );
 }

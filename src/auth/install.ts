@@ -22,6 +22,12 @@ export interface AuthFeature {
   authenticator: Authenticator;
   /** Login, token, discovery, authorize and client-application routes. */
   routes: AppRoute[];
+  /**
+   * Checks stored claims as a request's token is checked (membership, demotion, profile, login)
+   * and adds the membership's access policy: background work done on a caller's behalf
+   * (Subscription notifications) uses it. Undefined: no longer allowed.
+   */
+  authorize: (auth: AuthInfo) => Promise<AuthInfo | undefined>;
 }
 
 /**
@@ -36,13 +42,14 @@ export async function installAuth(env: FeatureEnv, repository: (auth: AuthInfo) 
     () => env.config.publicUrl,
     () => env.config.accessTokenLifetime,
   );
-  const state: AuthState = { env, keys, tokens, throttle: new LoginThrottle(env.db), repository };
-  await bootstrapSuperAdmin(env);
   const access = new AccessState(env.db);
+  const state: AuthState = { env, keys, tokens, throttle: new LoginThrottle(env.db), repository, access };
+  await bootstrapSuperAdmin(env);
   await access.start();
   env.onClose(() => access.stop());
   return {
     authenticator: bearerAuthenticator(tokens, access),
+    authorize: (auth) => access.authorize(auth),
     routes: [...loginRoutes(state), tokenRoute(state), authorizeRoute(state), ...discoveryRoutes(state), ...launchRoutes(state), clientRoute(env), clientSecretRoute(env)],
   };
 }

@@ -3,7 +3,11 @@ import type { AuthInfo } from '../core/auth.js';
 import type { Queryable } from '../core/database.js';
 import type { ResourceRepository } from '../core/repository.js';
 import type { MembershipRow } from './accounts.js';
+import { FhirError } from '../fhir/outcome.js';
+import { parseResourceScope } from '../fhir/smart-scopes.js';
 import type { AuthState } from './auth-state.js';
+import { clientById } from './client-auth.js';
+import { grantScopes } from './granted-scopes.js';
 import { hashSecret, randomSecret } from './secrets.js';
 
 /**
@@ -35,7 +39,17 @@ export async function createLaunch(db: Queryable, row: LaunchRow & { membership_
   return id;
 }
 
-/** The launch context stored under `id`, unless unknown or expired. */
+/**
+ * Uses an EHR launch id once (docs/auth.md#ehr-launch): its context, removed in the same
+ * statement, so two sign-ins cannot both bind it; undefined when unknown, expired or used.
+ */
+export async function consumeLaunch(db: Queryable, id: string): Promise<LaunchRow | undefined> {
+  return (
+    await db.query<LaunchRow>('DELETE FROM auth_launch WHERE id_hash = $1 AND expires_at > now() RETURNING project_id, patient, encounter', [hashSecret(id)])
+  ).rows[0];
+}
+
+/** The launch context stored under `id`, unless unknown, expired or used. */
 export async function findLaunch(db: Queryable, id: string): Promise<LaunchRow | undefined> {
   return (
     await db.query<LaunchRow>('SELECT project_id, patient, encounter FROM auth_launch WHERE id_hash = $1 AND expires_at > now()', [hashSecret(id)])
@@ -54,11 +68,55 @@ export function memberAuth(membership: MembershipRow, superAdmin: boolean): Auth
   };
 }
 
-/** A repository that sees what the member sees (its project, its rights). */
-export async function memberRepository(state: AuthState, membership: MembershipRow) {
+/**
+ * A repository that reads as the token being signed in for will (docs/auth.md#standalone-launch):
+ * the member with its membership's access policy — completed by the same AccessState the bearer
+ * authenticator uses on every request — and the resource scopes the login would be granted
+ * (`pickerScope`). So the patient picker offers exactly what the FHIR API then lets the
+ * token read. Undefined when the membership no longer stands for anyone or nothing can be granted.
+ */
+export async function memberRepository(
+  state: AuthState,
+  membership: MembershipRow,
+  login: { scope: string | null; clientId: string | null; launched: boolean },
+): Promise<ResourceRepository | undefined> {
   const project = await state.env.system.tryRead<Project>('Project', membership.project_id);
-  return state.repository(memberAuth(membership, project?.superAdmin === true));
+  const caller = await state.access.authorize(memberAuth(membership, project?.superAdmin === true));
+  if (!caller) return undefined;
+  const client = await clientById(state.env.system, login.clientId);
+  const granted = grantScopes({
+    grantType: 'authorization_code',
+    requested: login.scope ?? undefined,
+    clientScope: typeof client?.scope === 'string' ? client.scope : undefined,
+    memberType: membership.member_type,
+    patient: CHOSEN_PATIENT,
+    launched: login.launched,
+  });
+  if ('error' in granted) return undefined;
+  const scopes = granted.scope.split(' ').flatMap(pickerScope);
+  return state.repository(scopes.length > 0 ? { ...caller, scopes } : caller);
 }
+
+/**
+ * A granted resource scope as the picker reads with it: a `user/` scope as it is; a `patient/`
+ * scope lets the app read the chosen patient's compartment, which starts with that Patient — so
+ * it reads Patients (`user/Patient.rs`, keeping the query of a scope on Patient itself).
+ */
+function pickerScope(scope: string): string[] {
+  const parsed = parseResourceScope(scope);
+  if (!parsed) return [];
+  if (parsed.context !== 'patient') return [scope];
+  const query = parsed.type === 'Patient' && parsed.query !== undefined ? `?${parsed.query}` : '';
+  return [`user/Patient.rs${query}`];
+}
+
+/** A stored login (auth_login columns) as the patient picker needs it. */
+export function pickerLogin(login: { scope: string | null; client_id: string | null; launch_project: string | null }) {
+  return { scope: login.scope, clientId: login.client_id, launched: login.launch_project !== null };
+}
+
+/** Stands for the patient still to be chosen while the grant is worked out. */
+const CHOSEN_PATIENT = 'to-be-chosen';
 
 /** The patient a profile stands for without a choice: a Patient profile is its own patient. */
 export function ownPatient(profile: string | null | undefined): string | undefined {
@@ -78,7 +136,17 @@ export interface PatientChoice {
  * MAX_PATIENT_CHOICES, by name). `repo` is scoped to the member, so whatever limits what the
  * member sees limits the choice.
  */
-export async function patientChoices(repo: ResourceRepository, membership: MembershipRow): Promise<PatientChoice[]> {
+export async function patientChoices(repo: ResourceRepository | undefined, membership: MembershipRow): Promise<PatientChoice[]> {
+  if (!repo) return [];
+  try {
+    return await visiblePatients(repo, membership);
+  } catch (err) {
+    if (err instanceof FhirError && err.status === 403) return []; // the member may not read Patients
+    throw err;
+  }
+}
+
+async function visiblePatients(repo: ResourceRepository, membership: MembershipRow): Promise<PatientChoice[]> {
   const profile = /^RelatedPerson\/(.+)$/.exec(membership.profile ?? '');
   if (profile) {
     const related = await repo.tryRead<RelatedPerson>('RelatedPerson', profile[1]);
@@ -95,11 +163,18 @@ export async function patientChoices(repo: ResourceRepository, membership: Membe
 }
 
 /** True when the member may choose this patient (it sees it, in its project). */
-export async function mayChoosePatient(repo: ResourceRepository, membership: MembershipRow, patientId: string): Promise<boolean> {
+export async function mayChoosePatient(repo: ResourceRepository | undefined, membership: MembershipRow, patientId: string): Promise<boolean> {
+  if (!repo) return false;
   const choices = /^RelatedPerson\//.test(membership.profile ?? '') ? await patientChoices(repo, membership) : undefined;
   if (choices) return choices.some((c) => c.reference === `Patient/${patientId}`);
-  const patient = /^[A-Za-z0-9\-.]{1,64}$/.test(patientId) ? await repo.tryRead<Patient>('Patient', patientId) : undefined;
-  return patient?.meta?.project === membership.project_id;
+  if (!/^[A-Za-z0-9\-.]{1,64}$/.test(patientId)) return false;
+  try {
+    const patient = await repo.tryRead<Patient>('Patient', patientId);
+    return patient?.meta?.project === membership.project_id;
+  } catch (err) {
+    if (err instanceof FhirError && err.status === 403) return false;
+    throw err;
+  }
 }
 
 function choice(patient: Patient): PatientChoice {

@@ -4,7 +4,7 @@ import { badRequest, forbidden } from '../fhir/outcome.js';
 import { membershipById, splitReference } from './accounts.js';
 import type { AuthState } from './auth-state.js';
 import { issueCode } from './grants.js';
-import { LAUNCH_LIFETIME_SECONDS, createLaunch, mayChoosePatient, memberRepository, nameOf } from './launch-context.js';
+import { LAUNCH_LIFETIME_SECONDS, createLaunch, mayChoosePatient, memberRepository, nameOf, pickerLogin } from './launch-context.js';
 
 /**
  * SMART launch and OpenID Connect routes (docs/auth.md#smart-launch, #openid-connect):
@@ -76,15 +76,15 @@ async function choosePatient(state: AuthState, body: unknown) {
   if (!loginId || typeof input.patient !== 'string' || !input.patient) throw badRequest('Missing login or patient');
   const db = state.env.db;
   const login = (
-    await db.query<{ membership_id: string }>(
-      'SELECT membership_id FROM auth_login WHERE id = $1 AND code_hash IS NULL AND membership_id IS NOT NULL AND expires_at > now()',
+    await db.query<{ membership_id: string; scope: string | null; client_id: string | null; launch_project: string | null }>(
+      'SELECT membership_id, scope, client_id, launch_project FROM auth_login WHERE id = $1 AND code_hash IS NULL AND membership_id IS NOT NULL AND expires_at > now()',
       [loginId],
     )
   ).rows[0];
   const membership = login && (await membershipById(db, login.membership_id));
   if (!membership) throw badRequest('Invalid login', 'login');
   const patientId = idOf(input.patient, 'Patient');
-  if (!patientId || !(await mayChoosePatient(await memberRepository(state, membership), membership, patientId))) {
+  if (!patientId || !(await mayChoosePatient(await memberRepository(state, membership, pickerLogin(login)), membership, patientId))) {
     throw badRequest('Invalid patient', 'patient');
   }
   const code = await issueCode(db, loginId, membership.id, patientId);

@@ -7,8 +7,9 @@ import { findUserIdByEmail, membershipById, membershipsOf, passwordHashOf, split
 import { LOGIN_LIFETIME_SECONDS, type AuthState } from './auth-state.js';
 import { revokeLogins } from './access-state.js';
 import { hasScope } from './granted-scopes.js';
-import { attachMembership, issueCode } from './grants.js';
-import { findLaunch, memberRepository, ownPatient, patientChoices, type PatientChoice } from './launch-context.js';
+import { clientById, isRegisteredRedirect } from './client-auth.js';
+import { attachMembership, issueCode, purgeExpiredLogins } from './grants.js';
+import { consumeLaunch, findLaunch, memberRepository, pickerLogin, ownPatient, patientChoices, type PatientChoice } from './launch-context.js';
 import { hashPassword, verifyPassword } from './password.js';
 import { PKCE_METHODS } from './pkce.js';
 import { randomSecret } from './secrets.js';
@@ -53,8 +54,15 @@ async function login(state: AuthState, body: unknown, ip: string) {
   }
 
   const db = state.env.db;
+  const clientId = stringField(input, 'clientId') || null;
+  const redirectUri = stringField(input, 'redirectUri') || null;
+  // The redirect URI a code is issued for must be the client's (the token request repeats it).
+  if (redirectUri !== null) {
+    const client = await clientById(state.env.system, clientId);
+    if (!client || !isRegisteredRedirect(client, redirectUri)) throw badRequest('redirect_uri is not registered for this client', 'redirectUri');
+  }
   const launchId = stringField(input, 'launch') || undefined;
-  const launch = launchId ? await findLaunch(db, launchId) : undefined;
+  let launch = launchId ? await findLaunch(db, launchId) : undefined;
   if (launchId && !launch) throw badRequest('Invalid or expired launch', 'launch');
   const attempt = await state.throttle.claim(email, ip);
   const userId = await findUserIdByEmail(db, email, projectId);
@@ -66,22 +74,32 @@ async function login(state: AuthState, body: unknown, ip: string) {
   }
   await state.throttle.recordSuccess(email, attempt);
 
-  let memberships = await membershipsOf(db, 'User', userId);
-  if (projectId) memberships = memberships.filter((m) => m.project_id === projectId);
+  let all = await membershipsOf(db, 'User', userId, true);
+  if (projectId) all = all.filter((m) => m.project_id === projectId);
   // An EHR launch binds the login to the launch's project (docs/auth.md#ehr-launch).
-  if (launch) memberships = memberships.filter((m) => m.project_id === launch.project_id);
-  if (memberships.length === 0) {
+  const launchProject = launch?.project_id;
+  if (launchProject) all = all.filter((m) => m.project_id === launchProject);
+  if (all.length === 0) {
     throw badRequest(projectId || launch ? 'User is not a member of this project' : 'User is not a member of any project');
   }
+  // `ProjectMembership.active: false` signs nobody in (docs/auth.md#login).
+  const memberships = all.filter((m) => m.active);
+  if (memberships.length === 0) throw badRequest('Membership is not active');
+  // A launch id binds one sign-in (docs/auth.md#ehr-launch): used once the password is right.
+  if (launchId) {
+    launch = await consumeLaunch(db, launchId);
+    if (!launch) throw badRequest('Invalid or expired launch', 'launch');
+  }
+  await purgeExpiredLogins(db, state.env.config.accessTokenLifetime);
   const loginId = randomUUID();
   const scope = stringField(input, 'scope') || null;
   await db.query(
-    `INSERT INTO auth_login (id, user_id, client_id, scope, nonce, code_challenge, code_challenge_method, expires_at, launch_project, patient, encounter)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8), $9, $10, $11)`,
+    `INSERT INTO auth_login (id, user_id, client_id, scope, nonce, code_challenge, code_challenge_method, expires_at, launch_project, patient, encounter, redirect_uri)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8), $9, $10, $11, $12)`,
     [
       loginId,
       userId,
-      stringField(input, 'clientId') || null,
+      clientId,
       scope,
       stringField(input, 'nonce') || null,
       codeChallenge ?? null,
@@ -90,10 +108,11 @@ async function login(state: AuthState, body: unknown, ip: string) {
       launch?.project_id ?? null,
       launch?.patient ?? null,
       launch?.encounter ?? null,
+      redirectUri,
     ],
   );
   if (memberships.length === 1) {
-    return { status: 200, body: await finish(state, { id: loginId, scope, patient: launch?.patient ?? null }, memberships[0]) };
+    return { status: 200, body: await finish(state, { id: loginId, scope, patient: launch?.patient ?? null, client_id: clientId, launch_project: launchProject ?? null }, memberships[0]) };
   }
   return { status: 200, body: { login: loginId, memberships: await describe(state, memberships) } };
 }
@@ -105,9 +124,9 @@ async function chooseProfile(state: AuthState, body: unknown) {
   if (!loginId || !membershipId) throw badRequest('Missing login or profile');
   const db = state.env.db;
   const login = (
-    await db.query<{ user_id: string; scope: string | null; launch_project: string | null; patient: string | null }>(
+    await db.query<PendingLogin & { user_id: string }>(
       // A client's login (client_credentials) has no user: never a profile choice.
-      'SELECT user_id, scope, launch_project, patient FROM auth_login WHERE id = $1 AND user_id IS NOT NULL AND code_hash IS NULL AND expires_at > now()',
+      'SELECT user_id, scope, client_id, launch_project, patient FROM auth_login WHERE id = $1 AND user_id IS NOT NULL AND code_hash IS NULL AND expires_at > now()',
       [loginId],
     )
   ).rows[0];
@@ -121,7 +140,7 @@ async function chooseProfile(state: AuthState, body: unknown) {
   ) {
     throw badRequest('Invalid profile', 'profile');
   }
-  return { status: 200, body: await finish(state, { id: loginId, scope: login.scope, patient: login.patient }, membership) };
+  return { status: 200, body: await finish(state, { ...login, id: loginId }, membership) };
 }
 
 /**
@@ -132,13 +151,13 @@ async function chooseProfile(state: AuthState, body: unknown) {
  */
 async function finish(
   state: AuthState,
-  login: { id: string; scope: string | null; patient: string | null },
+  login: PendingLogin & { id: string },
   membership: MembershipRow,
 ): Promise<{ login: string; code?: string; patients?: PatientChoice[] }> {
   const db = state.env.db;
   let patient: string | undefined;
   if (!login.patient && hasScope(login.scope ?? undefined, 'launch/patient') && !ownPatient(membership.profile)) {
-    const choices = await patientChoices(await memberRepository(state, membership), membership);
+    const choices = await patientChoices(await memberRepository(state, membership, pickerLogin(login)), membership);
     if (choices.length > 1) {
       if (!(await attachMembership(db, login.id, membership.id))) throw badRequest('Invalid login', 'login');
       return { login: login.id, patients: choices };
@@ -148,6 +167,14 @@ async function finish(
   const code = await issueCode(db, login.id, membership.id, patient);
   if (!code) throw badRequest('Invalid login', 'login');
   return { login: login.id, code };
+}
+
+/** What a login still choosing its membership or patient carries. */
+interface PendingLogin {
+  scope: string | null;
+  client_id: string | null;
+  launch_project: string | null;
+  patient: string | null;
 }
 
 /** Memberships as `/auth/login` lists them: ids with project and profile names. */

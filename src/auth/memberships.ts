@@ -80,11 +80,11 @@ async function mirrorMembership(tx: Queryable, m: ProjectMembership): Promise<vo
   const email = memberType === 'User' ? await userEmail(tx, memberId) : undefined;
   await guarded(() =>
     tx.query(
-      `INSERT INTO auth_membership (id, project_id, member_type, member_id, profile, admin, email, external_id, access_policy)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+      `INSERT INTO auth_membership (id, project_id, member_type, member_id, profile, admin, email, external_id, access_policy, active)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
        ON CONFLICT (id) DO UPDATE SET project_id = EXCLUDED.project_id, member_type = EXCLUDED.member_type,
          member_id = EXCLUDED.member_id, profile = EXCLUDED.profile, admin = EXCLUDED.admin,
-         email = EXCLUDED.email, external_id = EXCLUDED.external_id, access_policy = EXCLUDED.access_policy`,
+         email = EXCLUDED.email, external_id = EXCLUDED.external_id, access_policy = EXCLUDED.access_policy, active = EXCLUDED.active`,
       [
         m.id,
         projectId,
@@ -95,6 +95,8 @@ async function mirrorMembership(tx: Queryable, m: ProjectMembership): Promise<vo
         email ?? null,
         m.externalId || null,
         splitReference(m.accessPolicy?.reference)?.[1] ?? null,
+        // `active: false` signs nobody in and stops the membership's tokens (docs/auth.md#revocation).
+        m.active !== false,
       ],
     ),
   );

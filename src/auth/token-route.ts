@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { ClientApplication } from '@medplum/fhirtypes';
 import type { AppResult, AppRoute } from '../core/app-route.js';
 import type { Queryable } from '../core/database.js';
 import { membershipById, membershipsOf, type MembershipRow } from './accounts.js';
 import type { AuthState } from './auth-state.js';
+import { authenticateGrantClient, clientById, presentedClient, secretMatches, type ClientFailure, type PresentedClient } from './client-auth.js';
 import { grantScopes, hasScope, wantsPatient, type GrantInput } from './granted-scopes.js';
-import { consumeRefreshToken, redeemCode, subjectFor, tokenResponse } from './grants.js';
+import { consumeRefreshToken, purgeExpiredLogins, redeemCode, subjectFor, tokenResponse } from './grants.js';
 import { ownPatient } from './launch-context.js';
 import { verifyPkce } from './pkce.js';
-import { hashSecret, safeEqual } from './secrets.js';
 
 /** OAuth answers must not be cached (RFC 6749 §5.1). */
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
@@ -29,9 +28,9 @@ export function tokenRoute(state: AuthState): AppRoute {
       const params = flatten(req.body);
       switch (params.grant_type) {
         case 'authorization_code':
-          return authorizationCode(state, params);
+          return authorizationCode(state, params, req.headers.authorization);
         case 'refresh_token':
-          return refreshToken(state, params);
+          return refreshToken(state, params, req.headers.authorization);
         case 'client_credentials':
           return clientCredentials(state, params, req.headers.authorization);
         case undefined:
@@ -44,18 +43,26 @@ export function tokenRoute(state: AuthState): AppRoute {
   };
 }
 
-async function authorizationCode(state: AuthState, params: Record<string, string>): Promise<AppResult> {
+async function authorizationCode(state: AuthState, params: Record<string, string>, authorization: string | undefined): Promise<AppResult> {
   if (!params.code) return oauthError('invalid_request', 'Missing code');
   const db = state.env.db;
   const login = await redeemCode(db, params.code);
   if (!login || !login.membership_id) return oauthError('invalid_grant', 'Invalid or expired code');
+  const presented = presentedClient(params, authorization);
+  // A code issued to a client is redeemed by that client only, authenticated as its type requires
+  // (docs/auth.md#client-authentication); a first-party login's code (no client) needs none.
+  const client = login.client_id ? await clientById(state.env.system, login.client_id) : undefined;
+  if (login.client_id) {
+    if (presented.id !== undefined && presented.id !== login.client_id) return oauthError('invalid_grant', 'Code was issued to another client');
+    const failure = await authenticateGrantClient(db, client, presented);
+    if (failure) return invalidClient(state, failure, presented);
+  }
+  if (login.redirect_uri !== null && params.redirect_uri !== login.redirect_uri) {
+    return oauthError('invalid_grant', 'redirect_uri does not match the authorization request');
+  }
   if (login.code_challenge && !verifyPkce(login.code_challenge, login.code_challenge_method, params.code_verifier)) {
     return oauthError('invalid_grant', 'Invalid code verifier');
   }
-  if (login.client_id && params.client_id && login.client_id !== params.client_id) {
-    return oauthError('invalid_grant', 'Code was issued to another client');
-  }
-  const client = await clientOf(state, login.client_id);
   // Without a secret, only PKCE binds the code to the app that asked (docs/auth.md#client-applications).
   if (client?.public === true && !login.code_challenge) return oauthError('invalid_grant', 'A public client must use PKCE');
   const membership = await membershipById(db, login.membership_id);
@@ -79,11 +86,19 @@ async function authorizationCode(state: AuthState, params: Record<string, string
   });
 }
 
-async function refreshToken(state: AuthState, params: Record<string, string>): Promise<AppResult> {
+async function refreshToken(state: AuthState, params: Record<string, string>, authorization: string | undefined): Promise<AppResult> {
   if (!params.refresh_token) return oauthError('invalid_request', 'Missing refresh_token');
   const db = state.env.db;
   const row = await consumeRefreshToken(db, params.refresh_token);
   if (!row) return oauthError('invalid_grant', 'Invalid refresh token');
+  // A refresh token issued to a confidential client is used by that client only (RFC 6749 §6).
+  const client = row.client_id ? await clientById(state.env.system, row.client_id) : undefined;
+  if (row.client_id) {
+    const presented = presentedClient(params, authorization);
+    if (presented.id !== undefined && presented.id !== row.client_id) return oauthError('invalid_grant', 'Invalid refresh token');
+    const failure = await authenticateGrantClient(db, client, presented);
+    if (failure) return invalidClient(state, failure, presented);
+  }
   // Re-read the membership: a refresh picks up changes (admin flag) and fails once it is removed.
   const membership = await membershipById(db, row.membership_id);
   if (!membership) return oauthError('invalid_grant', 'Membership no longer exists');
@@ -93,7 +108,7 @@ async function refreshToken(state: AuthState, params: Record<string, string>): P
       grantType: 'refresh_token',
       requested: params.scope || undefined,
       previous: row.scope ?? undefined,
-      clientScope: await clientScope(state, row.client_id),
+      clientScope: scopeOf(client),
       memberType: membership.member_type,
       patient: row.patient ?? undefined,
       encounter: row.encounter ?? undefined,
@@ -106,30 +121,32 @@ async function refreshToken(state: AuthState, params: Record<string, string>): P
 }
 
 async function clientCredentials(state: AuthState, params: Record<string, string>, authorization: string | undefined): Promise<AppResult> {
-  const basic = parseBasic(authorization);
-  const clientId = basic?.id ?? params.client_id;
-  const secret = basic?.secret ?? params.client_secret;
-  if (!clientId || !secret) return oauthError('invalid_client', 'Missing client credentials');
+  const presented = presentedClient(params, authorization);
+  const clientId = presented.id;
+  if (!clientId || !presented.secret) return invalidClient(state, 'Missing client credentials', presented);
   const db = state.env.db;
-  // Any current secret of the client (a rotated-out or expired one is not: docs/auth.md#client-secrets).
-  const stored = (
-    await db.query<{ secret_hash: string }>(
-      'SELECT secret_hash FROM auth_client_secret WHERE client_id = $1 AND (expires_at IS NULL OR expires_at > now())',
-      [clientId],
-    )
-  ).rows;
-  const hash = hashSecret(secret);
-  const matches = stored.some((row) => safeEqual(row.secret_hash, hash));
+  const matches = await secretMatches(db, clientId, presented.secret);
   const memberships = matches ? await membershipsOf(db, 'ClientApplication', clientId) : [];
-  if (!memberships[0]) return oauthError('invalid_client', 'Invalid client credentials');
+  if (!memberships[0]) return invalidClient(state, 'Invalid client credentials', presented);
   const membership = memberships[0];
+  const client = await clientById(state.env.system, clientId);
   // No refresh token: the client can always present its credentials again (RFC 6749 §4.4.3).
   return issue(state, membership, {
-    grant: { grantType: 'client_credentials', requested: params.scope || undefined, clientScope: await clientScope(state, clientId), memberType: 'ClientApplication' },
+    grant: { grantType: 'client_credentials', requested: params.scope || undefined, clientScope: scopeOf(client), memberType: 'ClientApplication' },
     clientId,
     // Each client token gets a login of its own, made once the scope is granted.
     loginFor: (scope) => clientLogin(db, clientId, membership.id, scope, state.env.config.accessTokenLifetime),
   });
+}
+
+/**
+ * 401 `invalid_client` (RFC 6749 §5.2); when the client tried HTTP Basic, the answer names the
+ * scheme in `WWW-Authenticate`.
+ */
+function invalidClient(state: AuthState, description: ClientFailure, presented: PresentedClient): AppResult {
+  const headers: Record<string, string> = { ...NO_STORE };
+  if (presented.basic) headers['WWW-Authenticate'] = `Basic realm="${state.env.config.publicUrl}", charset="UTF-8"`;
+  return { status: 401, body: { error: 'invalid_client', error_description: description }, headers };
 }
 
 interface Issue {
@@ -161,18 +178,9 @@ async function issue(state: AuthState, membership: MembershipRow, input: Issue):
       ? oauthError('invalid_client', 'Invalid client credentials')
       : oauthError('invalid_grant', 'Membership no longer exists');
   }
-  return ok(await tokenResponse(state, subject, { refresh: input.refresh, encounter, launched, nonce: input.nonce }));
-}
-
-/** The scopes a client application is registered for (`ClientApplication.scope`), if it says. */
-async function clientScope(state: AuthState, clientId: string | null | undefined): Promise<string | undefined> {
-  return scopeOf(await clientOf(state, clientId));
-}
-
-/** The client application a grant names, with Lattice's `scope` and `public` elements. */
-async function clientOf(state: AuthState, clientId: string | null | undefined): Promise<(ClientApplication & { scope?: unknown; public?: unknown }) | undefined> {
-  if (!clientId || !/^[A-Za-z0-9\-.]{1,64}$/.test(clientId)) return undefined;
-  return state.env.system.tryRead<ClientApplication>('ClientApplication', clientId);
+  // A refresh token only when asked for and granted (SMART `offline_access`/`online_access`).
+  const refresh = hasScope(scope, 'offline_access') || hasScope(scope, 'online_access') ? input.refresh : undefined;
+  return ok(await tokenResponse(state, subject, { refresh, encounter, launched, nonce: input.nonce }));
 }
 
 function scopeOf(client: { scope?: unknown } | undefined): string | undefined {
@@ -185,6 +193,7 @@ function scopeOf(client: { scope?: unknown } | undefined): string | undefined {
  * (docs/auth.md#revocation), and only that token.
  */
 async function clientLogin(db: Queryable, clientId: string, membershipId: string, scope: string | undefined, lifetimeSeconds: number): Promise<string> {
+  await purgeExpiredLogins(db, lifetimeSeconds);
   const id = randomUUID();
   await db.query(
     `INSERT INTO auth_login (id, user_id, client_id, scope, membership_id, expires_at)
@@ -196,20 +205,6 @@ async function clientLogin(db: Queryable, clientId: string, membershipId: string
 
 function ok(body: unknown): AppResult {
   return { status: 200, body, headers: NO_STORE };
-}
-
-/** `Authorization: Basic base64(urlencode(id):urlencode(secret))` (RFC 6749 §2.3.1). */
-function parseBasic(header: string | undefined): { id: string; secret: string } | undefined {
-  const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? '');
-  if (!m) return undefined;
-  const decoded = Buffer.from(m[1], 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  if (colon < 0) return undefined;
-  try {
-    return { id: decodeURIComponent(decoded.slice(0, colon)), secret: decodeURIComponent(decoded.slice(colon + 1)) };
-  } catch {
-    return { id: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
-  }
 }
 
 /** Form or JSON body → single string values (the first of repeated ones). */

@@ -173,12 +173,20 @@ export interface BulkLoad {
 export interface ResourceHook {
   /** Resource types this hook cares about; undefined = all. */
   types?: readonly string[];
+  /**
+   * For a hook whose work depends on stored data that can change at any time (Subscriptions
+   * watching a type): it takes part in a write of `resourceType` only while this answers true.
+   * What it answers follows the change feed; before asking, the repository waits until this
+   * node has heard every change committed before the request (`Database.caughtUp`), so a write
+   * never misses what an earlier acknowledged write on any node set up.
+   */
+  watches?(resourceType: string): boolean;
   /** Checks or adjusts a resource before it is stored (throw a FhirError to refuse). */
   beforeWrite?(resource: Resource, previous: Resource | undefined, auth: AuthInfo, db: Queryable): Promise<void> | void;
   /** Checks a delete before it happens (throw a FhirError to refuse). */
   beforeDelete?(previous: Resource, auth: AuthInfo, tx: Queryable): Promise<void> | void;
-  /** Runs in the write transaction after the new version is stored. */
-  afterWrite?(tx: Queryable, resource: Resource, previous: Resource | undefined): Promise<void>;
+  /** Runs in the write transaction after the new version is stored; `auth` is the writer. */
+  afterWrite?(tx: Queryable, resource: Resource, previous: Resource | undefined, auth: AuthInfo): Promise<void>;
   /** Runs in the delete transaction after the resource is marked deleted. */
   afterDelete?(tx: Queryable, previous: Resource): Promise<void>;
   /** Removes secrets before a resource leaves the server (e.g. password hashes). */

@@ -5,6 +5,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { AppRoute } from '../core/app-route.js';
+import type { SocketRoute } from '../core/socket-route.js';
 import { ANONYMOUS, type AuthInfo, type Authenticator } from '../core/auth.js';
 import type { RequestContext } from '../core/context.js';
 import type { Database } from '../core/database.js';
@@ -14,6 +15,7 @@ import type { FhirRouter } from '../rest/router.js';
 import { checkMethod } from '../rest/route.js';
 import { enforceBodyLimit, type BodyLimitRouteConfig } from './body-limit.js';
 import { registerCors } from './cors.js';
+import { attachSocketRoutes } from './websocket.js';
 import { errorResponse } from './errors.js';
 import { lazySchemaCompilers } from './lazy-schema-compilers.js';
 import { NUL_IN_CONTENT, parseJsonBody } from './json-body.js';
@@ -61,6 +63,8 @@ export interface HttpDeps {
   repository(auth: AuthInfo, since?: number): ResourceRepository;
   fhir: FhirRouter;
   routes: readonly AppRoute[];
+  /** WebSocket endpoints (the Subscription websocket channel). */
+  sockets: readonly SocketRoute[];
 }
 
 /**
@@ -159,6 +163,7 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
       for (const route of streamed) registerRoute(scope, services, route);
     });
   }
+  attachSocketRoutes(app, services.sockets);
   return app;
 }
 

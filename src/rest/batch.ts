@@ -105,18 +105,22 @@ export async function bundleInteraction(
   const route = routeWith(inTransaction);
   const responses = await req.ctx.repo.transaction(async (repo) => {
     const out: BundleEntry[] = new Array<BundleEntry>(parsed.length);
-    const { ids, existing } = await resolveTargets(repo, parsed);
+    const targets = await resolveTargets(repo, parsed);
+    const { ids } = targets;
     const ordered = [...parsed].sort((a, b) => ORDER[a.method] - ORDER[b.method] || a.index - b.index);
     for (const entry of ordered) {
       out[entry.index] = await atEntry(entry.index, async () => {
+        const first = targets.sameAs.get(entry.index);
+        // The same ifNoneExist as an earlier entry: that entry's resource, as a match (200).
+        if (first !== undefined) return { ...out[first], response: { ...out[first].response, status: statusLine(200) } };
         if (entry.resource) entry.resource = (await resolveReferences(repo, entry.resource, ids, entry.index)) as JsonObject;
-        const match = entry.fullUrl !== undefined ? existing.get(entry.fullUrl) : undefined;
+        const match = targets.existing.get(entry.index);
         if (entry.method === 'POST' && match) {
           return { resource: match as unknown as BundleEntry['resource'], response: { status: statusLine(200), etag: versionHeaders(match).ETag } };
         }
         const entryReq = entryRequest(req, entry, repo);
         if (entry.method === 'POST' && entry.type && entry.route.segments.length === 1) {
-          const id = entry.fullUrl !== undefined ? ids.get(entry.fullUrl)?.split('/')[1] : undefined;
+          const id = targets.newIds.get(entry.index) ?? (entry.fullUrl !== undefined ? ids.get(entry.fullUrl)?.split('/')[1] : undefined);
           delete entryReq.headers['if-none-exist']; // already resolved under the lock, above
           return responseEntry(await createResource(entryReq, entry.type, inTransaction, { id }));
         }
@@ -207,26 +211,40 @@ function entryRequest(outer: FhirRequest, entry: EntryRequest, repo: ResourceRep
   };
 }
 
+/** What the conditional creates of a transaction resolved to, by entry index. */
+interface Targets {
+  /** `fullUrl` → `Type/id` it stands for. */
+  ids: Map<string, string>;
+  /** Entries whose `ifNoneExist` matched a stored resource: that resource. */
+  existing: Map<number, Resource>;
+  /** Entries whose `ifNoneExist` repeats an earlier entry's criteria: that entry's index. */
+  sameAs: Map<number, number>;
+  /** Ids of the creates whose `ifNoneExist` matched nothing. */
+  newIds: Map<number, string>;
+}
+
 /**
- * What each `fullUrl` of a POST/PUT entry stands for (`Type/id`): a new id for a create, the
- * match of an `ifNoneExist` (searched under the conditional lock, in this transaction), the
- * URL's id for a PUT. Criteria may name other entries' `urn:uuid:`s; they are resolved once
- * those are, and a cycle among them is refused.
+ * What each POST/PUT entry stands for: a new id for a create, the match of an `ifNoneExist`
+ * (searched under the conditional lock, in this transaction), the URL's id for a PUT; by
+ * `fullUrl` (for the references that name it) and by entry. Entries whose `ifNoneExist` has the
+ * same criteria (normalised, conditional.ts) are resolved once: the first of them is created
+ * (or matched), the others refer to it (docs/rest.md#batch-and-transaction). Criteria may name
+ * other entries' `urn:uuid:`s; they are resolved once those are, and a cycle among them is refused.
  */
-async function resolveTargets(
-  repo: ResourceRepository,
-  entries: EntryRequest[],
-): Promise<{ ids: Map<string, string>; existing: Map<string, Resource> }> {
-  const ids = new Map<string, string>();
-  const existing = new Map<string, Resource>();
+async function resolveTargets(repo: ResourceRepository, entries: EntryRequest[]): Promise<Targets> {
+  const targets: Targets = { ids: new Map(), existing: new Map(), sameAs: new Map(), newIds: new Map() };
+  const { ids } = targets;
   const pending: EntryRequest[] = [];
   for (const e of entries) {
-    if (e.fullUrl === undefined || !e.type) continue;
+    if (!e.type) continue;
     const { segments } = e.route;
-    if (e.method === 'PUT' && segments.length === 2) ids.set(e.fullUrl, `${e.type}/${segments[1]}`);
-    else if (e.method === 'POST' && e.headers['if-none-exist']?.trim()) pending.push(e);
+    if (e.method === 'POST' && segments.length === 1 && e.headers['if-none-exist']?.trim()) pending.push(e);
+    else if (e.fullUrl === undefined) continue;
+    else if (e.method === 'PUT' && segments.length === 2) ids.set(e.fullUrl, `${e.type}/${segments[1]}`);
     else if (e.method === 'POST') ids.set(e.fullUrl, `${e.type}/${randomUUID()}`);
   }
+  /** Criteria already resolved (`Type?normalised query`) → the entries that carry them. */
+  const resolved = new Map<string, EntryRequest[]>();
   while (pending.length > 0) {
     const ready = pending.findIndex((e) => urnsIn(e.headers['if-none-exist'] ?? '').every((u) => ids.has(u) || !pending.some((p) => p.fullUrl === u)));
     if (ready < 0) {
@@ -243,14 +261,35 @@ async function resolveTargets(
         criteria = criteria.split(urn).join(target);
       }
       const query = conditionalQuery(type, ifNoneExistParams(type, criteria) ?? [], 'If-None-Exist');
+      const key = `${type}?${new URLSearchParams(query.params).toString()}`;
+      const same = resolved.get(key);
+      if (same) {
+        same.push(e);
+        return;
+      }
+      resolved.set(key, [e]);
       const matches = await conditionalMatches(repo, query);
       if (matches.length > 1) throw preconditionFailed('Multiple matches');
-      const match = matches[0];
-      ids.set(e.fullUrl as string, `${type}/${match?.id ?? randomUUID()}`);
-      if (match) existing.set(e.fullUrl as string, match);
+      if (matches[0]) targets.existing.set(e.index, matches[0]);
+      else targets.newIds.set(e.index, randomUUID());
     });
   }
-  return { ids, existing };
+  // The first entry (in Bundle order, the order creates run in) of each criteria stands for all.
+  for (const group of resolved.values()) {
+    const first = group.reduce((a, b) => (b.index < a.index ? b : a));
+    const resolvedAt = group[0].index;
+    const match = targets.existing.get(resolvedAt);
+    const id = targets.newIds.get(resolvedAt);
+    targets.existing.delete(resolvedAt);
+    targets.newIds.delete(resolvedAt);
+    if (match) targets.existing.set(first.index, match);
+    if (id) targets.newIds.set(first.index, id);
+    for (const e of group) {
+      if (e.fullUrl !== undefined) ids.set(e.fullUrl, `${e.type as string}/${match?.id ?? id}`);
+      if (e !== first) targets.sameAs.set(e.index, first.index);
+    }
+  }
+  return targets;
 }
 
 function urnsIn(text: string): string[] {

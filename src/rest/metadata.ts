@@ -9,6 +9,16 @@ import { badRequest } from '../fhir/outcome.js';
 /** The server's identity, stated in both capability statements. */
 export const SOFTWARE = { name: 'Lattice', version: '0.1.0', releaseDate: '2026-11-24' };
 
+/** What the Subscriptions feature delivers (src/subscriptions). */
+export interface SubscriptionCapabilities {
+  channels: readonly string[];
+  /** Path of the R4 websocket endpoint on the public URL, e.g. `/ws/subscriptions-r4`. */
+  websocketPath: string;
+}
+
+/** R4's extension naming the websocket endpoint of the `websocket` channel. */
+const WEBSOCKET_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/capabilitystatement-websocket';
+
 /** A TerminologyCapabilities statement for the caller (the terminology feature builds it). */
 export type TerminologyCapabilitiesSource = (ctx: RequestContext, software: typeof SOFTWARE) => Promise<Resource>;
 
@@ -27,6 +37,7 @@ export async function metadataInteraction(
   dispatcher: OperationDispatcher,
   terminology: TerminologyCapabilitiesSource,
   search: SearchCapabilities,
+  subscriptions: SubscriptionCapabilities,
 ): Promise<FhirResult> {
   const modes = req.query.filter(([k]) => k === 'mode').map(([, v]) => v);
   const mode = modes[modes.length - 1];
@@ -34,7 +45,7 @@ export async function metadataInteraction(
   if (mode !== undefined && mode !== 'full' && mode !== 'normative') {
     throw badRequest(`Invalid value '${mode}' provided for parameter 'mode' (full, normative or terminology)`);
   }
-  return { status: 200, body: capabilityStatement(req.ctx, dispatcher, search) };
+  return { status: 200, body: capabilityStatement(req.ctx, dispatcher, search, subscriptions) };
 }
 
 /**
@@ -43,7 +54,7 @@ export async function metadataInteraction(
  * compartments from the search index (the same functions a search goes through), operations
  * from the operations registry. test/rest-metadata.test.ts tries everything it lists.
  */
-export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDispatcher, search: SearchCapabilities): CapabilityStatement {
+export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDispatcher, search: SearchCapabilities, subscriptions: SubscriptionCapabilities): CapabilityStatement {
   const operations = dispatcher.capabilities();
   const resources: CapabilityStatementRestResource[] = [...resourceTypes()].sort().map((type) => ({
     type: type as CapabilityStatementRestResource['type'],
@@ -67,6 +78,8 @@ export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDi
     operation: operations
       .filter((op) => op.resourceTypes.includes(type))
       .map((op) => ({ name: op.name, definition: op.definition })),
+    // R4 has no element for Subscription channels: they are stated here, in this form.
+    ...(type === 'Subscription' ? { documentation: `Channels: ${subscriptions.channels.join(', ')}` } : {}),
   }));
   return {
     resourceType: 'CapabilityStatement',
@@ -93,6 +106,7 @@ export function capabilityStatement(ctx: RequestContext, dispatcher: OperationDi
     rest: [
       {
         mode: 'server',
+        extension: [{ url: WEBSOCKET_EXTENSION, valueUri: `${ctx.publicUrl.replace(/^http/, 'ws')}${subscriptions.websocketPath}` }],
         security: {
           cors: true,
           service: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/restful-security-service', code: 'SMART-on-FHIR' }] }],

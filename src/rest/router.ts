@@ -9,7 +9,7 @@ import { conditionalDelete, conditionalUpdate, createResource, deleteResource, r
 import { bundleInteraction } from './batch.js';
 import { historyInteraction } from './history.js';
 import { patchInteraction } from './patch.js';
-import { metadataInteraction, type TerminologyCapabilitiesSource } from './metadata.js';
+import { metadataInteraction, type SubscriptionCapabilities, type TerminologyCapabilitiesSource } from './metadata.js';
 import { checkRoute, type FhirRoute } from './route.js';
 import { compartmentSearchInteraction, searchInteraction } from './search.js';
 
@@ -28,6 +28,8 @@ export interface FhirRouterOptions {
   validator: ResourceValidator;
   /** What search supports, for `/metadata` (the search index states it). */
   search: SearchCapabilities;
+  /** Subscription channels and the websocket endpoint's path, for `/metadata` (docs/rest.md#subscriptions). */
+  subscriptions: SubscriptionCapabilities;
 }
 
 /** The FHIR router over the interactions below and the given operations. */
@@ -54,7 +56,7 @@ async function routeFhirRequest(req: FhirRequest, route: FhirRoute, operations: 
     return bundleInteraction(req, routeWith, { maxEntries: options.bundleMaxEntries, timeoutMs: options.bundleTimeoutMs }, options.validator);
   }
   if (segments.length === 1 && first === '_history') return historyInteraction(req, undefined);
-  if (segments.length === 1 && first === 'metadata') return metadataInteraction(req, operations, options.terminologyCapabilities, options.search);
+  if (segments.length === 1 && first === 'metadata') return metadataInteraction(req, operations, options.terminologyCapabilities, options.search, options.subscriptions);
   if (first?.startsWith('$')) return operations.dispatch(req, { code: first.slice(1) });
   const type = first;
   if (segments.length === 1) {

@@ -13,7 +13,7 @@ import { parseResourceScope } from '../fhir/smart-scopes.js';
 export function accessLayersOf(auth: AuthInfo): AccessGrant[][] {
   const layers: AccessGrant[][] = [];
   const scopes = smartScopeGrants(auth.scopes ?? [], auth.patient);
-  if (scopes) layers.push(scopes);
+  if (scopes) layers.push([...scopes, ...fhirUserGrant(auth)]);
   if (auth.accessPolicy) layers.push(policyGrants(auth.accessPolicy, auth));
   else {
     const own = patientProfileId(auth.profile);
@@ -58,6 +58,18 @@ export function smartScopeGrants(scopes: readonly string[], patient: string | un
     grants.push(grant);
   }
   return any ? grants : undefined;
+}
+
+/**
+ * The `fhirUser` scope is the permission to read the signed-in user's own resource (SMART App
+ * Launch: "retrieve information about the current logged-in user"), so an app granted it reads
+ * the profile its `fhirUser` claim names whatever its resource scopes (docs/auth.md#scopes) —
+ * read only, that one resource; the membership's access policy still applies.
+ */
+function fhirUserGrant(auth: AuthInfo): AccessGrant[] {
+  const m = /^([A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/.exec(auth.profile ?? '');
+  if (!m || !auth.userId || !auth.scopes?.includes('fhirUser')) return [];
+  return [{ resourceType: m[1], interactions: new Set<Interaction>(['r']), criteria: [['_id', m[2]]] }];
 }
 
 /** Medplum's `AccessPolicy.resource.interaction` codes. */

@@ -100,9 +100,10 @@ export async function openPgliteDatabase(
       },
     };
   };
-  const withTurn = async <T>(fn: () => Promise<T>, background = false): Promise<T> => {
+  /** `waitMs`: how long to wait for the turn (a request: the acquire limit; maintenance: as long as it takes). */
+  const withTurn = async <T>(fn: () => Promise<T>, background = false, waitMs = limits.acquireTimeoutMs): Promise<T> => {
     if (holding.getStore()?.active) return fn();
-    const release = await turns.acquire(limits.acquireTimeoutMs, databaseBusy, background);
+    const release = await turns.acquire(waitMs, databaseBusy, background);
     const turn = { active: true };
     try {
       return await holding.run(turn, fn);
@@ -117,7 +118,7 @@ export async function openPgliteDatabase(
   };
   // PGlite has no autovacuum: statistics are refreshed in the background after writes.
   const analyzer: AutoAnalyze | undefined = options.autoAnalyze
-    ? autoAnalyze((sql) => withTurn(() => pg.query<Record<string, unknown>>(sql, []), true), options.onAnalyzeError ?? (() => undefined))
+    ? autoAnalyze((sql) => withTurn(() => pg.query<Record<string, unknown>>(sql, []), true, 0), options.onAnalyzeError ?? (() => undefined))
     : undefined;
   const wrote = () => analyzer?.noteWrite();
   const transaction = async <T>(fn: (tx: Queryable) => Promise<T>, timeoutMs?: number): Promise<T> => {

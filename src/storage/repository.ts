@@ -14,6 +14,7 @@ import { RowCache } from './row-cache.js';
 import { resourceTable, scopeFor } from './scope.js';
 import { stableStringify } from './stable-stringify.js';
 import { accessSql, rowIndependent, rowPasses } from './search/query/access.js';
+import { checkHiddenSearch, fieldRulesOf, policyWrite, withoutHidden } from './policy-fields.js';
 import { SqlParams } from './search/query/sql-params.js';
 import type { Interaction } from '../core/scope.js';
 
@@ -121,7 +122,7 @@ export class Repository implements SystemRepository {
       transaction: (fn) => fn(q),
       readPass: (fn) => fn(q, true),
       listen: (channel, handler) => db.listen(channel, handler),
-      caughtUp: () => db.caughtUp(),
+      caughtUp: (since) => db.caughtUp(since),
       close: async () => undefined,
     };
     const joined = new Repository(bound, this.auth, this.hooks, this.searchIndex, this.cache, true, this.since);
@@ -171,9 +172,10 @@ export class Repository implements SystemRepository {
   /** Creates a resource with a new server-assigned id (a client-supplied id is replaced). */
   async create<T extends Resource>(resource: T, options: { id?: string } = {}): Promise<T> {
     const id = options.id ?? randomUUID();
-    const candidate = { ...resource, id } as T;
-    this.scope.checkCreate(candidate.resourceType);
-    this.scope.checkAccess(candidate.resourceType, 'c');
+    this.scope.checkCreate(resource.resourceType);
+    this.scope.checkAccess(resource.resourceType, 'c');
+    const candidate = this.policyWrite({ ...resource, id }, undefined) as T;
+    await this.hooks.ready(this.db, this.since);
     await this.runBeforeWrite(candidate, undefined);
     // In a transaction that batches its creates, a create no hook sees is held back and written
     // with the others in one statement (before the transaction's next statement or its commit).
@@ -198,6 +200,7 @@ export class Repository implements SystemRepository {
     const stored: Resource[] = [];
     const indexRows: Array<IndexRows | undefined> = [];
     const joined = this.inTransaction(tx) as Repository;
+    await this.hooks.ready(this.db, this.since);
     for (const input of resources) {
       const meta = { ...(input.meta ?? {}), versionId: '1', lastUpdated: now, project: projectId } as Record<string, unknown>;
       if (!projectId) delete meta.project;
@@ -272,10 +275,13 @@ export class Repository implements SystemRepository {
     if (!id || !FHIR_ID.test(id)) throw badRequest('Invalid resource id', `${resourceType}.id`);
     this.scope.checkCreate(resourceType);
     this.scope.checkAccess(resourceType, 'u');
+    await this.hooks.ready(this.db, this.since);
     // Fresh: the no-op shortcut below must compare with the stored version, never with a
     // cached row another node may already have replaced (that update would be lost).
     const before = await this.visibleRow(this.db, resourceType, id, true);
     const current = before && !before.deleted ? (JSON.parse(before.content) as Resource) : undefined;
+    const input = resource;
+    resource = this.policyWrite(input, current);
     await this.runBeforeWrite(resource, current);
     // Identical to the version just read: nothing to write, so no transaction and no row lock (a
     // PUT of unchanged content, every start's re-publication of definitions). Linearizable: the
@@ -314,6 +320,11 @@ export class Repository implements SystemRepository {
       if (options.ifMatch !== undefined && !matchesVersion(options.ifMatch, row)) throw preconditionFailed();
       // Compared with the stored content, not the redacted one: hooks restore hidden fields.
       const previous = JSON.parse(row.content) as Resource;
+      if (row.version_id !== before?.version_id || row.deleted !== before?.deleted) {
+        // Another write came between: the policy's kept fields and constraints are judged on this version.
+        resource = this.policyWrite(input, row.deleted ? undefined : previous);
+        await this.runBeforeWrite(resource, row.deleted ? undefined : previous);
+      }
       if (!row.deleted && sameContent(previous, resource)) return { resource: this.redact(previous), created: false };
       const stored = (await this.writeVersion(tx, resource, row.version_id + 1, row.deleted ? undefined : previous, 'update')) as Resource;
       await this.checkWritten(tx, stored, row.deleted ? 'c' : 'u');
@@ -329,6 +340,7 @@ export class Repository implements SystemRepository {
    */
   async delete(resourceType: string, id: string, options: { ifMatch?: string } = {}): Promise<boolean> {
     this.scope.checkAccess(resourceType, 'd');
+    await this.hooks.ready(this.db, this.since);
     return this.db.transaction(async (tx) => {
       const row = await this.lockRow(tx, resourceType, id);
       if (!row || row.version_id <= 0 || !this.scope.canSee(scopedRow(row))) throw notFound();
@@ -414,6 +426,8 @@ export class Repository implements SystemRepository {
   /** Searches resources of one type within the caller's scope. */
   async search(query: SearchQuery): Promise<SearchResult> {
     if (query.resourceType !== '*') this.scope.checkAccess(query.resourceType, 's');
+    const rules = fieldRulesOf(this.auth.accessPolicy, query.resourceType);
+    if (rules) checkHiddenSearch(query.resourceType, query.params, rules);
     const result = await this.searchIndex.search(this.db, this.scope, query, this);
     return { ...result, resources: result.resources.map((r) => this.redact(r)) };
   }
@@ -501,7 +515,7 @@ export class Repository implements SystemRepository {
       if (guard) return undefined;
       throw new Error(`${key}: the current row was not written`);
     }
-    for (const hook of this.hooks.for(resource.resourceType)) await hook.afterWrite?.(tx, resource, previous);
+    for (const hook of this.hooks.for(resource.resourceType)) await hook.afterWrite?.(tx, resource, previous, this.auth);
     return this.redact(resource);
   }
 
@@ -622,7 +636,15 @@ export class Repository implements SystemRepository {
   private redact(resource: Resource): Resource {
     let out = resource;
     for (const hook of this.hooks.for(resource.resourceType)) if (hook.redact) out = hook.redact(out);
-    return out;
+    // The member's access policy hides fields from everything it reads (docs/auth.md#access-policies).
+    const rules = fieldRulesOf(this.auth.accessPolicy, resource.resourceType);
+    return rules ? withoutHidden(out, rules) : out;
+  }
+
+  /** A write as the member's access policy lets it be stored (kept fields, write constraints). */
+  private policyWrite(input: Resource, previous: Resource | undefined): Resource {
+    const rules = fieldRulesOf(this.auth.accessPolicy, input.resourceType);
+    return rules ? policyWrite(input, previous, rules) : input;
   }
 }
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { ClientApplication, Patient } from '@medplum/fhirtypes';
+import type { AccessPolicy, ClientApplication, Patient, ProjectMembership } from '@medplum/fhirtypes';
 import { createLocalJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import { createMembership, createUser } from '../../src/auth/accounts.js';
 import { createClient, type TestServer } from '../harness.js';
@@ -54,4 +54,12 @@ export async function verifyIdToken(server: TestServer, idToken: string, audienc
   const { payload, protectedHeader } = await jwtVerify(idToken, createLocalJWKSet(jwks.body), { issuer: server.baseUrl, audience, algorithms: ['ES256'] });
   if (protectedHeader.typ !== 'JWT') throw new Error(`unexpected id_token typ ${protectedHeader.typ}`);
   return payload;
+}
+
+/** Stores an AccessPolicy in a project and attaches it to a membership (as the system); returns the policy id. */
+export async function attachPolicy(server: TestServer, projectId: string, membershipId: string, policy: Omit<AccessPolicy, 'resourceType'>): Promise<string> {
+  const stored = await server.app.system.create<AccessPolicy>({ resourceType: 'AccessPolicy', ...policy, meta: { project: projectId } });
+  const membership = await server.app.system.read<ProjectMembership>('ProjectMembership', membershipId);
+  await server.app.system.update({ ...membership, accessPolicy: { reference: `AccessPolicy/${stored.id}` } });
+  return stored.id!;
 }

@@ -5,9 +5,9 @@ import type { Resource } from '@medplum/fhirtypes';
 import type { AppRoute } from '../../core/app-route.js';
 import type { FeatureEnv } from '../../core/feature.js';
 import { BulkLoadError } from '../../core/repository.js';
-import { badRequest, FhirError, notFound } from '../../fhir/outcome.js';
+import { badRequest, FhirError, forbidden, notFound } from '../../fhir/outcome.js';
 import { validateResource } from '../../fhir/validation/validate-resource.js';
-import { importStream } from '../store/import-file.js';
+import { SharedClinicalImport, importStream } from '../store/import-file.js';
 import { JsonStreamError } from '../store/json-stream.js';
 import { importRf2 } from '../store/rf2-import.js';
 import { receiveRf2 } from '../store/rf2-transfer.js';
@@ -40,7 +40,11 @@ export function importRoute(env: FeatureEnv): AppRoute {
     body: 'stream',
     async handler(req) {
       const { scope } = req.ctx.repo;
+      const shared = req.query.shared === 'true';
+      if (shared && req.query.project) throw badRequest('project and shared exclude each other: name a project, or share', 'shared');
       const projectId = scope.ownerOfImport(req.query.project || undefined);
+      // Only a super admin's import can be shared content (a project admin's goes to its project).
+      if (shared && projectId !== undefined) throw forbidden();
       if (projectId !== undefined && !(await env.system.tryRead('Project', projectId))) throw notFound();
       const body = req.body as AsyncIterable<Buffer> | undefined;
       if (!body) throw badRequest('No content to import');
@@ -73,6 +77,7 @@ export function importRoute(env: FeatureEnv): AppRoute {
       try {
         const summary = await importStream(body, env, {
           projectId,
+          shared,
           out: NO_PROGRESS,
           check,
           other: (resource, where, fullUrl) => loader.add(resource, where, fullUrl),
@@ -82,6 +87,7 @@ export function importRoute(env: FeatureEnv): AppRoute {
       } catch (err) {
         await loader.settle();
         if (err instanceof JsonStreamError) throw badRequest(`Content could not be parsed: ${err.message}`);
+        if (err instanceof SharedClinicalImport) throw badRequest(err.message);
         if (err instanceof BulkLoadError) throw badRequest(`${err.message} (${loader.stored} resources of earlier batches are stored)`);
         throw err;
       }

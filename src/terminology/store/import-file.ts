@@ -1,7 +1,7 @@
 import { createReadStream, statSync } from 'node:fs';
 import type { CodeSystem, CodeSystemConcept, Resource } from '@medplum/fhirtypes';
 import type { Queryable } from '../../core/database.js';
-import { ownedBy as ownedByProject } from '../../storage/scope.js';
+import { PUBLIC_TYPES, ownedBy as ownedByProject } from '../../storage/scope.js';
 import type { TerminologyEnv } from '../types.js';
 import { jsonStream, type JsonStreamEvent } from './json-stream.js';
 import { StagedCodeSystem } from './staged-import.js';
@@ -23,6 +23,12 @@ import { StagedCodeSystem } from './staged-import.js';
 export interface ImportOptions {
   /** Project that owns the imported resources; shared content (every project reads it) when absent. */
   projectId?: string;
+  /**
+   * Without a project, clinical resources (any type but terminology and definitions) are refused
+   * unless this is true (`lattice import --shared`): shared content is read by every project, so
+   * storing patient data there must be asked for (docs/rest.md#bulk-load).
+   */
+  shared?: boolean;
   /**
    * Checked before each resource is written (with its id, when it has one); throws to refuse
    * it. The server's import route validates and checks ownership here; the CLI trusts its file.
@@ -58,6 +64,20 @@ const TYPES = new Set(['CodeSystem', 'ValueSet', 'ConceptMap', 'NamingSystem']);
  * default of `LATTICE_TX_STAGED_IMPORT_ABOVE`.
  */
 export const LARGE_CODE_SYSTEM = 20_000;
+
+/** Thrown when clinical data would become shared content without `--shared`. */
+export class SharedClinicalImport extends Error {}
+
+/** The refusal of a clinical resource that would be stored as shared content (names both ways out). */
+function refuseSharedClinical(resource: unknown, where: string, options: ImportOptions): void {
+  if (options.projectId !== undefined || options.shared === true) return;
+  const type = (resource as { resourceType?: unknown }).resourceType;
+  if (typeof type === 'string' && PUBLIC_TYPES.includes(type)) return;
+  throw new SharedClinicalImport(
+    `${where}: ${typeof type === 'string' ? type : 'this resource'} is clinical data and would be shared with every project: ` +
+      'name its project with --project <id>, or pass --shared to store it as shared content',
+  );
+}
 
 /** Imports `path`; returns what was written. */
 export async function importFile(path: string, services: TerminologyEnv, options: ImportOptions = {}): Promise<ImportSummary> {
@@ -98,7 +118,10 @@ export async function importEvents(
   };
   const write = async (resource: Resource, where: string, fullUrl?: string) => {
     if (!resource || typeof resource !== 'object' || !TYPES.has(resource.resourceType)) {
-      if (options.other && resource !== undefined) await options.other(resource, where, fullUrl);
+      if (options.other && resource !== undefined) {
+        refuseSharedClinical(resource, where, options);
+        await options.other(resource, where, fullUrl);
+      }
       else summary.skipped++;
       return;
     }

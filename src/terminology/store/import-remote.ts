@@ -17,6 +17,8 @@ export interface RemoteImportOptions {
   clientSecret?: string;
   /** Target project (super admins; a project admin's import always goes to its own project). */
   projectId?: string;
+  /** Clinical resources may become shared content (`--shared`, super admins). */
+  shared?: boolean;
   /** Further query parameters of the import (`format=rf2`, `unpublished=true`). */
   params?: Record<string, string>;
   out?: NodeJS.WritableStream & { isTTY?: boolean };
@@ -55,7 +57,11 @@ async function sendToServer(source: Readable, options: RemoteImportOptions): Pro
   const base = options.url.replace(/\/+$/, '');
   const token = options.token ?? (await clientToken(base, options));
   const body = Readable.toWeb(source) as ReadableStream<Uint8Array>;
-  const params = new URLSearchParams({ ...(options.projectId ? { project: options.projectId } : {}), ...options.params });
+  const params = new URLSearchParams({
+    ...(options.projectId ? { project: options.projectId } : {}),
+    ...(options.shared ? { shared: 'true' } : {}),
+    ...options.params,
+  });
   const query = params.size > 0 ? `?${params.toString()}` : '';
   const res = await fetch(`${base}/admin/terminology/import${query}`, {
     method: 'POST',
