@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { CodeSystem, OperationOutcome, Parameters, ParametersParameter, ValueSet, ValueSetExpansionContains } from '@medplum/fhirtypes';
+import type { CodeSystem, OperationOutcome, Parameters, ParametersParameter, ValueSet, ValueSetComposeInclude, ValueSetExpansionContains } from '@medplum/fhirtypes';
 import { drivers, ooText, startServer, type ApiResponse, type TestServer } from './harness.js';
 
 /**
@@ -338,6 +338,21 @@ for (const driver of drivers) {
       assert.equal(out(zz.body, 'result'), false, zz.text);
       assert.equal(out(zz.body, 'version'), '2.0.0');
       assert.ok(issueOf(zz.body).some((i) => i.details?.text === `Unknown code 'zz' in the CodeSystem '${OV}' version '2.0.0'`), zz.text);
+    });
+
+    test('an exclude naming no version removes its codes from every version the includes draw on; one naming a version, from that version only', async () => {
+      const MV = 'http://example.org/fhir/CodeSystem/rules-multi';
+      const v = (version: string, codes: string[]): CodeSystem => ({
+        resourceType: 'CodeSystem', url: MV, version, status: 'active', content: 'complete', concept: codes.map((code) => ({ code, display: `${code} (${version})` })),
+      });
+      const resources = [{ name: 'tx-resource', resource: v('1.0.0', ['a', 'b']) }, { name: 'tx-resource', resource: v('2.0.0', ['a', 'b', 'c']) }];
+      const entries = async (exclude: ValueSetComposeInclude) => {
+        const res = await expand(vs('multi', { include: [{ system: MV, version: '1.0.0' }, { system: MV, version: '2.0.0' }], exclude: [exclude] }), resources);
+        assert.equal(res.status, 200, res.text);
+        return res.body.expansion?.contains?.map((c) => `${c.code}|${c.version}`);
+      };
+      assert.deepEqual(await entries({ system: MV, concept: [{ code: 'a' }] }), ['b|1.0.0', 'b|2.0.0', 'c|2.0.0']);
+      assert.deepEqual(await entries({ system: MV, version: '1.0.0', concept: [{ code: 'a' }] }), ['b|1.0.0', 'a|2.0.0', 'b|2.0.0', 'c|2.0.0']);
     });
 
     test('an unknown code in a fragment is a warning (not in message) and stays valid where the whole system is admitted', async () => {

@@ -234,10 +234,25 @@ async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandReques
     if (result.length === 0) break;
     const noText = { ...req, filter: undefined };
     const excluded = newUsed();
-    result = subtract(result, await includeGroups(tc, ev, exc, `ValueSet.compose.exclude[${i}]`, noText, false, excluded));
+    for (const variant of acrossVersions(exc, result)) {
+      result = subtract(result, await includeGroups(tc, ev, variant, `ValueSet.compose.exclude[${i}]`, noText, false, excluded));
+    }
     used.statuses.merge(excluded.statuses);
   }
   return result;
+}
+
+/**
+ * An exclude that names no version of its system removes its codes from every version of the
+ * system the expansion holds (docs/terminology.md#expand): one exclude per version when the
+ * includes drew on several; otherwise the exclude as written (its version decided as an
+ * include's is).
+ */
+function acrossVersions(exc: ValueSetComposeInclude, result: Group[]): ValueSetComposeInclude[] {
+  const { system, version } = includeSystem(exc);
+  if (!system || version !== undefined) return [exc];
+  const versions = [...new Set(result.filter((g) => g.system === system && g.cs?.version !== undefined).map((g) => g.cs?.version as string))];
+  return versions.length > 1 ? versions.map((v) => ({ ...exc, version: v })) : [exc];
 }
 
 /**
