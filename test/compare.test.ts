@@ -64,7 +64,7 @@ for (const driver of drivers) {
       });
       assert.equal(res.status, 200, res.text);
       const out: Out = {};
-      for (const p of res.body.parameter ?? []) out[p.name as string] = p.valueCode ?? p.valueString ?? p.valueBoolean;
+      for (const p of res.body.parameter ?? []) out[p.name] = p.valueCode ?? p.valueString ?? p.valueBoolean;
       return out;
     }
 
