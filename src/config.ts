@@ -20,6 +20,8 @@ export interface SearchLimits {
   maxHasDepth: number;
   /** Comparisons of one `_filter` expression. */
   maxFilterTerms: number;
+  /** Nesting of parentheses (and `not(…)`) in one `_filter` expression. */
+  maxFilterDepth: number;
   /**
    * Matches a search without `_total` counts for its total (docs/rest.md#search): up to this
    * many the total is exact; beyond, the searchset has none (`_total=accurate` counts them all).
@@ -36,8 +38,20 @@ export const SEARCH_LIMIT_DEFAULTS: SearchLimits = {
   maxCodes: 10_000,
   maxHasDepth: 2,
   maxFilterTerms: 20,
+  maxFilterDepth: 10,
   maxCounted: 1000,
 };
+
+/**
+ * The most links of a chain, levels of `_has` and levels of `_filter` nesting any search
+ * expression may have whatever the configuration: the code that reads and translates them
+ * recurses once per level, so past this a crafted value would overflow the stack. Search
+ * parameters are checked against the (lower) configured bounds first; expressions that reach
+ * the search another way (access-policy and SMART-scope criteria) against this. The settings
+ * `LATTICE_SEARCH_MAX_CHAIN`, `LATTICE_SEARCH_MAX_HAS_DEPTH` and `LATTICE_SEARCH_MAX_FILTER_DEPTH`
+ * may not exceed it.
+ */
+export const SEARCH_NESTING_CEILING = 64;
 
 /**
  * Typed configuration, read once from the environment. Every variable is documented in the
@@ -186,12 +200,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     searchLimits: {
       maxParameters: intOf(env.LATTICE_SEARCH_MAX_PARAMETERS, SEARCH_LIMIT_DEFAULTS.maxParameters, 'LATTICE_SEARCH_MAX_PARAMETERS'),
       maxValues: intOf(env.LATTICE_SEARCH_MAX_VALUES, SEARCH_LIMIT_DEFAULTS.maxValues, 'LATTICE_SEARCH_MAX_VALUES'),
-      maxChain: intOf(env.LATTICE_SEARCH_MAX_CHAIN, SEARCH_LIMIT_DEFAULTS.maxChain, 'LATTICE_SEARCH_MAX_CHAIN'),
+      maxChain: nestingOf(env.LATTICE_SEARCH_MAX_CHAIN, SEARCH_LIMIT_DEFAULTS.maxChain, 'LATTICE_SEARCH_MAX_CHAIN'),
       maxIncludes: intOf(env.LATTICE_SEARCH_MAX_INCLUDES, SEARCH_LIMIT_DEFAULTS.maxIncludes, 'LATTICE_SEARCH_MAX_INCLUDES'),
       maxIncluded: intOf(env.LATTICE_SEARCH_MAX_INCLUDED, SEARCH_LIMIT_DEFAULTS.maxIncluded, 'LATTICE_SEARCH_MAX_INCLUDED'),
       maxCodes: intOf(env.LATTICE_SEARCH_MAX_CODES, SEARCH_LIMIT_DEFAULTS.maxCodes, 'LATTICE_SEARCH_MAX_CODES'),
-      maxHasDepth: intOf(env.LATTICE_SEARCH_MAX_HAS_DEPTH, SEARCH_LIMIT_DEFAULTS.maxHasDepth, 'LATTICE_SEARCH_MAX_HAS_DEPTH'),
+      maxHasDepth: nestingOf(env.LATTICE_SEARCH_MAX_HAS_DEPTH, SEARCH_LIMIT_DEFAULTS.maxHasDepth, 'LATTICE_SEARCH_MAX_HAS_DEPTH'),
       maxFilterTerms: intOf(env.LATTICE_SEARCH_MAX_FILTER_TERMS, SEARCH_LIMIT_DEFAULTS.maxFilterTerms, 'LATTICE_SEARCH_MAX_FILTER_TERMS'),
+      maxFilterDepth: nestingOf(env.LATTICE_SEARCH_MAX_FILTER_DEPTH, SEARCH_LIMIT_DEFAULTS.maxFilterDepth, 'LATTICE_SEARCH_MAX_FILTER_DEPTH'),
       maxCounted: intOf(env.LATTICE_SEARCH_MAX_COUNTED, SEARCH_LIMIT_DEFAULTS.maxCounted, 'LATTICE_SEARCH_MAX_COUNTED'),
     },
     clientSecretLifetime: intOf(env.LATTICE_CLIENT_SECRET_LIFETIME, 0, 'LATTICE_CLIENT_SECRET_LIFETIME'),
@@ -228,6 +243,13 @@ function passwordCostOf(value: string | undefined): number {
     throw new Error(`LATTICE_PASSWORD_COST must be between ${MIN_PASSWORD_COST} and ${MAX_PASSWORD_COST}, got '${value}'`);
   }
   return cost;
+}
+
+/** A nesting bound of a search: at most SEARCH_NESTING_CEILING. */
+function nestingOf(value: string | undefined, fallback: number, name: string): number {
+  const n = intOf(value, fallback, name);
+  if (n > SEARCH_NESTING_CEILING) throw new Error(`${name} must be at most ${SEARCH_NESTING_CEILING}, got '${value}'`);
+  return n;
 }
 
 function booleanOf(value: string | undefined, name: string): boolean {

@@ -3,6 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { createClient, drivers, ooText, startServer, tokenRequest, type ApiResponse, type TestClient, type TestServer } from './harness.js';
+import { FhirError } from '../src/fhir/outcome.js';
+import { Listener } from '../src/storage/pg-listener.js';
 import { startPrivatePostgres, type PrivatePostgres } from './support/private-postgres.js';
 
 /**
@@ -143,6 +145,69 @@ if (drivers.includes('pg')) {
       }
       await recovers();
       for (const [what, send] of kinds) assert.ok([200, 201].includes((await send()).status), `${what} after the freeze`);
+    });
+
+    /**
+     * Issue 32 finding 8: against a frozen server a request waited twice — behind the listening
+     * connection's barrier, then (the barrier lost, the connection dropped) for a pooled
+     * connection: 10 s + 10 s with the defaults. Now each request waits once, and its 503 names
+     * the wait (diagnostics): requests that queue behind one unanswered barrier all answer with
+     * that barrier's wait, none goes on to wait for the pool.
+     */
+    test('frozen (SIGSTOP): requests behind the listening barrier wait once, and their 503 names that wait', async () => {
+      const databaseUrl = server.config.databaseUrl as string;
+      // A wider waiting limit than the suite's server: every request below reaches the barrier
+      // while the first one is still unanswered, however slow this machine is.
+      const node = await startServer('pg', { databaseUrl, env: { LATTICE_DB_STATEMENT_TIMEOUT: '2000', LATTICE_DB_ACQUIRE_TIMEOUT: '3000', LATTICE_DB_POOL_SIZE: '4' } });
+      try {
+        const own = await node.fhir('POST', '/Patient', { body: { resourceType: 'Patient', name: [{ family: 'Before' }] } });
+        assert.equal(own.status, 201, own.text);
+        // Warm: the membership and the patient's row are cached, so every request asks the barrier.
+        assert.equal((await node.fhir('GET', `/Patient/${own.body.id}`)).status, 200);
+        assert.equal((await node.fhir('GET', '/Patient?name=Before')).status, 200);
+        cluster.freeze();
+        let answers: ApiResponse[];
+        try {
+          answers = await answersBy(
+            'requests',
+            Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? node.fhir('GET', `/Patient/${own.body.id}`) : node.fhir('GET', '/Patient?name=Before')))),
+          );
+        } finally {
+          cluster.thaw();
+        }
+        answers.forEach((res, i) => assertUnavailable(res, `request ${i}`));
+        assert.deepEqual(
+          answers.map((res) => res.body.issue[0].diagnostics),
+          answers.map(() => 'no answer on the listening connection within 3000 ms (LATTICE_DB_ACQUIRE_TIMEOUT)'),
+        );
+      } finally {
+        await node.stop();
+      }
+      await recovers();
+    });
+
+    test('frozen (SIGSTOP): a barrier queued behind an unanswered one is not a second wait: both callers get the first 503', async () => {
+      const listener = new Listener(cluster.url, new Map(), 1000);
+      try {
+        await listener.listen('lattice_test_queue', () => undefined);
+        await listener.caughtUp();
+        cluster.freeze();
+        try {
+          const first = listener.caughtUp().then(() => 'answered', (err: unknown) => err);
+          const queued = listener.caughtUp().then(() => 'answered', (err: unknown) => err);
+          const [a, b] = await answersBy('barriers', Promise.all([first, queued]));
+          // Before: the queued caller got NotListening (the connection dropped) and went on to read the database: a second wait.
+          assert.ok(a instanceof FhirError && b instanceof FhirError, `two 503s, not ${String(a)} and ${String(b)}`);
+          for (const err of [a, b]) {
+            assert.equal(err.status, 503);
+            assert.equal(err.outcome.issue[0].diagnostics, 'no answer on the listening connection within 1000 ms (LATTICE_DB_ACQUIRE_TIMEOUT)');
+          }
+        } finally {
+          cluster.thaw();
+        }
+      } finally {
+        listener.close();
+      }
     });
 
     test('stopped: clean 503s, /healthz unavailable, served again once it is started', async () => {

@@ -87,6 +87,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Extra write hooks (e.g. one that fails on purpose). */
   hooks?: ResourceHook[];
+  /** Collects the server's log lines (JSON, level info and above) instead of discarding them. */
+  logLines?: string[];
 }
 
 /** The PostgreSQL server URL for tests (set by scripts/test.mjs). */
@@ -170,7 +172,9 @@ export async function startServer(driver: Driver, options: StartOptions = {}): P
   if (driver === 'pg') env.DATABASE_URL = options.databaseUrl ?? (await createTestDatabase({ migrated: true }));
   else env.LATTICE_DATA_DIR = options.dataDir ?? 'memory://';
   const config = loadConfig(env);
-  const app = await createApp(config, { log: pino({ level: config.logLevel }), db: await templateDatabase(driver, options, config), extraHooks: options.hooks });
+  const lines = options.logLines;
+  const log = lines ? pino({ level: 'info' }, { write: (line: string) => void lines.push(line) }) : pino({ level: config.logLevel });
+  const app = await createApp(config, { log, db: await templateDatabase(driver, options, config), extraHooks: options.hooks });
   const address = await app.listen();
   const port = new URL(address).port;
   const baseUrl = `http://127.0.0.1:${port}`;

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { MedplumClient } from '@medplum/core';
 import { Client } from 'fhir-kit-client';
+import { MAX_PATCH_COPIED } from '../src/rest/patch.js';
 import { createProject, drivers, ooText, startServer, type TestProject, type TestServer } from './harness.js';
 
 /** PATCH with JSON Patch and FHIRPath Patch (docs/rest.md#patch). */
@@ -126,6 +127,20 @@ for (const driver of drivers) {
       assert.equal(ooText(syntax.body), "FHIRPath Patch operation 0: invalid path 'Patient.name['");
     });
 
+    test('FHIRPath Patch paths are bounded before the FHIRPath parser sees them: 400 too-costly (a 5,000-deep path took seconds to overflow it)', async () => {
+      const p = await create();
+      const del = (path: string) => fhirPathPatch(`/Patient/${p.id}`, [[{ name: 'type', valueCode: 'delete' }, { name: 'path', valueString: path }]]);
+      const deep = await del(`Patient.name${'.where(true'.repeat(5000)}${')'.repeat(5000)}`);
+      assert.equal(deep.status, 400, deep.text.slice(0, 300));
+      assert.equal(deep.body.issue[0].code, 'too-costly');
+      assert.equal(ooText(deep.body), 'FHIRPath Patch operation 0: path is 60012 characters long (at most 1000)');
+      const nested = await del(`Patient.name${'.where(true'.repeat(33)}${')'.repeat(33)}`);
+      assert.equal(ooText(nested.body), 'FHIRPath Patch operation 0: path nested too deep: 33 levels (at most 32)');
+      // Brackets inside a string literal are not nesting.
+      const quoted = await del(`Patient.name.where(family = '${'('.repeat(40)}')`);
+      assert.equal(ooText(quoted.body), `FHIRPath Patch operation 0 (delete): path 'Patient.name.where(family = '${'('.repeat(40)}')' does not exist`);
+    });
+
     test('conditional PATCH [base]/Type?search patches the single match', async () => {
       const p = await create({ identifier: [{ system: 'http://patch', value: 'cond-1' }] });
       const res = await jsonPatch('/Patient?identifier=http://patch|cond-1', [{ op: 'add', path: '/gender', value: 'other' }]);
@@ -134,6 +149,36 @@ for (const driver of drivers) {
       assert.equal(res.body.gender, 'other');
       const none = await jsonPatch('/Patient?identifier=http://patch|none', [{ op: 'add', path: '/gender', value: 'other' }]);
       assert.equal(none.status, 404);
+    });
+
+    test('JSON Patch copies that double the resource stop at the copy bound: 400 too-costly (was unbounded growth, 2^n)', async () => {
+      const p = await create();
+      // Each copy appends the whole list to itself: the copied JSON doubles every operation.
+      const ops = Array.from({ length: 21 }, () => ({ op: 'copy', from: '/name', path: '/name/-' }));
+      let name: unknown[] = p.name;
+      let copied = 0;
+      let stopped = 0;
+      for (; ; stopped++) {
+        copied += JSON.stringify(name).length;
+        if (copied > MAX_PATCH_COPIED) break;
+        name = [...name, structuredClone(name)];
+      }
+      assert.ok(stopped < ops.length);
+      const res = await jsonPatch(`/Patient/${p.id}`, ops);
+      assert.equal(res.status, 400, res.text.slice(0, 300));
+      assert.equal(res.body.issue[0].code, 'too-costly');
+      assert.equal(ooText(res.body), `JSON Patch operation ${stopped} (copy): the patch copies more than 16777216 characters (at most 16777216)`);
+      assert.equal((await server.fhir('GET', `/Patient/${p.id}`, { token: project.adminToken })).body.meta.versionId, '1');
+    });
+
+    test('JSON Patch moves that nest the resource deeper than a body may be: 400 naming the depth bound', async () => {
+      const p = await create();
+      // add /a, then per level: a fresh /b, /a moved into it, /b moved back to /a — one level deeper, no bigger.
+      const ops: unknown[] = [{ op: 'add', path: '/a', value: {} }];
+      for (let i = 0; i < 300; i++) ops.push({ op: 'add', path: '/b', value: {} }, { op: 'move', from: '/a', path: '/b/a' }, { op: 'move', from: '/b', path: '/a' });
+      const res = await jsonPatch(`/Patient/${p.id}`, ops);
+      assert.equal(res.status, 400, res.text.slice(0, 300));
+      assert.equal(ooText(res.body), 'Patch result is nested too deeply (more than 256 levels)');
     });
 
     test('MedplumClient.patchResource and fhir-kit-client patch', async () => {

@@ -1,12 +1,5 @@
+import { MAX_JSON_DEPTH } from '../fhir/json.js';
 import { badRequest } from '../fhir/outcome.js';
-
-/**
- * Deepest nesting of arrays and objects a JSON request body may have. Everything behind the
- * parser (validation, FHIRPath, canonical JSON, operation input) walks values recursively, so
- * an unbounded depth would end in a stack overflow. FHIR content stays far below this: the
- * resource validator stops at 64 element levels, which is at most 128 JSON levels.
- */
-export const MAX_JSON_DEPTH = 256;
 
 /** The answer to a request body (JSON or form) with a NUL character. */
 export const NUL_IN_CONTENT = 'Content contains a NUL character (U+0000)';

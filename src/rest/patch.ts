@@ -7,7 +7,7 @@ import type { UpdateResult } from '../core/repository.js';
 import type { ResourceValidator } from '../core/validation.js';
 import { resourceTypesIn } from '../fhir/validation/bindings.js';
 import { structureDefinitionMap } from '../fhir/definitions.js';
-import { isObject } from '../fhir/json.js';
+import { MAX_JSON_DEPTH, isObject } from '../fhir/json.js';
 import { FhirError, badRequest, issue, notFound, preconditionFailed } from '../fhir/outcome.js';
 import { conditionalQuery, singleMatch } from './conditional.js';
 import { written } from './crud.js';
@@ -55,7 +55,12 @@ function parsePatch(body: unknown): (doc: JsonObject) => Json {
   if (body === undefined) throw badRequest('Request body is empty: expected a JSON Patch or a FHIRPath Patch Parameters resource');
   if (Array.isArray(body)) {
     const ops = body.map(jsonPatchOperation);
-    return (doc) => ops.reduce<Json>((current, op, i) => applyJsonPatchOperation(current, op, i), doc);
+    return (doc) => {
+      const budget = { copied: 0 };
+      const result = ops.reduce<Json>((current, op, i) => applyJsonPatchOperation(current, op, i, budget), doc);
+      if (depthOf(result) > MAX_JSON_DEPTH) throw badRequest(`Patch result is nested too deeply (more than ${MAX_JSON_DEPTH} levels)`);
+      return result;
+    };
   }
   if (isObject(body) && body.resourceType === 'Parameters') {
     const ops = fhirPathOperations(body);
@@ -154,7 +159,42 @@ function removeAt(doc: Json, path: string, i: number, op: string): Json {
   return doc;
 }
 
-function applyJsonPatchOperation(doc: Json, op: JsonPatchOperation, i: number): Json {
+/**
+ * Most characters of JSON the `copy` operations of one JSON Patch may copy in all: a copy of a
+ * list into itself doubles it, so 40 operations would ask for 2^40 times the resource
+ * (docs/rest.md#patch). The default body limit: more than a request could send.
+ */
+export const MAX_PATCH_COPIED = 16 * 1024 * 1024;
+
+/** The size of a value `copy` is about to copy, counted against MAX_PATCH_COPIED. */
+function countCopy(value: Json, i: number, budget: { copied: number }): void {
+  let size: number;
+  try {
+    size = JSON.stringify(value)?.length ?? 0;
+  } catch {
+    size = Infinity; // nested too deep to even measure
+  }
+  budget.copied += size;
+  if (budget.copied > MAX_PATCH_COPIED) {
+    throw new FhirError(400, [issue('too-costly', `JSON Patch operation ${i} (copy): the patch copies more than ${MAX_PATCH_COPIED} characters (at most ${MAX_PATCH_COPIED})`)]);
+  }
+}
+
+/** Deepest nesting of arrays and objects, without recursion. */
+function depthOf(value: Json): number {
+  let deepest = 0;
+  const stack: Array<[Json, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    deepest = Math.max(deepest, depth);
+    if (deepest > MAX_JSON_DEPTH) return deepest;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
+function applyJsonPatchOperation(doc: Json, op: JsonPatchOperation, i: number, budget: { copied: number }): Json {
   switch (op.op) {
     case 'add':
       return addAt(doc, op.path, structuredClone(op.value), i, op.op);
@@ -170,8 +210,11 @@ function applyJsonPatchOperation(doc: Json, op: JsonPatchOperation, i: number): 
       const value = getAt(doc, from, i, op.op);
       return addAt(removeAt(doc, from, i, op.op), op.path, value, i, op.op);
     }
-    case 'copy':
-      return addAt(doc, op.path, structuredClone(getAt(doc, op.from as string, i, op.op)), i, op.op);
+    case 'copy': {
+      const value = getAt(doc, op.from as string, i, op.op);
+      countCopy(value, i, budget);
+      return addAt(doc, op.path, structuredClone(value), i, op.op);
+    }
     case 'test':
       if (!isDeepStrictEqual(getAt(doc, op.path, i, op.op), op.value)) {
         throw new FhirError(422, [issue('processing', `JSON Patch operation ${i} (test) failed at '${op.path}'`)]);
@@ -216,6 +259,7 @@ function fhirPathOperations(parameters: JsonObject): FhirPathOperation[] {
     }
     const path = part('path')?.valueString;
     if (typeof path !== 'string' || path === '') throw badRequest(`${prefix}: missing 'path'`);
+    checkPathSize(path, prefix);
     const int = (name: string): number | undefined => {
       const v = part(name)?.valueInteger;
       return typeof v === 'number' ? v : undefined;
@@ -239,6 +283,32 @@ function fhirPathOperations(parameters: JsonObject): FhirPathOperation[] {
     if (type === 'move') need(op.source !== undefined && op.destination !== undefined, 'source and destination');
     return op;
   });
+}
+
+/** Longest FHIRPath Patch path, and deepest nesting of its parentheses and brackets (docs/rest.md#patch). */
+export const MAX_PATCH_PATH = { length: 1000, depth: 32 };
+
+/**
+ * The path is parsed by the FHIRPath engine, whose parser recurses and slows down with nesting (a
+ * path 5,000 `where(` deep took seconds before overflowing the stack): its size is checked first,
+ * in one pass.
+ */
+function checkPathSize(path: string, prefix: string): void {
+  const tooCostly = (text: string) => new FhirError(400, [issue('too-costly', `${prefix}: ${text}`)]);
+  if (path.length > MAX_PATCH_PATH.length) throw tooCostly(`path is ${path.length} characters long (at most ${MAX_PATCH_PATH.length})`);
+  let depth = 0;
+  let deepest = 0;
+  let quote: string | undefined;
+  for (let i = 0; i < path.length; i++) {
+    const c = path[i];
+    if (quote) {
+      if (c === '\\') i++;
+      else if (c === quote) quote = undefined;
+    } else if (c === "'" || c === '`') quote = c;
+    else if (c === '(' || c === '[') deepest = Math.max(deepest, ++depth);
+    else if (c === ')' || c === ']') depth = Math.max(0, depth - 1);
+  }
+  if (deepest > MAX_PATCH_PATH.depth) throw tooCostly(`path nested too deep: ${deepest} levels (at most ${MAX_PATCH_PATH.depth})`);
 }
 
 /** `value[x]` of a part, or an object built from its parts (a complex value given part by part). */

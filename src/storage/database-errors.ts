@@ -6,12 +6,26 @@ import { FhirError, issue } from '../fhir/outcome.js';
  */
 const RETRY = { 'Retry-After': '1' };
 
+/**
+ * `wait`, when known, names the one wait that ran out and its bound (the issue's `diagnostics`),
+ * e.g. `no pooled connection within 10000 ms (LATTICE_DB_ACQUIRE_TIMEOUT)`: a request waits once
+ * (docs/errors.md#bounds-and-timeouts), and its answer says for what.
+ */
+const transient = (text: string, wait: string | undefined): FhirError =>
+  new FhirError(503, [{ ...issue('transient', text), ...(wait !== undefined ? { diagnostics: wait } : {}) }], RETRY);
+
 /** No connection (PostgreSQL pool) or turn (PGlite) became free in time. */
-export const databaseBusy = (): FhirError => new FhirError(503, [issue('transient', 'The database is busy; try again later')], RETRY);
+export const databaseBusy = (wait?: string): FhirError => transient('The database is busy; try again later', wait);
 
 /** The database server does not answer (stopped, frozen, unreachable). */
-export const databaseUnavailable = (): FhirError =>
-  new FhirError(503, [issue('transient', 'The database is unavailable; try again later')], RETRY);
+export const databaseUnavailable = (wait?: string): FhirError => transient('The database is unavailable; try again later', wait);
+
+/** The waits of docs/errors.md#bounds-and-timeouts, as `diagnostics` of a 503 name them. */
+export const WAITS = {
+  listening: (ms: number) => `no answer on the listening connection within ${ms} ms (LATTICE_DB_ACQUIRE_TIMEOUT)`,
+  pool: (ms: number) => `no pooled connection within ${ms} ms (LATTICE_DB_ACQUIRE_TIMEOUT)`,
+  statement: (ms: number) => `no answer to a statement within ${ms} ms (LATTICE_DB_STATEMENT_TIMEOUT + 2 s)`,
+};
 
 /** The request held the database longer than `LATTICE_DB_STATEMENT_TIMEOUT` allows; its work was rolled back. */
 export const databaseTimeout = (ms: number): FhirError =>
@@ -48,14 +62,15 @@ const UNAVAILABLE_STATES = /^(08|57P0[1-4]|53300)/;
  * The FhirError for a `pg` failure that is the database's state rather than the query's
  * fault, or undefined (then the original error stands: a constraint violation, a bug).
  */
-export function pgFailure(err: unknown, statementTimeoutMs: number): FhirError | undefined {
+export function pgFailure(err: unknown, statementTimeoutMs: number, acquireTimeoutMs?: number): FhirError | undefined {
   if (err instanceof FhirError) return err;
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e?.code === 'string' ? e.code : '';
   const message = typeof e?.message === 'string' ? e.message : '';
   if (code === '57014') return databaseTimeout(statementTimeoutMs); // statement_timeout
   if (code === '25P03') return databaseTimeout(statementTimeoutMs); // idle_in_transaction_session_timeout
-  if (/^timeout exceeded when trying to connect/.test(message)) return databaseBusy();
+  if (/^timeout exceeded when trying to connect/.test(message)) return databaseBusy(acquireTimeoutMs ? WAITS.pool(acquireTimeoutMs) : undefined);
+  if (/Query read timeout/i.test(message) && statementTimeoutMs > 0) return databaseUnavailable(WAITS.statement(statementTimeoutMs + 2000));
   if (UNAVAILABLE_STATES.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND'].includes(code)) {
     return databaseUnavailable();
   }

@@ -40,7 +40,7 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
   });
   const handlers = new Map<string, Array<(payload: string) => void>>();
   const fail = (err: unknown): never => {
-    throw pgFailure(err, statement) ?? err;
+    throw pgFailure(err, statement, connectTimeout) ?? err;
   };
 
   const run = async <T>(q: pg.Pool | pg.PoolClient, sql: string, params: unknown[] = []): Promise<QueryResult<T>> => {
@@ -63,7 +63,7 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
       try {
         await copy(client, table, columns, text);
       } catch (err) {
-        if (pgFailure(err, statement)?.status === 503) broken = err;
+        if (pgFailure(err, statement, connectTimeout)?.status === 503) broken = err;
         throw err;
       } finally {
         client.release(broken === undefined ? undefined : broken instanceof Error ? broken : new Error('connection failed'));
@@ -101,7 +101,7 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
           await run(client, 'COMMIT');
           return result;
         } catch (err) {
-          const failure = pgFailure(err, statement);
+          const failure = pgFailure(err, statement, connectTimeout);
           if (failure?.status === 503) broken = err; // the connection may be mid-query or dead
           else await client.query('ROLLBACK').catch((e: unknown) => (broken = e));
           const code = (err as { code?: string }).code;
@@ -131,7 +131,7 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
         await run(client, 'COMMIT');
         return result;
       } catch (err) {
-        if (pgFailure(err, statement)?.status === 503) broken = err;
+        if (pgFailure(err, statement, connectTimeout)?.status === 503) broken = err;
         else await client.query('ROLLBACK').catch((e: unknown) => (broken = e));
         throw err;
       } finally {

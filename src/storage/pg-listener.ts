@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { FhirError } from '../fhir/outcome.js';
 import { notify } from './change-feed.js';
-import { databaseUnavailable, ListenUnsupported, NotListening } from './database-errors.js';
+import { databaseUnavailable, ListenUnsupported, NotListening, WAITS } from './database-errors.js';
 
 /** Channel of the start-up check that notifications reach this session (see `probe`). */
 const PROBE_CHANNEL = 'lattice_listen_probe';
@@ -70,19 +70,42 @@ export class Listener {
    */
   caughtUp(since?: number): Promise<void> {
     if (since !== undefined && this.client && this.caughtUpTo >= since) return Promise.resolve();
+    return this.waitAtMost(this.shared());
+  }
+
+  /**
+   * The barrier a caller waits for: the one in flight when none is queued behind it yet, else the
+   * queued one. A queued barrier whose predecessor got no answer (a 503: the server is frozen)
+   * is not sent: its callers get that 503 — they have waited for this server once already, and
+   * must not wait again on the next connection or on a pooled one (issue 32: two waits).
+   */
+  private shared(): Promise<void> {
     if (this.queued) return this.queued;
     if (!this.inflight) return this.barrier();
     const queued = this.inflight
       .then(
         () => undefined,
-        () => undefined,
+        (err: unknown) => (err instanceof FhirError ? err : undefined),
       )
-      .then(() => {
+      .then((unanswered) => {
         this.queued = undefined;
+        if (unanswered) throw unanswered;
         return this.barrier();
       });
     this.queued = queued;
     return queued;
+  }
+
+  /**
+   * One wait per caller: however the shared barriers go, a caller is answered — resolved, or a
+   * 503 naming this wait — within `waitMs` of its call (docs/errors.md#bounds-and-timeouts).
+   */
+  private waitAtMost(barrier: Promise<void>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(databaseUnavailable(WAITS.listening(this.waitMs))), this.waitMs);
+    });
+    return Promise.race([barrier, timeout]).finally(() => clearTimeout(timer));
   }
 
   private barrier(): Promise<void> {
@@ -121,7 +144,7 @@ export class Listener {
   private bounded<T>(work: Promise<T>, client: pg.Client): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(databaseUnavailable()), this.waitMs);
+      timer = setTimeout(() => reject(databaseUnavailable(WAITS.listening(this.waitMs))), this.waitMs);
     });
     return Promise.race([work, timeout]).then(
       (value) => {
@@ -233,7 +256,7 @@ function destroy(client: pg.Client): void {
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(databaseUnavailable()), ms);
+    timer = setTimeout(() => reject(databaseUnavailable(WAITS.listening(ms))), ms);
   });
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }

@@ -3,6 +3,7 @@ import type { Queryable } from '../../core/database.js';
 import type { ResourceRepository, SearchQuery, SearchResult } from '../../core/repository.js';
 import type { SearchTerminology } from '../../core/search.js';
 import type { Scope } from '../../core/scope.js';
+import { FhirError, issue } from '../../fhir/outcome.js';
 import { extractRows } from './extract.js';
 import type { IndexRows } from './index-rows.js';
 import { indexCtes, manyIndexCtes, removeRows, replaceRows } from './index-writer.js';
@@ -21,18 +22,18 @@ export function createSearchIndex(limits: SearchLimits = DEFAULT_SEARCH_LIMITS):
   let terminology: SearchTerminology | undefined;
   return {
     async index(tx: Queryable, resource: Resource): Promise<void> {
-      await replaceRows(tx, resource.resourceType, resource.id as string, extractRows(resource));
+      await replaceRows(tx, resource.resourceType, resource.id as string, extractOrRefuse(resource));
       statistics.wrote();
     },
     indexCtes(resource: Resource, params: unknown[], options: { replace: boolean; guard?: string }): string[] {
-      const parts = indexCtes(extractRows(resource), params, options);
+      const parts = indexCtes(extractOrRefuse(resource), params, options);
       statistics.wrote();
       return parts;
     },
-    extract: extractRows,
+    extract: extractOrRefuse,
     manyIndexCtes(resources: Resource[], params: unknown[], rows?: Array<IndexRows | undefined>): string[] {
       const parts = manyIndexCtes(
-        resources.map((r, i) => ({ resourceType: r.resourceType, id: r.id as string, rows: rows?.[i] ?? extractRows(r) })),
+        resources.map((r, i) => ({ resourceType: r.resourceType, id: r.id as string, rows: rows?.[i] ?? extractOrRefuse(r) })),
         params,
       );
       statistics.wrote(resources.length);
@@ -50,4 +51,19 @@ export function createSearchIndex(limits: SearchLimits = DEFAULT_SEARCH_LIMITS):
       terminology = t;
     },
   };
+}
+
+/**
+ * The index rows of a resource, or a 400 when they cannot be computed (docs/rest.md#search-index-upgrades):
+ * a write is never stored without its index rows — the extraction runs before the write's
+ * statement, in its transaction — and the caller learns why rather than getting a 500.
+ */
+function extractOrRefuse(resource: Resource): IndexRows {
+  try {
+    return extractRows(resource);
+  } catch (err) {
+    if (err instanceof FhirError) throw err;
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new FhirError(400, [issue('processing', `${resource.resourceType} cannot be indexed for search (${reason}); it was not stored`)]);
+  }
 }

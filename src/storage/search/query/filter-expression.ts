@@ -1,4 +1,5 @@
-import { badRequest } from '../../../fhir/outcome.js';
+import { SEARCH_NESTING_CEILING } from '../../../config.js';
+import { FhirError, badRequest, issue } from '../../../fhir/outcome.js';
 
 /**
  * The `_filter` grammar of FHIR R4 (docs/rest.md#filter), parsed into a tree the query builder
@@ -8,7 +9,7 @@ import { badRequest } from '../../../fhir/outcome.js';
  * is not supported: only the reference form).
  */
 export type FilterNode =
-  | { kind: 'and' | 'or'; left: FilterNode; right: FilterNode }
+  | { kind: 'and' | 'or'; operands: FilterNode[] }
   | { kind: 'not'; inner: FilterNode }
   | { kind: 'compare'; path: string[]; op: FilterOp; value: string };
 
@@ -21,9 +22,17 @@ interface Token {
   at: number;
 }
 
-/** Parses a `_filter` value; 400 `Invalid _filter '<v>': <reason> at position <n>` when it does not parse. */
-export function parseFilter(source: string): FilterNode {
+/**
+ * Parses a `_filter` value; 400 `Invalid _filter '<v>': <reason> at position <n>` when it does not
+ * parse. The parser recurses once per level of parentheses, so the nesting is measured first,
+ * without recursion: deeper than `maxDepth` (`LATTICE_SEARCH_MAX_FILTER_DEPTH` for a search's
+ * own `_filter`) → 400 `too-costly`. A run of `and`/`or` is one node with many operands, so a long
+ * flat expression makes a wide tree, never a deep one.
+ */
+export function parseFilter(source: string, maxDepth = SEARCH_NESTING_CEILING): FilterNode {
   const tokens = tokenize(source);
+  const depth = nesting(tokens);
+  if (depth > maxDepth) throw new FhirError(400, [issue('too-costly', `_filter nested too deep: ${depth} levels (at most ${maxDepth})`)]);
   let i = 0;
   const fail = (reason: string, at = tokens[i]?.at ?? source.length): never => {
     throw badRequest(`Invalid _filter '${source}': ${reason} at position ${at + 1}`);
@@ -32,20 +41,20 @@ export function parseFilter(source: string): FilterNode {
   const word = (t: Token | undefined, w: string) => t !== undefined && !t.quoted && t.text.toLowerCase() === w;
 
   const parseOr = (): FilterNode => {
-    let left = parseAnd();
+    const operands = [parseAnd()];
     while (word(peek(), 'or')) {
       i++;
-      left = { kind: 'or', left, right: parseAnd() };
+      operands.push(parseAnd());
     }
-    return left;
+    return operands.length === 1 ? operands[0] : { kind: 'or', operands };
   };
   const parseAnd = (): FilterNode => {
-    let left = parseUnary();
+    const operands = [parseUnary()];
     while (word(peek(), 'and')) {
       i++;
-      left = { kind: 'and', left, right: parseUnary() };
+      operands.push(parseUnary());
     }
-    return left;
+    return operands.length === 1 ? operands[0] : { kind: 'and', operands };
   };
   const parseUnary = (): FilterNode => {
     const t = peek();
@@ -68,6 +77,10 @@ export function parseFilter(source: string): FilterNode {
     const pathToken = tokens[i];
     if (pathToken.quoted || pathToken.text === '(' || pathToken.text === ')') return fail('expected a parameter name');
     const path = pathToken.text.split('.');
+    // Each link is a nested subquery built recursively (the search's own bound is LATTICE_SEARCH_MAX_CHAIN).
+    if (path.length - 1 > SEARCH_NESTING_CEILING) {
+      throw new FhirError(400, [issue('too-costly', `_filter chain too deep: ${path.length - 1} links (at most ${SEARCH_NESTING_CEILING})`)]);
+    }
     if (path.some((p) => !/^[A-Za-z_][A-Za-z0-9_-]*(:[A-Za-z]+)?$/.test(p))) return fail(`invalid parameter path '${pathToken.text}'`, pathToken.at);
     i++;
     const opToken = tokens[i];
@@ -84,11 +97,23 @@ export function parseFilter(source: string): FilterNode {
   return tree;
 }
 
-/** Number of comparisons of a tree (the bound of docs/rest.md#limits). */
-export function comparisons(node: FilterNode): number {
-  if (node.kind === 'compare') return 1;
+/** The comparisons of a tree, in order (their number is a bound of docs/rest.md#limits). */
+export function comparisons(node: FilterNode): Array<Extract<FilterNode, { kind: 'compare' }>> {
+  if (node.kind === 'compare') return [node];
   if (node.kind === 'not') return comparisons(node.inner);
-  return comparisons(node.left) + comparisons(node.right);
+  return node.operands.flatMap(comparisons);
+}
+
+/** The deepest nesting of parentheses among the tokens (one pass, no recursion). */
+function nesting(tokens: Token[]): number {
+  let depth = 0;
+  let deepest = 0;
+  for (const t of tokens) {
+    if (t.quoted) continue;
+    if (t.text === '(') deepest = Math.max(deepest, ++depth);
+    else if (t.text === ')') depth = Math.max(0, depth - 1);
+  }
+  return deepest;
 }
 
 /** Words, parentheses and JSON-style quoted strings (`"a \"b\""`). */

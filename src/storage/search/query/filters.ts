@@ -1,4 +1,5 @@
-import { badRequest } from '../../../fhir/outcome.js';
+import { SEARCH_NESTING_CEILING } from '../../../config.js';
+import { FhirError, badRequest, issue } from '../../../fhir/outcome.js';
 import { isResourceType } from '../../../fhir/definitions.js';
 import { compositeComponents, searchParameter, tableFor } from '../parameters.js';
 import {
@@ -33,6 +34,7 @@ export const TEXT_PARAMETERS: ReadonlySet<string> = new Set(['_text', '_content'
  * Throws 400 for unknown parameters, modifiers and malformed values.
  */
 export function filterSql(p: SqlParams, owner: Owner, name: string, rawValue: string): string | undefined {
+  checkNesting(name);
   if (name.startsWith('_has:') || name === '_has') return hasSql(p, owner, name, rawValue);
   if (name === '_filter' || name.startsWith('_filter:')) {
     if (name !== '_filter') throw badRequest(`Unsupported modifier ':${name.slice(8)}' for search parameter _filter`);
@@ -74,6 +76,20 @@ export function filterSql(p: SqlParams, owner: Owner, name: string, rawValue: st
   const table = tableFor(sp)!;
   return `(${criterionSql(p, owner, { code, table, modifier, values })})`;
 }
+
+/**
+ * Chains and `_has` are built by recursion, one level per link: a name deeper than
+ * SEARCH_NESTING_CEILING is refused whoever wrote it (a search's own parameters meet the lower
+ * configured bounds first, limits.ts; access-policy and scope criteria come here directly).
+ */
+function checkNesting(name: string): void {
+  const links = name.split('.').length - 1;
+  if (links > SEARCH_NESTING_CEILING) throw tooDeep(`Chained search parameter too deep: ${links} links (at most ${SEARCH_NESTING_CEILING})`);
+  const has = name.split('_has:').length - 1;
+  if (has > SEARCH_NESTING_CEILING) throw tooDeep(`_has nested too deep: ${has} levels (at most ${SEARCH_NESTING_CEILING})`);
+}
+
+const tooDeep = (text: string) => new FhirError(400, [issue('too-costly', text)]);
 
 /** `name:exact` → ['name', 'exact']. */
 export function splitModifier(name: string): [string, string | undefined] {
@@ -165,7 +181,7 @@ function filterTreeSql(p: SqlParams, owner: Owner, node: FilterNode): string {
   switch (node.kind) {
     case 'and':
     case 'or':
-      return `(${filterTreeSql(p, owner, node.left)} ${node.kind.toUpperCase()} ${filterTreeSql(p, owner, node.right)})`;
+      return `(${node.operands.map((operand) => filterTreeSql(p, owner, operand)).join(` ${node.kind.toUpperCase()} `)})`;
     case 'not':
       return `NOT (${filterTreeSql(p, owner, node.inner)})`;
     case 'compare':

@@ -21,8 +21,10 @@ export function checkSearchLimits(params: Array<[string, string]>, limits: Searc
   }
   for (const [name, value] of filters) {
     if (name === '_filter' && value.trim() !== '') {
-      const terms = comparisons(parseFilter(value));
-      if (terms > limits.maxFilterTerms) throw tooCostly(`_filter has ${terms} comparisons (at most ${limits.maxFilterTerms})`);
+      const terms = comparisons(parseFilter(value, limits.maxFilterDepth));
+      if (terms.length > limits.maxFilterTerms) throw tooCostly(`_filter has ${terms.length} comparisons (at most ${limits.maxFilterTerms})`);
+      const links = Math.max(...terms.map((t) => t.path.length - 1));
+      if (links > limits.maxChain) throw tooCostly(`_filter chain too deep: ${links} links (at most ${limits.maxChain})`);
     }
     const has = name.split('_has:').length - 1;
     if (has > limits.maxHasDepth) throw tooCostly(`_has nested too deep: ${has} levels (at most ${limits.maxHasDepth})`);

@@ -6,7 +6,7 @@ import { searchParameter } from '../parameters.js';
 import { clip } from '../normalize.js';
 import type { TermMatches } from './sql-params.js';
 import { splitPipe, splitValues, unescapeValue } from './values.js';
-import { parseFilter, type FilterNode } from './filter-expression.js';
+import { comparisons, parseFilter } from './filter-expression.js';
 
 /** Token modifiers answered by the terminology engine (docs/rest.md#terminology-modifiers). */
 export const TERMINOLOGY_MODIFIERS = ['below', 'above', 'in', 'not-in'];
@@ -72,17 +72,10 @@ export function termCriteria(type: string, params: Array<[string, string]>): Ter
   const out: TermCriterion[] = [];
   for (const [name, value] of params) {
     if (name === '_filter' && value.trim() !== '') {
-      const walk = (node: FilterNode): void => {
-        if (node.kind === 'compare') {
-          const modifier = FILTER_TERM_OPS[node.op];
-          if (modifier && node.path.length === 1 && searchParameter(type, node.path[0])?.type === 'token') out.push({ type, code: node.path[0], modifier, value: node.value });
-        } else if (node.kind === 'not') walk(node.inner);
-        else {
-          walk(node.left);
-          walk(node.right);
-        }
-      };
-      walk(parseFilter(value));
+      for (const node of comparisons(parseFilter(value))) {
+        const modifier = FILTER_TERM_OPS[node.op];
+        if (modifier && node.path.length === 1 && searchParameter(type, node.path[0])?.type === 'token') out.push({ type, code: node.path[0], modifier, value: node.value });
+      }
       continue;
     }
     if (name.includes('.')) continue; // chains: refused where they are built
