@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { validateResource } from '../src/fhir/validation/validate-resource.js';
 import { load, table, type LoadResult } from './http-load.js';
-import { benchPostgres } from './postgres.js';
-import { BENCH_ADMIN_ENV, runLatticeImport, startBareProcess, startLatticeProcess } from './server-process.js';
+import { exportRow, measureExport } from './export.js';
+import { loadPopulation } from './population.js';
+import { startBareProcess } from './server-process.js';
 import { patientResources, resourcesPerPatient, writeSyntheaNdjson, type SyntheaShape } from './synthea-like.js';
 
 /** The shape of the generated population (writeSyntheaNdjson's default). */
 const SHAPE: SyntheaShape = { patients: 0, encounters: 10, observations: 5 };
-import { benchToken } from './token.js';
 
 
 export interface RestOptions {
@@ -25,7 +25,8 @@ export interface RestOptions {
  * REST benchmark (docs/rest.md#cost-of-a-request), per driver: a generated Synthea-shaped
  * population loaded with `lattice import` (resources/s, peak RSS), then — on that data — read,
  * search, create and update under load as ratios to a bare Node HTTP server measured in the
- * same run, and transaction Bundles of 500 and of 5,000 entries one after another (resources/s).
+ * same run, transaction Bundles of 500 and of 5,000 entries one after another (resources/s), and
+ * a system-level Bulk Data `$export` of the population (resources/s, the server's peak RSS).
  */
 export async function benchRest(options: RestOptions): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'lattice-bench-rest-'));
@@ -52,67 +53,57 @@ export async function benchRest(options: RestOptions): Promise<string> {
 }
 
 async function benchDriver(driver: 'pglite' | 'pg', file: string, generated: number, dir: string, baseline: LoadResult, options: RestOptions): Promise<string> {
-  const postgres = driver === 'pg' ? await benchPostgres() : undefined;
-  // An empty DATABASE_URL is none: a DATABASE_URL the bench was given must not turn the PGlite half into PostgreSQL.
-  const storage: Record<string, string> = postgres ? { DATABASE_URL: postgres.url } : { LATTICE_DATA_DIR: join(dir, `data-${driver}`), DATABASE_URL: '' };
+  const population = await loadPopulation(driver, file, dir, generated);
+  const { server, token, imported } = population;
   try {
-    // The server creates the schema and the super admin, then the CLI imports on its own.
-    let server = await startLatticeProcess({ ...BENCH_ADMIN_ENV, ...storage });
-    const token = await benchToken(server.url);
-    await server.stop();
-    console.error(`${driver}: importing ${generated} resources …`);
-    // Shared on purpose (`--shared`): the bench reads it back with the super admin's token.
-    const imported = await runLatticeImport([file, '--shared'], { ...process.env, ...BENCH_ADMIN_ENV, ...storage });
-    server = await startLatticeProcess({ ...BENCH_ADMIN_ENV, ...storage });
-    try {
-      const fhir = `${server.url}/fhir/R4`;
-      const auth = { authorization: `Bearer ${token}` };
-      const json = { ...auth, 'content-type': 'application/fhir+json' };
-      const patient = patientResources(0, { patients: 1, encounters: 0, observations: 0 }).next().value as Record<string, unknown>;
-      const check = async (path: string, init: RequestInit = {}) => {
-        const res = await fetch(`${fhir}${path}`, { headers: json, ...init });
-        if (!res.ok) throw new Error(`${path}: ${res.status} ${(await res.text()).slice(0, 300)}`);
-        return (await res.json()) as Record<string, unknown>;
-      };
-      await check('/Patient/syn-p1');
-      const found = await check('/Patient?family=Smith&_count=10');
-      if (!Array.isArray(found.entry) || found.entry.length === 0) throw new Error('the search found no imported Patient');
-      const { seconds, connections } = options;
-      const rows: Array<[string, LoadResult]> = [['bare node:http (baseline)', baseline]];
-      rows.push(['GET /Patient/<id>', await load(`${fhir}/Patient/syn-p1`, { seconds, connections, headers: auth })]);
-      rows.push(['GET /Patient?family=Smith&_count=10', await load(`${fhir}/Patient?family=Smith&_count=10`, { seconds, connections, headers: auth })]);
-      rows.push([
-        'GET /Observation?subject=Patient/<id>&code=8302-2',
-        await load(`${fhir}/Observation?subject=Patient/syn-p2&code=http://loinc.org|8302-2`, { seconds, connections, headers: auth }),
-      ]);
-      rows.push(['GET /Encounter?date=ge2015-01-01&_count=10', await load(`${fhir}/Encounter?date=ge2015-01-01&_count=10`, { seconds, connections, headers: auth })]);
-      const body = JSON.stringify({ ...patient, id: undefined });
-      rows.push(['POST /Patient', await load(`${fhir}/Patient`, { seconds, connections, method: 'POST', headers: json, body })]);
-      // Each update changes the content (an identical PUT writes nothing), of one of the
-      // imported Patients in turn (one resource for all would measure its row lock).
-      let n = 0;
-      const patients = Math.max(1, Math.round(generated / resourcesPerPatient(SHAPE)));
-      const update = () => {
-        const id = `syn-p${n % patients}`;
-        const birthDate = `19${String(10 + (Math.floor(n++ / patients) % 89))}-01-01`;
-        return { path: `/fhir/R4/Patient/${id}`, body: JSON.stringify({ ...patient, id, birthDate }) };
-      };
-      rows.push(['PUT /Patient/<id> (changed)', await load(`${fhir}/Patient/syn-p3`, { seconds, connections, method: 'PUT', headers: json, body: update })]);
-      const tx = await transactions(fhir, json, seconds, 500);
-      const txLarge = await transactions(fhir, json, seconds, 5000);
-      const ratios = table(rows);
-      return (
-        `### ${driver}\n\n${ratios}\n\n` +
-        `| bulk | resources/s | notes |\n|---|---|---|\n` +
-        `| \`lattice import\` NDJSON | ${(generated / imported.seconds).toFixed(0)} | ${generated.toLocaleString('en')} resources in ${imported.seconds.toFixed(1)} s (process start included), peak RSS ${(imported.peakRss / 2 ** 20).toFixed(0)} MiB |\n` +
-        `| transaction Bundles of 500 entries, one at a time | ${tx.perSecond.toFixed(0)} | ${tx.bundles} Bundles |\n` +
-        `| transaction Bundles of 5,000 entries, one at a time | ${txLarge.perSecond.toFixed(0)} | ${txLarge.bundles} Bundles |`
-      );
-    } finally {
-      await server.stop();
-    }
+    // First, on a server that has done nothing else: its peak RSS is the export's.
+    const exported = await measureExport(server, token, generated);
+    const fhir = `${server.url}/fhir/R4`;
+    const auth = { authorization: `Bearer ${token}` };
+    const json = { ...auth, 'content-type': 'application/fhir+json' };
+    const patient = patientResources(0, { patients: 1, encounters: 0, observations: 0 }).next().value as Record<string, unknown>;
+    const check = async (path: string, init: RequestInit = {}) => {
+      const res = await fetch(`${fhir}${path}`, { headers: json, ...init });
+      if (!res.ok) throw new Error(`${path}: ${res.status} ${(await res.text()).slice(0, 300)}`);
+      return (await res.json()) as Record<string, unknown>;
+    };
+    await check('/Patient/syn-p1');
+    const found = await check('/Patient?family=Smith&_count=10');
+    if (!Array.isArray(found.entry) || found.entry.length === 0) throw new Error('the search found no imported Patient');
+    const { seconds, connections } = options;
+    const rows: Array<[string, LoadResult]> = [['bare node:http (baseline)', baseline]];
+    rows.push(['GET /Patient/<id>', await load(`${fhir}/Patient/syn-p1`, { seconds, connections, headers: auth })]);
+    rows.push(['GET /Patient?family=Smith&_count=10', await load(`${fhir}/Patient?family=Smith&_count=10`, { seconds, connections, headers: auth })]);
+    rows.push([
+      'GET /Observation?subject=Patient/<id>&code=8302-2',
+      await load(`${fhir}/Observation?subject=Patient/syn-p2&code=http://loinc.org|8302-2`, { seconds, connections, headers: auth }),
+    ]);
+    rows.push(['GET /Encounter?date=ge2015-01-01&_count=10', await load(`${fhir}/Encounter?date=ge2015-01-01&_count=10`, { seconds, connections, headers: auth })]);
+    const body = JSON.stringify({ ...patient, id: undefined });
+    rows.push(['POST /Patient', await load(`${fhir}/Patient`, { seconds, connections, method: 'POST', headers: json, body })]);
+    // Each update changes the content (an identical PUT writes nothing), of one of the
+    // imported Patients in turn (one resource for all would measure its row lock).
+    let n = 0;
+    const patients = Math.max(1, Math.round(generated / resourcesPerPatient(SHAPE)));
+    const update = () => {
+      const id = `syn-p${n % patients}`;
+      const birthDate = `19${String(10 + (Math.floor(n++ / patients) % 89))}-01-01`;
+      return { path: `/fhir/R4/Patient/${id}`, body: JSON.stringify({ ...patient, id, birthDate }) };
+    };
+    rows.push(['PUT /Patient/<id> (changed)', await load(`${fhir}/Patient/syn-p3`, { seconds, connections, method: 'PUT', headers: json, body: update })]);
+    const tx = await transactions(fhir, json, seconds, 500);
+    const txLarge = await transactions(fhir, json, seconds, 5000);
+    const ratios = table(rows);
+    return (
+      `### ${driver}\n\n${ratios}\n\n` +
+      `| bulk | resources/s | notes |\n|---|---|---|\n` +
+      `| \`lattice import\` NDJSON | ${(generated / imported.seconds).toFixed(0)} | ${generated.toLocaleString('en')} resources in ${imported.seconds.toFixed(1)} s (process start included), peak RSS ${(imported.peakRss / 2 ** 20).toFixed(0)} MiB |\n` +
+      `| transaction Bundles of 500 entries, one at a time | ${tx.perSecond.toFixed(0)} | ${tx.bundles} Bundles |\n` +
+      `| transaction Bundles of 5,000 entries, one at a time | ${txLarge.perSecond.toFixed(0)} | ${txLarge.bundles} Bundles |\n` +
+      exportRow(exported)
+    );
   } finally {
-    await postgres?.stop();
+    await population.stop();
   }
 }
 

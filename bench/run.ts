@@ -1,3 +1,4 @@
+import { benchExport } from './export.js';
 import { benchLoinc } from './loinc.js';
 import { benchRest } from './rest.js';
 import { benchStart } from './start.js';
@@ -15,7 +16,8 @@ import { benchSnomed } from './snomed.js';
  * concepts and 3 s per case; `--all` adds the older REST and sequential-latency benchmarks.
  * `npm run bench -- start` runs only the start-time benchmark; `npm run bench -- snomed` only
  * the SNOMED CT one (bench/snomed.ts: RF2 import and ECL at International size), `npm run bench --
- * loinc` only the LOINC import (bench/loinc.ts). BENCH_SECONDS sets the duration of each load
+ * loinc` only the LOINC import (bench/loinc.ts), `npm run bench -- export` only the Bulk Data export
+ * (bench/export.ts, 200,000 resources unless `--import-size`). BENCH_SECONDS sets the duration of each load
  * case (default 10), BENCH_SIZE the number of concepts.
  */
 async function main(argv: string[]): Promise<void> {
@@ -38,6 +40,11 @@ async function main(argv: string[]): Promise<void> {
   const rest = () => benchRest({ seconds, connections: 32, drivers, importSize });
   if (argv[0] === 'rest') {
     console.log(await rest());
+    return;
+  }
+  if (argv[0] === 'export') {
+    // Only the Bulk Data export (bench/export.ts), on 200,000 resources unless --import-size says otherwise.
+    console.log(await benchExport({ drivers, importSize: Number(sizeArg ?? process.env.BENCH_IMPORT_SIZE ?? 200_000) }));
     return;
   }
   console.log(await benchStart());

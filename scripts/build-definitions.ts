@@ -284,6 +284,48 @@ function codeSystemImport(): OperationDefinition {
 }
 
 /**
+ * `ValueSet/$compare` (docs/terminology.md#compare): the candidate comparison operation of the HL7
+ * terminology ecosystem (its `compare` and `related2` test cases): how the codes of one value set
+ * relate to those of another.
+ */
+function valueSetCompare(): OperationDefinition {
+  const side = (which: 'this' | 'other', role: string) => [
+    param('in', `${which}Url`, 0, '1', 'uri', `Canonical URL of the ${role} value set (optionally url|version)`),
+    param('in', `${which}Version`, 0, '1', 'string', `The version of the ${role} value set`),
+    param('in', `${which}ValueSet`, 0, '1', 'ValueSet', `The ${role} value set itself`),
+  ];
+  const codes = (name: string, what: string) => param('out', name, 0, '1', 'string', `${what} (codes, comma separated, in code order)`);
+  return {
+    resourceType: 'OperationDefinition',
+    id: 'ValueSet-compare',
+    name: 'ValueSetCompare',
+    title: 'Compare two value sets',
+    status: 'active',
+    kind: 'operation',
+    description:
+      'How the codes of one value set (this) relate to those of another (other): same, subset, superset, overlapping, disjoint, empty (both have no codes) or indeterminate. Decided from the definitions where they suffice (includes, filters, imports, versions), else from the expansions.',
+    affectsState: false,
+    code: 'compare',
+    resource: ['ValueSet'],
+    system: false,
+    type: true,
+    instance: false,
+    parameter: [
+      ...side('this', 'first'),
+      ...side('other', 'second'),
+      param('in', 'diagnostics', 0, '1', 'boolean', 'Accepted for compatibility; the answer always says how it was decided'),
+      TX_RESOURCE,
+      param('out', 'result', 1, '1', 'code', 'same | subset | superset | overlapping | disjoint | empty | indeterminate (this compared with other)'),
+      param('out', 'message', 1, '1', 'string', 'The relation in words, or why it could not be decided'),
+      param('out', 'performed-expansion', 1, '1', 'boolean', 'Whether the value sets had to be expanded to decide'),
+      codes('common-codes', 'Codes in both value sets, when the codes were compared one by one'),
+      codes('missing-codes', 'Codes in this value set and not in the other'),
+      codes('extra-codes', 'Codes in the other value set and not in this one'),
+    ],
+  };
+}
+
+/**
  * `$validate` (docs/rest.md#validate): the R4 definition. Validation is against the base
  * StructureDefinitions only; a nominated `profile` other than the base one is answered with an
  * error issue (the R4 text: a server that cannot validate against it SHALL return an error).
@@ -327,6 +369,7 @@ export function buildDefinitions(): Record<string, OperationDefinition> {
     'CodeSystem-subsumes': subsumes(),
     'ValueSet-expand': expand(),
     'CodeSystem-import': codeSystemImport(),
+    'ValueSet-compare': valueSetCompare(),
     'ConceptMap-translate': translate(),
     'ValueSet-batch-validate-code': batchValidateCode(),
     'CapabilityStatement-versions': versions(),

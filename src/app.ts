@@ -26,6 +26,8 @@ import { createResourceValidator } from './fhir/validation/bindings.js';
 import { installRest } from './rest/install.js';
 import { installAdmin } from './admin/install.js';
 import { installEmail } from './email/install.js';
+import { installExport } from './export/install.js';
+import { createBinaryFeature } from './binary/install.js';
 import { installSubscriptions, subscriptionHooks, SubscriptionRegistry } from './subscriptions/install.js';
 
 export interface App {
@@ -73,6 +75,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     closers.length = 0;
   };
 
+  // Binary content joins every Binary write (and signs attachment URLs on the way out).
+  const binary = createBinaryFeature(config, db);
   // Subscriptions watch writes of the types their criteria name (src/subscriptions); the
   // registry of watched types is loaded when the feature is installed below.
   const subscriptions = new SubscriptionRegistry();
@@ -82,7 +86,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     // Called at write time only, once `repository` exists.
     repository: (auth, tx) => (tx ? repository(auth).inTransaction(tx) : repository(auth)),
   });
-  const hooks = new ResourceHooks([...authHooks(), ...terminologyHooks(), ...watchHooks, ...(options.extraHooks ?? [])]);
+  const hooks = new ResourceHooks([...authHooks(), ...terminologyHooks(), ...watchHooks, ...binary.hooks, ...(options.extraHooks ?? [])]);
   const searchIndex = createSearchIndex(config.searchLimits);
   // PGlite sees every write in this process; on PostgreSQL every node hears every write through
   // the change feed (row-cache.ts). `LATTICE_READ_CACHE=off` reads the database every time.
@@ -123,6 +127,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     installRest(registry, validator);
     if (options.emailSender !== false) await installEmail(env);
     const adminRoutes = installAdmin(env);
+    const exportRoutes = await installExport(env, registry, (caller) => repository(caller));
+    const binaryRoutes = await binary.install(env);
     const subscriptionFeature = await installSubscriptions(env, registry, {
       registry: subscriptions,
       repository,
@@ -131,7 +137,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     });
     await registry.published();
     operations = registry;
-    routes = [...auth.routes, ...adminRoutes, ...terminology.routes];
+    routes = [...auth.routes, ...adminRoutes, ...terminology.routes, ...exportRoutes, ...binaryRoutes];
     http = buildHttpServer({
       config,
       log,
@@ -145,6 +151,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         terminologyCapabilities: terminology.capabilities,
         validator,
         search: searchCapabilities(),
+        // FHIR JSON `data` is bounded like a JSON request body (docs/rest.md#binary).
+        binary: { store: binary.store, jsonDataLimit: config.bodyLimit },
         subscriptions: { channels: subscriptionFeature.channels, websocketPath: subscriptionFeature.websocketPath },
       }),
       routes,

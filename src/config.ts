@@ -79,6 +79,15 @@ export interface Config {
   trustedProxies: string[];
   /** Maximum request body in bytes (default 16 MiB). */
   bodyLimit: number;
+  /** Binary content (docs/rest.md#binary). */
+  binary: {
+    /** Most bytes of one Binary's content (`LATTICE_BINARY_LIMIT`, default 1 GiB). */
+    limit: number;
+    /** Lifetime of a signed content URL in seconds (`LATTICE_BINARY_URL_LIFETIME`, default 3600). */
+    urlLifetime: number;
+    /** An upload that stores no chunk for this many seconds is abandoned and swept (`LATTICE_BINARY_STAGE_IDLE`, default 600). */
+    stageIdle: number;
+  };
   /** scrypt cost (log2 N) of new password hashes (docs/auth.md#passwords-and-secrets). */
   passwordCost: number;
   /** How long one request may use the database (docs/errors.md#database-limits); 0 = no limit. */
@@ -124,6 +133,21 @@ export interface Config {
   };
   /** `lattice import` (RF2, LOINC): the longest line of a release file, in characters. */
   txImportMaxLine: number;
+  /** Bulk Data export jobs (docs/export.md#settings). */
+  bulkExport: {
+    /** Export jobs one caller may have queued or running at a time; past it 429. */
+    maxJobsPerCaller: number;
+    /** Seconds a finished export's manifest and files stay available. */
+    expirySeconds: number;
+    /** Resources read per page (one statement, one short transaction to store it). */
+    pageSize: number;
+    /** How long a node's claim on a job lasts without a page or heartbeat (ms): a dead node's job is taken over after it. */
+    leaseMs: number;
+    /** At the latest, how often an idle runner looks for jobs (a kick-off wakes it, a lease running out or files expiring too). */
+    pollMs: number;
+    /** Claims of one job (a node died while running it) before it is failed. */
+    maxAttempts: number;
+  };
   /** Outbox e-mail sender. */
   email: {
     /** `From:` of every message (default `Lattice <no-reply@<public host>>`). */
@@ -196,6 +220,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       .map((p) => p.trim())
       .filter(Boolean),
     bodyLimit: intOf(env.LATTICE_BODY_LIMIT, 16 * 1024 * 1024, 'LATTICE_BODY_LIMIT'),
+    binary: {
+      limit: intOf(env.LATTICE_BINARY_LIMIT, 1024 * 1024 * 1024, 'LATTICE_BINARY_LIMIT'),
+      urlLifetime: intOf(env.LATTICE_BINARY_URL_LIFETIME, 3600, 'LATTICE_BINARY_URL_LIFETIME') || 3600,
+      stageIdle: intOf(env.LATTICE_BINARY_STAGE_IDLE, 600, 'LATTICE_BINARY_STAGE_IDLE') || 600,
+    },
     passwordCost: passwordCostOf(env.LATTICE_PASSWORD_COST),
     searchLimits: {
       maxParameters: intOf(env.LATTICE_SEARCH_MAX_PARAMETERS, SEARCH_LIMIT_DEFAULTS.maxParameters, 'LATTICE_SEARCH_MAX_PARAMETERS'),
@@ -214,6 +243,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 10_000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
     bundleEntryMs: intOf(env.LATTICE_BUNDLE_ENTRY_MS, 30, 'LATTICE_BUNDLE_ENTRY_MS'),
     importBatch: intOf(env.LATTICE_IMPORT_BATCH, 1000, 'LATTICE_IMPORT_BATCH') || 1000,
+    bulkExport: {
+      maxJobsPerCaller: intOf(env.LATTICE_EXPORT_MAX_JOBS, 2, 'LATTICE_EXPORT_MAX_JOBS') || 1,
+      expirySeconds: intOf(env.LATTICE_EXPORT_EXPIRY, 86_400, 'LATTICE_EXPORT_EXPIRY'),
+      pageSize: intOf(env.LATTICE_EXPORT_PAGE, 1000, 'LATTICE_EXPORT_PAGE') || 1000,
+      leaseMs: intOf(env.LATTICE_EXPORT_LEASE_MS, 30_000, 'LATTICE_EXPORT_LEASE_MS') || 30_000,
+      pollMs: intOf(env.LATTICE_EXPORT_POLL_MS, 30_000, 'LATTICE_EXPORT_POLL_MS') || 30_000,
+      maxAttempts: intOf(env.LATTICE_EXPORT_MAX_ATTEMPTS, 5, 'LATTICE_EXPORT_MAX_ATTEMPTS') || 5,
+    },
     email: {
       from: env.LATTICE_EMAIL_FROM || undefined,
       pollMs: intOf(env.LATTICE_EMAIL_POLL_MS, 5_000, 'LATTICE_EMAIL_POLL_MS'),

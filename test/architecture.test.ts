@@ -113,6 +113,18 @@ describe('architecture', () => {
     assert.ok(top.length <= 10, `src/terminology has ${top.length} files at its top level: ${top.join(', ')}`);
   });
 
+  test('src/binary stands on the contracts: it imports src/core, src/fhir and itself; others reach it through src/core/binary.ts', () => {
+    const floor = ['src/binary/', 'src/core/', 'src/fhir/'];
+    const below = [...graph]
+      .filter(([from]) => from.startsWith('src/binary/'))
+      .flatMap(([from, { modules }]) => modules.filter((m) => m !== 'src/config.ts' && !floor.some((f) => m.startsWith(f))).map((m) => `${from} → ${m}`));
+    assert.deepEqual(below, []);
+    const above = [...graph]
+      .filter(([from]) => !from.startsWith('src/binary/') && from !== 'src/app.ts')
+      .flatMap(([from, { modules }]) => modules.filter((m) => m.startsWith('src/binary/')).map((m) => `${from} → ${m}`));
+    assert.deepEqual(above, []);
+  });
+
   test('src/subscriptions stands on the contracts: core, fhir, the change feed; only app.ts wires it (src/subscriptions/README.md)', () => {
     const S = 'src/subscriptions/';
     const allowed = (m: string) => m.startsWith(S) || m.startsWith('src/core/') || m.startsWith('src/fhir/') || m === 'src/storage/change-feed.ts' || m === 'src/config.ts';
@@ -149,6 +161,19 @@ describe('architecture', () => {
       .filter(([from]) => from.startsWith('src/rest/'))
       .flatMap(([from, { modules }]) => modules.filter((m) => m.startsWith('src/storage/')).map((m) => `${from} → ${m}`));
     assert.deepEqual(offenders, []);
+  });
+
+  test('src/export (Bulk Data jobs) stands on the contracts: core, fhir, the change feed and the tenancy constants; its SQL is in job-store.ts', () => {
+    const allowed = (m: string) =>
+      m.startsWith('src/core/') || m.startsWith('src/fhir/') || m.startsWith('src/export/') || ['src/config.ts', 'src/storage/change-feed.ts', 'src/storage/scope.ts'].includes(m);
+    const offenders = [...graph]
+      .filter(([from]) => from.startsWith('src/export/'))
+      .flatMap(([from, { modules }]) => modules.filter((m) => !allowed(m)).map((m) => `${from} → ${m}`));
+    assert.deepEqual(offenders, []);
+    const sql = sourceFiles(join(SRC, 'export'))
+      .map((file) => relative(projectRoot, file))
+      .filter((file) => file !== 'src/export/job-store.ts' && /\b(FROM|INTO|UPDATE)\s+export_(job|chunk)\b/i.test(readFileSync(join(projectRoot, file), 'utf8')));
+    assert.deepEqual(sql, []);
   });
 
   test('only the change feed (src/storage/change-feed.ts) sends NOTIFY', () => {

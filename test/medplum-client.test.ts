@@ -83,5 +83,18 @@ for (const driver of drivers) {
       );
       await assert.rejects(medplum.readResource('Patient', inB.body.id));
     });
+    test('bulkExport: kick-off, polling and the manifest of a system export (docs/export.md)', async () => {
+      const p = await createProject(server, 'Medplum bulk export');
+      const medplum = newClient();
+      medplum.setAccessToken(p.adminToken);
+      const created = [];
+      for (const family of ['Bulk', 'Export']) created.push((await medplum.createResource<Patient>({ resourceType: 'Patient', name: [{ family }] })).id);
+      const manifest = await medplum.bulkExport('', 'Patient', undefined, { pollStatusOnAccepted: true, pollStatusPeriod: 100 });
+      assert.equal(manifest.requiresAccessToken, true);
+      assert.deepEqual(manifest.output?.map((o) => o.type), ['Patient']);
+      const file = await fetch(manifest.output?.[0]?.url ?? '', { headers: { authorization: `Bearer ${p.adminToken}` } });
+      const ids = (await file.text()).trim().split('\n').map((line) => (JSON.parse(line) as Patient).id);
+      assert.deepEqual(ids.sort(), created.sort());
+    });
   });
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { CodeSystem, OperationOutcome, Parameters, ParametersParameter, ValueSet, ValueSetExpansionContains } from '@medplum/fhirtypes';
+import type { CodeSystem, OperationOutcome, Parameters, ParametersParameter, ValueSet, ValueSetComposeInclude, ValueSetExpansionContains } from '@medplum/fhirtypes';
 import { drivers, ooText, startServer, type ApiResponse, type TestServer } from './harness.js';
 
 /**
@@ -246,6 +246,24 @@ for (const driver of drivers) {
       assert.deepEqual(await got('ne'), []);
     });
 
+    test('the text filter also finds a code that starts with the text, ignoring case', async () => {
+      const url = 'http://example.org/fhir/CodeSystem/rules-codes';
+      const cs: CodeSystem = {
+        resourceType: 'CodeSystem', id: 'rules-codes', url, version: '1', status: 'active', content: 'complete',
+        concept: [{ code: 'AB-12', display: 'Blue' }, { code: 'AC-3', display: 'Green' }, { code: 'zz', display: 'Ab initio' }],
+      };
+      assert.ok((await server.fhir('PUT', '/CodeSystem/rules-codes', { body: cs })).status < 300);
+      const got = async (filter: string) => {
+        const res = await expand(vs('codes', { include: [{ system: url }] }), [{ name: 'filter', valueString: filter }]);
+        assert.equal(res.status, 200, res.text);
+        return codes(res.body.expansion?.contains);
+      };
+      assert.deepEqual(await got('ab-1'), ['AB-12']);
+      assert.deepEqual(await got('ab'), ['AB-12', 'zz']);
+      assert.deepEqual(await got('AC-3'), ['AC-3']);
+      assert.deepEqual(await got('b-12'), []);
+    });
+
     test('notSelectable filters (=, in, not-in) compare the stated property values, also under a code declared by URI', async () => {
       const f = (op: '=' | 'in' | 'not-in', value: string, property = 'ns') => vs('ns', { include: [{ system: NS, filter: [{ property, op, value }] }] });
       const got = async (v: ValueSet) => {
@@ -322,6 +340,21 @@ for (const driver of drivers) {
       assert.ok(issueOf(zz.body).some((i) => i.details?.text === `Unknown code 'zz' in the CodeSystem '${OV}' version '2.0.0'`), zz.text);
     });
 
+    test('an exclude naming no version removes its codes from every version the includes draw on; one naming a version, from that version only', async () => {
+      const MV = 'http://example.org/fhir/CodeSystem/rules-multi';
+      const v = (version: string, codes: string[]): CodeSystem => ({
+        resourceType: 'CodeSystem', url: MV, version, status: 'active', content: 'complete', concept: codes.map((code) => ({ code, display: `${code} (${version})` })),
+      });
+      const resources = [{ name: 'tx-resource', resource: v('1.0.0', ['a', 'b']) }, { name: 'tx-resource', resource: v('2.0.0', ['a', 'b', 'c']) }];
+      const entries = async (exclude: ValueSetComposeInclude) => {
+        const res = await expand(vs('multi', { include: [{ system: MV, version: '1.0.0' }, { system: MV, version: '2.0.0' }], exclude: [exclude] }), resources);
+        assert.equal(res.status, 200, res.text);
+        return res.body.expansion?.contains?.map((c) => `${c.code}|${c.version}`);
+      };
+      assert.deepEqual(await entries({ system: MV, concept: [{ code: 'a' }] }), ['b|1.0.0', 'b|2.0.0', 'c|2.0.0']);
+      assert.deepEqual(await entries({ system: MV, version: '1.0.0', concept: [{ code: 'a' }] }), ['b|1.0.0', 'a|2.0.0', 'b|2.0.0', 'c|2.0.0']);
+    });
+
     test('an unknown code in a fragment is a warning (not in message) and stays valid where the whole system is admitted', async () => {
       const text = `Unknown Code 'zz' in the CodeSystem '${FRAG}' version '1' - note that the code system is labeled as a fragment, so the code may be valid in some other fragment`;
       const cs = await post('/CodeSystem/$validate-code', [{ name: 'url', valueUri: FRAG }, { name: 'code', valueCode: 'zz' }]);
@@ -329,6 +362,9 @@ for (const driver of drivers) {
       assert.equal(out(cs.body, 'message'), undefined);
       assert.equal(issueOf(cs.body)[0].severity, 'warning');
       assert.equal(issueOf(cs.body)[0].details?.text, text);
+      // The message id is the fragment's own, not that of an unknown code.
+      const MESSAGE_ID = 'http://hl7.org/fhir/StructureDefinition/operationoutcome-message-id';
+      assert.deepEqual(issueOf(cs.body)[0].extension, [{ url: MESSAGE_ID, valueString: 'UNKNOWN_CODE_IN_FRAGMENT' }]);
       const all = await validate('http://example.org/fhir/ValueSet/rules-fragment-all', FRAG, 'zz');
       assert.equal(out(all.body, 'result'), true, all.text);
       const listed = await validate('http://example.org/fhir/ValueSet/rules-fragment-listed', FRAG, 'zz');

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { normalizeEmail } from './email-address.js';
-import type { Queryable } from '../core/database.js';
+import type { Database } from '../core/database.js';
 import { tooManyRequests } from '../fhir/outcome.js';
 
 /** Sliding window in which failed logins count. */
@@ -23,7 +23,7 @@ const TEXT = 'Too many failed login attempts; try again later';
  * parallel attempts gets at most the limit of password checks (docs/auth.md#throttling).
  */
 export class LoginThrottle {
-  constructor(private readonly db: Queryable) {}
+  constructor(private readonly db: Pick<Database, 'query' | 'transaction'>) {}
 
   /**
    * Claims one attempt for the account and the address; returns its id. Throws 429
@@ -33,25 +33,30 @@ export class LoginThrottle {
   async claim(email: string, address: string): Promise<string> {
     const attempt = randomUUID();
     const keys = [accountKey(email), addressKey(address)];
-    await this.db.query('INSERT INTO auth_login_failure (key, attempt) SELECT unnest($1::text[]), $2', [keys, attempt]);
-    const rows = (
-      await this.db.query<{ key: string; n: number; oldest: string | Date }>(
-        `SELECT key, count(*)::int AS n, min(at) AS oldest FROM auth_login_failure
-         WHERE key = ANY($1::text[]) AND at > now() - make_interval(secs => $2) GROUP BY key`,
-        [keys, FAILURE_WINDOW_SECONDS],
-      )
-    ).rows;
-    for (const row of rows) {
-      const limit = row.key.startsWith('ip:') ? MAX_FAILURES_PER_ADDRESS : MAX_FAILURES_PER_ACCOUNT;
-      if (row.n > limit) {
-        await this.db.query('DELETE FROM auth_login_failure WHERE attempt = $1', [attempt]);
-        // Retry when the oldest counted attempt leaves the window (at least one second).
-        const oldest = new Date(row.oldest).getTime();
-        const retryAfter = Math.max(1, Math.ceil((oldest + FAILURE_WINDOW_SECONDS * 1000 - Date.now()) / 1000));
-        throw tooManyRequests(retryAfter, TEXT);
+    // Claims of one account are taken one at a time (a transaction-scoped lock on the account):
+    // of a burst, exactly the first `limit` are let through, whatever order the statements of
+    // parallel requests run in, and one over the limit leaves nothing (rolled back).
+    return this.db.transaction(async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [keys[0]]);
+      await tx.query('INSERT INTO auth_login_failure (key, attempt) SELECT unnest($1::text[]), $2', [keys, attempt]);
+      const rows = (
+        await tx.query<{ key: string; n: number; oldest: string | Date }>(
+          `SELECT key, count(*)::int AS n, min(at) AS oldest FROM auth_login_failure
+           WHERE key = ANY($1::text[]) AND at > now() - make_interval(secs => $2) GROUP BY key`,
+          [keys, FAILURE_WINDOW_SECONDS],
+        )
+      ).rows;
+      for (const row of rows) {
+        const limit = row.key.startsWith('ip:') ? MAX_FAILURES_PER_ADDRESS : MAX_FAILURES_PER_ACCOUNT;
+        if (row.n > limit) {
+          // Retry when the oldest counted attempt leaves the window (at least one second).
+          const oldest = new Date(row.oldest).getTime();
+          const retryAfter = Math.max(1, Math.ceil((oldest + FAILURE_WINDOW_SECONDS * 1000 - Date.now()) / 1000));
+          throw tooManyRequests(retryAfter, TEXT);
+        }
       }
-    }
-    return attempt;
+      return attempt;
+    });
   }
 
   /** The claimed attempt failed: its rows stay and count (failures that left the window go). */

@@ -1,3 +1,4 @@
+import type { RawContent } from './binary.js';
 import type { RequestContext } from './context.js';
 
 /**
@@ -15,7 +16,10 @@ export interface FhirRequest {
   path: string;
   /** Query pairs in order, decoded (repeated names allowed), without `FORMAT_PARAMETERS`. */
   query: Array<[string, string]>;
-  /** Parsed JSON body (or form fields for `_search`), undefined when there is none. */
+  /**
+   * Parsed JSON body (or form fields for `_search`), undefined when there is none; a `RawBody`
+   * for a Binary create or update whose content type is not FHIR JSON (docs/rest.md#binary).
+   */
   body: unknown;
   /** Request headers with lower-case names. */
   headers: Record<string, string | undefined>;
@@ -27,4 +31,6 @@ export interface FhirResult {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** Content instead of a JSON body (a Binary read as its own type, docs/rest.md#binary). */
+  raw?: RawContent;
 }

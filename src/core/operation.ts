@@ -59,6 +59,13 @@ export interface Operation {
    * `$validate` reports them rather than answering `All OK` for what it did not check.
    */
   reportUndeclared?: boolean;
+  /**
+   * Answers the invocation itself, with its own status and headers, instead of output Parameters
+   * (docs/operations.md#asynchronous-operations: Bulk Data `$export` answers 202 with
+   * `Content-Location`): the framework parses and checks the input as for any operation, then
+   * calls this instead of `handler` and writes what it returns.
+   */
+  respond?(req: FhirRequest, input: OperationValues, target: OperationTarget): Promise<FhirResult>;
 }
 
 /** The input key under which a `reportUndeclared` operation receives the undeclared input names. */

@@ -68,6 +68,40 @@ export interface SearchResult {
 }
 
 /**
+ * One page of a bulk export (docs/export.md#consistency): resources of one type in `id` order
+ * after `after`, each as the version that was current at `asOf` (the export's transaction time;
+ * resources created after it are absent), within the caller's project (shared content is not
+ * exported) and access rights.
+ */
+export interface ExportPageQuery {
+  resourceType: string;
+  /** Keyset: only ids that sort after this one (the database's order of ids). */
+  after?: string;
+  /** Rows read for this page (the page may hold fewer resources: see `ExportPage.last`). */
+  count: number;
+  /** ISO instant: the export's transaction time. */
+  asOf: string;
+  /** ISO instant: only versions last updated after it (`_since`). */
+  since?: string;
+  /**
+   * `_typeFilter` searches of this type (query pairs each, no result parameters): a resource is
+   * exported when it matches one of them; undefined = every resource.
+   */
+  filters?: Array<Array<[string, string]>>;
+  /** Only resources in the Patient compartment of one of these ids; `any` = of any Patient. */
+  patients?: string[] | 'any';
+}
+
+export interface ExportPage {
+  /** The resources as JSON text, one per line of an NDJSON file (secrets redacted). */
+  lines: string[];
+  /** The id of the last row read (the next page's `after`); undefined when no row was read (the type is done). */
+  last?: string;
+  /** True when fewer rows than `count` were read: no page follows. */
+  done: boolean;
+}
+
+/**
  * Stored resources as one caller sees them: the only way handlers read or write data. Every
  * method applies the caller's scope; resources of another project behave as if they did not
  * exist. Each change (current row, history row, search index, hooks) is one transaction.
@@ -103,6 +137,8 @@ export interface ResourceRepository {
   ): Promise<{ entries: HistoryEntry[]; total: number }>;
   /** Searches resources of one type within the caller's scope. */
   search(query: SearchQuery): Promise<SearchResult>;
+  /** One page of a bulk export of one type (docs/export.md); 403 when the caller may not search the type. */
+  exportPage(query: ExportPageQuery): Promise<ExportPage>;
   /**
    * Runs `fn` with this repository joined to ONE database transaction (same caller, same
    * scope): every read, search and write of the repository `fn` gets commits when `fn`

@@ -158,17 +158,41 @@ function resourceTypesSource(): string {
 }
 
 function precomputedResourceTypes(): string[] | undefined {
+  return precomputed('resourceTypes');
+}
+
+function precomputed(key: 'resourceTypes' | 'attachmentTypes'): string[] | undefined {
   try {
-    const saved = JSON.parse(readFileSync(RESOURCE_TYPES_FILE, 'utf8')) as { source?: string; resourceTypes?: string[] };
-    return saved.source === resourceTypesSource() && Array.isArray(saved.resourceTypes) ? saved.resourceTypes : undefined;
+    const saved = JSON.parse(readFileSync(RESOURCE_TYPES_FILE, 'utf8')) as { source?: string; resourceTypes?: string[]; attachmentTypes?: string[] };
+    const list = saved[key];
+    return saved.source === resourceTypesSource() && Array.isArray(list) ? list : undefined;
   } catch {
     return undefined; // not built, or unreadable: computed from the definitions
   }
 }
 
-/** Writes the resource types for later starts (the build runs this once). */
+/** Writes the resource types (and the attachment holders) for later starts (the build runs this once). */
 export function saveResourceTypes(): void {
-  writeFileSync(RESOURCE_TYPES_FILE, JSON.stringify({ source: resourceTypesSource(), resourceTypes: computeResourceTypes() }) + '\n');
+  const saved = { source: resourceTypesSource(), resourceTypes: computeResourceTypes(), attachmentTypes: computeAttachmentTypes() };
+  writeFileSync(RESOURCE_TYPES_FILE, JSON.stringify(saved) + '\n');
+}
+
+let attachmentTypeList: string[] | undefined;
+
+/**
+ * Resource types with an element of type Attachment (DocumentReference, Media, Patient.photo,
+ * …): the ones whose `Attachment.url` may point at a Binary (docs/rest.md#signed-urls).
+ * Precomputed by the build like the resource types.
+ */
+export function attachmentTypes(): string[] {
+  attachmentTypeList ??= precomputed('attachmentTypes') ?? computeAttachmentTypes();
+  return attachmentTypeList;
+}
+
+function computeAttachmentTypes(): string[] {
+  return [...structureDefinitionMap().values()]
+    .filter((sd) => sd.kind === 'resource' && !sd.abstract && (sd.snapshot?.element ?? []).some((e) => e.type?.some((t) => t.code === 'Attachment')))
+    .map((sd) => sd.type);
 }
 
 /** True when `type` is a resource type the server serves. */

@@ -1,7 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 
-const EXPOSED = 'ETag, Location, Content-Location, Last-Modified, X-Request-Id, WWW-Authenticate, Retry-After';
-const ALLOWED_HEADERS = 'Authorization, Content-Type, Accept, Accept-Language, If-Match, If-None-Exist, Prefer, X-Request-Id';
+// Content-Range, Content-Disposition, Accept-Ranges and the request headers after If-None-Exist:
+// Binary content read and uploaded from a browser (docs/rest.md#binary), as MedplumClient does.
+const EXPOSED = 'ETag, Location, Content-Location, Last-Modified, X-Request-Id, WWW-Authenticate, Retry-After, Content-Range, Content-Disposition, Accept-Ranges';
+const ALLOWED_HEADERS =
+  'Authorization, Content-Type, Accept, Accept-Language, If-Match, If-None-Exist, Prefer, X-Request-Id, X-Security-Context, X-Medplum, Cache-Control, Range, If-Range, If-None-Match';
 
 /**
  * CORS for browser apps (SMART apps, admin UIs on another origin). Any origin may call: access

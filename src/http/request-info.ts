@@ -6,9 +6,10 @@ import { fhirRoute, type FhirRoute } from '../rest/route.js';
 export interface ParsedBody {
   /**
    * `json-patch`: an `application/json-patch+json` body (accepted by FHIR PATCH only);
-   * `stream`: the unread request stream of a route with `body: 'stream'`.
+   * `stream`: the unread request stream of a route with `body: 'stream'`;
+   * `raw`: Binary content (a `RawBody`, docs/rest.md#binary).
    */
-  kind: 'json' | 'form' | 'json-patch' | 'stream';
+  kind: 'json' | 'form' | 'json-patch' | 'stream' | 'raw';
   contentType: string;
   value: unknown;
 }

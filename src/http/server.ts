@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { Readable } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { AppRoute } from '../core/app-route.js';
+import { RAW_BODY, type RawBody, type RawContent } from '../core/binary.js';
 import type { SocketRoute } from '../core/socket-route.js';
 import { ANONYMOUS, type AuthInfo, type Authenticator } from '../core/auth.js';
 import type { RequestContext } from '../core/context.js';
@@ -42,6 +44,8 @@ function registerRoute(app: FastifyInstance, services: HttpDeps, route: AppRoute
         ctx,
       });
       void reply.status(result.status).headers(result.headers ?? {});
+      if (result.stream) return reply.type(result.contentType ?? 'application/octet-stream').send(Readable.from(result.stream));
+      if (result.raw) return sendRaw(request, reply, result.raw);
       if (result.body === undefined) return reply.send();
       if (typeof result.body === 'string') return reply.type(result.contentType ?? 'text/plain; charset=utf-8').send(result.body);
       return reply.type(result.contentType ?? 'application/json; charset=utf-8').send(JSON.stringify(result.body));
@@ -99,7 +103,7 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
   });
 
   registerBodyParsers(app);
-  enforceBodyLimit(app, services.config.bodyLimit);
+  enforceBodyLimit(app, services.config.bodyLimit, services.config.binary.limit);
   registerCors(app);
   // Where fhirRequestInfo keeps a FHIR request's parsed URL (declared up front: one object shape).
   app.decorateRequest('fhirInfo', null);
@@ -149,6 +153,20 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
   };
   app.all(`${FHIR_PREFIX}/*`, fhirRoute, (request, reply) => handleFhir(services, request, reply));
   app.all(FHIR_PREFIX, fhirRoute, (request, reply) => handleFhir(services, request, reply));
+  // Binary create and update (docs/rest.md#binary): a body that is not FHIR JSON is the content,
+  // streamed to the handler unread, limited by LATTICE_BINARY_LIMIT instead of the body limit.
+  void app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser(['application/fhir+json', 'application/json+fhir'], { parseAs: 'string' }, jsonParser('json'));
+    scope.addContentTypeParser('*', (request, payload, done) => {
+      const contentType = String(request.headers['content-type'] ?? '').trim() || 'application/octet-stream';
+      const value: RawBody = { [RAW_BODY]: true, contentType, stream: payload };
+      done(null, { kind: 'raw', contentType, value } satisfies ParsedBody);
+    });
+    const binaryRoute = { ...fhirRoute, config: { binaryContent: true } satisfies BodyLimitRouteConfig };
+    scope.post(`${FHIR_PREFIX}/Binary`, binaryRoute, (request, reply) => handleFhir(services, request, reply));
+    scope.put(`${FHIR_PREFIX}/Binary/:id`, binaryRoute, (request, reply) => handleFhir(services, request, reply));
+  });
 
   for (const route of routes.filter((r) => r.body !== 'stream')) registerRoute(app, services, route);
   // Streamed bodies (e.g. terminology imports): the raw request stream reaches the handler, in
@@ -170,7 +188,9 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
 async function handleFhir(services: HttpDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const info = fhirRequestInfo(request);
   const { format, route } = info;
-  if ((format && /xml/i.test(format)) || acceptsOnlyXml(request.headers.accept)) throw notAcceptable();
+  // A Binary read answers its content in the stored type, XML included (docs/rest.md#binary).
+  const binaryRead = route.segments[0] === 'Binary' && route.method === 'GET';
+  if ((format && /xml/i.test(format)) || (!binaryRead && acceptsOnlyXml(request.headers.accept))) throw notAcceptable();
   if (format && !/^(json|application\/(fhir\+)?json|application\/json\+fhir)$/i.test(format.split(';')[0].trim())) {
     throw unsupportedMediaType(format);
   }
@@ -184,14 +204,26 @@ async function handleFhir(services: HttpDeps, request: FastifyRequest, reply: Fa
       path: info.path,
       query: info.query,
       body: (request.body as ParsedBody | undefined)?.value,
-      headers: request.headers as Record<string, string | undefined>,
+      // `_format` overrides `Accept` (FHIR R4 http.html#mime-type): it names FHIR JSON here.
+      headers: (format ? { ...request.headers, accept: 'application/fhir+json' } : request.headers) as Record<string, string | undefined>,
       ctx,
     },
     route,
   );
   void reply.status(result.status).headers(result.headers ?? {});
+  if (result.raw) return sendRaw(request, reply, result.raw);
   if (result.body === undefined) return void reply.send();
   void reply.type(FHIR_CONTENT_TYPE).send(info.pretty ? JSON.stringify(result.body, null, 2) : JSON.stringify(result.body));
+}
+
+/**
+ * Streams content (a Binary read): read from its source only as fast as the client takes it.
+ * A HEAD answer has the headers only; its content is not read at all.
+ */
+function sendRaw(request: FastifyRequest, reply: FastifyReply, raw: RawContent): FastifyReply {
+  void reply.type(raw.contentType);
+  if (request.method === 'HEAD') return reply.send();
+  return reply.send(Readable.from(raw.stream, { objectMode: false }));
 }
 
 /** True when an `Accept` header names XML and no JSON (nor a wildcard that covers it). */
@@ -261,7 +293,7 @@ async function contextFor(services: HttpDeps, request: FastifyRequest, requireAu
 /** JSON bodies everywhere; form bodies only where the route accepts them. */
 function checkBodyKind(request: FastifyRequest, accepted: 'json' | 'form' | 'json-or-form' | 'json-or-patch'): void {
   const body = request.body as ParsedBody | undefined;
-  if (!body) return;
+  if (!body || body.kind === 'raw') return; // only the Binary routes make raw bodies
   if (body.kind === 'json-patch' && accepted !== 'json-or-patch') throw unsupportedMediaType(body.contentType.split(';')[0].trim());
   if (body.kind === 'form' && accepted !== 'form' && accepted !== 'json-or-form') throw unsupportedMediaType(body.contentType);
   if (body.kind === 'json' && accepted === 'form') throw unsupportedMediaType(body.contentType);
@@ -269,21 +301,22 @@ function checkBodyKind(request: FastifyRequest, accepted: 'json' | 'form' | 'jso
 
 const JSON_TYPES = ['application/json', 'application/fhir+json', 'application/json+fhir'];
 
+/** Parser of JSON bodies; JSON Patch is JSON too, marked so only PATCH accepts it. */
+function jsonParser(kind: 'json' | 'json-patch') {
+  return (request: FastifyRequest, text: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
+    const contentType = String(request.headers['content-type'] ?? '');
+    let value: unknown;
+    try {
+      value = parseJsonBody(text as string);
+    } catch (err) {
+      return done(err as FhirError, undefined);
+    }
+    done(null, value === undefined ? undefined : ({ kind, contentType, value } satisfies ParsedBody));
+  };
+}
+
 function registerBodyParsers(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  // JSON bodies; JSON Patch is JSON too, marked so only PATCH accepts it.
-  const jsonParser =
-    (kind: 'json' | 'json-patch') =>
-    (request: FastifyRequest, text: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
-      const contentType = String(request.headers['content-type'] ?? '');
-      let value: unknown;
-      try {
-        value = parseJsonBody(text as string);
-      } catch (err) {
-        return done(err as FhirError, undefined);
-      }
-      done(null, value === undefined ? undefined : ({ kind, contentType, value } satisfies ParsedBody));
-    };
   app.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, jsonParser('json'));
   app.addContentTypeParser('application/json-patch+json', { parseAs: 'string' }, jsonParser('json-patch'));
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, text, done) => {

@@ -35,6 +35,7 @@ export async function invokeOperation(req: FhirRequest, operation: Operation, ta
     throw methodNotAllowed(req.method, allowed, `Operation $${definition.code} cannot be invoked with ${req.method}`);
   }
   if (operation.reportUndeclared === true) input[UNDECLARED_INPUTS] = undeclaredNames(operation, fromQuery ? req.query : [], fromQuery ? undefined : req.body);
+  if (operation.respond) return operation.respond(req, input, target);
   const output: unknown = await operation.handler(req.ctx, input, target);
   try {
     return { status: 200, body: formatOutput(definition, output) };

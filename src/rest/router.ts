@@ -12,6 +12,9 @@ import { patchInteraction } from './patch.js';
 import { metadataInteraction, type SubscriptionCapabilities, type TerminologyCapabilitiesSource } from './metadata.js';
 import { checkRoute, type FhirRoute } from './route.js';
 import { compartmentSearchInteraction, searchInteraction, systemSearchInteraction } from './search.js';
+import { binaryRead, binaryWrite, withoutSignedUrl, type BinaryOptions } from './binary.js';
+import type { BinaryStore } from '../core/binary.js';
+import { isRawBody } from '../core/binary.js';
 
 /** A FHIR REST endpoint: a request and its route (route.ts, classified where the request was built) in, result out. */
 export type FhirRouter = (req: FhirRequest, route: FhirRoute) => Promise<FhirResult>;
@@ -28,6 +31,8 @@ export interface FhirRouterOptions {
   validator: ResourceValidator;
   /** What search supports, for `/metadata` (the search index states it). */
   search: SearchCapabilities;
+  /** Binary content (docs/rest.md#binary) and the most of it served inside FHIR JSON. */
+  binary: { store: BinaryStore; jsonDataLimit: number };
   /** Subscription channels and the websocket endpoint's path, for `/metadata` (docs/rest.md#subscriptions). */
   subscriptions: SubscriptionCapabilities;
 }
@@ -60,6 +65,10 @@ async function routeFhirRequest(req: FhirRequest, route: FhirRoute, operations: 
   if (segments.length === 1 && first === 'metadata') return metadataInteraction(req, operations, options.terminologyCapabilities, options.search, options.subscriptions);
   if (first?.startsWith('$')) return operations.dispatch(req, { code: first.slice(1) });
   const type = first;
+  if (type === 'Binary') {
+    const answered = await binaryInteraction(req, route, { ...options.binary, validator: options.validator });
+    if (answered) return answered;
+  }
   if (segments.length === 1) {
     if (method === 'GET') return searchInteraction(req, type);
     if (method === 'PUT') return conditionalUpdate(req, type, options.validator);
@@ -81,6 +90,30 @@ async function routeFhirRequest(req: FhirRequest, route: FhirRoute, operations: 
   if (method === 'PUT') return updateResource(req, type, second, options.validator);
   if (method === 'PATCH') return patchInteraction(req, type, second, options.validator);
   return deleteResource(req, type, second);
+}
+
+/**
+ * The interactions whose Binary form differs (docs/rest.md#binary): a create or update whose body
+ * is content, a read or vread (content or FHIR JSON with `data`). A FHIR JSON write has its
+ * signed `url` taken out, then runs as for any type (undefined: the caller goes on).
+ */
+async function binaryInteraction(req: FhirRequest, route: FhirRoute, options: BinaryOptions): Promise<FhirResult | undefined> {
+  const { segments, method } = route;
+  const id = segments[1];
+  if (isRawBody(req.body)) {
+    if (segments.length === 1 && method === 'POST') return binaryWrite(req, undefined, req.body, options);
+    if (segments.length === 2 && method === 'PUT') {
+      checkId('Binary', id);
+      return binaryWrite(req, id, req.body, options);
+    }
+    return undefined;
+  }
+  if (method === 'POST' || method === 'PUT') req.body = withoutSignedUrl(req.body);
+  if (method !== 'GET' || (segments.length !== 2 && segments.length !== 4) || id.startsWith('$') || id === '_history' || id === '_search') return undefined;
+  if (segments.length === 4 && segments[2] !== '_history') return undefined;
+  checkId('Binary', id);
+  const binary = segments.length === 2 ? await req.ctx.repo.read('Binary', id) : await req.ctx.repo.readVersion('Binary', id, segments[3]);
+  return binaryRead(req, binary, options);
 }
 
 /** A logical id in the URL must be a FHIR id; anything else cannot name a resource. */

@@ -1,17 +1,12 @@
-import type { Bundle, Coding, Resource } from '@medplum/fhirtypes';
-import { isResourceType, structureDefinitionMap } from '../fhir/definitions.js';
+import type { Bundle, Resource } from '@medplum/fhirtypes';
+import { isResourceType } from '../fhir/definitions.js';
+import { baseName, elementInfo, keepElements, subset } from '../fhir/elements.js';
 import { inCompartment, type CompartmentType } from '../fhir/compartments.js';
 import { badRequest } from '../fhir/outcome.js';
 import type { SearchQuery } from '../core/repository.js';
 import type { RequestContext } from '../core/context.js';
 import { bundle, fullUrl, pageLinks } from './bundle.js';
 import { FORMAT_PARAMETERS, type FhirRequest, type FhirResult } from '../core/fhir-request.js';
-
-/** The tag a server puts on resources it returns incomplete (`_summary`, `_elements`). */
-const SUBSETTED: Coding = { system: 'http://terminology.hl7.org/CodeSystem/v3-ObservationValue', code: 'SUBSETTED' };
-
-/** Elements every shaped resource keeps. */
-const ALWAYS_KEPT = ['resourceType', 'id', 'meta'];
 
 /**
  * GET [base]/Type?… and POST [base]/Type/_search (form body, same parameters): Bundle
@@ -120,62 +115,9 @@ function shaper(params: Array<[string, string]>): (resource: Resource) => Resour
   if (summary === 'data') return (r) => subset(r, (key) => key !== 'text');
   const wanted = new Set((elements ?? '').split(',').map((e) => e.trim().replace(/\[x\]$/, '')).filter(Boolean));
   if (wanted.size > 0 && summary !== 'false') {
-    return (r) => subset(r, (key) => wanted.has(key) || wanted.has(name(r, key)));
+    return (r) => keepElements(r, wanted);
   }
   return (r) => r;
-}
-
-/** Keeps the top-level elements `keep` accepts (plus resourceType, id, meta) and tags SUBSETTED. */
-function subset(resource: Resource, keep: (key: string) => boolean): Resource {
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(resource)) {
-    const name = key.startsWith('_') ? key.slice(1) : key; // `_birthDate` (extensions) follows `birthDate`
-    if (ALWAYS_KEPT.includes(key) || keep(name)) out[key] = value;
-  }
-  const meta = { ...(resource.meta ?? {}) };
-  const tags = meta.tag ?? [];
-  if (!tags.some((t) => t.system === SUBSETTED.system && t.code === SUBSETTED.code)) meta.tag = [...tags, SUBSETTED];
-  out.meta = meta;
-  return out as unknown as Resource;
-}
-
-interface ElementInfo {
-  summary: Set<string>;
-  mandatory: Set<string>;
-  /** Choice elements by their base name (`deceased` for `deceased[x]`). */
-  choices: Set<string>;
-}
-
-const elementCache = new Map<string, ElementInfo>();
-
-/** Top-level element facts of a resource type, from its StructureDefinition (cached). */
-function elementInfo(type: string): ElementInfo {
-  let info = elementCache.get(type);
-  if (!info) {
-    info = { summary: new Set(), mandatory: new Set(), choices: new Set() };
-    for (const element of structureDefinitionMap().get(type)?.snapshot?.element ?? []) {
-      const parts = (element.path ?? '').split('.');
-      if (parts.length !== 2) continue;
-      const name = parts[1].replace(/\[x\]$/, '');
-      if (parts[1].endsWith('[x]')) info.choices.add(name);
-      if (element.isSummary) info.summary.add(name);
-      if ((element.min ?? 0) > 0) {
-        info.mandatory.add(name);
-        info.summary.add(name);
-      }
-    }
-    elementCache.set(type, info);
-  }
-  return info;
-}
-
-/** `deceasedBoolean` → `deceased` when `deceased[x]` is a choice element of the type. */
-function baseName(type: string, key: string): string {
-  const { choices } = elementInfo(type);
-  for (let i = key.length - 1; i > 0; i--) {
-    if (/[A-Z]/.test(key[i]) && choices.has(key.slice(0, i))) return key.slice(0, i);
-  }
-  return key;
 }
 
 /** Fields of a form-encoded `_search` body as query pairs (the format parameters left out, as from the URL). */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Resource } from '@medplum/fhirtypes';
 import type { AuthInfo } from '../core/auth.js';
 import type { Database, Queryable } from '../core/database.js';
-import type { BulkLoad, BulkLoadOptions, HistoryEntry, ResourceRepository, SearchQuery, SearchResult, SystemRepository, UpdateResult } from '../core/repository.js';
+import type { BulkLoad, BulkLoadOptions, ExportPage, ExportPageQuery, HistoryEntry, ResourceRepository, SearchQuery, SearchResult, SystemRepository, UpdateResult } from '../core/repository.js';
 import { BulkLoader } from './bulk-load.js';
 import type { Scope } from '../core/scope.js';
 import { FhirError, badRequest, forbidden, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
@@ -444,6 +444,15 @@ export class Repository implements SystemRepository {
   }
 
   /** One transaction for several changes: `fn` gets this repository joined to it (or joins the open one). */
+  /** One page of a bulk export (docs/export.md); a type whose hooks redact is parsed and redacted line by line. */
+  async exportPage(query: ExportPageQuery): Promise<ExportPage> {
+    this.scope.checkAccess(query.resourceType, 's');
+    const page = await this.searchIndex.exportPage(this.db, this.scope, query, this);
+    const redacts = this.hooks.for(query.resourceType).some((hook) => hook.redact !== undefined);
+    const lines = page.rows.map((row) => (redacts ? JSON.stringify(this.redact(JSON.parse(row.content) as Resource)) : row.content));
+    return { lines, last: page.last, done: page.done };
+  }
+
   async transaction<T>(fn: (repo: ResourceRepository) => Promise<T>, options?: { timeoutMs?: number; batchCreates?: boolean }): Promise<T> {
     if (this.joined) return fn(this);
     if (!options?.batchCreates) return this.db.transaction((tx) => fn(this.inTransaction(tx)), options);

@@ -16,6 +16,7 @@ import { importOperation } from './operations/import.js';
 import { importRoute } from './operations/import-route.js';
 import { lookupOperation } from './operations/lookup.js';
 import { subsumesOperation } from './operations/subsumes.js';
+import { compareOperation } from './operations/compare.js';
 import { translateOperation } from './operations/translate.js';
 import { codeSystemValidateCodeOperation, valueSetValidateCodeOperation } from './operations/validate-code.js';
 import { terminologyCache } from './providers/fhir/index-cache.js';
@@ -55,6 +56,7 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry,
   registry.register(codeSystemValidateCodeOperation(env));
   registry.register(subsumesOperation(env));
   registry.register(expandOperation(env));
+  registry.register(compareOperation(env));
   registry.register(importOperation(env));
   registry.register(translateOperation(env));
   registry.register(batchValidateCodeOperation(validateCode));

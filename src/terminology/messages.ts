@@ -99,6 +99,18 @@ export const msg = {
   codeSystemNotFound: (url: string) => `CodeSystem ${url} not found`,
   supplementNotFound: (url: string) => `Required supplement not found: ${url}`,
   valueSetNotFound: (url: string) => `ValueSet ${url} not found`,
+  /** `ValueSet/$compare`: the relation of `a` (this) to `b` (other), in words. */
+  compared: (relation: string, a: string, b: string) => {
+    switch (relation) {
+      case 'subset': return `The valueSet ${a} is a sub-set of the valueSet ${b}`;
+      case 'superset': return `The valueSet ${a} is a super-set of the valueSet ${b}`;
+      case 'overlapping': return `Both value sets ${a} and ${b} contain the codes the other doesn't, but there is some overlap`;
+      case 'disjoint': return `No shared codes between the value sets ${a} and ${b}`;
+      case 'empty': return `Both the value sets ${a} and ${b} are empty`;
+      default: return `The value sets ${a} and ${b} contain the same codes`;
+    }
+  },
+  notCompared: (a: string, b: string, why: string) => `Unable to compare ${a} and ${b}: This expansion failed: ${why}`,
   codeNotInSystem: (code: string, url: string) => `Code '${code}' not found in CodeSystem ${url}`,
   notIsA: (url: string) => `CodeSystem ${url} does not define an is-a hierarchy`,
   instanceSystemMismatch: (named: string, url: string) => `The code system '${named}' is not the code system '${url}' the operation was invoked on`,

@@ -10,6 +10,7 @@ import patientEverything from './Patient-everything.json' with { type: 'json' };
 import encounterEverything from './Encounter-everything.json' with { type: 'json' };
 import resourceValidate from './Resource-validate.json' with { type: 'json' };
 import valueSetExpand from './ValueSet-expand.json' with { type: 'json' };
+import valueSetCompare from './ValueSet-compare.json' with { type: 'json' };
 import valueSetValidateCode from './ValueSet-validate-code.json' with { type: 'json' };
 
 /**
@@ -23,6 +24,7 @@ const DEFINITIONS = {
   'CodeSystem-subsumes': codeSystemSubsumes,
   'ValueSet-expand': valueSetExpand,
   'CodeSystem-import': codeSystemImport,
+  'ValueSet-compare': valueSetCompare,
   'ConceptMap-translate': conceptMapTranslate,
   'ValueSet-batch-validate-code': valueSetBatchValidateCode,
   'CapabilityStatement-versions': capabilityStatementVersions,

@@ -1,6 +1,6 @@
 import type { Resource } from '@medplum/fhirtypes';
 import type { Queryable } from '../../core/database.js';
-import type { ResourceRepository, SearchQuery, SearchResult } from '../../core/repository.js';
+import type { ExportPageQuery, ResourceRepository, SearchQuery, SearchResult } from '../../core/repository.js';
 import type { SearchTerminology } from '../../core/search.js';
 import type { Scope } from '../../core/scope.js';
 import type { IndexRows } from './index-rows.js';
@@ -32,6 +32,11 @@ export interface SearchIndex {
    * caller's repository: the terminology modifiers resolve code systems and value sets with it.
    */
   search(q: Queryable, scope: Scope, query: SearchQuery, repo?: ResourceRepository): Promise<SearchResult>;
+  /**
+   * One page of a bulk export (query/export-page.ts): the ids read and the resources (JSON text)
+   * that had a version at the transaction time; 400 for a `_typeFilter` search cannot run.
+   */
+  exportPage(q: Queryable, scope: Scope, query: ExportPageQuery, repo?: ResourceRepository): Promise<{ rows: Array<{ id: string; content: string }>; last?: string; done: boolean }>;
   /** The terminology engine the token modifiers ask (wired once the terminology feature exists). */
   useTerminology(terminology: SearchTerminology): void;
 }

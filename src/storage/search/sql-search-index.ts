@@ -1,6 +1,6 @@
 import type { Resource } from '@medplum/fhirtypes';
 import type { Queryable } from '../../core/database.js';
-import type { ResourceRepository, SearchQuery, SearchResult } from '../../core/repository.js';
+import type { ExportPageQuery, ResourceRepository, SearchQuery, SearchResult } from '../../core/repository.js';
 import type { SearchTerminology } from '../../core/search.js';
 import type { Scope } from '../../core/scope.js';
 import { FhirError, issue } from '../../fhir/outcome.js';
@@ -9,6 +9,7 @@ import type { IndexRows } from './index-rows.js';
 import { indexCtes, manyIndexCtes, removeRows, replaceRows } from './index-writer.js';
 import { DEFAULT_SEARCH_LIMITS, type SearchLimits } from './query/limits.js';
 import { runSearch } from './query/run-search.js';
+import { exportPage } from './query/export-page.js';
 import type { SearchIndex } from './search-index.js';
 import { StatisticsSchedule } from './statistics.js';
 
@@ -46,6 +47,9 @@ export function createSearchIndex(limits: SearchLimits = DEFAULT_SEARCH_LIMITS):
     async search(q: Queryable, scope: Scope, query: SearchQuery, repo?: ResourceRepository): Promise<SearchResult> {
       await statistics.refreshIfDue(q);
       return runSearch(q, scope, query, limits, { terminology, repo });
+    },
+    exportPage(q: Queryable, scope: Scope, query: ExportPageQuery, repo?: ResourceRepository) {
+      return exportPage(q, scope, query, limits, { terminology, repo });
     },
     useTerminology(t: SearchTerminology): void {
       terminology = t;

@@ -3,7 +3,7 @@ import type { ValueSet, ValueSetComposeInclude, ValueSetComposeIncludeConcept, V
 import { EXTENSION_PROPERTY_URIS, designationExtensions, extensionRows, isExtensionProperty } from '../providers/concept-extensions.js';
 import { FhirError, issue } from '../../fhir/outcome.js';
 import { UnknownValueSetError, ValueSetEvaluator, flatten, includeSystem } from './compose.js';
-import { filterWords } from '../providers/filters.js';
+import { codeMatchesFilter, filterWords } from '../providers/filters.js';
 import { supplementsOf, type CodeSystemProvider } from '../providers/provider.js';
 import { providerFor } from '../providers/select.js';
 import { chooseDisplay, designationsFor, type LanguagePrefs } from './display.js';
@@ -13,6 +13,7 @@ import { codeSystemVersions, resolveCodeSystem, resolveValueSet } from './resolv
 import type { CodeSystemInfo, Designation, StoredProperty, TermContext } from '../types.js';
 import { StatusReport, valueSetPublication } from './status.js';
 import { VERSION_RULE_PARAMETER, checkViolation, effectiveVersion, NO_VERSION_RULES } from '../versions.js';
+import { withCallerPaths } from './caller-paths.js';
 
 /**
  * `$expand` (docs/terminology.md#expand) — the one operation that builds an expansion. Each include
@@ -98,7 +99,11 @@ interface Group {
 }
 
 /** Expands `vs` (a page of it) into a ValueSet with `expansion`. */
-export async function expandValueSet(tc: TermContext, vs: ValueSet, request: ExpandRequest): Promise<ValueSet> {
+export function expandValueSet(tc: TermContext, vs: ValueSet, request: ExpandRequest): Promise<ValueSet> {
+  return withCallerPaths(vs, () => expand(tc, vs, request));
+}
+
+async function expand(tc: TermContext, vs: ValueSet, request: ExpandRequest): Promise<ValueSet> {
   let req = request;
   const used = newUsed();
   used.statuses.valueSet(vs, 'self');
@@ -213,7 +218,7 @@ async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandReques
     const bySystem = new Map<string, Group>();
     for (const c of flatten(vs.expansion?.contains)) {
       if (!c.system || !c.code) continue;
-      if (req.filter && !textMatches(c.display, req.filter)) continue;
+      if (req.filter && !textMatches(c.display, req.filter) && !codeMatchesFilter(c.code, req.filter)) continue;
       const g = bySystem.get(c.system) ?? { system: c.system, listed: [] };
       g.listed?.push({ code: c.code, display: c.display });
       bySystem.set(c.system, g);
@@ -229,10 +234,25 @@ async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandReques
     if (result.length === 0) break;
     const noText = { ...req, filter: undefined };
     const excluded = newUsed();
-    result = subtract(result, await includeGroups(tc, ev, exc, `ValueSet.compose.exclude[${i}]`, noText, false, excluded));
+    for (const variant of acrossVersions(exc, result)) {
+      result = subtract(result, await includeGroups(tc, ev, variant, `ValueSet.compose.exclude[${i}]`, noText, false, excluded));
+    }
     used.statuses.merge(excluded.statuses);
   }
   return result;
+}
+
+/**
+ * An exclude that names no version of its system removes its codes from every version of the
+ * system the expansion holds (docs/terminology.md#expand): one exclude per version when the
+ * includes drew on several; otherwise the exclude as written (its version decided as an
+ * include's is).
+ */
+function acrossVersions(exc: ValueSetComposeInclude, result: Group[]): ValueSetComposeInclude[] {
+  const { system, version } = includeSystem(exc);
+  if (!system || version !== undefined) return [exc];
+  const versions = [...new Set(result.filter((g) => g.system === system && g.cs?.version !== undefined).map((g) => g.cs?.version as string))];
+  return versions.length > 1 ? versions.map((v) => ({ ...exc, version: v })) : [exc];
 }
 
 /**

@@ -210,7 +210,7 @@ async function validateGroup(
           severity: fragment ? 'warning' : 'error',
           code: 'code-invalid',
           type: 'invalid-code',
-          id: fragment ? 'Unknown_Code_in_Fragment' : cs.version ? 'Unknown_Code_in_Version' : 'Unknown_Code_in',
+          id: fragment ? 'UNKNOWN_CODE_IN_FRAGMENT' : cs.version ? 'Unknown_Code_in_Version' : 'Unknown_Code_in',
           text: fragment ? msg.unknownCodeInFragment(c.input.code, cs.url, cs.version) : msg.unknownCode(c.input.code, cs.url, cs.version, versionLabels.get(cs.key)),
           expression: at(c, 'code'),
           // A warning that does not make the code invalid: not part of `message`.

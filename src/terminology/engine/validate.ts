@@ -8,6 +8,7 @@ import type { CodeSystemInfo, TermContext, TxIssue } from '../types.js';
 import { validateCodings, type CodingCheck, type CodingOutcome, type ValidationOptions, type ValidationTarget } from './validate-coding.js';
 import { resolveSupplement } from './resolve.js';
 import { splitCanonical } from '../versions.js';
+import { withCallerPaths } from './caller-paths.js';
 
 /**
  * `$validate-code` (docs/terminology.md#valueset-validate-code, docs/terminology.md#codesystem-validate-code): normalises the three input forms (code+system,
@@ -43,7 +44,11 @@ export interface ValidateResult {
 }
 
 /** Validates the request's code against a value set. */
-export async function validateInValueSet(tc: TermContext, vs: ValueSet, req: ValidateRequest): Promise<ValidateResult> {
+export function validateInValueSet(tc: TermContext, vs: ValueSet, req: ValidateRequest): Promise<ValidateResult> {
+  return withCallerPaths(vs, () => validateIn(tc, vs, req));
+}
+
+async function validateIn(tc: TermContext, vs: ValueSet, req: ValidateRequest): Promise<ValidateResult> {
   const evaluator = new ValueSetEvaluator(tc, vs);
   const vsText = valueSetText(vs);
   const target: ValidationTarget = { kind: 'valueSet', evaluator, vsText };

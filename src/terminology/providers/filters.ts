@@ -91,10 +91,20 @@ export function regexError(err: unknown, pattern?: string, expression?: string):
 /**
  * The words of an expansion's text `filter` (split at anything but letters and digits): a
  * concept matches when every word starts a word of its display or of one of its designations,
- * ignoring case and order (docs/terminology.md#expand).
+ * ignoring case and order, or when its code starts with the text (codeMatchesFilter;
+ * docs/terminology.md#expand).
  */
 export function filterWords(text: string): string[] {
   return text.split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+}
+
+/**
+ * The other way a concept meets the text filter: its code starts with the filter text, ignoring
+ * case (a code typed, or its start — the left matching the `$expand` `filter` description names).
+ */
+export function codeMatchesFilter(code: string, text: string): boolean {
+  const t = text.trim().toLowerCase();
+  return t !== '' && code.toLowerCase().startsWith(t);
 }
 
 /** A word as a literal inside a regular expression. */

@@ -1,5 +1,5 @@
 import type { CodeSystemInfo, Concept, Designation, StoredProperty, TermContext } from '../../types.js';
-import { escapeRegex, filterWords } from '../filters.js';
+import { codeMatchesFilter, escapeRegex, filterWords } from '../filters.js';
 import { supplementCanonical, supplementsOf, type CodeSystemProvider, type ConceptSelection } from '../provider.js';
 import { requestIndex, type CodeSystemIndex } from './code-system-index.js';
 import { compileInclude } from './index-filters.js';
@@ -105,8 +105,10 @@ export class IndexProvider implements CodeSystemProvider {
     const { index } = this;
     const match = await compileInclude(this.tc, this.cs, index, selection.include, selection.path, selection.activeOnly);
     const words = selection.text ? wordPrefixes(selection.text) : undefined;
+    const text = selection.text ?? '';
     const textMatch = (id: number) => {
       if (!words) return true;
+      if (codeMatchesFilter(index.code(id), text)) return true;
       const texts = [index.display(id) ?? '', ...index.designations(id).map((d) => d.value)];
       return words.every((w) => texts.some((t) => w.test(t)));
     };

@@ -162,14 +162,17 @@ export async function includeConditions(
   return conditions;
 }
 
-/** An expansion's text filter in SQL: every word starts a word of the display or of a designation, ignoring case. */
+/** An expansion's text filter in SQL: every word starts a word of the display or of a designation, or the code starts with the text, ignoring case. */
 export function textCondition(text: string, p: BindValues): string {
   const words = filterWords(text);
   if (words.length === 0) return 'true';
-  return words
+  const byWords = words
     .map((w) => {
       const re = p.add(`(^|[^[:alnum:]])${escapeRegex(w)}`);
       return `(c.display ~* ${re} OR EXISTS (SELECT 1 FROM tx_designation d WHERE d.cs_key = c.cs_key AND d.concept = c.id AND d.value ~* ${re}))`;
     })
     .join(' AND ');
+  // or the code starts with the text (filters.ts#codeMatchesFilter)
+  const start = p.add(`^${escapeRegex(text.trim())}`);
+  return `((${byWords}) OR c.code ~* ${start})`;
 }

@@ -1,7 +1,7 @@
 import { FhirError, issue as fhirIssue } from '../../../fhir/outcome.js';
 import { invalidValueSet } from '../filters.js';
 import type { Expression } from './ecl/ast.js';
-import { eclNeeds, EclTooCostlyError, EclUnsupportedError, evaluateEcl } from './ecl/evaluate.js';
+import { eclNeeds, EclTooCostlyError, EclUnsupportedError, evaluateEcl, unknownEclConcepts } from './ecl/evaluate.js';
 import { EclSyntaxError, parseEclCached } from './ecl/parser.js';
 import type { SnomedGraph } from './sct-index.js';
 
@@ -21,6 +21,9 @@ export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: 
       if (needsDescriptionIds(expression) || !graph.acceptabilityRecorded()) await graph.loadDescriptions();
       else graph.registerDialects();
     }
+    // ECL naming a concept the edition does not know is an error, not an empty set.
+    const unknown = unknownEclConcepts(graph, expression);
+    if (unknown.length) throw invalidValueSet(`Unknown concept '${unknown[0]}' in the ECL '${text}'`, path);
     ids = await evaluateEcl(graph, expression, { budget });
   } catch (err) {
     if (err instanceof EclSyntaxError) throw invalidValueSet(`Invalid ECL '${text}': ${err.message}`, path);

@@ -223,6 +223,17 @@ export class SnomedGraph implements EclGraph {
     return this.all;
   }
 
+  private hierarchy: Int32Array | undefined;
+
+  hierarchyConcepts(): IdList {
+    if (this.hierarchy) return this.hierarchy;
+    const root = this.index.idOf(SCTID.root, false);
+    // An edition without its root concept (a fragment) has no hierarchy to stand on.
+    if (root <= 0) return (this.hierarchy = this.all);
+    this.hierarchy = this.all.filter((id) => id === root || this.index.inactive(id) || this.index.isAncestor(root, id));
+    return this.hierarchy;
+  }
+
   isConcept(id: number): boolean {
     return this.index.has(id);
   }

@@ -9,6 +9,7 @@ import type { CodeSystemProperty } from '@medplum/fhirtypes';
 export const SCT_SYSTEM = 'http://snomed.info/sct';
 
 export const SCTID = {
+  root: '138875005',
   isA: '116680003',
   fsn: '900000000000003001',
   synonym: '900000000000013009',

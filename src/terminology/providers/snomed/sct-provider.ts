@@ -1,7 +1,7 @@
 import type { ValueSetComposeInclude, ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
 import type { CodeSystemInfo, Concept, Designation, StoredProperty, TermContext } from '../../types.js';
 import { msg } from '../../messages.js';
-import { filterOp, filterWords, invalidValueSet } from '../filters.js';
+import { codeMatchesFilter, filterOp, filterWords, invalidValueSet } from '../filters.js';
 import type { CodeSystemProvider, ConceptSelection } from '../provider.js';
 import { terminologyCache } from '../fhir/index-cache.js';
 import { terminologyLimits } from '../../limits.js';
@@ -221,7 +221,9 @@ export class SnomedProvider implements CodeSystemProvider {
     if (selection.text) {
       const words = filterWords(selection.text).map((w) => new RegExp(`(^|[^\\p{L}\\p{N}])${w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`, 'iu'));
       const index = graph.index;
+      const text = selection.text;
       ids = ids.filter((id) => {
+        if (codeMatchesFilter(index.code(id), text)) return true;
         const texts = [index.display(id) ?? '', ...index.designations(id).filter((d) => !sctDesignation(d).retired).map((d) => d.value)];
         return words.every((w) => texts.some((t) => w.test(t)));
       });

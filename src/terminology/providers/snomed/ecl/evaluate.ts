@@ -319,7 +319,7 @@ class Evaluator {
       case 'concept':
         return this.concept(e.sctid);
       case 'any': {
-        const all = this.g.allConcepts();
+        const all = this.g.hierarchyConcepts?.() ?? this.g.allConcepts();
         await this.tick(all.length);
         return this.substrate(fromSorted(all));
       }

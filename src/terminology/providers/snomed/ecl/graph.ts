@@ -72,6 +72,13 @@ export interface EclGraph {
   sctid(id: number): string;
   /** Every concept id (active and inactive), sorted. Ids of metadata SCTIDs without a concept row are not in it. */
   allConcepts(): IdList;
+  /**
+   * What `*` stands for: the concepts of the edition's hierarchy — the root concept, its
+   * descendants, and the inactive concepts (which have left the hierarchy but are still the
+   * edition's). An active concept with no is-a path to the root (a module concept of a subset whose
+   * metadata hierarchy was left out) is not. Without it, `allConcepts()`.
+   */
+  hierarchyConcepts?(): IdList;
   /** Whether the concept is active. */
   isActive(id: number): boolean;
   /** The id of the concept's definition status (primitive 900000000000074008 or defined 900000000000073002). */
