@@ -48,6 +48,20 @@ export const ENVIRONMENT: Array<[group: string, variables: Array<[name: string, 
     ],
   ],
   [
+    'Binary and bulk export',
+    [
+      ['LATTICE_BINARY_LIMIT', 'most bytes of one Binary content upload (1 GiB)'],
+      ['LATTICE_BINARY_URL_LIFETIME', 'seconds a signed content URL stays valid (3600)'],
+      ['LATTICE_BINARY_STAGE_IDLE', 'seconds an idle upload is kept before it is abandoned (600)'],
+      ['LATTICE_EXPORT_MAX_JOBS', 'Bulk Data exports one caller may have queued or running (2)'],
+      ['LATTICE_EXPORT_EXPIRY', 'seconds a finished export is kept (86400)'],
+      ['LATTICE_EXPORT_PAGE', 'resources an export reads per page (1000)'],
+      ['LATTICE_EXPORT_LEASE_MS', "how long a node's claim on an export job lasts"],
+      ['LATTICE_EXPORT_POLL_MS', 'how often an idle node looks for export jobs'],
+      ['LATTICE_EXPORT_MAX_ATTEMPTS', 'claims of one export job before it is given up (5)'],
+    ],
+  ],
+  [
     'subscriptions',
     [
       ['LATTICE_SUBSCRIPTION_ALLOW_PRIVATE', 'true: rest-hooks may call loopback/private addresses (false)'],
