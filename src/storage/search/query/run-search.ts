@@ -9,6 +9,7 @@ import { filterSql, splitModifier } from './filters.js';
 import { loadIncluded, parseDirectives } from './includes.js';
 import { DEFAULT_SEARCH_LIMITS, checkSearchLimits, type SearchLimits } from './limits.js';
 import { SqlParams } from './sql-params.js';
+import { sortedPageSql } from './sorted-page.js';
 import { accessSql } from './access.js';
 import { compartmentSql, compartmentTypes } from './compartment.js';
 import { FhirError, badRequest } from '../../../fhir/outcome.js';
@@ -31,19 +32,34 @@ function searchedTypes(query: SearchQuery): string[] {
 }
 
 /**
- * Runs a search as ONE query over `resource r`: the type, not deleted, the caller's
- * visibility, and an EXISTS per parameter (parameters ANDed, comma values ORed inside).
- * The total comes from the page itself when the page is the last one (a row beyond the page
- * is read to know), else from a COUNT with the same WHERE — not run for `_total=none`, and
- * replaced by the planner's estimate for `_total=estimate` (docs/rest.md#result-parameters).
+ * The SQL of one search, built but not run (`buildSearch`): the page statement, the WHERE it
+ * shares with the COUNT, and the COUNT (bounded by `upTo` rows, or every match). Tests read the
+ * plans of these statements with `EXPLAIN` (test/search-plans.test.ts).
  */
-export async function runSearch(
+export interface SearchStatements {
+  controls: ReturnType<typeof parseControls>;
+  directives: ReturnType<typeof parseDirectives>;
+  types: string[];
+  whereSql: string;
+  whereValues: unknown[];
+  /** The page: its rows are `content`, one more than `_count` (whether a next page exists). */
+  page: { sql: string; values: unknown[] };
+  /** `SELECT count(*)::int AS n` of the matches, at most `upTo` when given. */
+  count(upTo?: number): { sql: string; values: unknown[] };
+}
+
+/**
+ * Builds the statements of a search: the type, not deleted, the caller's visibility, and an
+ * EXISTS per parameter (parameters ANDed, comma values ORed inside), ordered by the `_sort` keys.
+ * The terminology modifiers are answered first (asynchronously, with `q`), then read by the builder.
+ */
+export async function buildSearch(
   q: Queryable,
   scope: Scope,
   query: SearchQuery,
   limits: SearchLimits = DEFAULT_SEARCH_LIMITS,
   engines: { terminology?: SearchTerminology; repo?: ResourceRepository } = {},
-): Promise<SearchResult> {
+): Promise<SearchStatements> {
   checkSearchLimits(query.params, limits);
   const type = query.resourceType;
   const controlPairs = query.params.filter(([name]) => CONTROL_PARAMETERS.has(splitModifier(name)[0]));
@@ -51,7 +67,6 @@ export async function runSearch(
   const directives = parseDirectives(type, controlPairs);
 
   const p = new SqlParams(scope, accessSql);
-  // The terminology modifiers are answered first (asynchronously), then read by the builder.
   const types = searchedTypes(query);
   const system = type === ANY_TYPE && !query.compartment; // GET [base]?_type=A,B
   const filters = query.params.filter(([name]) => !CONTROL_PARAMETERS.has(splitModifier(name)[0]));
@@ -75,20 +90,49 @@ export async function runSearch(
   }
   const whereSql = where.join(' AND ');
   const whereValues = [...p.values]; // ORDER BY adds its own values, which COUNT must not get
+  // One row more than the page: whether another page follows is known without a COUNT.
+  const limit = controls.count + 1;
+  const sorted = types.length === 1 ? sortedPageSql(p, types[0], controls.sort, whereSql, limit, controls.offset) : undefined;
+  const pageSql = sorted ?? `SELECT r.content FROM resource r WHERE ${whereSql} ORDER BY ${orderBySql(p, type, controls.sort)} LIMIT ${limit} OFFSET ${controls.offset}`;
+  return {
+    controls,
+    directives,
+    types,
+    whereSql,
+    whereValues,
+    page: { sql: pageSql, values: p.values },
+    count(upTo?: number) {
+      const from = upTo === undefined ? `resource r WHERE ${whereSql}` : `(SELECT 1 FROM resource r WHERE ${whereSql} LIMIT ${upTo}) AS counted`;
+      return { sql: `SELECT count(*)::int AS n FROM ${from}`, values: whereValues };
+    },
+  };
+}
+
+/**
+ * Runs a search (`buildSearch`) as ONE query over `resource r`.
+ * The total comes from the page itself when the page is the last one (a row beyond the page
+ * is read to know), else from a COUNT with the same WHERE — not run for `_total=none`, and
+ * replaced by the planner's estimate for `_total=estimate` (docs/rest.md#result-parameters).
+ */
+export async function runSearch(
+  q: Queryable,
+  scope: Scope,
+  query: SearchQuery,
+  limits: SearchLimits = DEFAULT_SEARCH_LIMITS,
+  engines: { terminology?: SearchTerminology; repo?: ResourceRepository } = {},
+): Promise<SearchResult> {
+  const built = await buildSearch(q, scope, query, limits, engines);
+  const { controls, directives, types, whereSql, whereValues } = built;
+  const type = query.resourceType;
   const countTotal = async (upTo?: number): Promise<number> => {
-    const from = upTo === undefined ? `resource r WHERE ${whereSql}` : `(SELECT 1 FROM resource r WHERE ${whereSql} LIMIT ${upTo}) AS counted`;
-    return (await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${from}`, whereValues)).rows[0]?.n ?? 0;
+    const count = built.count(upTo);
+    return (await q.query<{ n: number }>(count.sql, count.values)).rows[0]?.n ?? 0;
   };
 
   if (controls.summaryCount || controls.count === 0) {
     return { resources: [], total: await countTotal(), count: 0, offset: controls.offset };
   }
-  const order = orderBySql(p, type, controls.sort);
-  // One row more than the page: whether another page follows is known without a COUNT.
-  const rows = await q.query<{ content: string }>(
-    `SELECT r.content FROM resource r WHERE ${whereSql} ORDER BY ${order} LIMIT ${controls.count + 1} OFFSET ${controls.offset}`,
-    p.values,
-  );
+  const rows = await q.query<{ content: string }>(built.page.sql, built.page.values);
   const more = rows.rows.length > controls.count;
   const matches = rows.rows.slice(0, controls.count).map((row) => JSON.parse(row.content) as Resource);
   const lastPage = !more && (matches.length > 0 || controls.offset === 0);
