@@ -79,6 +79,8 @@ const CASES: Array<{ search: string; check: Check; index: string }> = [
   { search: 'Observation?_count=10', check: ordered, index: 'resource_type_updated' },
   { search: 'Observation?_sort=-_lastUpdated&_count=10', check: ordered, index: 'resource_type_updated' },
   { search: `Observation?code=${LOINC}|8302-2&_sort=_lastUpdated&_count=10`, check: ordered, index: 'resource_type_updated' },
+  // A next page by keyset (`_cursor`): the index read from the cursor's key on, no OFFSET.
+  { search: `Observation?_count=10&_cursor=${Buffer.from(JSON.stringify(['2020-01-01T00:00:00.000000Z', 'plan-o1-1-1'])).toString('base64url')}`, check: ordered, index: 'resource_type_updated' },
   // `_sort` by a parameter: its sort rows in index order.
   { search: 'Patient?_sort=family&_count=10', check: ordered, index: 'search_string_sort' },
   { search: 'Patient?_sort=-family&_count=10', check: ordered, index: 'search_string_sort' },

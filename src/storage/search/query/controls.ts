@@ -18,6 +18,8 @@ export interface Controls {
   /** `_sort` keys in order, e.g. [{code: 'birthdate', descending: true}]. */
   sort: Array<{ code: string; descending: boolean }>;
   summaryCount: boolean;
+  /** `_cursor`: where the page starts in keyset order (keyset.ts), as given. */
+  cursor?: string;
   /**
    * `_total` (docs/rest.md#result-parameters): `none` = no total is answered, so none is
    * counted; `estimate` = the planner's estimate when the page is not the last; `accurate`
@@ -46,6 +48,9 @@ export function parseControls(type: string, params: Array<[string, string]>): Co
         break;
       case '_offset':
         controls.offset = wholeNumber(code, value);
+        break;
+      case '_cursor':
+        controls.cursor = value;
         break;
       case '_sort':
         controls.sort = parseSort(type, value);

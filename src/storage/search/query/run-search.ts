@@ -9,7 +9,8 @@ import { filterSql, splitModifier } from './filters.js';
 import { loadIncluded, parseDirectives } from './includes.js';
 import { DEFAULT_SEARCH_LIMITS, checkSearchLimits, type SearchLimits } from './limits.js';
 import { SqlParams } from './sql-params.js';
-import { sortedPageSql } from './sorted-page.js';
+import { sortTable, sortedPageSql } from './sorted-page.js';
+import { KEY_COLUMNS, afterCursorSql, encodeCursor, keysetOf, type Keyset } from './keyset.js';
 import { accessSql } from './access.js';
 import { compartmentSql, compartmentTypes } from './compartment.js';
 import { FhirError, badRequest } from '../../../fhir/outcome.js';
@@ -44,6 +45,8 @@ export interface SearchStatements {
   whereValues: unknown[];
   /** The page: its rows are `content`, one more than `_count` (whether a next page exists). */
   page: { sql: string; values: unknown[] };
+  /** The page's keyset when its order allows keyset paging (its rows then have `key_time`, `key_id`). */
+  keyset?: Keyset;
   /** `SELECT count(*)::int AS n` of the matches, at most `upTo` when given. */
   count(upTo?: number): { sql: string; values: unknown[] };
 }
@@ -92,8 +95,22 @@ export async function buildSearch(
   const whereValues = [...p.values]; // ORDER BY adds its own values, which COUNT must not get
   // One row more than the page: whether another page follows is known without a COUNT.
   const limit = controls.count + 1;
-  const sorted = types.length === 1 ? sortedPageSql(p, types[0], controls.sort, whereSql, limit, controls.offset) : undefined;
-  const pageSql = sorted ?? `SELECT r.content FROM resource r WHERE ${whereSql} ORDER BY ${orderBySql(p, type, controls.sort)} LIMIT ${limit} OFFSET ${controls.offset}`;
+  // The sort's index drives the page when nothing narrower could: no filter, or only date filters
+  // on the sorted date (its range is where the walk starts or stops). A search with another
+  // filter finds its matches through that filter's index and sorts them (sorted-page.ts).
+  const codes = filters.map(([name]) => splitModifier(name)[0]);
+  const sortCode = controls.sort.length === 1 ? controls.sort[0].code : undefined;
+  const alone = codes.length === 0 || (codes.every((c) => c === sortCode) && sortCode !== undefined && sortTable(type, sortCode) === 'date');
+  const sorted = types.length === 1 && alone && !query.compartment ? sortedPageSql(p, types[0], controls.sort, whereSql, limit, controls.offset) : undefined;
+  // Keyset paging: a `_cursor` (made by the previous page) replaces the OFFSET by a condition the
+  // order's index starts from; the COUNT is of the whole search, without it.
+  const keyset = sorted === undefined ? keysetOf(controls.sort) : undefined;
+  if (controls.cursor !== undefined && !keyset) throw badRequest(`Invalid value '${controls.cursor.slice(0, 100)}' for _cursor (a next link's cursor, for the same _sort)`);
+  const from = controls.cursor !== undefined && keyset ? `${whereSql} AND ${afterCursorSql(p, keyset, controls.cursor)}` : whereSql;
+  const offset = controls.cursor !== undefined ? 0 : controls.offset;
+  const pageSql =
+    sorted ??
+    `SELECT r.content${keyset ? `, ${KEY_COLUMNS}` : ''} FROM resource r WHERE ${from} ORDER BY ${orderBySql(p, type, controls.sort)} LIMIT ${limit} OFFSET ${offset}`;
   return {
     controls,
     directives,
@@ -101,6 +118,7 @@ export async function buildSearch(
     whereSql,
     whereValues,
     page: { sql: pageSql, values: p.values },
+    keyset,
     count(upTo?: number) {
       const from = upTo === undefined ? `resource r WHERE ${whereSql}` : `(SELECT 1 FROM resource r WHERE ${whereSql} LIMIT ${upTo}) AS counted`;
       return { sql: `SELECT count(*)::int AS n FROM ${from}`, values: whereValues };
@@ -132,10 +150,12 @@ export async function runSearch(
   if (controls.summaryCount || controls.count === 0) {
     return { resources: [], total: await countTotal(), count: 0, offset: controls.offset };
   }
-  const rows = await q.query<{ content: string }>(built.page.sql, built.page.values);
+  const rows = await q.query<{ content: string; key_time: string; key_id: string }>(built.page.sql, built.page.values);
   const more = rows.rows.length > controls.count;
+  const cursor = more && built.keyset ? encodeCursor(built.keyset, rows.rows[controls.count - 1]) : undefined;
   const matches = rows.rows.slice(0, controls.count).map((row) => JSON.parse(row.content) as Resource);
-  const lastPage = !more && (matches.length > 0 || controls.offset === 0);
+  // A page read from a `_cursor` does not know how many matches came before it: its total is counted.
+  const lastPage = !more && controls.cursor === undefined && (matches.length > 0 || controls.offset === 0);
   // `_total=none`: the answer has no total, so the COUNT is not run; the figure only tells the
   // paging links that a next page exists.
   // `_total=estimate`: the planner's row estimate of the same WHERE, never below what is known.
@@ -163,6 +183,7 @@ export async function runSearch(
     totalKind,
     count: controls.count,
     offset: controls.offset,
+    cursor,
     modes: [...matches.map(() => 'match' as const), ...included.map(() => 'include' as const)],
   };
 }

@@ -1,12 +1,20 @@
 import type { Controls } from './controls.js';
 import { sortKey } from './controls.js';
 import type { SqlParams } from './sql-params.js';
+import { searchParameter, tableFor } from '../parameters.js';
 
 /**
  * The tables and columns with an index on (resource_type, param, <column>, id) (migration
  * 580_search_plans.sql): a `_sort` by such a parameter reads the page in index order.
  */
 const ORDERED: Record<string, readonly string[] | undefined> = { string: ['value'], date: ['low', 'high'] };
+
+/** The index table of a sort parameter (undefined for `_id`, `_lastUpdated` and unknown codes). */
+export function sortTable(type: string, code: string): string | undefined {
+  if (code === '_id' || code === '_lastUpdated') return undefined;
+  const sp = searchParameter(type, code);
+  return sp ? tableFor(sp) : undefined;
+}
 
 /**
  * The page of a search sorted by ONE parameter whose sort value has an ordering index
