@@ -61,7 +61,7 @@ export interface SearchResult {
   count: number;
   offset: number;
   /**
-   * Where the next page starts (its `_cursor`, docs/rest.md#paging) when one follows and the
+   * Where the next page starts (its `_cursor`, docs/rest.md#search) when one follows and the
    * order allows keyset paging (the default order, `_lastUpdated`, `_id`); absent otherwise.
    */
   cursor?: string;

@@ -12,7 +12,7 @@ export function intParam(query: Array<[string, string]>, name: string, fallback:
 /**
  * `self`/`previous`/`next` links of a paged Bundle. Links repeat the request's parameters
  * (so `_count`, `_sort`, `_summary`, `_elements` survive paging) with a new `_offset`; when the
- * page names where the next one starts (`cursor`, docs/rest.md#paging), the `next` link carries
+ * page names where the next one starts (`cursor`, docs/rest.md#search), the `next` link carries
  * it as `_cursor` too, and `self` keeps the request's.
  */
 export function pageLinks(

@@ -3,7 +3,7 @@ import type { Controls } from './controls.js';
 import type { SqlParams } from './sql-params.js';
 
 /**
- * Keyset paging (docs/rest.md#paging): a page that another follows names, in its `next` link's
+ * Keyset paging (docs/rest.md#search): a page that another follows names, in its `next` link's
  * `_cursor`, the sort key of its last match; the next page reads from there through the index
  * that yields the order (resource_type_updated, resource_pkey) instead of skipping `_offset`
  * rows. Only orders by columns of `resource` are keyed: the default (`_lastUpdated`, then id),
