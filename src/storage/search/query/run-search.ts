@@ -132,14 +132,10 @@ export async function buildSearch(
  * is read to know), else from a COUNT with the same WHERE — not run for `_total=none`, and
  * replaced by the planner's estimate for `_total=estimate` (docs/rest.md#result-parameters).
  */
-export async function runSearch(
-  q: Queryable,
-  scope: Scope,
-  query: SearchQuery,
-  limits: SearchLimits = DEFAULT_SEARCH_LIMITS,
-  engines: { terminology?: SearchTerminology; repo?: ResourceRepository } = {},
-): Promise<SearchResult> {
-  const built = await buildSearch(q, scope, query, limits, engines);
+export async function runSearch(...args: Parameters<typeof buildSearch>): Promise<SearchResult> {
+  const [q, scope, query] = args;
+  const limits = args[3] ?? DEFAULT_SEARCH_LIMITS;
+  const built = await buildSearch(...args);
   const { controls, directives, types, whereSql, whereValues } = built;
   const type = query.resourceType;
   const countTotal = async (upTo?: number): Promise<number> => {
