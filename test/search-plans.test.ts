@@ -143,8 +143,8 @@ for (const driver of drivers) {
     before(async () => {
       server = await startServer(driver);
       const resources = population(120);
-      for (let i = 0; i < resources.length; i += 500) {
-        const entry = resources.slice(i, i + 500).map((resource) => {
+      for (let i = 0; i < resources.length; i += 100) {
+        const entry = resources.slice(i, i + 100).map((resource) => {
           const r = resource as { resourceType: string; id: string };
           return { resource: r, request: { method: 'PUT', url: `${r.resourceType}/${r.id}` } };
         });

@@ -104,7 +104,7 @@ export async function buildSearch(
   const sorted = types.length === 1 && alone && !query.compartment ? sortedPageSql(p, types[0], controls.sort, whereSql, limit, controls.offset) : undefined;
   // Keyset paging: a `_cursor` (made by the previous page) replaces the OFFSET by a condition the
   // order's index starts from; the COUNT is of the whole search, without it.
-  const keyset = sorted === undefined ? keysetOf(controls.sort) : undefined;
+  const keyset = sorted === undefined && type !== ANY_TYPE ? keysetOf(controls.sort) : undefined;
   if (controls.cursor !== undefined && !keyset) throw badRequest(`Invalid value '${controls.cursor.slice(0, 100)}' for _cursor (a next link's cursor, for the same _sort)`);
   const from = controls.cursor !== undefined && keyset ? `${whereSql} AND ${afterCursorSql(p, keyset, controls.cursor)}` : whereSql;
   const offset = controls.cursor !== undefined ? 0 : controls.offset;
