@@ -189,8 +189,33 @@ export class ValueSetEvaluator {
    * difference).
    */
   async members(system: string, version: string | undefined, codes: string[], options: MemberOptions = {}): Promise<Map<string, MemberHit>> {
+    await this.checkCycles();
     const scope: MemberScope = { codes, purpose: this.evaluation.nextPurpose('members') };
     return this.membersIn(scope, system, version, codes, options.activeOnly === true, options.displays);
+  }
+
+  /**
+   * Refuses a value set that reaches itself through the value sets its includes and excludes
+   * import, before any code is looked for (docs/terminology.md#value-set-membership): a code an
+   * earlier include admits would otherwise leave the cycle unvisited and answer as if the value
+   * set were sound. Each value set of the graph is walked once; one that cannot be found is
+   * left to the membership answer, which reports it.
+   */
+  private checkCycles(): Promise<void> {
+    return this.evaluation.once(this.identity, 'cycles', async () => {
+      for (const part of [...(this.vs.compose?.include ?? []), ...(this.vs.compose?.exclude ?? [])]) {
+        for (const ref of part.valueSet ?? []) {
+          let nested: ValueSetEvaluator;
+          try {
+            nested = await this.nested(ref);
+          } catch (err) {
+            if (err instanceof UnknownValueSetError) continue;
+            throw err;
+          }
+          await nested.checkCycles();
+        }
+      }
+    });
   }
 
   private async membersIn(

@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { CodeSystem, OperationOutcome, Parameters, ParametersParameter, ValueSet, ValueSetExpansionContains } from '@medplum/fhirtypes';
+import { drivers, startServer, type ApiResponse, type TestServer } from './harness.js';
+
+/**
+ * More rule families of the HL7 tx-ecosystem specification (docs/terminology.md, issue 39):
+ * the text filter by word stems, circular value sets in $validate-code, expansions of a code
+ * system held in several versions. Own small resources, stored by PUT, both drivers.
+ */
+
+const CS = 'http://example.org/fhir/CodeSystem/families';
+
+const FAMILIES: CodeSystem = {
+  resourceType: 'CodeSystem',
+  id: 'families',
+  url: CS,
+  version: '1.0.0',
+  status: 'active',
+  content: 'complete',
+  concept: [
+    { code: 'mi', display: 'Heart attack', designation: [{ language: 'de', value: 'Herzinfarkte' }] },
+    { code: 'run', display: 'Running injuries' },
+    { code: 'joy', display: 'Happiness' },
+    { code: 'gen', display: 'Generalization of anxiety' },
+    { code: 'cat', display: 'Categories' },
+  ],
+};
+
+const vs = (id: string, compose: ValueSet['compose']): ValueSet => ({
+  resourceType: 'ValueSet',
+  id,
+  url: `http://example.org/fhir/ValueSet/${id}`,
+  version: '1',
+  status: 'active',
+  compose,
+});
+
+function out(body: Pick<Parameters, 'parameter'> | undefined, name: string): unknown {
+  const p: ParametersParameter | undefined = body?.parameter?.find((x) => x.name === name);
+  return p && (p.resource ?? Object.entries(p).find(([k]) => k.startsWith('value'))?.[1]);
+}
+
+function codes(contains: ValueSetExpansionContains[] | undefined): string[] {
+  return (contains ?? []).flatMap((c) => [c.code as string, ...codes(c.contains)]);
+}
+
+for (const driver of drivers) {
+  describe(`terminology tx-ecosystem rule families (${driver})`, () => {
+    let server: TestServer;
+    const put = async (r: CodeSystem | ValueSet) => {
+      const res = await server.fhir('PUT', `/${r.resourceType}/${r.id}`, { body: r });
+      assert.ok(res.status === 200 || res.status === 201, `${r.resourceType}/${r.id}: ${res.status} ${res.text}`);
+    };
+    type Answer = Omit<Parameters, 'resourceType'> & { resourceType: string; expansion?: ValueSet['expansion']; issue?: OperationOutcome['issue'] };
+    const post = (path: string, parameter: ParametersParameter[]): Promise<ApiResponse<Answer>> =>
+      server.fhir('POST', path, { body: { resourceType: 'Parameters', parameter } });
+    const expandUrl = (url: string, more: ParametersParameter[] = []) => post('/ValueSet/$expand', [{ name: 'url', valueUri: url }, ...more]);
+    const validate = (url: string, system: string, code: string, more: ParametersParameter[] = []) =>
+      post('/ValueSet/$validate-code', [{ name: 'url', valueUri: url }, { name: 'system', valueUri: system }, { name: 'code', valueCode: code }, ...more]);
+
+    before(async () => {
+      server = await startServer(driver);
+      await put(FAMILIES);
+      await put(vs('families-all', { include: [{ system: CS }] }));
+      // A cycle behind an include that already admits the code, and one through an exclude.
+      await put(vs('families-ring-1', { include: [{ system: CS }, { valueSet: ['http://example.org/fhir/ValueSet/families-ring-2'] }] }));
+      await put(vs('families-ring-2', { include: [{ system: CS, concept: [{ code: 'mi' }] }], exclude: [{ valueSet: ['http://example.org/fhir/ValueSet/families-ring-1'] }] }));
+    });
+    after(() => server?.stop());
+
+    test('the text filter matches a word by its stem as well as by its start', async () => {
+      const got = async (filter: string) => {
+        const res = await expandUrl('http://example.org/fhir/ValueSet/families-all', [{ name: 'filter', valueString: filter }]);
+        assert.equal(res.status, 200, res.text);
+        return codes(res.body.expansion?.contains).sort();
+      };
+      assert.deepEqual(await got('attacks'), ['mi']); // attack ← attacks
+      assert.deepEqual(await got('heart attacks'), ['mi']);
+      assert.deepEqual(await got('run'), ['run']); // a word's start, as before
+      assert.deepEqual(await got('injury'), ['run']); // injuri ← injury, injuries
+      assert.deepEqual(await got('happy'), ['joy']); // happi ← happy, happiness
+      assert.deepEqual(await got('generalize'), ['gen']); // gener ← generalize, generalization
+      assert.deepEqual(await got('category'), ['cat']);
+      assert.deepEqual(await got('herzinfarkt'), ['mi']); // designations too
+      assert.deepEqual(await got('attacking heart'), ['mi']);
+      assert.deepEqual(await got('attacks running'), []); // every word must match
+      assert.deepEqual(await got('ran'), []); // a stem, not a lemma
+    });
+
+    test('$validate-code on a value set that reaches itself is an error, even for a code an earlier include admits', async () => {
+      const ring = (from: number) => [1, 2].map((i) => `http://example.org/fhir/ValueSet/families-ring-${((from - 1 + i - 1) % 2) + 1}|1`);
+      for (const from of [1, 2]) {
+        const res = await validate(`http://example.org/fhir/ValueSet/families-ring-${from}`, CS, 'mi');
+        assert.equal(res.status, 400, res.text);
+        const issue = res.body.issue?.[0];
+        assert.equal(issue?.code, 'processing');
+        assert.equal(issue?.details?.coding?.[0].code, 'vs-invalid');
+        assert.equal(issue?.details?.text, `Found a circularity pointing to ${ring(from)[0]} processing ValueSet with pathway [${ring(from).join(', ')}]`);
+      }
+      // the same for $expand (it was already)
+      assert.equal((await expandUrl('http://example.org/fhir/ValueSet/families-ring-1')).status, 400);
+      // a value set that imports another twice without a cycle is fine
+      await put(vs('families-diamond', { include: [{ valueSet: ['http://example.org/fhir/ValueSet/families-all'] }, { valueSet: ['http://example.org/fhir/ValueSet/families-all'] }] }));
+      assert.equal(out((await validate('http://example.org/fhir/ValueSet/families-diamond', CS, 'mi')).body, 'result'), true);
+    });
+  });
+}
