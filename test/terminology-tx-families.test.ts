@@ -27,6 +27,30 @@ const FAMILIES: CodeSystem = {
   ],
 };
 
+const DATED = 'http://example.org/fhir/CodeSystem/families-dated';
+const PROPS = 'http://hl7.org/fhir/concept-properties';
+
+/** Deprecation and retirement stated by the concept-properties dates (R5 names, and R4's `deprecated`). */
+const DATED_CS: CodeSystem = {
+  resourceType: 'CodeSystem',
+  id: 'families-dated',
+  url: DATED,
+  version: '1',
+  status: 'active',
+  content: 'complete',
+  property: [
+    { code: 'deprecationDate', uri: `${PROPS}#deprecationDate`, type: 'dateTime' },
+    { code: 'retired-on', uri: `${PROPS}#retirementDate`, type: 'dateTime' },
+    { code: 'deprecated', type: 'dateTime' },
+  ],
+  concept: [
+    { code: 'old', display: 'Old', property: [{ code: 'deprecationDate', valueDateTime: '2020-01-01' }] },
+    { code: 'r4old', display: 'R4 old', property: [{ code: 'deprecated', valueDateTime: '2019-05-01T00:00:00Z' }] },
+    { code: 'gone', display: 'Gone', property: [{ code: 'deprecationDate', valueDateTime: '2019-01-01' }, { code: 'retired-on', valueDateTime: '2021-01-01' }] },
+    { code: 'later', display: 'Later', property: [{ code: 'deprecationDate', valueDateTime: '2999-01-01' }] },
+  ],
+};
+
 const vs = (id: string, compose: ValueSet['compose']): ValueSet => ({
   resourceType: 'ValueSet',
   id,
@@ -62,6 +86,8 @@ for (const driver of drivers) {
     before(async () => {
       server = await startServer(driver);
       await put(FAMILIES);
+      await put(DATED_CS);
+      await put(vs('families-dated', { include: [{ system: DATED }] }));
       await put(vs('families-all', { include: [{ system: CS }] }));
       // A cycle behind an include that already admits the code, and one through an exclude.
       await put(vs('families-ring-1', { include: [{ system: CS }, { valueSet: ['http://example.org/fhir/ValueSet/families-ring-2'] }] }));
@@ -103,6 +129,35 @@ for (const driver of drivers) {
       // a value set that imports another twice without a cycle is fine
       await put(vs('families-diamond', { include: [{ valueSet: ['http://example.org/fhir/ValueSet/families-all'] }, { valueSet: ['http://example.org/fhir/ValueSet/families-all'] }] }));
       assert.equal(out((await validate('http://example.org/fhir/ValueSet/families-diamond', CS, 'mi')).body, 'result'), true);
+    });
+
+    test('deprecation and retirement dates that have come make a concept deprecated / retired (inactive) in $expand and $validate-code', async () => {
+      const res = await expandUrl('http://example.org/fhir/ValueSet/families-dated');
+      assert.equal(res.status, 200, res.text);
+      const entries = new Map((res.body.expansion?.contains ?? []).map((c) => [c.code, c]));
+      const status = (code: string) => entries.get(code)?.extension?.find((e) => e.url.endsWith('extension-ValueSet.expansion.contains.property'))?.extension?.find((e) => e.url === 'value')?.valueCode;
+      assert.deepEqual(['old', 'r4old', 'gone', 'later'].map((c) => [c, entries.get(c)?.inactive ?? false, status(c)]), [
+        ['old', false, 'deprecated'],
+        ['r4old', false, 'deprecated'],
+        ['gone', true, 'retired'],
+        ['later', false, undefined],
+      ]);
+      const active = await expandUrl('http://example.org/fhir/ValueSet/families-dated', [{ name: 'activeOnly', valueBoolean: true }]);
+      assert.deepEqual(codes(active.body.expansion?.contains).sort(), ['later', 'old', 'r4old']);
+
+      const old = await validate('http://example.org/fhir/ValueSet/families-dated', DATED, 'old');
+      assert.equal(out(old.body, 'result'), true);
+      assert.equal(out(old.body, 'message'), "The concept 'old' is deprecated and its use should be reviewed");
+      assert.equal(out(old.body, 'status'), 'deprecated');
+      const gone = await validate('http://example.org/fhir/ValueSet/families-dated', DATED, 'gone');
+      assert.equal(out(gone.body, 'result'), true);
+      assert.equal(out(gone.body, 'inactive'), true);
+      assert.equal(out(gone.body, 'message'), "The concept 'gone' has a status of retired and inactive and its use should be reviewed");
+      const issue = (out(gone.body, 'issues') as OperationOutcome).issue?.[0];
+      assert.equal(issue?.extension?.[0].valueString, 'INACTIVE_CONCEPT_FOUND');
+      const later = await validate('http://example.org/fhir/ValueSet/families-dated', DATED, 'later');
+      assert.equal(out(later.body, 'message'), undefined);
+      assert.equal(out(later.body, 'status'), undefined);
     });
   });
 }

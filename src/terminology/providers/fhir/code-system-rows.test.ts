@@ -218,6 +218,16 @@ describe('conceptRow: inactive, notSelectable, status', () => {
     assert.deepEqual(conceptRow({ code: 'a', property: [prop('status', { valueCode: 'active' })] }, conventional), row('a', { status: 'active' }));
   });
 
+  test('a deprecation or retirement date that has come gives the status, unless the concept states one', () => {
+    const dated = (...p: Array<[string, string]>) => conceptRow({ code: 'a', property: p.map(([code, valueDateTime]) => prop(code, { valueDateTime })) }, conventional);
+    assert.deepEqual(dated(['deprecationDate', '2020-02-01']), row('a', { status: 'deprecated' }));
+    assert.deepEqual(dated(['deprecated', '2020']), row('a', { status: 'deprecated' })); // R4's name
+    assert.deepEqual(dated(['retirementDate', '2021-01-01T10:00:00Z'], ['deprecationDate', '2020-02-01']), row('a', { inactive: true, status: 'retired' }));
+    assert.deepEqual(dated(['deprecationDate', '2999-01-01']), row('a', {}));
+    const stated = conceptRow({ code: 'a', property: [prop('status', { valueCode: 'active' }), prop('deprecationDate', { valueDateTime: '2020-02-01' })] }, conventional);
+    assert.equal(stated.status, 'active');
+  });
+
   test('an active status does not undo inactive = true', () => {
     const r = conceptRow({ code: 'a', property: [prop('inactive', { valueBoolean: true }), prop('status', { valueCode: 'active' })] }, conventional);
     assert.deepEqual(r, row('a', { inactive: true, status: 'active' }));

@@ -188,10 +188,23 @@ export function propertyKinds(defs: CodeSystemProperty[] | undefined): (code: st
  */
 const CONVENTIONAL_KINDS: Record<string, string> = { subsumedBy: 'parent', subsumes: 'child' };
 
+/**
+ * Whether a concept-properties date (`deprecationDate`, `retirementDate`, R4's `deprecated`) has
+ * come, judged when the code system is indexed; a boolean `true` in such a property counts too.
+ */
+function dateReached(dateTime: string | undefined, flag: boolean | undefined): boolean {
+  if (flag === true) return true;
+  if (!dateTime) return false;
+  const at = Date.parse(dateTime.length === 4 ? `${dateTime}-01-01` : dateTime);
+  return !Number.isNaN(at) && at <= Date.now();
+}
+
 export function conceptRow(concept: CodeSystemConcept, kind: (code: string | undefined) => string | undefined): ConceptRow {
   let inactive = false;
   let abstract = false;
   let status: string | undefined;
+  /** The status the concept-properties dates give: deprecated or retired since a date passed. */
+  let dated: 'deprecated' | 'retired' | undefined;
   for (const p of concept.property ?? []) {
     switch (kind(p.code)) {
       case 'inactive':
@@ -203,11 +216,19 @@ export function conceptRow(concept: CodeSystemConcept, kind: (code: string | und
       case 'status':
         status = p.valueCode ?? p.valueString ?? status;
         break;
+      case 'deprecated': // R4's name of the deprecation date
+      case 'deprecationDate':
+        if (dateReached(p.valueDateTime, p.valueBoolean)) dated = dated === 'retired' ? dated : 'deprecated';
+        break;
+      case 'retirementDate':
+        if (dateReached(p.valueDateTime, p.valueBoolean)) dated = 'retired';
+        break;
     }
   }
-  // Without a status property, the standards-status extension gives the status.
+  // Without a status property, the standards-status extension gives the status, else the
+  // concept-properties dates (docs/terminology.md#valueset-validate-code).
   const standards = (concept.extension ?? []).find((e) => e.url === STANDARDS_STATUS)?.valueCode;
-  status ??= standards;
+  status ??= standards ?? dated;
   // FHIR concept-properties: `retired` (and tx's `inactive`) status means the concept is not
   // active; so does a `withdrawn` standards status (docs/terminology.md#valueset-validate-code).
   if (status === 'retired' || status === 'inactive' || standards === 'withdrawn') inactive = true;
