@@ -88,6 +88,7 @@ for (const driver of drivers) {
       await put(FAMILIES);
       await put(DATED_CS);
       await put(vs('families-dated', { include: [{ system: DATED }] }));
+      await put(vs('families-dated-active', { inactive: false, include: [{ system: DATED }] }));
       await put(vs('families-all', { include: [{ system: CS }] }));
       // A cycle behind an include that already admits the code, and one through an exclude.
       await put(vs('families-ring-1', { include: [{ system: CS }, { valueSet: ['http://example.org/fhir/ValueSet/families-ring-2'] }] }));
@@ -158,6 +159,33 @@ for (const driver of drivers) {
       const later = await validate('http://example.org/fhir/ValueSet/families-dated', DATED, 'later');
       assert.equal(out(later.body, 'message'), undefined);
       assert.equal(out(later.body, 'status'), undefined);
+    });
+
+    test('a code a value set leaves out for its activity (compose.inactive = false, or activeOnly) is "valid but not active"', async () => {
+      for (const [url, more] of [
+        ['http://example.org/fhir/ValueSet/families-dated-active', []],
+        ['http://example.org/fhir/ValueSet/families-dated', [{ name: 'activeOnly', valueBoolean: true }]],
+      ] as Array<[string, ParametersParameter[]]>) {
+        const res = await validate(url, DATED, 'gone', more);
+        assert.equal(res.status, 200, res.text);
+        assert.equal(out(res.body, 'result'), false);
+        assert.equal(out(res.body, 'inactive'), true);
+        assert.equal(
+          out(res.body, 'message'),
+          `The concept 'gone' has a status of retired and inactive and its use should be reviewed; The concept 'gone' is valid but is not active; The provided code '${DATED}#gone' was not found in the value set '${url}|1'`,
+        );
+        const issues = (out(res.body, 'issues') as OperationOutcome).issue ?? [];
+        assert.deepEqual(
+          issues.map((i) => [i.severity, i.code, i.details?.coding?.[0].code, i.extension?.[0].valueString]),
+          [
+            ['warning', 'business-rule', 'code-comment', 'INACTIVE_CONCEPT_FOUND'],
+            ['error', 'business-rule', 'code-rule', 'STATUS_CODE_WARNING_CODE'],
+            ['error', 'code-invalid', 'not-in-vs', 'None_of_the_provided_codes_are_in_the_value_set_one'],
+          ],
+        );
+      }
+      // an active code stays a member
+      assert.equal(out((await validate('http://example.org/fhir/ValueSet/families-dated-active', DATED, 'old')).body, 'result'), true);
     });
   });
 }

@@ -64,6 +64,11 @@ export interface MemberOptions {
    * the one whose concept has that display is chosen (docs/terminology.md#overloaded-versions).
    */
   displays?: Map<string, string>;
+  /**
+   * Ignore the value set's own `compose.inactive = false` (validate-code asks whether a code
+   * left out is a member but for its activity).
+   */
+  anyActivity?: boolean;
 }
 
 /**
@@ -191,7 +196,7 @@ export class ValueSetEvaluator {
   async members(system: string, version: string | undefined, codes: string[], options: MemberOptions = {}): Promise<Map<string, MemberHit>> {
     await this.checkCycles();
     const scope: MemberScope = { codes, purpose: this.evaluation.nextPurpose('members') };
-    return this.membersIn(scope, system, version, codes, options.activeOnly === true, options.displays);
+    return this.membersIn(scope, system, version, codes, options.activeOnly === true, options.displays, options.anyActivity === true);
   }
 
   /**
@@ -225,12 +230,13 @@ export class ValueSetEvaluator {
     codes: string[],
     activeOnlyAsked: boolean,
     displays?: Map<string, string>,
+    anyActivity = false,
   ): Promise<Map<string, MemberHit>> {
     const result = new Map<string, MemberHit>();
     if (codes.length === 0) return result;
     const compose = this.vs.compose;
     if (!compose) return this.expansionMembers(system, version, codes);
-    const activeOnly = activeOnlyAsked || compose.inactive === false;
+    const activeOnly = activeOnlyAsked || (compose.inactive === false && !anyActivity);
     // Several versions of the system named by the includes (docs/terminology.md#overloaded-versions):
     // newest first; a coding's version that one of them names selects those includes only; a
     // coding without one is looked for at the version chosen for its code.
