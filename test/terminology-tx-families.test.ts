@@ -51,6 +51,19 @@ const DATED_CS: CodeSystem = {
   ],
 };
 
+/** A language pack: a supplement that states its language and gives displays in it. */
+const PACK: CodeSystem = {
+  resourceType: 'CodeSystem',
+  id: 'families-de',
+  url: 'http://example.org/fhir/CodeSystem/families-de',
+  version: '1',
+  language: 'de',
+  status: 'active',
+  content: 'supplement',
+  supplements: CS,
+  concept: [{ code: 'run', display: 'Laufverletzungen' }],
+};
+
 const vs = (id: string, compose: ValueSet['compose']): ValueSet => ({
   resourceType: 'ValueSet',
   id,
@@ -87,6 +100,7 @@ for (const driver of drivers) {
       server = await startServer(driver);
       await put(FAMILIES);
       await put(DATED_CS);
+      await put(PACK);
       await put(vs('families-dated', { include: [{ system: DATED }] }));
       await put(vs('families-dated-active', { inactive: false, include: [{ system: DATED }] }));
       await put(vs('families-all', { include: [{ system: CS }] }));
@@ -186,6 +200,22 @@ for (const driver of drivers) {
       }
       // an active code stays a member
       assert.equal(out((await validate('http://example.org/fhir/ValueSet/families-dated-active', DATED, 'old')).body, 'result'), true);
+    });
+
+    test("a language pack's displays are designations in its language: validate-code accepts and answers them, expand shows them", async () => {
+      const pack = [{ name: 'displayLanguage', valueCode: 'de' }, { name: 'useSupplement', valueCanonical: PACK.url }];
+      const good = await validate('http://example.org/fhir/ValueSet/families-all', CS, 'run', [{ name: 'display', valueString: 'Laufverletzungen' }, ...pack]);
+      assert.equal(out(good.body, 'result'), true, good.text);
+      assert.equal(out(good.body, 'display'), 'Laufverletzungen');
+      assert.equal(out(good.body, 'message'), undefined);
+      const wrong = await validate('http://example.org/fhir/ValueSet/families-all', CS, 'run', [{ name: 'display', valueString: 'Laufen' }, ...pack]);
+      assert.equal(out(wrong.body, 'result'), false);
+      assert.match(String(out(wrong.body, 'message')), /'Laufverletzungen' \(de\)/);
+      // without the supplement, the display is not German
+      const without = await validate('http://example.org/fhir/ValueSet/families-all', CS, 'run', [{ name: 'display', valueString: 'Laufverletzungen' }, { name: 'displayLanguage', valueCode: 'de' }]);
+      assert.equal(out(without.body, 'result'), false);
+      const expanded = await expandUrl('http://example.org/fhir/ValueSet/families-all', pack);
+      assert.equal(expanded.body.expansion?.contains?.find((c) => c.code === 'run')?.display, 'Laufverletzungen');
     });
   });
 }

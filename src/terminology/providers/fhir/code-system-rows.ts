@@ -46,10 +46,19 @@ const VALUE_TYPES = ['Code', 'Coding', 'String', 'Integer', 'Boolean', 'DateTime
 
 /** Builds the index rows of a code system; duplicate codes are merged (a second occurrence adds a parent). */
 export function codeSystemRows(cs: CodeSystem): CodeSystemRows {
-  const builder = new CodeSystemRowBuilder(cs.property);
+  const builder = new CodeSystemRowBuilder(cs.property, supplementDisplayLanguage(cs));
   builder.add(cs.concept);
   const { concepts, properties, designations } = builder.take();
   return { concepts, properties, designations, edges: builder.edges() };
+}
+
+/**
+ * The language of a supplement's concept displays: a supplement that states its `language` is a
+ * language pack, whose displays are designations in that language of the concepts it supplements
+ * (docs/terminology.md#displays-and-languages). Undefined for a code system.
+ */
+export function supplementDisplayLanguage(cs: Pick<CodeSystem, 'content' | 'language'>): string | undefined {
+  return cs.content === 'supplement' ? cs.language : undefined;
 }
 
 /** Rows taken from a builder: concepts[i] has id firstId + i. */
@@ -76,7 +85,11 @@ export class CodeSystemRowBuilder {
   private readonly edgeList: Array<[number, number]> = [];
   private related: Array<{ id: number; target: string; direction: 'parent' | 'child' }> = [];
 
-  constructor(defs: CodeSystemProperty[] | undefined) {
+  constructor(
+    defs: CodeSystemProperty[] | undefined,
+    /** A language pack's language: each concept's display is also a designation in it (supplementDisplayLanguage). */
+    private readonly displayLanguage?: string,
+  ) {
     this.kind = propertyKinds(defs);
   }
 
@@ -118,6 +131,10 @@ export class CodeSystemRowBuilder {
           if (row) this.pending.properties.push(row);
         }
         this.pending.properties.push(...extensionRows(id, concept.extension as Array<{ url?: string }> | undefined));
+        const { displayLanguage } = this;
+        if (displayLanguage && typeof concept.display === 'string' && !(concept.designation ?? []).some((d) => d.value === concept.display && d.language === displayLanguage)) {
+          this.pending.designations.push({ concept: id, language: displayLanguage, useSystem: undefined, useCode: undefined, useDisplay: undefined, value: concept.display });
+        }
         for (const d of concept.designation ?? []) {
           if (typeof d.value !== 'string') continue;
           this.pending.designations.push({
