@@ -64,6 +64,28 @@ const PACK: CodeSystem = {
   concept: [{ code: 'run', display: 'Laufverletzungen' }],
 };
 
+const SD = 'http://hl7.org/fhir/StructureDefinition';
+const WEIGHTED = 'http://example.org/fhir/CodeSystem/families-weighted';
+
+/** R4's ordinalValue (R5 itemWeight) on concepts, and rendering extensions on a designation. */
+const WEIGHTED_CS: CodeSystem = {
+  resourceType: 'CodeSystem',
+  id: 'families-weighted',
+  url: WEIGHTED,
+  version: '1',
+  status: 'active',
+  content: 'complete',
+  concept: [
+    { code: 'none', display: 'None', extension: [{ url: `${SD}/ordinalValue`, valueDecimal: 0 }] },
+    {
+      code: 'some',
+      display: 'Some',
+      extension: [{ url: `${SD}/ordinalValue`, valueDecimal: 2 }],
+      designation: [{ language: 'de', value: 'Etwas', extension: [{ url: `${SD}/rendering-style`, valueString: 'font-style: italic' }, { url: `${SD}/rendering-xhtml`, valueString: '<i>Etwas</i>' }] }],
+    },
+  ],
+};
+
 const vs = (id: string, compose: ValueSet['compose']): ValueSet => ({
   resourceType: 'ValueSet',
   id,
@@ -101,6 +123,7 @@ for (const driver of drivers) {
       await put(FAMILIES);
       await put(DATED_CS);
       await put(PACK);
+      await put(WEIGHTED_CS);
       await put(vs('families-dated', { include: [{ system: DATED }] }));
       await put(vs('families-dated-active', { inactive: false, include: [{ system: DATED }] }));
       await put(vs('families-all', { include: [{ system: CS }] }));
@@ -216,6 +239,27 @@ for (const driver of drivers) {
       assert.equal(out(without.body, 'result'), false);
       const expanded = await expandUrl('http://example.org/fhir/ValueSet/families-all', pack);
       assert.equal(expanded.body.expansion?.contains?.find((c) => c.code === 'run')?.display, 'Laufverletzungen');
+    });
+
+    test("expansions echo R4's ordinalValue as the weight property (code system or value set) and rendering extensions on designations", async () => {
+      const weighted = vs('families-weighted', { include: [{ system: WEIGHTED, concept: [{ code: 'none', extension: [{ url: `${SD}/ordinalValue`, valueDecimal: 1 }] }, { code: 'some' }] }] });
+      const res = await post('/ValueSet/$expand', [{ name: 'valueSet', resource: weighted }, { name: 'includeDesignations', valueBoolean: true }]);
+      assert.equal(res.status, 200, res.text);
+      const weight = (code: string) =>
+        res.body.expansion?.contains
+          ?.find((c) => c.code === code)
+          ?.extension?.filter((e) => e.url.endsWith('extension-ValueSet.expansion.contains.property'))
+          .find((e) => e.extension?.some((x) => x.url === 'code' && x.valueCode === 'weight'))
+          ?.extension?.find((x) => x.url === 'value')?.valueDecimal;
+      assert.equal(weight('none'), 1); // the value set's own weight first
+      assert.equal(weight('some'), 2);
+      const declared = res.body.expansion?.extension?.filter((e) => e.url.endsWith('extension-ValueSet.expansion.property')).map((e) => e.extension?.find((x) => x.url === 'uri')?.valueUri);
+      assert.ok(declared?.includes('http://hl7.org/fhir/concept-properties#itemWeight'), res.text);
+      const etwas = res.body.expansion?.contains?.find((c) => c.code === 'some')?.designation?.find((d) => d.value === 'Etwas');
+      assert.deepEqual(etwas?.extension, [
+        { url: `${SD}/rendering-style`, valueString: 'font-style: italic' },
+        { url: `${SD}/rendering-xhtml`, valueString: '<i>Etwas</i>' },
+      ]);
     });
   });
 }
