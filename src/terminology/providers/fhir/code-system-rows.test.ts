@@ -32,8 +32,9 @@ const conventional = propertyKinds(undefined);
 
 describe('codeSystemRows: concepts and nesting', () => {
   test("a language pack (a supplement with a language) gives each display as a designation in that language; a code system does not", () => {
-    const base = { resourceType: 'CodeSystem', status: 'active', language: 'de', concept: [{ code: 'a', display: 'Ah' }, { code: 'b' }, { code: 'c', display: 'Ce', designation: [{ language: 'de', value: 'Ce' }] }] } as const;
-    const pack = codeSystemRows({ ...base, content: 'supplement', concept: [...base.concept] });
+    const concepts = (): CodeSystemConcept[] => [{ code: 'a', display: 'Ah' }, { code: 'b' }, { code: 'c', display: 'Ce', designation: [{ language: 'de', value: 'Ce' }] }];
+    const base = { resourceType: 'CodeSystem', status: 'active', language: 'de' } as const;
+    const pack = codeSystemRows({ ...base, content: 'supplement', concept: concepts() });
     assert.deepEqual(
       pack.designations.map((d) => [d.concept, d.language, d.value]),
       [
@@ -41,8 +42,8 @@ describe('codeSystemRows: concepts and nesting', () => {
         [3, 'de', 'Ce'],
       ],
     );
-    assert.deepEqual(codeSystemRows({ ...base, content: 'complete', concept: [...base.concept] }).designations.map((d) => d.value), ['Ce']);
-    assert.deepEqual(codeSystemRows({ ...base, language: undefined, content: 'supplement', concept: [...base.concept] }).designations.map((d) => d.value), ['Ce']);
+    assert.deepEqual(codeSystemRows({ ...base, content: 'complete', concept: concepts() }).designations.map((d) => d.value), ['Ce']);
+    assert.deepEqual(codeSystemRows({ ...base, language: undefined, content: 'supplement', concept: concepts() }).designations.map((d) => d.value), ['Ce']);
   });
 
   test('concepts are numbered 1..n in document order (depth first), nested ones after their parent', () => {
