@@ -24,6 +24,7 @@ import { terminologyHooks } from './terminology/hooks.js';
 import { installTerminology } from './terminology/install.js';
 import { createResourceValidator } from './fhir/validation/bindings.js';
 import { installRest } from './rest/install.js';
+import { createProfileValidator } from './profiles/profile-validator.js';
 import { installAdmin } from './admin/install.js';
 import { installEmail } from './email/install.js';
 import { installExport } from './export/install.js';
@@ -114,6 +115,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     // Required bindings are checked against the shared terminologies (docs/rest.md#validation).
     const terminology = installTerminology(env, registry, repository(ANONYMOUS));
     const validator = createResourceValidator(terminology.bindings);
+    // Profiles (src/profiles): `$validate` and a project's rule for writes (docs/rest.md#validate).
+    const profiles = createProfileValidator({ bindings: terminology.bindings, limits: config.profileLimits, system });
     searchIndex.useTerminology(terminology.search);
     // Resources indexed by an older version get this version's rows, in the background.
     let stopping = false;
@@ -124,7 +127,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       stopping = true;
       await reindexing;
     });
-    installRest(registry, validator);
+    installRest(registry, validator, profiles);
     if (options.emailSender !== false) await installEmail(env);
     const adminRoutes = installAdmin(env);
     const exportRoutes = await installExport(env, registry, (caller) => repository(caller));
@@ -150,6 +153,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         bundleTimeoutMs: (entries) => (config.database.statementTimeoutMs > 0 ? config.database.statementTimeoutMs + entries * config.bundleEntryMs : undefined),
         terminologyCapabilities: terminology.capabilities,
         validator,
+        profiles,
         search: searchCapabilities(),
         // FHIR JSON `data` is bounded like a JSON request body (docs/rest.md#binary).
         binary: { store: binary.store, jsonDataLimit: config.bodyLimit },

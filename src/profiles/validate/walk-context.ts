@@ -1,0 +1,71 @@
+import type { OperationOutcomeIssue } from '@medplum/fhirtypes';
+import type { ProfileSource } from '../profile-source.js';
+
+/** Bounds of one validation (config.profileLimits; docs/errors.md#bounds-and-timeouts). */
+export interface ProfileLimits {
+  maxWork: number;
+  maxInvariants: number;
+  maxExpressionLength: number;
+}
+
+/** The system of the HL7 validator's message ids, carried in `details.coding` where one applies. */
+export const MESSAGE_ID_SYSTEM = 'http://hl7.org/fhir/java-core-messageId';
+
+/** Most issues one validation reports. */
+export const MAX_PROFILE_ISSUES = 100;
+
+/** A coded value under a binding, checked once the walk is over (one question to the terminology engine). */
+export interface PendingBinding {
+  valueSet: string;
+  strength: 'required' | 'extensible';
+  expression: string;
+  codes: Array<{ system: string | undefined; code: string }>;
+  /** A CodeableConcept with text only (an extensible binding is then met). */
+  textOnly: boolean;
+}
+
+/** Thrown when a bound is reached; the walk stops and reports it as one issue. */
+export class LimitReached extends Error {}
+
+/**
+ * The state of one validation: the issues, the work done against the bounds, the bindings to
+ * check at the end, and where profiles come from.
+ */
+export class WalkContext {
+  readonly issues: OperationOutcomeIssue[] = [];
+  readonly bindings: PendingBinding[] = [];
+  work = 0;
+  invariants = 0;
+  private sinceYield = 0;
+
+  constructor(
+    readonly source: ProfileSource,
+    readonly limits: ProfileLimits,
+    /** The resource validated (for `%resource` and contained references). */
+    readonly root: Record<string, unknown>,
+  ) {}
+
+  add(severity: OperationOutcomeIssue['severity'], code: OperationOutcomeIssue['code'], text: string, expression: string, messageId?: string): void {
+    if (this.issues.length >= MAX_PROFILE_ISSUES) return;
+    const found: OperationOutcomeIssue = { severity, code, details: { text }, expression: [expression] };
+    if (messageId) found.details = { coding: [{ system: MESSAGE_ID_SYSTEM, code: messageId }], text };
+    this.issues.push(found);
+  }
+
+  /** Counts `n` units of work; past the bound the walk stops. Yields to the event loop now and then. */
+  async tick(n = 1): Promise<void> {
+    this.work += n;
+    this.sinceYield += n;
+    if (this.work > this.limits.maxWork) throw new LimitReached(`work:${this.limits.maxWork}`);
+    if (this.sinceYield >= 2_000) {
+      this.sinceYield = 0;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /** Counts one FHIRPath evaluation against its bound. */
+  countInvariant(): void {
+    this.invariants++;
+    if (this.invariants > this.limits.maxInvariants) throw new LimitReached(`invariants:${this.limits.maxInvariants}`);
+  }
+}
