@@ -20,7 +20,7 @@ function compiled(base: string, expression: string): Compiled | Error {
   let fn = compiledCache.get(key);
   if (!fn) {
     try {
-      fn = fhirpath.compile({ base, expression }, r4) as unknown as Compiled;
+      fn = fhirpath.compile({ base, expression: singletonSafe(expression) }, r4, { traceFn: () => undefined }) as unknown as Compiled;
     } catch (err) {
       fn = err instanceof Error ? err : new Error(String(err));
     }
@@ -28,6 +28,15 @@ function compiled(base: string, expression: string): Compiled | Error {
     compiledCache.set(key, fn);
   }
   return fn;
+}
+
+/**
+ * R4's expressions use `as(T)`, which FHIRPath defines on one item only (the library throws on
+ * several, e.g. dom-3's `descendants().where(as(canonical) = …)` over a whole resource); `ofType(T)`
+ * selects the same values from any number of items (as src/fhir/definitions.ts does for search).
+ */
+function singletonSafe(expression: string): string {
+  return expression.replace(/(^|[.(\s])as\(/g, '$1ofType(');
 }
 
 /**

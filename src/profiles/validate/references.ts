@@ -1,6 +1,7 @@
 import type { ElementDefinition } from '@medplum/fhirtypes';
 import { isObject } from '../../fhir/json.js';
 import { isBaseTypeUrl, splitCanonical } from '../profile-source.js';
+import { baseElement } from './base-element.js';
 import type { Mode } from './walk.js';
 import type { WalkContext } from './walk-context.js';
 
@@ -15,7 +16,11 @@ const BASE_PREFIX = 'http://hl7.org/fhir/StructureDefinition/';
 export async function checkReference(ctx: WalkContext, def: ElementDefinition, value: Record<string, unknown>, expr: string, mode: Mode): Promise<void> {
   const targets = def.type?.find((t) => t.code === 'Reference')?.targetProfile ?? [];
   if (targets.length === 0 || typeof value.reference !== 'string') return;
-  if (mode === 'profile' && targets.every((t) => isBaseTypeUrl(splitCanonical(t)[0]))) return;
+  if (mode === 'profile') {
+    // The base definition's targets are its check: only a narrowed list is the profile's.
+    const baseTargets = baseElement(def)?.type?.find((t) => t.code === 'Reference')?.targetProfile ?? [];
+    if (targets.length === baseTargets.length && targets.every((t) => baseTargets.includes(t))) return;
+  }
   const actual = targetType(ctx, value.reference);
   if (!actual) return;
   const allowed = new Set<string>();
