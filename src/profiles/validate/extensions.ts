@@ -39,7 +39,11 @@ export async function checkExtension(ctx: WalkContext, ext: unknown, holder: At,
   }
   if (!contextAllows(sd, holder)) {
     const where = (sd.context ?? []).map((c) => c.expression).join(', ');
-    ctx.add('error', 'structure', `Extension ${url} is not allowed on ${holder.path}: its context is ${where}`, `${expr}.url`, 'Extension_EXT_Context_Wrong');
+    // Another resource or type altogether is an error; a different element of the right type (where
+    // the specification's own artefacts are loose, e.g. on a primitive's parent) a warning.
+    const firsts = new Set((sd.context ?? []).map((c) => (c.expression ?? '').split('.')[0]));
+    const near = firsts.has(holder.path.split('.')[0]) || firsts.has(holder.base.split('.')[0]);
+    ctx.add(near ? 'warning' : 'error', 'structure', `Extension ${url} is not allowed on ${holder.path}: its context is ${where}`, `${expr}.url`, 'Extension_EXT_Context_Wrong');
   }
   if (modifier !== sd.snapshot?.element?.[0]?.isModifier && sd.snapshot?.element?.[0]?.isModifier !== undefined) {
     const text = modifier ? `Extension ${url} is not a modifier extension: use extension, not modifierExtension` : `Extension ${url} is a modifier extension: use modifierExtension`;
@@ -58,7 +62,8 @@ function contextAllows(sd: StructureDefinition, holder: At): boolean {
     if (c.type === 'fhirpath') return true;
     const e = (c.expression ?? '').replace(/\[x\]/g, '');
     if (c.type === 'extension') return holder.type === 'Extension';
-    if (e === 'Element' || e === holder.path || e === holder.type || e === 'Base') return true;
+    // `holder.base` is the path within the data type that holds it (`ElementDefinition.binding`).
+    if (e === 'Element' || e === holder.path || e === holder.base || e === holder.type || e === 'Base') return true;
     if ((e === 'Resource' || e === 'DomainResource' || e === resourceType) && atRoot) return true;
     // A context on a data type's element (`Address.line`) or a path through a choice (`Observation.value`).
     return holder.path.endsWith(`.${e}`);

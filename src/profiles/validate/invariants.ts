@@ -59,6 +59,9 @@ export function checkInvariants(ctx: WalkContext, def: ElementDefinition, value:
       if (fn instanceof Error) throw fn;
       result = fn(value, { resource: ctx.root, rootResource: ctx.root });
     } catch (err) {
+      // Once per constraint and validation: the same expression fails the same way on every item.
+      if (ctx.unevaluable.has(c.key)) continue;
+      ctx.unevaluable.add(c.key);
       ctx.add('warning', 'invariant', `Constraint ${c.key} could not be evaluated: ${err instanceof Error ? err.message : String(err)}`, expr);
       continue;
     }

@@ -36,6 +36,8 @@ export class WalkContext {
   readonly bindings: PendingBinding[] = [];
   work = 0;
   invariants = 0;
+  /** Constraint keys already reported as not evaluable. */
+  readonly unevaluable = new Set<string>();
   private sinceYield = 0;
 
   constructor(
