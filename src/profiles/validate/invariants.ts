@@ -1,4 +1,4 @@
-import type { ElementDefinition } from '@medplum/fhirtypes';
+import type { ElementDefinition, ElementDefinitionConstraint } from '@medplum/fhirtypes';
 import fhirpath from 'fhirpath';
 import r4 from 'fhirpath/fhir-context/r4/index.js';
 import { isBaseTypeUrl } from '../profile-source.js';
@@ -10,6 +10,13 @@ import type { WalkContext } from './walk-context.js';
  * `txt-1`/`txt-2` need an XHTML checker the FHIRPath library does not have.
  */
 const SKIPPED = new Set(['ele-1', 'txt-1', 'txt-2']);
+
+const BEST_PRACTICE = 'http://hl7.org/fhir/StructureDefinition/elementdefinition-bestpractice';
+
+/** A best-practice recommendation (`dom-6`: a resource should have narrative): advice, not validity; not evaluated. */
+function isBestPractice(c: ElementDefinitionConstraint): boolean {
+  return (c.extension ?? []).some((e) => e.url === BEST_PRACTICE && e.valueBoolean === true);
+}
 
 type Compiled = (resource: unknown, vars?: Record<string, unknown>) => unknown[];
 const compiledCache = new Map<string, Compiled | Error>();
@@ -46,7 +53,7 @@ function singletonSafe(expression: string): string {
  */
 export function checkInvariants(ctx: WalkContext, def: ElementDefinition, value: unknown, base: string, expr: string, mode: 'base' | 'profile'): void {
   for (const c of def.constraint ?? []) {
-    if (!c.expression || !c.key || SKIPPED.has(c.key)) continue;
+    if (!c.expression || !c.key || SKIPPED.has(c.key) || isBestPractice(c)) continue;
     if (mode === 'profile' && c.source && isBaseTypeUrl(c.source)) continue;
     if (c.expression.length > ctx.limits.maxExpressionLength) {
       ctx.add('warning', 'too-costly', `Constraint ${c.key} was not evaluated: its expression is longer than ${ctx.limits.maxExpressionLength} characters (LATTICE_PROFILE_MAX_EXPRESSION)`, expr);

@@ -68,6 +68,12 @@ async function matchesSlice(ctx: WalkContext, slice: ElementNode, item: Item, di
     const path = d.path ?? '$this';
     const values = navigate(item.value, path);
     const target = descend(slice, path);
+    const extensionUrl = path === 'url' ? slice.def.type?.[0]?.profile?.[0] : undefined;
+    if (!target && extensionUrl && (d.type === 'value' || d.type === 'pattern')) {
+      // An extension slice names its definition by type profile; its children are not expanded.
+      if (!values.includes(splitCanonical(extensionUrl)[0])) return false;
+      continue;
+    }
     if (!target) return false;
     const def = target.def;
     if (d.type === 'value' || d.type === 'pattern') {
