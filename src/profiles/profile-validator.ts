@@ -4,7 +4,7 @@ import type { BindingChecker, BindingScope, ProfileRequest, ProfileValidator } f
 import { isObject } from '../fhir/json.js';
 import { baseProfile, isBaseTypeUrl, ProfileSource, splitCanonical, type Resolved, type SnapshotGenerator } from './profile-source.js';
 import { checkBindings } from './validate/bindings.js';
-import { validateAgainst } from './validate/walk.js';
+import { validateAgainst, walker } from './validate/walk.js';
 import { LimitReached, WalkContext, type ProfileLimits } from './validate/walk-context.js';
 import { boundWriteValidator, isBound, warmProfiles, withoutRule } from './write-validator.js';
 
@@ -26,7 +26,7 @@ export function createProfileValidator(options: ProfileValidatorOptions): Profil
   validateWith(source: ProfileSource, scope: BindingScope, resource: Record<string, unknown>, request: ProfileRequest, bindings?: BindingChecker): Promise<OperationOutcomeIssue[]>;
 } {
   const validateWith = async (source: ProfileSource, scope: BindingScope, resource: Record<string, unknown>, request: ProfileRequest, bindings = options.bindings) => {
-    const ctx = new WalkContext(source, options.limits, resource);
+    const ctx = new WalkContext(walker, source, options.limits, resource);
     const type = typeof resource.resourceType === 'string' ? resource.resourceType : '';
     const at = { expr: type, base: type, path: type, type };
     try {

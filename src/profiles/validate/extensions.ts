@@ -1,7 +1,6 @@
 import type { StructureDefinition } from '@medplum/fhirtypes';
 import { isObject } from '../../fhir/json.js';
-import { validateAgainst, type At } from './walk.js';
-import type { WalkContext } from './walk-context.js';
+import type { At, WalkContext } from './walk-context.js';
 
 const CORE = 'http://hl7.org/fhir/';
 
@@ -49,7 +48,7 @@ export async function checkExtension(ctx: WalkContext, ext: unknown, holder: At,
     const text = modifier ? `Extension ${url} is not a modifier extension: use extension, not modifierExtension` : `Extension ${url} is a modifier extension: use modifierExtension`;
     ctx.add('error', 'structure', text, `${expr}.url`, modifier ? 'Extension_EXT_Modifier_N' : 'Extension_EXT_Modifier_Y');
   }
-  await validateAgainst(ctx, resolved.profile, ext, { expr, base: 'Extension', path: `${holder.path}.extension`, type: 'Extension' }, 'profile');
+  await ctx.walker.validateAgainst(ctx, resolved.profile, ext, { expr, base: 'Extension', path: `${holder.path}.extension`, type: 'Extension' }, 'profile');
 }
 
 /** Does the definition's `context` allow the element holding the extension? Unstated → anywhere. */

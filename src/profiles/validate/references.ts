@@ -2,8 +2,7 @@ import type { ElementDefinition } from '@medplum/fhirtypes';
 import { isObject } from '../../fhir/json.js';
 import { isBaseTypeUrl, splitCanonical } from '../profile-source.js';
 import { baseElement } from './base-element.js';
-import type { Mode } from './walk.js';
-import type { WalkContext } from './walk-context.js';
+import type { Mode, WalkContext } from './walk-context.js';
 
 const BASE_PREFIX = 'http://hl7.org/fhir/StructureDefinition/';
 

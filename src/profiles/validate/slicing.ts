@@ -3,8 +3,7 @@ import { isObject } from '../../fhir/json.js';
 import type { ElementNode } from '../element-tree.js';
 import { splitCanonical } from '../profile-source.js';
 import { jsonEqual, matchesPattern, prefixed } from './values.js';
-import { visitItem, type Mode } from './walk.js';
-import type { WalkContext } from './walk-context.js';
+import type { Mode, WalkContext } from './walk-context.js';
 
 interface Item {
   value: unknown;
@@ -112,7 +111,7 @@ async function conformsToAny(ctx: WalkContext, profiles: string[], values: unkno
       const issues = ctx.issues.length;
       const bindings = ctx.bindings.length;
       const type = resolved.profile.type;
-      await visitItem(ctx, resolved.profile.root, value, { expr: item.expr, base: type, path: type, type }, 'profile');
+      await ctx.walker.visitItem(ctx, resolved.profile.root, value, { expr: item.expr, base: type, path: type, type }, 'profile');
       const failed = ctx.issues.slice(issues).some((i) => i.severity === 'error' || i.severity === 'fatal');
       ctx.issues.length = issues;
       ctx.bindings.length = bindings;

@@ -1,5 +1,27 @@
 import type { OperationOutcomeIssue } from '@medplum/fhirtypes';
+import type { CompiledProfile, ElementNode } from '../element-tree.js';
 import type { ProfileSource } from '../profile-source.js';
+
+/**
+ * `base`: the base definition of a type (its invariants, reference targets and extensions — the
+ * rest is the structural check's); `profile`: a constraint on it (only what the profile changes
+ * from the base is checked, so no issue is reported twice).
+ */
+export type Mode = 'base' | 'profile';
+
+/** Where an item sits: its FHIRPath (`Patient.contact[0]`), the compile base (`Patient.contact`, `Quantity`), the element path and the type. */
+export interface At {
+  expr: string;
+  base: string;
+  path: string;
+  type: string;
+}
+
+/** The walk itself (walk.ts), handed to the checks that validate nested content (slices by profile, extensions). */
+export interface Walker {
+  visitItem(ctx: WalkContext, node: ElementNode, value: unknown, at: At, mode: Mode): Promise<void>;
+  validateAgainst(ctx: WalkContext, profile: CompiledProfile, value: unknown, at: At, mode: Mode): Promise<void>;
+}
 
 /** Bounds of one validation (config.profileLimits; docs/errors.md#bounds-and-timeouts). */
 export interface ProfileLimits {
@@ -41,6 +63,7 @@ export class WalkContext {
   private sinceYield = 0;
 
   constructor(
+    readonly walker: Walker,
     readonly source: ProfileSource,
     readonly limits: ProfileLimits,
     /** The resource validated (for `%resource` and contained references). */

@@ -8,24 +8,14 @@ import { checkInvariants } from './invariants.js';
 import { assignSlices } from './slicing.js';
 import { checkReference } from './references.js';
 import { checkValue } from './values.js';
-import type { WalkContext } from './walk-context.js';
+import type { At, Mode, Walker, WalkContext } from './walk-context.js';
 
-/**
- * `base`: the base definition of a type (its invariants, reference targets and extensions — the
- * rest is the structural check's); `profile`: a constraint on it (only what the profile changes
- * from the base is checked, so no issue is reported twice).
- */
-export type Mode = 'base' | 'profile';
-
-/** Where an item sits: its FHIRPath (`Patient.contact[0]`), the compile base (`Patient.contact`, `Quantity`), the element path and the type. */
-export interface At {
-  expr: string;
-  base: string;
-  path: string;
-  type: string;
-}
+export type { At, Mode };
 
 const PRIMITIVE = /^[a-z]/;
+
+/** The walk, for the checks that validate nested content through it. */
+export const walker: Walker = { visitItem: (...args) => visitItem(...args), validateAgainst: (...args) => validateAgainst(...args) };
 
 /** Validates `value` (a resource, or an element of `profile.type`) against the profile's root. */
 export async function validateAgainst(ctx: WalkContext, profile: CompiledProfile, value: unknown, at: At, mode: Mode): Promise<void> {
