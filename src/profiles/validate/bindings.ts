@@ -17,7 +17,8 @@ export function collectBinding(ctx: WalkContext, def: ElementDefinition, type: s
   const codes = codesOf(type, value);
   const textOnly = codes.length === 0 && isObject(value) && typeof value.text === 'string';
   if (codes.length === 0 && !textOnly) return;
-  ctx.bindings.push({ valueSet: binding.valueSet, strength: binding.strength, expression: expr, codes, textOnly });
+  const concept = type === 'CodeableConcept' || (isObject(value) && Array.isArray(value.coding));
+  ctx.bindings.push({ valueSet: binding.valueSet, strength: binding.strength, expression: expr, codes, textOnly, concept });
 }
 
 function codesOf(type: string, value: unknown): PendingBinding['codes'] {
@@ -39,16 +40,16 @@ export async function checkBindings(ctx: WalkContext, checker: BindingChecker, s
   for (const b of ctx.bindings) {
     const codes = members.get(b.valueSet);
     if (!codes) {
-      ctx.add('warning', 'not-supported', `The value set ${b.valueSet} of this ${b.strength} binding could not be resolved or expanded: the code was not checked`, b.expression, 'Terminology_TX_ValueSet_NotFound');
+      ctx.add('warning', 'not-supported', `The value set ${b.valueSet} of this ${b.strength} binding could not be resolved or expanded: the code was not checked`, b.expression);
       continue;
     }
     if (b.textOnly) {
-      if (b.strength === 'required') ctx.add('error', 'code-invalid', `No code given: the required binding to ${b.valueSet} needs one`, b.expression, 'Terminology_TX_Code_ValueSet');
+      if (b.strength === 'required') ctx.add('error', 'code-invalid', `No code given: the required binding to ${b.valueSet} needs one`, b.expression);
       continue;
     }
     if (b.codes.some((c) => codes.has(c.system, c.code))) continue;
     const shown = b.codes.map((c) => (c.system ? `${c.system}#${c.code}` : c.code)).join("', '");
-    if (b.strength === 'required') ctx.add('error', 'code-invalid', `'${shown}' is not in the value set ${b.valueSet} (required binding)`, b.expression, 'Terminology_TX_NoValid_1_CC');
-    else ctx.add('warning', 'code-invalid', `'${shown}' is not in the value set ${b.valueSet} (extensible binding)`, b.expression, 'Terminology_TX_NoValid_2_CC');
+    if (b.strength === 'required') ctx.add('error', 'code-invalid', `'${shown}' is not in the value set ${b.valueSet} (required binding)`, b.expression, b.concept ? 'Terminology_TX_NoValid_1_CC' : undefined);
+    else ctx.add('warning', 'code-invalid', `'${shown}' is not in the value set ${b.valueSet} (extensible binding)`, b.expression);
   }
 }

@@ -42,7 +42,7 @@ export async function checkExtension(ctx: WalkContext, ext: unknown, holder: At,
     // the specification's own artefacts are loose, e.g. on a primitive's parent) a warning.
     const firsts = new Set((sd.context ?? []).map((c) => (c.expression ?? '').split('.')[0]));
     const near = firsts.has(holder.path.split('.')[0]) || firsts.has(holder.base.split('.')[0]);
-    ctx.add(near ? 'warning' : 'error', 'structure', `Extension ${url} is not allowed on ${holder.path}: its context is ${where}`, `${expr}.url`, 'Extension_EXT_Context_Wrong');
+    ctx.add(near ? 'warning' : 'error', 'structure', `Extension ${url} is not allowed on ${holder.path}: its context is ${where}`, `${expr}.url`);
   }
   if (modifier !== sd.snapshot?.element?.[0]?.isModifier && sd.snapshot?.element?.[0]?.isModifier !== undefined) {
     const text = modifier ? `Extension ${url} is not a modifier extension: use extension, not modifierExtension` : `Extension ${url} is a modifier extension: use modifierExtension`;

@@ -42,19 +42,19 @@ export function matchesPattern(value: unknown, pattern: unknown): boolean {
 export function checkValue(ctx: WalkContext, def: ElementDefinition, value: unknown, expr: string): void {
   const fixed = prefixed(def, 'fixed');
   if (fixed !== undefined && !jsonEqual(value, fixed)) {
-    ctx.add('error', 'value', `Value must be exactly ${show(fixed)} (fixed by the profile), got ${show(value)}`, expr, 'Profile_VAL_FixedValue');
+    ctx.add('error', 'value', `Value must be exactly ${show(fixed)} (fixed by the profile), got ${show(value)}`, expr);
   }
   const pattern = prefixed(def, 'pattern');
   if (pattern !== undefined && !matchesPattern(value, pattern)) {
-    ctx.add('error', 'value', `Value must match the pattern ${show(pattern)} of the profile, got ${show(value)}`, expr, 'Profile_VAL_PatternValue');
+    ctx.add('error', 'value', `Value must match the pattern ${show(pattern)} of the profile, got ${show(value)}`, expr);
   }
   if (typeof def.maxLength === 'number' && typeof value === 'string' && [...value].length > def.maxLength) {
     ctx.add('error', 'value', `Value is ${[...value].length} characters long; the profile allows at most ${def.maxLength}`, expr, 'Type_Specific_Checks_DT_String_Length');
   }
   const min = prefixed(def, 'minValue');
   const max = prefixed(def, 'maxValue');
-  if (min !== undefined && compare(value, min) < 0) ctx.add('error', 'value', `Value ${show(value)} is below the minimum ${show(min)} of the profile`, expr, 'Type_Specific_Checks_DT_Decimal_GT');
-  if (max !== undefined && compare(value, max) > 0) ctx.add('error', 'value', `Value ${show(value)} is above the maximum ${show(max)} of the profile`, expr, 'Type_Specific_Checks_DT_Decimal_LT');
+  if (min !== undefined && compare(value, min) < 0) ctx.add('error', 'value', `Value ${show(value)} is below the minimum ${show(min)} of the profile`, expr);
+  if (max !== undefined && compare(value, max) > 0) ctx.add('error', 'value', `Value ${show(value)} is above the maximum ${show(max)} of the profile`, expr);
 }
 
 /** Order of two comparable values (numbers; dates as strings of the same precision; Quantities of one unit); 0 when not comparable. */

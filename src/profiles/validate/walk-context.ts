@@ -44,6 +44,8 @@ export interface PendingBinding {
   codes: Array<{ system: string | undefined; code: string }>;
   /** A CodeableConcept with text only (an extensible binding is then met). */
   textOnly: boolean;
+  /** A CodeableConcept (the HL7 validator's message id is for those). */
+  concept: boolean;
 }
 
 /** Thrown when a bound is reached; the walk stops and reports it as one issue. */
