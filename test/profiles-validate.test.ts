@@ -105,6 +105,19 @@ for (const driver of drivers) {
       assert.deepEqual(await validate('Observation', { resourceType: 'Observation', status: 'final', code: { text: 'x' }, valueString: 'a' }), []);
     });
 
+    test("invariants inside a Bundle: an entry's '#' reference is resolved in that entry (its own %rootResource)", async () => {
+      const entry = (id: string, ref: string) => ({
+        fullUrl: `http://example.org/fhir/Observation/${id}`,
+        resource: { resourceType: 'Observation', id, status: 'final', code: { text: 'x' }, subject: { reference: ref }, contained: [{ resourceType: 'Patient', id: 'p' }] },
+      });
+      assert.deepEqual(await validate('Bundle', { resourceType: 'Bundle', type: 'collection', entry: [entry('a', '#p')] }), []);
+      const bad = await validate('Bundle', { resourceType: 'Bundle', type: 'collection', entry: [entry('b', '#q')] });
+      assert.deepEqual(
+        bad.map((i) => `${i.severity} ${i.expression?.[0]}: ${i.details?.text?.split(':')[0]}`),
+        ['error Bundle.entry[0].resource: Constraint dom-3 is not met', 'error Bundle.entry[0].resource.subject: Constraint ref-1 is not met'],
+      );
+    });
+
     test('an unknown nominated profile is an error; an unknown meta.profile a warning', async () => {
       const issues = await validate('Patient', { resourceType: 'Patient', meta: { profile: [`${P}nowhere`] } }, `${P}unknown`);
       assert.deepEqual(brief(issues), [

@@ -2,7 +2,7 @@ import type { ElementDefinition, ElementDefinitionConstraint } from '@medplum/fh
 import fhirpath from 'fhirpath';
 import r4 from 'fhirpath/fhir-context/r4/index.js';
 import { isBaseTypeUrl } from '../profile-source.js';
-import type { WalkContext } from './walk-context.js';
+import type { At, WalkContext } from './walk-context.js';
 
 /**
  * Base invariants not evaluated: `ele-1` (every element has a value or children) is the
@@ -51,7 +51,8 @@ function singletonSafe(expression: string): string {
  * a base type or resource is evaluated only in `base` mode (a profile's snapshot repeats them);
  * one that fails is an issue of its severity; one that cannot be evaluated is a warning naming it.
  */
-export function checkInvariants(ctx: WalkContext, def: ElementDefinition, value: unknown, base: string, expr: string, mode: 'base' | 'profile'): void {
+export function checkInvariants(ctx: WalkContext, def: ElementDefinition, value: unknown, at: At, mode: 'base' | 'profile'): void {
+  const { base, expr } = at;
   for (const c of def.constraint ?? []) {
     if (!c.expression || !c.key || SKIPPED.has(c.key) || isBestPractice(c)) continue;
     if (mode === 'profile' && c.source && isBaseTypeUrl(c.source)) continue;
@@ -64,7 +65,7 @@ export function checkInvariants(ctx: WalkContext, def: ElementDefinition, value:
     let result: unknown[];
     try {
       if (fn instanceof Error) throw fn;
-      result = fn(value, { resource: ctx.root, rootResource: ctx.root });
+      result = fn(value, { resource: at.resource ?? ctx.root, rootResource: at.rootResource ?? ctx.root });
     } catch (err) {
       // Once per constraint and validation: the same expression fails the same way on every item.
       if (ctx.unevaluable.has(c.key)) continue;

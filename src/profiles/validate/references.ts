@@ -2,7 +2,7 @@ import type { ElementDefinition } from '@medplum/fhirtypes';
 import { isObject } from '../../fhir/json.js';
 import { isBaseTypeUrl, splitCanonical } from '../profile-source.js';
 import { baseElement } from './base-element.js';
-import type { Mode, WalkContext } from './walk-context.js';
+import type { At, Mode, WalkContext } from './walk-context.js';
 
 const BASE_PREFIX = 'http://hl7.org/fhir/StructureDefinition/';
 
@@ -12,7 +12,8 @@ const BASE_PREFIX = 'http://hl7.org/fhir/StructureDefinition/';
  * one the profiles allow. A logical reference (identifier only) or a URL with no type is not judged.
  * In profile mode only targets the profile narrows (a non-base target profile) are checked.
  */
-export async function checkReference(ctx: WalkContext, def: ElementDefinition, value: Record<string, unknown>, expr: string, mode: Mode): Promise<void> {
+export async function checkReference(ctx: WalkContext, def: ElementDefinition, value: Record<string, unknown>, at: At, mode: Mode): Promise<void> {
+  const expr = at.expr;
   const targets = def.type?.find((t) => t.code === 'Reference')?.targetProfile ?? [];
   if (targets.length === 0 || typeof value.reference !== 'string') return;
   if (mode === 'profile') {
@@ -20,7 +21,7 @@ export async function checkReference(ctx: WalkContext, def: ElementDefinition, v
     const baseTargets = baseElement(def)?.type?.find((t) => t.code === 'Reference')?.targetProfile ?? [];
     if (targets.length === baseTargets.length && targets.every((t) => baseTargets.includes(t))) return;
   }
-  const actual = targetType(ctx, value.reference);
+  const actual = targetType(at.rootResource ?? ctx.root, value.reference);
   if (!actual) return;
   const allowed = new Set<string>();
   for (const target of targets) {
@@ -39,10 +40,10 @@ export async function checkReference(ctx: WalkContext, def: ElementDefinition, v
 }
 
 /** The resource type a literal reference names, or undefined when it does not say. */
-function targetType(ctx: WalkContext, reference: string): string | undefined {
+function targetType(root: Record<string, unknown>, reference: string): string | undefined {
   if (reference.startsWith('#')) {
     const id = reference.slice(1);
-    const contained = Array.isArray(ctx.root.contained) ? ctx.root.contained : [];
+    const contained = Array.isArray(root.contained) ? root.contained : [];
     const found: unknown = contained.find((c) => isObject(c) && c.id === id);
     return isObject(found) && typeof found.resourceType === 'string' ? found.resourceType : undefined;
   }

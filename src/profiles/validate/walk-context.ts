@@ -15,6 +15,9 @@ export interface At {
   base: string;
   path: string;
   type: string;
+  /** FHIRPath's %resource and %rootResource here (undefined: the resource validated): a Bundle entry's resource is its own root, a contained one's root is its container. */
+  resource?: Record<string, unknown>;
+  rootResource?: Record<string, unknown>;
 }
 
 /** The walk itself (walk.ts), handed to the checks that validate nested content (slices by profile, extensions). */

@@ -28,8 +28,8 @@ export async function visitItem(ctx: WalkContext, node: ElementNode, value: unkn
   const def = node.def;
   checkValue(ctx, def, value, at.expr);
   if (mode === 'profile') collectBinding(ctx, def, at.type, value, at.expr);
-  checkInvariants(ctx, def, value, at.base, at.expr, mode);
-  if (at.type === 'Reference' && isObject(value)) await checkReference(ctx, def, value, at.expr, mode);
+  checkInvariants(ctx, def, value, at, mode);
+  if (at.type === 'Reference' && isObject(value)) await checkReference(ctx, def, value, at, mode);
   if (!isObject(value)) return;
   if (node.children.length > 0) {
     await visitChildren(ctx, node, value, at, mode);
@@ -50,7 +50,13 @@ export async function visitItem(ctx: WalkContext, node: ElementNode, value: unkn
   const definition = baseProfile(type);
   if (!definition) return;
   const isResource = definition.sd.kind === 'resource';
-  await validateAgainst(ctx, definition, value, { ...at, path: isResource ? type : at.path }, 'base');
+  if (!isResource) {
+    await validateAgainst(ctx, definition, value, at, 'base');
+    return;
+  }
+  const contained = at.path.endsWith('.contained');
+  const rootResource = contained ? (at.rootResource ?? ctx.root) : value;
+  await validateAgainst(ctx, definition, value, { ...at, path: type, resource: value, rootResource }, 'base');
 }
 
 /** The children of one object: cardinality, slicing, extensions, then each item. */
@@ -83,7 +89,7 @@ async function visitChildren(ctx: WalkContext, node: ElementNode, obj: Record<st
       const slice = assigned[i];
       const target = slice ?? child;
       const type = item.type || (target.def.type?.length === 1 ? (target.def.type[0].code ?? '') : '');
-      const itemAt: At = { expr: item.expr, base: `${at.base}.${name}`, path: `${at.path}.${name}`, type };
+      const itemAt: At = { ...at, expr: item.expr, base: `${at.base}.${name}`, path: `${at.path}.${name}`, type };
       if (isExtension && !slice && mode === 'base') await checkExtension(ctx, item.value, at, child.name === 'modifierExtension', item.expr);
       await visitItem(ctx, target, item.value, itemAt, mode);
     }
