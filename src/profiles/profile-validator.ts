@@ -18,6 +18,8 @@ export interface ProfileValidatorOptions {
   generate?: SnapshotGenerator;
 }
 
+type ProjectSettings = Project & { validateProfilesOnWrite?: boolean; allowUnknownProfiles?: boolean };
+
 const LIMIT_SETTINGS: Record<string, string> = { work: 'LATTICE_PROFILE_MAX_WORK', invariants: 'LATTICE_PROFILE_MAX_INVARIANTS' };
 
 /** The profile validator (docs/rest.md#validate) over the R4 definitions and the profiles the caller sees. */
@@ -53,10 +55,10 @@ export function createProfileValidator(options: ProfileValidatorOptions): Profil
   };
   const writeRule = async (projectId: string | undefined): Promise<ProfileRequest | undefined> => {
     if (projectId === undefined) return undefined;
-    const project = await options.system.tryRead<Project>('Project', projectId);
-      const settings = project as (Project & { validateProfilesOnWrite?: boolean; allowUnknownProfiles?: boolean }) | undefined;
-      if (settings?.validateProfilesOnWrite !== true) return undefined;
-      return { unknownClaim: settings.allowUnknownProfiles === true ? 'warning' : 'error', baseInvariants: true };
+    // Lattice's elements of Project (src/fhir/definitions.ts), not in Medplum's type.
+    const settings = await options.system.tryRead<ProjectSettings>('Project', projectId);
+    if (settings?.validateProfilesOnWrite !== true) return undefined;
+    return { unknownClaim: settings.allowUnknownProfiles === true ? 'warning' : 'error', baseInvariants: true };
   };
   return {
     validateWith,

@@ -15,7 +15,7 @@ export interface ProfileEdits {
 
 export function baseSnapshot(type: string): ElementDefinition[] {
   const file = /^[A-Z]/.test(type) && ['Extension', 'Quantity', 'CodeableConcept', 'Coding', 'HumanName'].includes(type) ? 'profiles-types.json' : 'profiles-resources.json';
-  const sd = readDefinitionBundle(file).find((r) => r.resourceType === 'StructureDefinition' && (r as StructureDefinition).id === type) as StructureDefinition;
+  const sd = readDefinitionBundle(file).find((r) => r.resourceType === 'StructureDefinition' && (r).id === type) as StructureDefinition;
   return structuredClone(sd.snapshot?.element ?? []);
 }
 

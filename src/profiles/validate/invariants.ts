@@ -27,7 +27,7 @@ function compiled(base: string, expression: string): Compiled | Error {
   let fn = compiledCache.get(key);
   if (!fn) {
     try {
-      fn = fhirpath.compile({ base, expression: singletonSafe(expression) }, r4, { traceFn: () => undefined }) as unknown as Compiled;
+      fn = fhirpath.compile({ base, expression: singletonSafe(expression) }, r4, { traceFn: () => undefined });
     } catch (err) {
       fn = err instanceof Error ? err : new Error(String(err));
     }

@@ -129,16 +129,16 @@ function navigate(value: unknown, path: string): unknown[] {
     const ext = /^extension\((['"])(.*)\1\)$/.exec(step);
     const ofType = /^ofType\((\w+)\)$/.exec(step);
     if (ext) {
-      current = current.flatMap((v) => (isObject(v) && Array.isArray(v.extension) ? v.extension.filter((e: unknown) => isObject(e) && e.url === ext[2]) : []));
+      current = current.flatMap((v): unknown[] => (isObject(v) && Array.isArray(v.extension) ? (v.extension as unknown[]).filter((e) => isObject(e) && e.url === ext[2]) : []));
     } else if (ofType) {
       continue; // the type is the element's, checked by the slice's own type
     } else if (step === 'resolve()') {
       return [];
     } else {
-      current = current.flatMap((v) => {
+      current = current.flatMap((v): unknown[] => {
         if (!isObject(v)) return [];
         const next = v[step];
-        return next === undefined ? [] : Array.isArray(next) ? next : [next];
+        return next === undefined ? [] : Array.isArray(next) ? (next as unknown[]) : [next];
       });
     }
   }
