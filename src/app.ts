@@ -22,6 +22,7 @@ import { installAuth } from './auth/install.js';
 import { installOperations } from './operations/install.js';
 import { terminologyHooks } from './terminology/hooks.js';
 import { installTerminology } from './terminology/install.js';
+import { FhirPathEvaluator } from './fhir/fhirpath-evaluator.js';
 import { createResourceValidator } from './fhir/validation/bindings.js';
 import { installRest } from './rest/install.js';
 import { createProfileValidator } from './profiles/profile-validator.js';
@@ -117,6 +118,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const validator = createResourceValidator(terminology.bindings);
     // Profiles (src/profiles): `$validate` and a project's rule for writes (docs/rest.md#validate).
     const profiles = createProfileValidator({ bindings: terminology.bindings, limits: config.profileLimits, system });
+    const fhirpath = new FhirPathEvaluator(config.fhirpathTimeoutMs);
+    closers.push(() => fhirpath.close());
     searchIndex.useTerminology(terminology.search);
     // Resources indexed by an older version get this version's rows, in the background.
     let stopping = false;
@@ -154,6 +157,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         terminologyCapabilities: terminology.capabilities,
         validator,
         profiles,
+        fhirpath,
         search: searchCapabilities(),
         // FHIR JSON `data` is bounded like a JSON request body (docs/rest.md#binary).
         binary: { store: binary.store, jsonDataLimit: config.bodyLimit },
