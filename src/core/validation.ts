@@ -72,9 +72,8 @@ export interface ProfileValidator {
   /**
    * The validator of one caller's writes: `base`, then — when the caller's project validates
    * profiles on write — the resource's `meta.profile`s and base invariants; a resource failing
-   * them makes `validate` throw a FhirError 422 carrying the OperationOutcome. `warm`: resources
-   * whose profiles to load before a transaction (the stored resource of a PATCH). Given a write
+   * them makes `validate` throw a FhirError 422 carrying the OperationOutcome. Given a write
    * validator again (a Bundle entry inside the transaction), it keeps its rule and loaded profiles.
    */
-  writeValidator(base: ResourceValidator, caller: { repo: ResourceRepository; projectId?: string }, warm?: () => Promise<unknown>): Promise<ResourceValidator>;
+  writeValidator(base: ResourceValidator, caller: { repo: ResourceRepository; projectId?: string }): Promise<ResourceValidator>;
 }

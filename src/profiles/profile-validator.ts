@@ -6,7 +6,7 @@ import { baseProfile, isBaseTypeUrl, ProfileSource, splitCanonical, type Resolve
 import { checkBindings } from './validate/bindings.js';
 import { validateAgainst, walker } from './validate/walk.js';
 import { LimitReached, WalkContext, type ProfileLimits } from './validate/walk-context.js';
-import { boundWriteValidator, isBound, warmProfiles, withoutRule } from './write-validator.js';
+import { boundWriteValidator, isBound, withoutRule } from './write-validator.js';
 
 export interface ProfileValidatorOptions {
   /** The terminology engine's answer to bound value sets. */
@@ -64,12 +64,11 @@ export function createProfileValidator(options: ProfileValidatorOptions): Profil
     validateWith,
     validate: (scope, resource, request) => validateWith(new ProfileSource(scope.repo, options.generate), scope, resource, request),
     writeRule,
-    async writeValidator(base, caller, warm) {
+    async writeValidator(base, caller) {
       if (isBound(base)) return base;
       const rule = await writeRule(caller.projectId);
       if (!rule) return withoutRule(base);
       const source = new ProfileSource(caller.repo, options.generate);
-      if (warm) await warmProfiles(source, [await warm()]);
       return boundWriteValidator(base, rule, source, { repo: caller.repo, key: caller.projectId ?? '' }, validateWith, options.bindings);
     },
   };

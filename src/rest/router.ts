@@ -63,8 +63,7 @@ async function routeFhirRequest(req: FhirRequest, route: FhirRoute, operations: 
   if (segments.length === 0 && method === 'GET') return systemSearchInteraction(req);
   if (method !== 'GET' && method !== 'DELETE' && !segments.some((s) => s.startsWith('$'))) {
     // Writes follow the caller's project's profile rule: its validator, bound once per request.
-    const stored = method === 'PATCH' && segments.length === 2 ? () => req.ctx.repo.tryRead(segments[0], segments[1]).catch(() => undefined) : undefined;
-    options = { ...options, validator: await options.profiles.writeValidator(options.validator, { repo: req.ctx.repo, projectId: req.ctx.auth.projectId }, stored) };
+    options = { ...options, validator: await options.profiles.writeValidator(options.validator, { repo: req.ctx.repo, projectId: req.ctx.auth.projectId }) };
   }
   if (segments.length === 0) {
     // Bundle entries run through this router again, with the validator the Bundle chooses.
