@@ -198,7 +198,15 @@ for (const driver of drivers) {
       assert.deepEqual(brief(await validate('Patient', { resourceType: 'Patient', modifierExtension: [{ url: 'http://clinic.example/ext/mod', valueString: 'x' }] })), [
         'error Patient.modifierExtension[0].url: Unknown modifier extension http://clinic.example/ext/mod: it is not allowed here',
       ]);
-      // An unknown extension of another domain is a warning: the resource is still valid.
+      // A primitive's extensions (`_birthDate`) are checked as the element's.
+      const birthTime = 'http://hl7.org/fhir/StructureDefinition/patient-birthTime';
+      assert.deepEqual(await validate('Patient', { resourceType: 'Patient', birthDate: '2000-01-01', _birthDate: { extension: [{ url: birthTime, valueDateTime: '2000-01-01T08:30:00Z' }] } }), []);
+      assert.deepEqual(brief(await validate('Patient', { resourceType: 'Patient', birthDate: '2000-01-01', _birthDate: { extension: [{ url: `${birthTime}-typo`, valueDateTime: '2000-01-01T08:30:00Z' }] } })), [
+        `error Patient._birthDate.extension[0].url: Unknown extension ${birthTime}-typo: it is not allowed here`,
+      ]);
+      // An unknown extension of another domain (an implementation guide's too) is a warning: the resource is still valid.
+      const usCore = await validate('Patient', { resourceType: 'Patient', extension: [{ url: 'http://hl7.org/fhir/us/core/StructureDefinition/us-core-birthsex', valueCode: 'F' }] });
+      assert.deepEqual(usCore.map((i) => i.severity), ['warning']);
       const other = await validate('Patient', { resourceType: 'Patient', extension: [{ url: 'http://clinic.example/ext/colour', valueString: 'blue' }] });
       assert.deepEqual(brief(other), ['warning Patient.extension[0].url: Unknown extension http://clinic.example/ext/colour: its content was not checked']);
     });

@@ -46,8 +46,12 @@ export function isBaseTypeUrl(url: string): boolean {
 
 /** The base definition of a type (`Patient`, `Quantity`), compiled. */
 export function baseProfile(type: string): CompiledProfile | undefined {
-  return cachedCompile(baseDefinitions().get(BASE_PREFIX + type), BASE_PREFIX + type, 'base');
+  if (!baseCompiled.has(type)) baseCompiled.set(type, compileProfile(baseDefinitions().get(BASE_PREFIX + type) ?? ({} as StructureDefinition), BASE_PREFIX + type));
+  return baseCompiled.get(type);
 }
+
+/** The base definitions, compiled once per process (immutable). */
+const baseCompiled = new Map<string, CompiledProfile | undefined>();
 
 const compiled = new Map<string, CompiledProfile | undefined>();
 

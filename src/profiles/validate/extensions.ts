@@ -2,13 +2,15 @@ import type { StructureDefinition } from '@medplum/fhirtypes';
 import { isObject } from '../../fhir/json.js';
 import type { At, WalkContext } from './walk-context.js';
 
-const CORE = 'http://hl7.org/fhir/';
+/** The specification's own extensions: the server holds every R4 one, so an unknown url here is a mistake. */
+const CORE = 'http://hl7.org/fhir/StructureDefinition/';
 
 /**
  * An extension no slice of the profile claims: its url resolved to an extension definition →
  * the extension is validated against it and its `context` checked; unknown → an error for a
- * modifier extension or one in the specification's own space (hl7.org/fhir: the server holds
- * all of those), else a warning. A relative url is a complex extension's part (its parent's
+ * modifier extension or one in the specification's own space (hl7.org/fhir/StructureDefinition/:
+ * the server holds all of those; an implementation guide's space such as hl7.org/fhir/us/ is not
+ * meant), else a warning. A relative url is a complex extension's part (its parent's
  * definition checks it).
  */
 export async function checkExtension(ctx: WalkContext, ext: unknown, holder: At, modifier: boolean, expr: string): Promise<void> {

@@ -2,12 +2,21 @@ import type { ElementDefinition } from '@medplum/fhirtypes';
 import { isObject } from '../../fhir/json.js';
 import type { WalkContext } from './walk-context.js';
 
-/** The `fixed[x]` or `pattern[x]` value of an element definition, if any. */
-export function prefixed(def: ElementDefinition, prefix: string): unknown {
-  for (const key of Object.keys(def)) {
-    if (key.startsWith(prefix) && key.length > prefix.length && /[A-Z]/.test(key[prefix.length])) return (def as unknown as Record<string, unknown>)[key];
+const PREFIXES = ['fixed', 'pattern', 'minValue', 'maxValue'] as const;
+const valuesOf = new WeakMap<ElementDefinition, Map<string, unknown>>();
+
+/** The `fixed[x]`, `pattern[x]`, `minValue[x]` or `maxValue[x]` value of an element definition, if any (read once per definition). */
+export function prefixed(def: ElementDefinition, prefix: (typeof PREFIXES)[number]): unknown {
+  let values = valuesOf.get(def);
+  if (!values) {
+    values = new Map();
+    for (const key of Object.keys(def)) {
+      const p = PREFIXES.find((x) => key.startsWith(x) && key.length > x.length && /[A-Z]/.test(key[x.length]));
+      if (p) values.set(p, (def as unknown as Record<string, unknown>)[key]);
+    }
+    valuesOf.set(def, values);
   }
-  return undefined;
+  return values.get(prefix);
 }
 
 /** Exact equality of JSON values (object key order ignored). */

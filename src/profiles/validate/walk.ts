@@ -82,6 +82,7 @@ async function visitChildren(ctx: WalkContext, node: ElementNode, obj: Record<st
       }
     }
     if (mode === 'profile') checkCardinality(ctx, def, count, `${at.expr}.${present[0]?.key ?? name}`, child.name);
+    if (mode === 'base') for (const { key, type } of present) await primitiveExtensions(ctx, obj[`_${key}`], { ...at, expr: `${at.expr}._${key}`, path: `${at.path}.${name}`, base: `${at.base}.${name}`, type: type || (def.type?.[0]?.code ?? '') });
     const assigned = child.slices.length > 0 ? await assignSlices(ctx, child, items, `${at.expr}.${name}`, mode) : [];
     const isExtension = child.name === 'extension' || child.name === 'modifierExtension';
     for (let i = 0; i < items.length; i++) {
@@ -93,6 +94,15 @@ async function visitChildren(ctx: WalkContext, node: ElementNode, obj: Record<st
       if (isExtension && !slice && mode === 'base') await checkExtension(ctx, item.value, at, child.name === 'modifierExtension', item.expr);
       await visitItem(ctx, target, item.value, itemAt, mode);
     }
+  }
+}
+
+/** The extensions of a primitive (`_birthDate`, `_given[i]`): each checked as an extension of that element. */
+async function primitiveExtensions(ctx: WalkContext, shadow: unknown, at: At): Promise<void> {
+  const items = Array.isArray(shadow) ? shadow.map((s: unknown, i) => [s, `${at.expr}[${i}]`] as const) : shadow === undefined ? [] : [[shadow, at.expr] as const];
+  for (const [item, expr] of items) {
+    if (!isObject(item) || !Array.isArray(item.extension)) continue;
+    for (const [i, ext] of (item.extension as unknown[]).entries()) await checkExtension(ctx, ext, at, false, `${expr}.extension[${i}]`);
   }
 }
 
