@@ -47,7 +47,7 @@ async function main(argv: string[]): Promise<void> {
     // Creates and Synthea-shaped transactions with conditional references (bench/writes.ts); --workers=1,2 on PostgreSQL.
     const workers = (argv.find((a) => a.startsWith('--workers='))?.slice('--workers='.length) ?? '1').split(',').map(Number);
     const sizes = (argv.find((a) => a.startsWith('--sizes='))?.slice('--sizes='.length) ?? '100,1000,3000').split(',').map(Number);
-    console.log(await benchWrites({ seconds, connections: 32, drivers, workers, sizes, inFlight: Number(process.env.BENCH_IN_FLIGHT ?? 2) }));
+    console.log(await benchWrites({ seconds, connections: 32, drivers, workers, sizes, inFlight: Number(process.env.BENCH_IN_FLIGHT ?? 1) }));
     return;
   }
   if (argv[0] === 'export') {
