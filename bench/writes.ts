@@ -45,7 +45,7 @@ export async function benchWrites(options: WritesOptions): Promise<string> {
   for (const driver of options.drivers) {
     for (const workers of driver === 'pg' ? options.workers : [1]) sections.push(await benchOne(driver, workers, baseline, options));
   }
-  return `## Writes (${options.seconds}s per case, ${options.connections} connections; Bundles ${options.inFlight} in flight)\n\n${sections.join('\n\n')}\n`;
+  return `## Writes (${options.seconds}s per case, ${options.connections} connections; Bundles ${options.inFlight} in flight, no database time limit)\n\n${sections.join('\n\n')}\n`;
 }
 
 async function benchOne(driver: 'pglite' | 'pg', workers: number, baseline: LoadResult, options: WritesOptions): Promise<string> {
@@ -53,7 +53,7 @@ async function benchOne(driver: 'pglite' | 'pg', workers: number, baseline: Load
   const postgres = driver === 'pg' ? await benchPostgres() : undefined;
   try {
     const storage: Record<string, string> = postgres ? { DATABASE_URL: postgres.url } : { LATTICE_DATA_DIR: join(dir, 'data'), DATABASE_URL: '' };
-    const server = await startLatticeProcess({ ...storage, LATTICE_WORKERS: String(workers), LATTICE_BASE_TERMINOLOGY: 'lazy' });
+    const server = await startLatticeProcess({ ...storage, LATTICE_WORKERS: String(workers), LATTICE_BASE_TERMINOLOGY: 'lazy', LATTICE_DB_STATEMENT_TIMEOUT: '0' });
     try {
       const token = await benchToken(server.url);
       const fhir = `${server.url}/fhir/R4`;

@@ -194,8 +194,10 @@ for (const driver of drivers) {
       // BEGIN, the one search of the conditional reference, whether the project checks references
       // (asked once per transaction), the one statement of every create, COMMIT. Before: 203 (a
       // search, a reference check and a create of its own for every entry).
-      assert.deepEqual(await post(100, 'Hundred'), { statements: 5, transactions: 1 });
+      // (The one-entry Bundle first: PGlite's background ANALYZE, which a hundred new rows set off
+      // a second later, must not run inside a measured request.)
       assert.deepEqual(await post(1, 'One'), { statements: 5, transactions: 1 });
+      assert.deepEqual(await post(100, 'Hundred'), { statements: 5, transactions: 1 });
     });
 
     test('an Observation indexes no composite item whose components cannot all match, and a code text once', async () => {
