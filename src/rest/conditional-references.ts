@@ -24,7 +24,7 @@ export class ResolvedReferences {
 
   set(type: string, key: string, target: string): void {
     let resolved = this.byType.get(type);
-    if (!resolved) this.byType.set(type, (resolved = new Map()));
+    if (!resolved) this.byType.set(type, (resolved = new Map<string, string>()));
     resolved.set(key, target);
   }
 
