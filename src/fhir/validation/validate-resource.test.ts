@@ -145,7 +145,7 @@ describe('validateResource: unknown elements', () => {
     expectIssues(name({ given: ['A', 'B'], _given: [null] }), ['structure Patient.name[0].given']);
     expectIssues(name({ given: ['A', null] }), ['structure Patient.name[0].given[1]']);
     expectIssues(name({ given: ['A'], _given: { id: 'x' } }), ['structure Patient.name[0].given']);
-    expectIssues(name({ given: ['A', 'B'], _given: [null, { extension: [{ url: 'u', valueFoo: 1 }] }] }), ['structure Patient.name[0].given[1].extension[0].valueFoo']);
+    expectIssues(name({ given: ['A', 'B'], _given: [null, { extension: [{ url: 'http://u', valueFoo: 1 }] }] }), ['structure Patient.name[0].given[1].extension[0].valueFoo']);
   });
 
   it('checks extensions and modifierExtensions: url required, value[x] typed', () => {

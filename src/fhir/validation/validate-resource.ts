@@ -2,6 +2,7 @@ import type { OperationOutcomeIssue } from '@medplum/fhirtypes';
 import { isObject } from '../json.js';
 import { issue, type IssueCode } from '../outcome.js';
 import { typeNode, type ChildElement, type ObjectNode } from './element-index.js';
+import { baseRuleIssues } from './base-rules.js';
 import { jsonKind } from './primitives.js';
 import { isResourceType } from './structure-definitions.js';
 
@@ -29,14 +30,17 @@ class Context {
 
 /**
  * Validates a resource (parsed JSON) against the R4 StructureDefinition of its type.
- * Returns one issue per problem (empty = valid). Structural only: element names, JSON types,
- * cardinality and primitive formats; FHIRPath invariants are not checked; required bindings are checked by bindings.ts (docs/rest.md#validation).
+ * Returns one issue per problem (empty = valid): element names, JSON types, cardinality and
+ * primitive formats, then the rules of base-rules.ts (extensions, Bundle, Questionnaire,
+ * QuestionnaireResponse); FHIRPath invariants in general are not checked; required bindings are
+ * checked by bindings.ts (docs/rest.md#validation).
  * Never throws; at most {@link MAX_ISSUES} issues.
  */
 export function validateResource(resource: unknown): OperationOutcomeIssue[] {
   const ctx = new Context();
   try {
     validateResourceValue(resource, '', ctx, 0);
+    for (const found of baseRuleIssues(resource, MAX_DEPTH)) ctx.add(found.code as IssueCode, found.details?.text ?? '', found.expression?.[0] ?? '');
   } catch (err) {
     // Not expected for parsed JSON; exotic inputs (throwing getters, proxies) must still not escape.
     ctx.stopped = false;

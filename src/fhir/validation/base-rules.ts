@@ -1,0 +1,54 @@
+import type { OperationOutcomeIssue } from '@medplum/fhirtypes';
+import { isObject } from '../json.js';
+import { bundleIssues } from './bundle-rules.js';
+import { extensionIssues } from './extension-rules.js';
+import { questionnaireIssues } from './questionnaire-rules.js';
+import { containedQuestionnaireIssues } from './questionnaire-response-rules.js';
+
+type Json = Record<string, unknown>;
+
+/** Rules of one resource type, given the resource and its path. */
+type ResourceRules = (resource: Json, expr: string) => OperationOutcomeIssue[];
+
+const RULES: Record<string, ResourceRules> = {
+  Bundle: bundleIssues,
+  Questionnaire: questionnaireIssues,
+  QuestionnaireResponse: containedQuestionnaireIssues,
+};
+
+/**
+ * The rules the R4 specification states beyond the element definitions, for a resource and
+ * every resource inside it (contained, Bundle entries, Parameters): extension structure
+ * (extension-rules.ts), Bundle (bundle-rules.ts), Questionnaire (questionnaire-rules.ts), and a
+ * QuestionnaireResponse against a contained Questionnaire (questionnaire-response-rules.ts).
+ * One walk over the JSON, at most `maxDepth` levels; never throws for JSON input.
+ */
+export function baseRuleIssues(resource: unknown, maxDepth: number): OperationOutcomeIssue[] {
+  const out: OperationOutcomeIssue[] = [];
+  if (!isObject(resource) || typeof resource.resourceType !== 'string') return out;
+  const walk = (value: unknown, expr: string, depth: number, inExtension: boolean): void => {
+    if (depth > maxDepth) return;
+    if (Array.isArray(value)) {
+      value.forEach((item, i) => walk(item, `${expr}[${i}]`, depth + 1, inExtension));
+      return;
+    }
+    if (!isObject(value)) return;
+    if (typeof value.resourceType === 'string') out.push(...(RULES[value.resourceType]?.(value, expr) ?? []));
+    for (const [key, child] of Object.entries(value)) {
+      if ((key === 'extension' || key === 'modifierExtension') && Array.isArray(child)) {
+        child.forEach((ext, i) => {
+          if (!isObject(ext)) return;
+          const at = `${expr}.${key}[${i}]`;
+          out.push(...extensionIssues(ext, at, inExtension && key === 'extension'));
+          walk(ext, at, depth + 2, true);
+        });
+      } else if (key !== 'resourceType') {
+        // `_given` holds the extensions of `given`: its path is the primitive's, as validate-resource.ts has it.
+        const name = key.charCodeAt(0) === 95 /* _ */ ? key.slice(1) : key;
+        walk(child, `${expr}.${name}`, depth + 1, false);
+      }
+    }
+  };
+  walk(resource, resource.resourceType, 0, false);
+  return out;
+}
