@@ -50,5 +50,72 @@ for (const driver of drivers) {
         assert.equal(good.status, 201);
       });
     });
+
+    describe('Bundle, extension and Questionnaire rules', () => {
+      test('$validate reports them with their expressions; create refuses with 400; a valid instance passes both', async () => {
+        const bad = { resourceType: 'Bundle', type: 'collection', entry: [{ fullUrl: 'http://s/Patient/1', resource: { resourceType: 'Patient', id: '2' } }] };
+        const good = { resourceType: 'Bundle', type: 'collection', entry: [{ fullUrl: 'http://s/Patient/2', resource: { resourceType: 'Patient', id: '2' } }] };
+        assert.deepEqual(errors(await validate(bad)), ["error fullUrl 'http://s/Patient/1' does not match the resource id '2' @ Bundle.entry[0].fullUrl"]);
+        assert.deepEqual(errors(await validate(good)), []);
+        const refused = await server.fhir('POST', '/Bundle', { body: bad });
+        assert.equal(refused.status, 400);
+        assert.deepEqual(issues(refused.body), ["error fullUrl 'http://s/Patient/1' does not match the resource id '2' @ Bundle.entry[0].fullUrl"]);
+        assert.equal((await server.fhir('POST', '/Bundle', { body: good })).status, 201);
+
+        const ext = { resourceType: 'Patient', extension: [{ url: 'http://x.org/a', valueString: 'v', extension: [{ url: 'b', valueString: 'w' }] }] };
+        assert.deepEqual(errors(await validate(ext)), ['error ext-1: An extension must have either extensions or value[x], not both @ Patient.extension[0]']);
+        assert.equal((await server.fhir('POST', '/Patient', { body: ext })).status, 400);
+
+        const questionnaire = { resourceType: 'Questionnaire', status: 'active', item: [{ linkId: 'a', type: 'string', enableWhen: [{ question: 'b', operator: 'exists', answerBoolean: true }] }] };
+        assert.deepEqual(errors(await validate(questionnaire)), ["error enableWhen.question 'b' is not the linkId of an item of this Questionnaire @ Questionnaire.item[0].enableWhen[0].question"]);
+        assert.equal((await server.fhir('POST', '/Questionnaire', { body: questionnaire })).status, 400);
+      });
+    });
+
+    describe('QuestionnaireResponse against its Questionnaire', () => {
+      const url = `http://example.org/Questionnaire/intake-${driver}`;
+      before(async () => {
+        const created = await server.fhir('POST', '/Questionnaire', {
+          body: {
+            resourceType: 'Questionnaire',
+            url,
+            status: 'active',
+            item: [
+              { linkId: 'name', type: 'string', required: true },
+              { linkId: 'gender', type: 'choice', answerValueSet: 'http://hl7.org/fhir/ValueSet/administrative-gender' },
+            ],
+          },
+        });
+        assert.equal(created.status, 201, created.text);
+      });
+      const response = (item: unknown[], questionnaire = url) => ({ resourceType: 'QuestionnaireResponse', status: 'completed', questionnaire, item });
+
+      test('the stored Questionnaire is looked up: a wrong answer type is an error, on $validate and on create', async () => {
+        const bad = response([{ linkId: 'name', answer: [{ valueBoolean: true }] }]);
+        assert.deepEqual(errors(await validate(bad)), ['error An answer to a string item must be valueString, not valueBoolean @ QuestionnaireResponse.item[0].answer[0]']);
+        const refused = await server.fhir('POST', '/QuestionnaireResponse', { body: bad });
+        assert.equal(refused.status, 400);
+        assert.deepEqual(issues(refused.body), ['error An answer to a string item must be valueString, not valueBoolean @ QuestionnaireResponse.item[0].answer[0]']);
+        const good = response([{ linkId: 'name', answer: [{ valueString: 'Ann' }] }, { linkId: 'gender', answer: [{ valueCoding: { system: 'http://hl7.org/fhir/administrative-gender', code: 'female' } }] }]);
+        assert.deepEqual(errors(await validate(good)), []);
+        assert.equal((await server.fhir('POST', '/QuestionnaireResponse', { body: good })).status, 201);
+      });
+
+      test('a required item missing from a completed response, and an answer outside the answerValueSet', async () => {
+        const bad = response([{ linkId: 'gender', answer: [{ valueCoding: { system: 'http://hl7.org/fhir/administrative-gender', code: 'robot' } }] }]);
+        assert.deepEqual(errors(await validate(bad)), [
+          "error The required item 'name' is missing from a completed response @ QuestionnaireResponse",
+          "error The answer 'http://hl7.org/fhir/administrative-gender|robot' is not in the answer value set http://hl7.org/fhir/ValueSet/administrative-gender @ QuestionnaireResponse.item[0].answer[0]",
+        ]);
+      });
+
+      test('a Questionnaire not found is a warning, and the write is accepted', async () => {
+        const orphan = response([{ linkId: 'x', answer: [{ valueBoolean: true }] }], 'http://example.org/Questionnaire/none');
+        assert.deepEqual(issues(await validate(orphan)), [
+          "warning The Questionnaire 'http://example.org/Questionnaire/none' was not found: the answers were not checked against it @ QuestionnaireResponse.questionnaire",
+        ]);
+        assert.equal((await server.fhir('POST', '/QuestionnaireResponse', { body: orphan })).status, 201);
+      });
+    });
   });
 }

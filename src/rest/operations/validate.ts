@@ -48,7 +48,7 @@ export function validateOperation(validator: ResourceValidator): Operation {
     }
     // As create and update treat it: a create ignores the id, an update needs the URL's.
     const { id: _ignored, ...withoutId } = resource;
-    issues.push(...(await validator.validate(mode === 'create' ? withoutId : resource)));
+    issues.push(...(await validator.validate(mode === 'create' ? withoutId : resource, { repo: ctx.repo })));
     issues.push(...(await profileIssues(ctx, type, input.profile, resource)));
     if (mode === 'create') issues.push(...writeIssues(() => ctx.repo.scope.checkCreate(type)));
     if (mode === 'create') issues.push(...writeIssues(() => ctx.repo.scope.checkAccess(type, 'c')));
