@@ -26,8 +26,11 @@ const RULES: Record<string, ResourceRules> = {
 export function baseRuleIssues(resource: unknown, maxDepth: number): OperationOutcomeIssue[] {
   const out: OperationOutcomeIssue[] = [];
   if (!isObject(resource) || typeof resource.resourceType !== 'string') return out;
+  // Each object once (parsed JSON shares none; a cyclic JS object must not make the walk explode).
+  const seen = new WeakSet<object>();
   const walk = (value: unknown, expr: string, depth: number, inExtension: boolean): void => {
-    if (depth > maxDepth) return;
+    if (depth > maxDepth || (typeof value === 'object' && value !== null && seen.has(value))) return;
+    if (typeof value === 'object' && value !== null) seen.add(value);
     if (Array.isArray(value)) {
       value.forEach((item, i) => walk(item, `${expr}[${i}]`, depth + 1, inExtension));
       return;

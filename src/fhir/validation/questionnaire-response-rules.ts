@@ -94,7 +94,11 @@ function indexAnswers(response: Json): AnswerIndex {
     if (depth > 64) return;
     for (const { item } of itemsOf(parent, '')) {
       const answers = Array.isArray(item.answer) ? item.answer.filter(isObject) : [];
-      if (typeof item.linkId === 'string') index.set(item.linkId, [...(index.get(item.linkId) ?? []), ...answers]);
+      if (typeof item.linkId === 'string') {
+        const list = index.get(item.linkId);
+        if (list) list.push(...answers);
+        else index.set(item.linkId, answers);
+      }
       visit(item, depth + 1);
       for (const answer of answers) visit(answer, depth + 1);
     }
@@ -107,11 +111,13 @@ function indexAnswers(response: Json): AnswerIndex {
 function checkLevel(ctx: Check, parent: Json, questions: Json[], expr: string, depth: number): void {
   if (depth > 64) return;
   const present = new Map<string, number>();
+  const positions = new Map<unknown, number>();
+  questions.forEach((q, i) => positions.has(q.linkId) || positions.set(q.linkId, i));
   let last = -1;
   for (const { item, expr: at } of itemsOf(parent, expr)) {
     const linkId = item.linkId;
     if (typeof linkId !== 'string') continue;
-    const position = questions.findIndex((q) => q.linkId === linkId);
+    const position = positions.get(linkId) ?? -1;
     if (position < 0) {
       const text = ctx.global.has(linkId)
         ? `The item with linkId '${linkId}' is not allowed at this level of the Questionnaire`

@@ -24,13 +24,14 @@ export function questionnaireIssues(questionnaire: Json, expr: string): Operatio
   const out: OperationOutcomeIssue[] = [];
   const linkIds = new Map<string, string>();
   const all: Array<{ item: Json; expr: string }> = [];
-  const collect = (parent: Json, at: string) => {
+  const collect = (parent: Json, at: string, depth: number) => {
+    if (depth > 64) return;
     for (const entry of itemsOf(parent, at)) {
       all.push(entry);
-      collect(entry.item, entry.expr);
+      collect(entry.item, entry.expr, depth + 1);
     }
   };
-  collect(questionnaire, expr);
+  collect(questionnaire, expr, 0);
   for (const { item, expr: at } of all) {
     if (typeof item.linkId !== 'string') continue;
     const first = linkIds.get(item.linkId);
