@@ -226,3 +226,11 @@ describe('QuestionnaireResponse against its Questionnaire', () => {
     ]);
   });
 });
+
+describe('resources carried by Parameters', () => {
+  it('are left to their operation', () => {
+    const bundle = { resourceType: 'Bundle', type: 'collection', total: 1 };
+    expect({ resourceType: 'Parameters', parameter: [{ name: 'tx-resource', resource: bundle }] }, []);
+    expect(bundle, ['bdl-1: total only when a search or history @ Bundle.total']);
+  });
+});

@@ -18,7 +18,8 @@ const RULES: Record<string, ResourceRules> = {
 
 /**
  * The rules the R4 specification states beyond the element definitions, for a resource and
- * every resource inside it (contained, Bundle entries, Parameters): extension structure
+ * every resource inside it (contained, Bundle entries; not the resources of a Parameters
+ * resource's parameters, which their operation judges): extension structure
  * (extension-rules.ts), Bundle (bundle-rules.ts), Questionnaire (questionnaire-rules.ts), and a
  * QuestionnaireResponse against a contained Questionnaire (questionnaire-response-rules.ts).
  * One walk over the JSON, at most `maxDepth` levels; never throws for JSON input.
@@ -45,6 +46,10 @@ export function baseRuleIssues(resource: unknown, maxDepth: number): OperationOu
           out.push(...extensionIssues(ext, at, inExtension && key === 'extension'));
           walk(ext, at, depth + 2, true);
         });
+      } else if (key === 'resource' && expr.startsWith('Parameters.parameter')) {
+        // A resource carried by an operation's parameter is the operation's to judge (a
+        // terminology client may send a deliberately broken one; $validate validates its own).
+        continue;
       } else if (key !== 'resourceType') {
         // `_given` holds the extensions of `given`: its path is the primitive's, as validate-resource.ts has it.
         const name = key.charCodeAt(0) === 95 /* _ */ ? key.slice(1) : key;
