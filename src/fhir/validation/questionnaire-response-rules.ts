@@ -50,7 +50,7 @@ export function containedQuestionnaireIssues(response: Json, expr: string): Oper
   visit(response, expr, 0);
   const ref = response.questionnaire;
   if (typeof ref === 'string' && ref.startsWith('#') && Array.isArray(response.contained)) {
-    const questionnaire = response.contained.find((c: unknown) => isObject(c) && c.resourceType === 'Questionnaire' && c.id === ref.slice(1));
+    const questionnaire: unknown = (response.contained as unknown[]).find((c: unknown) => isObject(c) && c.resourceType === 'Questionnaire' && c.id === ref.slice(1));
     if (isObject(questionnaire)) out.push(...questionnaireResponseIssues(response, questionnaire, expr).issues);
   }
   return out;
