@@ -234,3 +234,35 @@ describe('resources carried by Parameters', () => {
     expect(bundle, ['bdl-1: total only when a search or history @ Bundle.total']);
   });
 });
+
+describe('contained resources and local references', () => {
+  const org = (extra: Json = {}): Json => ({ resourceType: 'Organization', id: 'o1', name: 'Acme', ...extra });
+  it('accepts contained resources referenced by reference, canonical or from another contained one', () => {
+    expect({ resourceType: 'Patient', contained: [org()], managingOrganization: { reference: '#o1' } }, []);
+    expect({ resourceType: 'Patient', contained: [org(), { resourceType: 'Organization', id: 'o2', name: 'B', partOf: { reference: '#o1' } }], managingOrganization: { reference: '#o2' } }, []);
+    expect({ resourceType: 'Observation', status: 'final', code: { text: 'x' }, contained: [org({ partOf: { reference: '#' } })] }, []);
+  });
+
+  it('ref-1, dom-1 … dom-5', () => {
+    expect({ resourceType: 'Patient', managingOrganization: { reference: '#nope' } }, ["ref-1: The local reference '#nope' does not match a contained resource @ Patient.managingOrganization.reference"]);
+    expect({ resourceType: 'Patient', contained: [org()] }, ["dom-3: The contained resource 'o1' is not referenced from elsewhere in the resource @ Patient.contained[0]"]);
+    expect(
+      {
+        resourceType: 'Patient',
+        managingOrganization: { reference: '#o1' },
+        contained: [org({ meta: { versionId: '1', security: [{ code: 'R' }] }, text: { status: 'generated', div: '<div xmlns="http://www.w3.org/1999/xhtml">x</div>' }, contained: [{ resourceType: 'Basic', code: { text: 'b' } }] })],
+      },
+      [
+        'dom-2: A contained resource cannot contain other resources @ Patient.contained[0].contained',
+        'dom-4: A contained resource cannot have a meta.versionId or a meta.lastUpdated @ Patient.contained[0].meta',
+        'dom-5: A contained resource cannot have a security label @ Patient.contained[0].meta.security',
+        'dom-1: A contained resource cannot have narrative (text) @ Patient.contained[0].text',
+      ],
+    );
+  });
+
+  it('a Bundle entry has its own contained resources', () => {
+    const entry = { fullUrl: 'http://s/Patient/p', resource: { resourceType: 'Patient', id: 'p', contained: [org()], managingOrganization: { reference: '#o1' } } };
+    expect({ resourceType: 'Bundle', type: 'collection', entry: [entry] }, []);
+  });
+});
