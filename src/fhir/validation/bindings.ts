@@ -3,7 +3,7 @@ import type { BindingChecker, ResourceValidator, ValueSetCodes } from '../../cor
 import { isObject } from '../json.js';
 import { issue } from '../outcome.js';
 import { typeNode, type ObjectNode } from './element-index.js';
-import { MAX_DEPTH, MAX_ISSUES, validateResource } from './validate-resource.js';
+import { MAX_DEPTH, MAX_ISSUES, validateBaseRules, validateStructure } from './validate-resource.js';
 import { isResourceType } from './structure-definitions.js';
 import { questionnaireLookupIssues } from './questionnaire-lookup.js';
 
@@ -28,9 +28,10 @@ interface BoundValue {
 export function createResourceValidator(checker: BindingChecker): ResourceValidator {
   return {
     async validate(resource, context) {
-      const problems = validateResource(resource);
+      // Bindings and Questionnaires are read from a structurally valid resource, whatever the base rules say.
+      const problems = validateStructure(resource);
       if (problems.length > 0) return problems;
-      return [...(await bindingIssues(resource, checker)), ...(await questionnaireLookupIssues(resource, context?.repo, checker))];
+      return [...validateBaseRules(resource), ...(await bindingIssues(resource, checker)), ...(await questionnaireLookupIssues(resource, context?.repo, checker))];
     },
     async prepare(resourceTypes) {
       const valueSets = new Set(resourceTypes.flatMap((t) => boundValueSets(t)));

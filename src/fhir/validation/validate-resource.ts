@@ -32,18 +32,29 @@ class Context {
  * Validates a resource (parsed JSON) against the R4 StructureDefinition of its type.
  * Returns one issue per problem (empty = valid): element names, JSON types, cardinality and
  * primitive formats, then, for a structurally valid resource, the rules of base-rules.ts
- * (extensions, contained resources, Bundle, Questionnaire, QuestionnaireResponse); FHIRPath invariants in general are not checked; required bindings are
- * checked by bindings.ts (docs/rest.md#validation).
+ * (extensions, contained resources, Bundle, Questionnaire, QuestionnaireResponse); FHIRPath
+ * invariants in general are not checked; required bindings are checked by bindings.ts (docs/rest.md#validation).
  * Never throws; at most {@link MAX_ISSUES} issues.
  */
 export function validateResource(resource: unknown): OperationOutcomeIssue[] {
+  const issues = validateStructure(resource);
+  return issues.length > 0 ? issues : validateBaseRules(resource);
+}
+
+/** The base rules of a structurally valid resource (they assume its shapes); never throws. */
+export function validateBaseRules(resource: unknown): OperationOutcomeIssue[] {
+  try {
+    return baseRuleIssues(resource, MAX_DEPTH).slice(0, MAX_ISSUES);
+  } catch (err) {
+    return [issue('invalid', `Resource could not be validated: ${err instanceof Error ? err.message : String(err)}`, 'resourceType')];
+  }
+}
+
+/** The structural part of {@link validateResource}: the R4 element definitions only. */
+export function validateStructure(resource: unknown): OperationOutcomeIssue[] {
   const ctx = new Context();
   try {
     validateResourceValue(resource, '', ctx, 0);
-    // The base rules read a structurally valid resource only (they assume its shapes).
-    if (ctx.issues.length === 0) {
-      for (const found of baseRuleIssues(resource, MAX_DEPTH)) ctx.add(found.code as IssueCode, found.details?.text ?? '', found.expression?.[0] ?? '');
-    }
   } catch (err) {
     // Not expected for parsed JSON; exotic inputs (throwing getters, proxies) must still not escape.
     ctx.stopped = false;
