@@ -266,3 +266,13 @@ describe('contained resources and local references', () => {
     expect({ resourceType: 'Bundle', type: 'collection', entry: [entry] }, []);
   });
 });
+
+describe('Coding and Identifier systems', () => {
+  it('are absolute URIs', () => {
+    expect({ resourceType: 'Patient', identifier: [{ system: 'urn:oid:1.2.3', value: '1' }], maritalStatus: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-MaritalStatus', code: 'M' }] } }, []);
+    expect({ resourceType: 'Patient', identifier: [{ system: 'mrn', value: '1' }], meta: { tag: [{ system: 'tags', code: 't' }] } }, [
+      "Identifier.system must be an absolute URI, not the local reference 'mrn' @ Patient.identifier[0].system",
+      "Coding.system must be an absolute URI, not the local reference 'tags' @ Patient.meta.tag[0].system",
+    ]);
+  });
+});

@@ -203,7 +203,14 @@ function validateItem(value: unknown, child: ChildElement, expr: string, ctx: Co
   }
   const node = child.node();
   if (node) validateObject(value, node, expr, ctx, depth + 1, false);
+  // As the reference validator: a code system or identifier namespace is an absolute URI.
+  if ((child.type === 'Coding' || child.type === 'Identifier') && typeof value.system === 'string' && !ABSOLUTE_URI.test(value.system)) {
+    ctx.add('value', `${child.type}.system must be an absolute URI, not the local reference '${value.system}'`, `${expr}.system`);
+  }
 }
+
+/** A scheme first (`http:`, `urn:`, …): not a relative reference. */
+const ABSOLUTE_URI = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 
 /**
  * `_key` siblings of primitives hold `{ id?, extension? }`; for repeating primitives they are arrays
