@@ -276,3 +276,17 @@ describe('Coding and Identifier systems', () => {
     ]);
   });
 });
+
+describe('narrative', () => {
+  const text = (div: string) => ({ resourceType: 'Patient', text: { status: 'generated', div } });
+  it('accepts an XHTML div with content', () => {
+    expect(text('<div xmlns="http://www.w3.org/1999/xhtml"><p>John <b>Doe</b></p><a href="#x">x</a></div>'), []);
+    expect(text("<div xmlns='http://www.w3.org/1999/xhtml'><img src=\"#p\"/></div>"), []);
+  });
+  it('txt-1, txt-2: namespace, forbidden elements and handlers, content', () => {
+    expect(text('<div>John</div>'), ['txt-1: The narrative must be a <div> element in the XHTML namespace (xmlns="http://www.w3.org/1999/xhtml") @ Patient.text.div']);
+    expect(text('<div xmlns="http://www.w3.org/1999/xhtml">x<script>alert(1)</script></div>'), ['txt-1: The narrative may not contain a <script> element @ Patient.text.div']);
+    expect(text('<div xmlns="http://www.w3.org/1999/xhtml"><p onclick="x()">x</p></div>'), ['txt-1: The narrative may not contain event handler attributes (on…=) @ Patient.text.div']);
+    expect(text('<div xmlns="http://www.w3.org/1999/xhtml"> <p> </p></div>'), ['txt-2: The narrative must have some non-whitespace content @ Patient.text.div']);
+  });
+});

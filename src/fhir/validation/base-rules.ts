@@ -3,6 +3,7 @@ import { isObject } from '../json.js';
 import { bundleIssues } from './bundle-rules.js';
 import { containedIssues } from './contained-rules.js';
 import { extensionIssues } from './extension-rules.js';
+import { narrativeIssues } from './narrative-rules.js';
 import { questionnaireIssues } from './questionnaire-rules.js';
 import { containedQuestionnaireIssues } from './questionnaire-response-rules.js';
 
@@ -21,7 +22,7 @@ const RULES: Record<string, ResourceRules> = {
  * The rules the R4 specification states beyond the element definitions, for a resource and
  * every resource inside it (contained, Bundle entries; not the resources of a Parameters
  * resource's parameters, which their operation judges): extension structure
- * (extension-rules.ts), contained resources and local references (contained-rules.ts), Bundle (bundle-rules.ts), Questionnaire (questionnaire-rules.ts), and a
+ * (extension-rules.ts), contained resources and local references (contained-rules.ts), narrative (narrative-rules.ts), Bundle (bundle-rules.ts), Questionnaire (questionnaire-rules.ts), and a
  * QuestionnaireResponse against a contained Questionnaire (questionnaire-response-rules.ts).
  * One walk over the JSON, at most `maxDepth` levels; never throws for JSON input.
  */
@@ -42,6 +43,8 @@ export function baseRuleIssues(resource: unknown, maxDepth: number): OperationOu
       out.push(...(RULES[value.resourceType]?.(value, expr) ?? []));
       out.push(...containedIssues(value, expr));
     }
+    // A Narrative (status and div are both required there).
+    if (typeof value.div === 'string' && typeof value.status === 'string') out.push(...narrativeIssues(value.div, `${expr}.div`));
     for (const [key, child] of Object.entries(value)) {
       if ((key === 'extension' || key === 'modifierExtension') && Array.isArray(child)) {
         child.forEach((ext, i) => {
