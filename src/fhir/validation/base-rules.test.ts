@@ -290,3 +290,9 @@ describe('narrative', () => {
     expect(text('<div xmlns="http://www.w3.org/1999/xhtml"> <p> </p></div>'), ['txt-2: The narrative must have some non-whitespace content @ Patient.text.div']);
   });
 });
+
+describe('operation inputs', () => {
+  it('a local Coding.system in Parameters is the operation’s to judge ($validate-code reports it)', () => {
+    expect({ resourceType: 'Parameters', parameter: [{ name: 'coding', valueCoding: { system: 'local', code: 'x' } }] }, []);
+  });
+});

@@ -16,6 +16,8 @@ class Context {
   readonly issues: OperationOutcomeIssue[] = [];
   stopped = false;
   depthReported = false;
+  /** Coding/Identifier systems must be absolute — not in an operation's Parameters, whose operation judges them. */
+  checkSystems = true;
 
   add(code: IssueCode, text: string, expression: string): void {
     if (this.stopped) return;
@@ -53,6 +55,7 @@ export function validateBaseRules(resource: unknown): OperationOutcomeIssue[] {
 /** The structural part of {@link validateResource}: the R4 element definitions only. */
 export function validateStructure(resource: unknown): OperationOutcomeIssue[] {
   const ctx = new Context();
+  ctx.checkSystems = !isObject(resource) || resource.resourceType !== 'Parameters';
   try {
     validateResourceValue(resource, '', ctx, 0);
   } catch (err) {
@@ -204,7 +207,7 @@ function validateItem(value: unknown, child: ChildElement, expr: string, ctx: Co
   const node = child.node();
   if (node) validateObject(value, node, expr, ctx, depth + 1, false);
   // As the reference validator: a code system or identifier namespace is an absolute URI.
-  if ((child.type === 'Coding' || child.type === 'Identifier') && typeof value.system === 'string' && !ABSOLUTE_URI.test(value.system)) {
+  if (ctx.checkSystems && (child.type === 'Coding' || child.type === 'Identifier') && typeof value.system === 'string' && !ABSOLUTE_URI.test(value.system)) {
     ctx.add('value', `${child.type}.system must be an absolute URI, not the local reference '${value.system}'`, `${expr}.system`);
   }
 }
