@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../../../core/database.js';
 import { announceChange, subscribeChanges } from '../../../storage/change-feed.js';
-import { loadIndex, type CodeSystemIndex } from './code-system-index.js';
+import { CodeSystemIndex, loadIndex } from './code-system-index.js';
+import { INDEX_SECTION, readSnapshot, snapshotKey, writeSnapshot, type SnapshotRead } from './index-snapshot.js';
 import type { CodeSystemInfo } from '../../types.js';
 
 /**
@@ -42,6 +43,12 @@ interface Loading {
   changed: boolean;
 }
 
+/**
+ * Indexes built from the tables with at least this many concepts are persisted for the next
+ * start (smaller ones build in milliseconds); imports persist theirs whatever the size.
+ */
+const PERSIST_ABOVE = 10_000;
+
 /** Reloads of an index whose code system changed while it loaded without a snapshot (PGlite). */
 const MAX_RELOADS = 3;
 
@@ -49,7 +56,10 @@ export interface IndexCacheStats {
   indexes: number;
   bytes: number;
   budget: number;
+  /** Indexes built from the tables. */
   loads: number;
+  /** Indexes read from their persisted snapshot. */
+  snapshotLoads: number;
   evictions: number;
 }
 
@@ -64,6 +74,7 @@ export class TerminologyCache {
   private listening = false;
   private unsubscribe: (() => void) | undefined;
   private loads = 0;
+  private snapshotLoads = 0;
   private readonly inlineKeys = new Map<string, number>();
   private lastInlineKey = 0;
   private evictions = 0;
@@ -91,7 +102,7 @@ export class TerminologyCache {
   }
 
   stats(): IndexCacheStats {
-    return { indexes: this.indexes.size, bytes: this.used, budget: this.budget, loads: this.loads, evictions: this.evictions };
+    return { indexes: this.indexes.size, bytes: this.used, budget: this.budget, loads: this.loads, snapshotLoads: this.snapshotLoads, evictions: this.evictions };
   }
 
   /** The kept index of `cs`, marked most recently used; undefined when none is kept. */
@@ -132,6 +143,15 @@ export class TerminologyCache {
     loading.promise = (async () => {
       try {
         const started = Date.now();
+        const where = { url: cs.url, version: cs.version };
+        const persisted = await this.fromSnapshot(cs);
+        if (persisted instanceof CodeSystemIndex) {
+          this.snapshotLoads++;
+          this.log?.info({ ...where, source: 'snapshot', concepts: persisted.maxId, mb: Math.round(persisted.bytes / 1e6), ms: Date.now() - started }, 'terminology index loaded');
+          if (!loading.stale) this.keep(cs.key, cs.resourceId, persisted);
+          return persisted;
+        }
+        if (persisted !== undefined) this.log?.warn({ ...where, reason: persisted }, 'terminology index snapshot unusable: rebuilt from the tables');
         // Outside the request's statement limit: the first request waits for the whole build,
         // however long it takes on a loaded machine (Database.readPass). Without a snapshot
         // (PGlite), a build the code system changed under is mixed: it is read again.
@@ -143,7 +163,12 @@ export class TerminologyCache {
           if (consistent || !loading.changed || attempt > MAX_RELOADS) break;
         }
         this.loads++;
-        if (index.maxId >= 10_000) this.log?.info({ url: cs.url, version: cs.version, concepts: index.maxId, mb: Math.round(index.bytes / 1e6), ms: Date.now() - started }, 'terminology index loaded');
+        if (index.maxId >= PERSIST_ABOVE) this.log?.info({ ...where, source: 'tables', concepts: index.maxId, mb: Math.round(index.bytes / 1e6), ms: Date.now() - started }, 'terminology index loaded');
+        // Persisted for the next start (a corrupt or outdated snapshot is replaced whatever the size).
+        if (!loading.changed && (index.maxId >= PERSIST_ABOVE || persisted !== undefined)) {
+          const built = index;
+          writeSnapshot(this.db, cs.key, INDEX_SECTION, snapshotKey(cs), built.toParts()).catch((err: unknown) => this.log?.warn({ ...where, err }, 'terminology index snapshot not written'));
+        }
         if (!loading.stale) this.keep(cs.key, cs.resourceId, index);
         return index;
       } finally {
@@ -152,6 +177,27 @@ export class TerminologyCache {
     })();
     this.loading.set(cs.key, loading);
     return loading.promise;
+  }
+
+  /**
+   * The index of `cs` from its persisted snapshot; undefined when none was written, else why
+   * the one written cannot be used (it is then rebuilt from the tables).
+   */
+  private async fromSnapshot(cs: CodeSystemInfo): Promise<CodeSystemIndex | string | undefined> {
+    let read: SnapshotRead;
+    try {
+      read = await this.db.readPass((q) => readSnapshot(q, cs.key, INDEX_SECTION, snapshotKey(cs)));
+    } catch (err) {
+      return `not read: ${String(err)}`;
+    }
+    if ('missing' in read) return undefined;
+    if ('unusable' in read) return read.unusable;
+    try {
+      return CodeSystemIndex.fromParts(read.parts);
+    } catch (err) {
+      if (err instanceof TypeError || err instanceof RangeError) return err.message;
+      throw err;
+    }
   }
 
   /** Keeps an index (negative keys: request-supplied code systems, by content hash). */
