@@ -68,6 +68,7 @@ export class TerminologyCache {
   private readonly indexes = new Map<number, { index: CodeSystemIndex; resourceId: string; used: number }>();
   private clock = 0;
   private readonly loading = new Map<number, Loading>();
+  private readonly writes = new Set<Promise<unknown>>();
   private readonly resolution = new Map<string, Promise<unknown>>();
   private used = 0;
   private generation = 0;
@@ -128,9 +129,19 @@ export class TerminologyCache {
     return undefined;
   }
 
-  /** Resolves when no index build is running (tests, and a warm-up that wants them done). */
+  /** Resolves when no index build and no snapshot write is running (tests, and a warm-up that wants them done). */
   async settled(): Promise<void> {
-    while (this.loading.size > 0) await Promise.allSettled([...this.loading.values()].map((l) => l.promise));
+    while (this.loading.size > 0 || this.writes.size > 0) await Promise.allSettled([...[...this.loading.values()].map((l) => l.promise), ...this.writes]);
+  }
+
+  /** A snapshot write running in the background (index-snapshot.ts): logged when it fails, awaited by `settled`. */
+  track(write: Promise<unknown>, where: { url: string; version: string | undefined }): void {
+    const p = write.then(
+      () => undefined,
+      (err: unknown) => this.log?.warn({ ...where, err }, 'terminology index snapshot not written'),
+    );
+    this.writes.add(p);
+    void p.finally(() => this.writes.delete(p));
   }
 
   /** The in-memory index of a stored code system (loaded on first use; the caller waits for it). */
@@ -163,11 +174,11 @@ export class TerminologyCache {
           if (consistent || !loading.changed || attempt > MAX_RELOADS) break;
         }
         this.loads++;
-        if (index.maxId >= PERSIST_ABOVE) this.log?.info({ ...where, source: 'tables', concepts: index.maxId, mb: Math.round(index.bytes / 1e6), ms: Date.now() - started }, 'terminology index loaded');
+        if (index.maxId >= PERSIST_ABOVE || persisted !== undefined) this.log?.info({ ...where, source: 'tables', concepts: index.maxId, mb: Math.round(index.bytes / 1e6), ms: Date.now() - started }, 'terminology index loaded');
         // Persisted for the next start (a corrupt or outdated snapshot is replaced whatever the size).
         if (!loading.changed && (index.maxId >= PERSIST_ABOVE || persisted !== undefined)) {
           const built = index;
-          writeSnapshot(this.db, cs.key, INDEX_SECTION, snapshotKey(cs), built.toParts()).catch((err: unknown) => this.log?.warn({ ...where, err }, 'terminology index snapshot not written'));
+          this.track(writeSnapshot(this.db, cs.key, INDEX_SECTION, snapshotKey(cs), built.toParts()), where);
         }
         if (!loading.stale) this.keep(cs.key, cs.resourceId, index);
         return index;

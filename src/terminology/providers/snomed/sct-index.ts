@@ -2,6 +2,7 @@ import type { Database, Queryable } from '../../../core/database.js';
 import type { Logger } from 'pino';
 import type { CodeSystemIndex } from '../fhir/code-system-index.js';
 import type { TextColumn } from '../fhir/flat-columns.js';
+import { terminologyCache } from '../fhir/index-cache.js';
 import { readSnapshot, snapshotKey, writeSnapshot, type SnapshotRead } from '../fhir/index-snapshot.js';
 import type { CodeSystemInfo } from '../../types.js';
 import { buildGraphParts, csrSlice, EMPTY, ExtraIds, loadGraphParts, saveGraphParts, type Csr, type GraphParts, type GraphRows } from './sct-graph-parts.js';
@@ -375,7 +376,7 @@ export function snomedGraph(db: Database, cs: CodeSystemInfo, index: CodeSystemI
     if ('unusable' in read) log?.warn({ ...where, reason: read.unusable }, 'SNOMED CT graph snapshot unusable: rebuilt from the tables');
     const parts = await graphFromTables(db, cs.key, index);
     log?.info({ ...where, source: 'tables', ms: Date.now() - started }, 'SNOMED CT graph loaded');
-    writeSnapshot(db, cs.key, SECTION, snapshotKey(cs), saveGraphParts(parts)).catch((err: unknown) => log?.warn({ ...where, err }, 'SNOMED CT graph snapshot not written'));
+    terminologyCache(db).track(writeSnapshot(db, cs.key, SECTION, snapshotKey(cs), saveGraphParts(parts)), where);
     return new SnomedGraph(index, parts, readAcceptability);
   })();
   index.memo.set('snomed', loading);
