@@ -97,6 +97,15 @@ for (const driver of drivers) {
           assert.equal(terminologyCache(server.app.db).stats().snapshotLoads, 1);
           // Corruption: a flipped byte in the index, an unknown format in the graph.
           await server.app.db.query("UPDATE tx_index_snapshot_chunk SET data = set_byte(data, 40, (get_byte(data, 40) + 1) % 256) WHERE section = 'index' AND seq = 0");
+          // PGlite: and its file copy beside the data folder.
+          if (storage.dataDir) {
+            const folder = `${storage.dataDir}-tx-index`;
+            const files = readdirSync(folder).filter((f) => f.endsWith('.index.snapshot'));
+            assert.equal(files.length, 1, files.join());
+            const bytes = readFileSync(join(folder, files[0]));
+            bytes[40] = (bytes[40] + 1) % 256;
+            writeFileSync(join(folder, files[0]), bytes);
+          }
           await server.app.db.query("UPDATE tx_index_snapshot SET format = format + 100 WHERE section = 'snomed'");
         } finally {
           await server.stop();

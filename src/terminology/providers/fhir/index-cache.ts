@@ -156,11 +156,12 @@ export class TerminologyCache {
         const started = Date.now();
         const where = { url: cs.url, version: cs.version };
         const persisted = await this.fromSnapshot(cs);
-        if (persisted instanceof CodeSystemIndex) {
+        if (typeof persisted === 'object') {
+          const { index, from } = persisted;
           this.snapshotLoads++;
-          this.log?.info({ ...where, source: 'snapshot', concepts: persisted.maxId, mb: Math.round(persisted.bytes / 1e6), ms: Date.now() - started }, 'terminology index loaded');
-          if (!loading.stale) this.keep(cs.key, cs.resourceId, persisted);
-          return persisted;
+          this.log?.info({ ...where, source: 'snapshot', from, concepts: index.maxId, mb: Math.round(index.bytes / 1e6), ms: Date.now() - started }, 'terminology index loaded');
+          if (!loading.stale) this.keep(cs.key, cs.resourceId, index);
+          return index;
         }
         if (persisted !== undefined) this.log?.warn({ ...where, reason: persisted }, 'terminology index snapshot unusable: rebuilt from the tables');
         // Outside the request's statement limit: the first request waits for the whole build,
@@ -194,17 +195,17 @@ export class TerminologyCache {
    * The index of `cs` from its persisted snapshot; undefined when none was written, else why
    * the one written cannot be used (it is then rebuilt from the tables).
    */
-  private async fromSnapshot(cs: CodeSystemInfo): Promise<CodeSystemIndex | string | undefined> {
+  private async fromSnapshot(cs: CodeSystemInfo): Promise<{ index: CodeSystemIndex; from: string } | string | undefined> {
     let read: SnapshotRead;
     try {
-      read = await this.db.readPass((q) => readSnapshot(q, cs.key, INDEX_SECTION, snapshotKey(cs)));
+      read = await readSnapshot(this.db, cs.key, INDEX_SECTION, snapshotKey(cs));
     } catch (err) {
       return `not read: ${String(err)}`;
     }
     if ('missing' in read) return undefined;
     if ('unusable' in read) return read.unusable;
     try {
-      return CodeSystemIndex.fromParts(read.parts);
+      return { index: CodeSystemIndex.fromParts(read.parts), from: read.from };
     } catch (err) {
       if (err instanceof TypeError || err instanceof RangeError) return err.message;
       throw err;

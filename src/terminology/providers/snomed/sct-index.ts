@@ -362,11 +362,11 @@ export function snomedGraph(db: Database, cs: CodeSystemInfo, index: CodeSystemI
   const where = { url: cs.url, version: cs.version };
   const loading = (async () => {
     const started = Date.now();
-    let read: SnapshotRead = await db.readPass((q) => readSnapshot(q, cs.key, SECTION, snapshotKey(cs))).catch((err: unknown) => ({ unusable: String(err) }));
+    let read: SnapshotRead = await readSnapshot(db, cs.key, SECTION, snapshotKey(cs)).catch((err: unknown) => ({ unusable: String(err) }));
     if ('parts' in read) {
       try {
         const graph = new SnomedGraph(index, loadGraphParts(read.parts), readAcceptability);
-        log?.info({ ...where, source: 'snapshot', mb: Math.round(read.bytes / 1e6), ms: Date.now() - started }, 'SNOMED CT graph loaded');
+        log?.info({ ...where, source: 'snapshot', from: read.from, mb: Math.round(read.bytes / 1e6), ms: Date.now() - started }, 'SNOMED CT graph loaded');
         return graph;
       } catch (err) {
         if (!(err instanceof TypeError)) throw err;
