@@ -74,11 +74,11 @@ export function decodeSnapshot(chunks: Uint8Array[]): SnapshotParts {
   const total = chunks.reduce((n, c) => n + c.length, 0);
   const at = new ChunkReader(chunks);
   if (total < 4) throw new SnapshotUnreadable('truncated');
-  const headerLength = Buffer.from(at.read(0, 4)).readUInt32LE(0);
+  const headerLength = bufferOf(at.read(0, 4)).readUInt32LE(0);
   if (4 + headerLength > total) throw new SnapshotUnreadable('truncated header');
   let header: Header;
   try {
-    header = JSON.parse(Buffer.from(at.read(4, headerLength)).toString('utf8')) as Header;
+    header = JSON.parse(bufferOf(at.read(4, headerLength)).toString('utf8')) as Header;
   } catch {
     throw new SnapshotUnreadable('unreadable header');
   }
@@ -93,14 +93,19 @@ export function decodeSnapshot(chunks: Uint8Array[]): SnapshotParts {
   for (const p of header.parts) {
     if (p.kind === 'i32') parts.set(p.name, new Int32Array(numeric.buffer, p.offset, p.length));
     else if (p.kind === 'u8') parts.set(p.name, new Uint8Array(numeric.buffer, p.offset, p.length));
-    else parts.set(p.name, Buffer.from(at.read(base + p.offset, p.length)).toString(p.kind === 'utf8' ? 'utf8' : 'utf16le'));
+    else parts.set(p.name, bufferOf(at.read(base + p.offset, p.length)).toString(p.kind === 'utf8' ? 'utf8' : 'utf16le'));
   }
   return parts;
 }
 
+/** Bytes a part takes in the layout (numeric parts are padded to 8). */
 function partBytes(p: PartEntry): number {
-  return p.kind === 'i32' ? p.length * 4 : p.length;
+  if (p.kind === 'i32') return align8(p.length * 4);
+  return p.kind === 'u8' ? align8(p.length) : p.length;
 }
+
+/** A Buffer over the same bytes (no copy). */
+const bufferOf = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 
 /** Reads byte ranges across consecutive chunks (copying only when a range spans two). */
 class ChunkReader {
