@@ -25,6 +25,7 @@ import { installTerminology } from './terminology/install.js';
 import { FhirPathEvaluator } from './fhir/fhirpath-evaluator.js';
 import { createResourceValidator } from './fhir/validation/bindings.js';
 import { installRest } from './rest/install.js';
+import { createProfileValidator } from './profiles/profile-validator.js';
 import { installAdmin } from './admin/install.js';
 import { installEmail } from './email/install.js';
 import { installExport } from './export/install.js';
@@ -115,6 +116,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     // Required bindings are checked against the shared terminologies (docs/rest.md#validation).
     const terminology = installTerminology(env, registry, repository(ANONYMOUS));
     const validator = createResourceValidator(terminology.bindings);
+    // Profiles (src/profiles): `$validate` and a project's rule for writes (docs/rest.md#validate).
+    const profiles = createProfileValidator({ bindings: terminology.bindings, limits: config.profileLimits, system });
     const fhirpath = new FhirPathEvaluator(config.fhirpathTimeoutMs);
     closers.push(() => fhirpath.close());
     searchIndex.useTerminology(terminology.search);
@@ -127,7 +130,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       stopping = true;
       await reindexing;
     });
-    installRest(registry, validator);
+    installRest(registry, validator, profiles);
     if (options.emailSender !== false) await installEmail(env);
     const adminRoutes = installAdmin(env);
     const exportRoutes = await installExport(env, registry, (caller) => repository(caller));
@@ -153,6 +156,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         bundleTimeoutMs: (entries) => (config.database.statementTimeoutMs > 0 ? config.database.statementTimeoutMs + entries * config.bundleEntryMs : undefined),
         terminologyCapabilities: terminology.capabilities,
         validator,
+        profiles,
         fhirpath,
         search: searchCapabilities(),
         // FHIR JSON `data` is bounded like a JSON request body (docs/rest.md#binary).

@@ -107,6 +107,15 @@ export interface Config {
   bundleMaxEntries: number;
   /** Time a transaction Bundle gets per entry beyond the transaction limit (ms, `LATTICE_BUNDLE_ENTRY_MS`). */
   bundleEntryMs: number;
+  /** Bounds on validating one resource against its profiles (docs/errors.md#bounds-and-timeouts). */
+  profileLimits: {
+    /** Element visits × checks of one validation (`LATTICE_PROFILE_MAX_WORK`). */
+    maxWork: number;
+    /** FHIRPath invariant evaluations of one validation (`LATTICE_PROFILE_MAX_INVARIANTS`). */
+    maxInvariants: number;
+    /** Longest FHIRPath invariant expression evaluated, in characters (`LATTICE_PROFILE_MAX_EXPRESSION`). */
+    maxExpressionLength: number;
+  };
   /** How long one FHIRPath expression a caller wrote (a PATCH path) may run, in ms (`LATTICE_FHIRPATH_TIMEOUT`; docs/errors.md#fhirpath-evaluation). */
   fhirpathTimeoutMs: number;
   /**
@@ -246,6 +255,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     accessTokenLifetime: intOf(env.LATTICE_TOKEN_LIFETIME, 3600, 'LATTICE_TOKEN_LIFETIME'),
     bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 10_000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
     bundleEntryMs: intOf(env.LATTICE_BUNDLE_ENTRY_MS, 30, 'LATTICE_BUNDLE_ENTRY_MS'),
+    profileLimits: {
+      maxWork: intOf(env.LATTICE_PROFILE_MAX_WORK, 200_000, 'LATTICE_PROFILE_MAX_WORK') || 200_000,
+      maxInvariants: intOf(env.LATTICE_PROFILE_MAX_INVARIANTS, 20_000, 'LATTICE_PROFILE_MAX_INVARIANTS') || 20_000,
+      maxExpressionLength: intOf(env.LATTICE_PROFILE_MAX_EXPRESSION, 4_000, 'LATTICE_PROFILE_MAX_EXPRESSION') || 4_000,
+    },
     fhirpathTimeoutMs: positiveIntOf(env.LATTICE_FHIRPATH_TIMEOUT, 1000, 'LATTICE_FHIRPATH_TIMEOUT'),
     importBatch: intOf(env.LATTICE_IMPORT_BATCH, 1000, 'LATTICE_IMPORT_BATCH') || 1000,
     bulkExport: {

@@ -125,6 +125,20 @@ describe('architecture', () => {
     assert.deepEqual(above, []);
   });
 
+  test('src/profiles stands beside src/fhir/validation: it imports src/core, src/fhir and itself; only app.ts wires it (src/profiles/README.md)', () => {
+    const P = 'src/profiles/';
+    const allowed = (m: string) => m.startsWith(P) || m.startsWith('src/core/') || m.startsWith('src/fhir/') || m === 'src/config.ts';
+    const down = [...graph]
+      .filter(([from]) => from.startsWith(P))
+      .flatMap(([from, { modules }]) => modules.filter((m) => !allowed(m)).map((m) => `${from} → ${m}`));
+    assert.deepEqual(down, []);
+    // src/rest and the rest reach profile validation through the ProfileValidator contract (src/core/validation.ts).
+    const up = [...graph]
+      .filter(([from]) => !from.startsWith(P) && from !== 'src/app.ts')
+      .flatMap(([from, { modules }]) => modules.filter((m) => m.startsWith(P)).map((m) => `${from} → ${m}`));
+    assert.deepEqual(up, []);
+  });
+
   test('src/subscriptions stands on the contracts: core, fhir, the change feed; only app.ts wires it (src/subscriptions/README.md)', () => {
     const S = 'src/subscriptions/';
     const allowed = (m: string) => m.startsWith(S) || m.startsWith('src/core/') || m.startsWith('src/fhir/') || m === 'src/storage/change-feed.ts' || m === 'src/config.ts';
