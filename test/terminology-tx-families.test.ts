@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CodeSystem, OperationOutcome, Parameters, ParametersParameter, ValueSet, ValueSetExpansionContains } from '@medplum/fhirtypes';
-import { drivers, startServer, type ApiResponse, type TestServer } from './harness.js';
+import { terminologyCalls } from './support/terminology-client.js';
+import { drivers, startServer, type TestServer } from './harness.js';
 
 /**
  * More rule families of the HL7 tx-ecosystem specification (docs/terminology.md, issue 39):
@@ -107,16 +108,7 @@ function codes(contains: ValueSetExpansionContains[] | undefined): string[] {
 for (const driver of drivers) {
   describe(`terminology tx-ecosystem rule families (${driver})`, () => {
     let server: TestServer;
-    const put = async (r: CodeSystem | ValueSet) => {
-      const res = await server.fhir('PUT', `/${r.resourceType}/${r.id}`, { body: r });
-      assert.ok(res.status === 200 || res.status === 201, `${r.resourceType}/${r.id}: ${res.status} ${res.text}`);
-    };
-    type Answer = Omit<Parameters, 'resourceType'> & { resourceType: string; expansion?: ValueSet['expansion']; issue?: OperationOutcome['issue'] };
-    const post = (path: string, parameter: ParametersParameter[]): Promise<ApiResponse<Answer>> =>
-      server.fhir('POST', path, { body: { resourceType: 'Parameters', parameter } });
-    const expandUrl = (url: string, more: ParametersParameter[] = []) => post('/ValueSet/$expand', [{ name: 'url', valueUri: url }, ...more]);
-    const validate = (url: string, system: string, code: string, more: ParametersParameter[] = []) =>
-      post('/ValueSet/$validate-code', [{ name: 'url', valueUri: url }, { name: 'system', valueUri: system }, { name: 'code', valueCode: code }, ...more]);
+    const { put, post, expandUrl, validate } = terminologyCalls(() => server);
 
     before(async () => {
       server = await startServer(driver);

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CodeSystem, OperationOutcome, Parameters, ParametersParameter, ValueSet, ValueSetComposeInclude, ValueSetExpansionContains } from '@medplum/fhirtypes';
-import { drivers, ooText, startServer, type ApiResponse, type TestServer } from './harness.js';
+import { terminologyCalls, type TxAnswer } from './support/terminology-client.js';
+import { drivers, ooText, startServer, type TestServer } from './harness.js';
 
 /**
  * Terminology rules of the HL7 tx-ecosystem specification that the fixture cases do not show
@@ -91,16 +92,8 @@ function codes(contains: ValueSetExpansionContains[] | undefined): string[] {
 for (const driver of drivers) {
   describe(`terminology tx-ecosystem rules (${driver})`, () => {
     let server: TestServer;
-    const put = async (r: CodeSystem | ValueSet) => {
-      const res = await server.fhir('PUT', `/${r.resourceType}/${r.id}`, { body: r });
-      assert.ok(res.status === 200 || res.status === 201, `${r.resourceType}/${r.id}: ${res.status} ${res.text}`);
-    };
-    type Answer = Omit<Parameters, 'resourceType'> & { resourceType: string; expansion?: ValueSet['expansion']; issue?: OperationOutcome['issue'] };
-    const post = (path: string, parameter: ParametersParameter[]): Promise<ApiResponse<Answer>> =>
-      server.fhir('POST', path, { body: { resourceType: 'Parameters', parameter } });
-    const expand = (v: ValueSet, more: ParametersParameter[] = []) => post('/ValueSet/$expand', [{ name: 'valueSet', resource: v }, ...more]);
-    const validate = (url: string, system: string, code: string, more: ParametersParameter[] = []) =>
-      post('/ValueSet/$validate-code', [{ name: 'url', valueUri: url }, { name: 'system', valueUri: system }, { name: 'code', valueCode: code }, ...more]);
+    const { put, post, expand, validate } = terminologyCalls(() => server);
+    type Answer = TxAnswer;
     const issueText = (body: Answer) => body.issue?.[0]?.details?.text;
     const issueOf = (body: Answer) => (out(body, 'issues') as OperationOutcome | undefined)?.issue ?? [];
 
