@@ -27,6 +27,7 @@ import { installRest } from './rest/install.js';
 import { installAdmin } from './admin/install.js';
 import { installEmail } from './email/install.js';
 import { installExport } from './export/install.js';
+import { installProfiles } from './profiles/install.js';
 import { createBinaryFeature } from './binary/install.js';
 import { installSubscriptions, subscriptionHooks, SubscriptionRegistry } from './subscriptions/install.js';
 
@@ -125,6 +126,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       await reindexing;
     });
     installRest(registry, validator);
+    installProfiles(env, registry);
     if (options.emailSender !== false) await installEmail(env);
     const adminRoutes = installAdmin(env);
     const exportRoutes = await installExport(env, registry, (caller) => repository(caller));

@@ -105,6 +105,8 @@ export interface Config {
   bundleMaxEntries: number;
   /** Time a transaction Bundle gets per entry beyond the transaction limit (ms, `LATTICE_BUNDLE_ENTRY_MS`). */
   bundleEntryMs: number;
+  /** Elements one snapshot generation may create, its base definitions' included (`LATTICE_PROFILE_MAX_ELEMENTS`, docs/profiles.md#bounds). */
+  profileMaxElements: number;
   /**
    * How the base R4 terminologies reach the database: `background` (all written once per
    * database by a background job) or `lazy` (each written when a request first resolves it).
@@ -242,6 +244,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     accessTokenLifetime: intOf(env.LATTICE_TOKEN_LIFETIME, 3600, 'LATTICE_TOKEN_LIFETIME'),
     bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 10_000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
     bundleEntryMs: intOf(env.LATTICE_BUNDLE_ENTRY_MS, 30, 'LATTICE_BUNDLE_ENTRY_MS'),
+    profileMaxElements: intOf(env.LATTICE_PROFILE_MAX_ELEMENTS, 50_000, 'LATTICE_PROFILE_MAX_ELEMENTS') || 50_000,
     importBatch: intOf(env.LATTICE_IMPORT_BATCH, 1000, 'LATTICE_IMPORT_BATCH') || 1000,
     bulkExport: {
       maxJobsPerCaller: intOf(env.LATTICE_EXPORT_MAX_JOBS, 2, 'LATTICE_EXPORT_MAX_JOBS') || 1,

@@ -77,6 +77,7 @@ export const ENVIRONMENT: Array<[group: string, variables: Array<[name: string, 
     [
       ['LATTICE_BUNDLE_MAX_ENTRIES', 'most entries of a batch/transaction Bundle (10000)'],
       ['LATTICE_BUNDLE_ENTRY_MS', 'transaction time per entry on top of the statement timeout (30)'],
+      ['LATTICE_PROFILE_MAX_ELEMENTS', 'elements one StructureDefinition snapshot may have, bases included (50000)'],
       ['LATTICE_SEARCH_MAX_PARAMETERS', 'filter parameters of one search (30)'],
       ['LATTICE_SEARCH_MAX_VALUES', 'comma-separated values of one parameter (100)'],
       ['LATTICE_SEARCH_MAX_CHAIN', 'links of one chain (3)'],

@@ -271,7 +271,7 @@ describe('generateSnapshot: a profile on a profile', () => {
   });
 
   test('differential elements without ids are placed by path, inside the slice named before them', () => {
-    const noIds = { ...PATIENT, differential: { element: PATIENT.differential?.element?.map(({ id: _id, ...e }) => e as ElementDefinition) } };
+    const noIds = { ...PATIENT, differential: { element: (PATIENT.differential?.element ?? []).map(({ id: _id, ...e }) => e as ElementDefinition) } };
     const withIds = generateSnapshot(PATIENT, fetch);
     const again = generateSnapshot(noIds, fetch);
     assert.deepEqual(elements(again).map((e) => `${e.id} ${card(e)}`), elements(withIds).map((e) => `${e.id} ${card(e)}`));
