@@ -17,6 +17,7 @@ import { ResourceHooks } from './storage/resource-hooks.js';
 import { createSearchIndex } from './storage/search/sql-search-index.js';
 import { searchCapabilities } from './storage/search/capabilities.js';
 import { reindexIfOutdated } from './storage/search/reindex.js';
+import { useStoredSearchParameters } from './storage/search/stored-parameters.js';
 import { authHooks } from './auth/resource-hooks.js';
 import { installAuth } from './auth/install.js';
 import { installOperations } from './operations/install.js';
@@ -116,6 +117,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const terminology = installTerminology(env, registry, repository(ANONYMOUS));
     const validator = createResourceValidator(terminology.bindings);
     searchIndex.useTerminology(terminology.search);
+    // SearchParameters of loaded implementation guides, before anything is indexed or searched.
+    await useStoredSearchParameters(system, log);
     // Resources indexed by an older version get this version's rows, in the background.
     let stopping = false;
     const reindexing = reindexIfOutdated(db, searchIndex, log, () => stopping).catch((err: unknown) =>
