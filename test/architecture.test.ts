@@ -138,6 +138,19 @@ describe('architecture', () => {
     assert.deepEqual(up, []);
   });
 
+  test('src/profiles stands on the contracts: core, fhir, the shipped operation definitions and itself; app.ts and the CLI reach it', () => {
+    const P = 'src/profiles/';
+    const allowed = (m: string) => m.startsWith(P) || m.startsWith('src/core/') || m.startsWith('src/fhir/') || m === 'src/operations/definitions/index.ts' || m === 'src/config.ts';
+    const down = [...graph]
+      .filter(([from]) => from.startsWith(P))
+      .flatMap(([from, { modules }]) => modules.filter((m) => !allowed(m)).map((m) => `${from} → ${m}`));
+    assert.deepEqual(down, []);
+    const up = [...graph]
+      .filter(([from]) => !from.startsWith(P) && from !== 'src/app.ts' && from !== 'src/main.ts' && !from.startsWith('src/cli/'))
+      .flatMap(([from, { modules }]) => modules.filter((m) => m.startsWith(P)).map((m) => `${from} → ${m}`));
+    assert.deepEqual(up, []);
+  });
+
   test('no import cycles', () => {
     const cycles: string[] = [];
     const state = new Map<string, 'open' | 'done'>();

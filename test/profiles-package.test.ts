@@ -177,6 +177,14 @@ for (const driver of drivers) {
         const out2 = run(env, notArchive);
         assert.equal(out2.status, 1);
         assert.match(out2.stderr, /plain\.tgz: not a gzip-compressed tar archive/);
+        const invalid = join(dir, 'invalid.tgz');
+        await tgz(invalid, {
+          'package.json': { name: 'example.invalid', version: '1.0.0' },
+          'SearchParameter-odd.json': { resourceType: 'SearchParameter', id: 'odd', url: `${EX}SearchParameter/odd`, name: 'odd', status: 'active', description: 'x', code: 'odd', shoeSize: 42, base: ['Patient'], type: 'token' },
+        });
+        const out3 = run(env, invalid);
+        assert.equal(out3.status, 1, out3.stdout);
+        assert.match(out3.stderr, /invalid\.tgz: package\/SearchParameter-odd\.json: .*shoeSize/);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

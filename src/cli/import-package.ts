@@ -1,5 +1,7 @@
 import type { Resource } from '@medplum/fhirtypes';
-import type { SystemRepository } from '../core/repository.js';
+import { BulkLoadError, type SystemRepository } from '../core/repository.js';
+import { FhirError } from '../fhir/outcome.js';
+import { PackageError } from '../profiles/package/package-error.js';
 import { validateResource } from '../fhir/validation/validate-resource.js';
 import { packagesInOrder } from '../profiles/package/dependencies.js';
 import { placeId } from '../profiles/package/place-id.js';
@@ -44,8 +46,9 @@ export async function importPackage(path: string, app: TerminologyEnv & { system
     const needs = notes.filter((n) => n.of === `${manifest.name}#${manifest.version}`);
     options.out(`package ${manifest.name}#${manifest.version}: dependencies ${needs.length === 0 ? 'none' : needs.map(describe).join(', ')}`);
     const loader = app.system.bulkLoad({ projectId: options.projectId, validate: validateResource, batchSize: options.batchSize });
+    const at = { file: '' };
     try {
-      const summary = await importEvents(events(manifest, app.system), app, {
+      const summary = await importEvents(events(manifest, app.system, at), app, {
         projectId: options.projectId,
         // A package holds definitions and terminology only (PACKAGE_RESOURCE_TYPES): shared on purpose.
         shared: options.projectId === undefined,
@@ -60,7 +63,11 @@ export async function importPackage(path: string, app: TerminologyEnv & { system
       );
     } catch (err) {
       await loader.settle();
-      throw err;
+      if (err instanceof PackageError) throw err;
+      // A resource refused (the bulk load's check, the terminology import's, a write's): name its file.
+      const text = err instanceof BulkLoadError ? err.message : `${at.file}: ${(err as Error).message}`;
+      if (!(err instanceof BulkLoadError || err instanceof FhirError)) throw err;
+      throw new PackageError(`${manifest.path}: ${text} (${loader.stored} resources of the package's earlier batches are stored)`);
     }
   }
   return summaries;
@@ -71,10 +78,11 @@ function describe(note: { dependency: string; status: string; path?: string }): 
 }
 
 /** The package's resources as import events, each named by its file, its id placed (place-id.ts). */
-async function* events(manifest: PackageManifest, system: SystemRepository): AsyncGenerator<JsonStreamEvent> {
+async function* events(manifest: PackageManifest, system: SystemRepository, at: { file: string }): AsyncGenerator<JsonStreamEvent> {
   const read = (type: string, id: string) => system.read(type, id).then((r) => r as Resource, () => undefined);
   let line = 0;
   for await (const { resource, file } of packageResources(manifest)) {
+    at.file = file;
     const id = await placeId(resource, read);
     yield { kind: 'value', value: id ? { ...resource, id } : resource, bytes: 0, line: ++line, where: file };
   }

@@ -3,7 +3,7 @@ import { constrain } from './constrain.js';
 import { choiceType, idOf, idSteps, inSliceGroup, isChildOf, rebase } from './element-ids.js';
 import { applyExtensionDefinition } from './extension-slices.js';
 import { profileError } from './errors.js';
-import type { Generation } from './generate.js';
+import type { Definitions, SnapshotElements } from './context.js';
 import { typeChildren } from './type-children.js';
 
 /**
@@ -14,14 +14,14 @@ import { typeChildren } from './type-children.js';
  * and a renamed choice (`valueQuantity`) becomes the type slice `value[x]:valueQuantity`, as the
  * published R4 snapshots form them.
  */
-export class ElementList {
+export class ElementList implements SnapshotElements {
   readonly elements: ElementDefinition[];
   /** path → id of the slice the differential is in (for differential elements without an id). */
   private readonly sliceContext = new Map<string, string>();
   private current = '';
 
   constructor(
-    readonly generation: Generation,
+    readonly generation: Definitions,
     readonly profileUrl: string,
     readonly base: StructureDefinition,
     /** The derivation this profile is in (for definitions it needs on the way). */

@@ -1,5 +1,5 @@
 import type { ElementDefinition } from '@medplum/fhirtypes';
-import type { ElementList } from './element-list.js';
+import type { SnapshotElements } from './context.js';
 
 /**
  * An extension slice whose type names an extension definition (`type.profile`): the slice
@@ -10,7 +10,7 @@ import type { ElementList } from './element-list.js';
  * its `url` child (when the snapshot has one) is fixed to the definition's url — as a
  * published snapshot shows it. The definition gets a snapshot first when it has none.
  */
-export function applyExtensionDefinition(list: ElementList, at: number, diff: ElementDefinition): void {
+export function applyExtensionDefinition(list: SnapshotElements, at: number, diff: ElementDefinition): void {
   const element = list.elements[at];
   const type = element.type?.length === 1 ? element.type[0] : undefined;
   const canonical = type?.profile?.[0];

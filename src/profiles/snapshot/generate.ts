@@ -1,6 +1,7 @@
 import type { StructureDefinition } from '@medplum/fhirtypes';
 import { coreDefinition } from './core-definitions.js';
 import { definitionNotFound, profileError, tooManyElements } from './errors.js';
+import type { Definitions } from './context.js';
 import { ElementList } from './element-list.js';
 
 /** Gives the StructureDefinition a canonical (`url` or `url|version`) names, or undefined. */
@@ -32,7 +33,7 @@ export function generateSnapshot(profile: StructureDefinition, fetch: FetchDefin
 }
 
 /** One call of generateSnapshot: the element budget and the snapshots made on the way. */
-export class Generation {
+export class Generation implements Definitions {
   private used = 0;
   private readonly made = new Map<string, StructureDefinition>();
 

@@ -1,7 +1,7 @@
 import type { ElementDefinition } from '@medplum/fhirtypes';
 import { CORE_PREFIX } from './core-definitions.js';
 import { idOf } from './element-ids.js';
-import type { ElementList } from './element-list.js';
+import type { SnapshotElements } from './context.js';
 
 /** The elements below the root of the definition an element's (one) type names, to expand it with. */
 export interface TypeChildren {
@@ -16,7 +16,7 @@ export interface TypeChildren {
  * extension definition, a constrained data type), else from the R4 definition of the type.
  * That definition gets a snapshot first when it has none.
  */
-export function typeChildren(list: ElementList, element: ElementDefinition, id: string): TypeChildren {
+export function typeChildren(list: SnapshotElements, element: ElementDefinition, id: string): TypeChildren {
   const type = element.type?.[0];
   const code = type?.code ?? '';
   const profile = type?.profile?.[0];
