@@ -70,6 +70,13 @@ for (const driver of drivers) {
       assert.equal(card(older.body, 'Patient.name'), '0..0');
     });
 
+    test('by url, not held: the R4 core profile, its snapshot generated from its differential', async () => {
+      const res = await server.fhir('GET', `/StructureDefinition/$snapshot?url=${encodeURIComponent('http://hl7.org/fhir/StructureDefinition/bodyweight')}`);
+      assert.equal(res.status, 200, res.text);
+      assert.equal(card(res.body, 'Observation.value[x]:valueQuantity.value'), '1..1');
+      assert.equal(res.body.snapshot.element.find((e: ElementDefinition) => e.id === 'Observation.code.coding:BodyWeightCode.code')?.fixedCode, '29463-7');
+    });
+
     test('on an instance: the stored StructureDefinition', async () => {
       const stored = await server.fhir('POST', '/StructureDefinition', { body: BIRTH_DATE });
       assert.equal(stored.status, 201, stored.text);

@@ -4,7 +4,7 @@ import { badRequest, notFound } from '../fhir/outcome.js';
 import { loadDefinition } from '../operations/definitions/index.js';
 import { resolveStructureDefinition } from './canonical-resolver.js';
 import { definitionsNeeded } from './definitions-needed.js';
-import { generateSnapshot } from './snapshot/index.js';
+import { coreDefinition, generateSnapshot } from './snapshot/index.js';
 
 interface SnapshotInput {
   definition?: StructureDefinition;
@@ -14,7 +14,7 @@ interface SnapshotInput {
 /**
  * `StructureDefinition/$snapshot` (R4 StructureDefinition-snapshot, docs/profiles.md#snapshot):
  * the StructureDefinition given as `definition`, named by `url` (`url|version` for one version;
- * else the latest held), or the instance the URL names, returned with the snapshot generated
+ * else the latest held; an R4 core definition when none is held), or the instance the URL names, returned with the snapshot generated
  * from its differential. Nothing is stored. The definitions it derives from are those the
  * caller reads (its project's and the shared content) and the R4 core ones.
  */
@@ -29,7 +29,7 @@ export function snapshotOperation(maxElements: number): Operation {
     } else if (input.definition) {
       profile = input.definition;
     } else if (input.url) {
-      profile = await resolveStructureDefinition(ctx.repo, input.url);
+      profile = (await resolveStructureDefinition(ctx.repo, input.url)) ?? coreDefinition(input.url);
       if (!profile) throw notFound(`StructureDefinition ${input.url} not found`);
     } else {
       throw badRequest("Give the StructureDefinition as 'definition', or name it by 'url'");
