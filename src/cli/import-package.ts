@@ -79,7 +79,7 @@ function describe(note: { dependency: string; status: string; path?: string }): 
 
 /** The package's resources as import events, each named by its file, its id placed (place-id.ts). */
 async function* events(manifest: PackageManifest, system: SystemRepository, at: { file: string }): AsyncGenerator<JsonStreamEvent> {
-  const read = (type: string, id: string) => system.read(type, id).then((r) => r as Resource, () => undefined);
+  const read = (type: string, id: string) => system.read(type, id).then((r): Resource | undefined => r, () => undefined);
   let line = 0;
   for await (const { resource, file } of packageResources(manifest)) {
     at.file = file;

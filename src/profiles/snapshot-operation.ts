@@ -23,7 +23,7 @@ export function snapshotOperation(maxElements: number): Operation {
     let profile: StructureDefinition | undefined;
     if (target.id !== undefined) {
       if (input.definition || input.url) throw badRequest('$snapshot on an instance takes neither definition nor url: the instance is the StructureDefinition');
-      profile = (await ctx.repo.read('StructureDefinition', target.id)) as StructureDefinition;
+      profile = await ctx.repo.read<StructureDefinition>('StructureDefinition', target.id);
     } else if (input.definition && input.url) {
       throw badRequest("Give the StructureDefinition either as 'definition' or by 'url', not both");
     } else if (input.definition) {
