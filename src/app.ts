@@ -118,7 +118,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const validator = createResourceValidator(terminology.bindings);
     searchIndex.useTerminology(terminology.search);
     // SearchParameters of loaded implementation guides, before anything is indexed or searched.
-    await useStoredSearchParameters(system, log);
+    await useStoredSearchParameters(system, db, log);
     // Resources indexed by an older version get this version's rows, in the background.
     let stopping = false;
     const reindexing = reindexIfOutdated(db, searchIndex, log, () => stopping).catch((err: unknown) =>

@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import { pack } from 'tar-stream';
 import type { StructureDefinition } from '@medplum/fhirtypes';
 import { projectRoot } from '../src/paths.js';
-import { drivers, sharedStorage, startServer } from './harness.js';
+import { drivers, loginAs, sharedStorage, startServer, type TestMember } from './harness.js';
 import { latticeArgs } from './support/cli.js';
 
 /** `lattice import --format package` (docs/profiles.md#packages), with packages built here. */
@@ -106,7 +106,7 @@ const card = (body: StructureDefinition, id: string) => {
 
 for (const driver of drivers) {
   describe(`lattice import --format package (${driver})`, () => {
-    test('loads a package and its local dependency; its profile has a snapshot, its SearchParameter searches, versions stay apart', async () => {
+    test('loads a package and its local dependency; its profile has a snapshot, its SearchParameter searches (stored patients re-indexed), versions stay apart', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'lattice-package-'));
       try {
         const deps = join(dir, 'deps');
@@ -116,6 +116,11 @@ for (const driver of drivers) {
         await tgz(v1, clinicPackage('1.0.0', '*'));
         await tgz(v2, clinicPackage('1.1.0', '1'));
         const { storage, env } = await sharedStorage(driver, dir);
+        // A patient stored before the package: re-indexed for its SearchParameter at the next start.
+        const before = await startServer(driver, storage);
+        const early = await before.fhir('POST', '/Patient', { body: { resourceType: 'Patient', extension: [{ url: COLOUR, valueCode: 'blue' }] } });
+        assert.equal(early.status, 201, early.text);
+        await before.stop();
 
         const first = run(env, v1, '--package-dir', deps);
         assert.equal(first.status, 0, first.stderr);
@@ -147,12 +152,21 @@ for (const driver of drivers) {
           const examples = await server.fhir('GET', '/Patient?_id=example', { token: server.adminToken });
           assert.equal(examples.body.total, 0, 'clinical examples are not loaded');
 
-          const created = await server.fhir('POST', '/Patient', { body: { resourceType: 'Patient', extension: [{ url: COLOUR, valueCode: 'blue' }] } });
+          // The member of the first start, logged in again: its project holds the early patient.
+          const member = before.member as TestMember;
+          const token = await loginAs(server, member.email, member.password, before.projectId);
+          const created = await server.fhir('POST', '/Patient', { token, body: { resourceType: 'Patient', extension: [{ url: COLOUR, valueCode: 'blue' }] } });
           assert.equal(created.status, 201, created.text);
-          const blue = await server.fhir('GET', '/Patient?favourite-colour=blue');
-          assert.equal(blue.status, 200, blue.text);
-          assert.deepEqual(blue.body.entry?.map((e: { resource: { id: string } }) => e.resource.id), [created.body.id]);
-          const red = await server.fhir('GET', '/Patient?favourite-colour=red');
+          const blueIds = async () => {
+            const blue = await server.fhir('GET', '/Patient?favourite-colour=blue&_sort=_lastUpdated', { token });
+            assert.equal(blue.status, 200, blue.text);
+            return (blue.body.entry ?? []).map((e: { resource: { id: string } }) => e.resource.id) as string[];
+          };
+          assert.ok((await blueIds()).includes(created.body.id), 'a patient written now is indexed for it');
+          // The re-index runs in the background after the start: wait until it reached the early patient.
+          for (let i = 0; i < 300 && !(await blueIds()).includes(early.body.id); i++) await new Promise((r) => setTimeout(r, 100));
+          assert.deepEqual(await blueIds(), [early.body.id, created.body.id]);
+          const red = await server.fhir('GET', '/Patient?favourite-colour=red', { token });
           assert.equal(red.status, 200, red.text);
           assert.equal(red.body.entry, undefined);
         } finally {
