@@ -23,6 +23,7 @@ import { installAuth } from './auth/install.js';
 import { installOperations } from './operations/install.js';
 import { terminologyHooks } from './terminology/hooks.js';
 import { installTerminology } from './terminology/install.js';
+import { FhirPathEvaluator } from './fhir/fhirpath-evaluator.js';
 import { createResourceValidator } from './fhir/validation/bindings.js';
 import { installRest } from './rest/install.js';
 import { installAdmin } from './admin/install.js';
@@ -116,6 +117,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     // Required bindings are checked against the shared terminologies (docs/rest.md#validation).
     const terminology = installTerminology(env, registry, repository(ANONYMOUS));
     const validator = createResourceValidator(terminology.bindings);
+    const fhirpath = new FhirPathEvaluator(config.fhirpathTimeoutMs);
+    closers.push(() => fhirpath.close());
     searchIndex.useTerminology(terminology.search);
     // SearchParameters of loaded implementation guides, before anything is indexed or searched.
     await useStoredSearchParameters(system, db, log);
@@ -155,6 +158,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         bundleTimeoutMs: (entries) => (config.database.statementTimeoutMs > 0 ? config.database.statementTimeoutMs + entries * config.bundleEntryMs : undefined),
         terminologyCapabilities: terminology.capabilities,
         validator,
+        fhirpath,
         search: searchCapabilities(),
         // FHIR JSON `data` is bounded like a JSON request body (docs/rest.md#binary).
         binary: { store: binary.store, jsonDataLimit: config.bodyLimit },

@@ -90,8 +90,10 @@ export interface Config {
   };
   /** scrypt cost (log2 N) of new password hashes (docs/auth.md#passwords-and-secrets). */
   passwordCost: number;
-  /** How long one request may use the database (docs/errors.md#database-limits); 0 = no limit. */
-  /** `autoAnalyze` (PGlite; default on): statistics kept current in the background (storage/pglite-analyze.ts). */
+  /**
+   * How long one request may use the database (docs/errors.md#database-limits); 0 = no limit.
+   * `autoAnalyze` (PGlite; default on): statistics kept current in the background (storage/pglite-analyze.ts).
+   */
   database: { statementTimeoutMs: number; acquireTimeoutMs: number; poolSize: number; autoAnalyze?: boolean };
   /** Bounds on one search (docs/rest.md#limits). */
   searchLimits: SearchLimits;
@@ -107,6 +109,8 @@ export interface Config {
   bundleEntryMs: number;
   /** Elements one snapshot generation may create, its base definitions' included (`LATTICE_PROFILE_MAX_ELEMENTS`, docs/profiles.md#bounds). */
   profileMaxElements: number;
+  /** How long one FHIRPath expression a caller wrote (a PATCH path) may run, in ms (`LATTICE_FHIRPATH_TIMEOUT`; docs/errors.md#fhirpath-evaluation). */
+  fhirpathTimeoutMs: number;
   /**
    * How the base R4 terminologies reach the database: `background` (all written once per
    * database by a background job) or `lazy` (each written when a request first resolves it).
@@ -245,6 +249,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 10_000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
     bundleEntryMs: intOf(env.LATTICE_BUNDLE_ENTRY_MS, 30, 'LATTICE_BUNDLE_ENTRY_MS'),
     profileMaxElements: intOf(env.LATTICE_PROFILE_MAX_ELEMENTS, 50_000, 'LATTICE_PROFILE_MAX_ELEMENTS') || 50_000,
+    fhirpathTimeoutMs: positiveIntOf(env.LATTICE_FHIRPATH_TIMEOUT, 1000, 'LATTICE_FHIRPATH_TIMEOUT'),
     importBatch: intOf(env.LATTICE_IMPORT_BATCH, 1000, 'LATTICE_IMPORT_BATCH') || 1000,
     bulkExport: {
       maxJobsPerCaller: intOf(env.LATTICE_EXPORT_MAX_JOBS, 2, 'LATTICE_EXPORT_MAX_JOBS') || 1,
@@ -296,6 +301,13 @@ function booleanOf(value: string | undefined, name: string): boolean {
   if (value === undefined || value === '' || value === 'false' || value === '0') return false;
   if (value === 'true' || value === '1') return true;
   throw new Error(`${name} must be 'true' or 'false', got '${value}'`);
+}
+
+/** A limit that must let something through: 0 is refused (it would stop everything). */
+function positiveIntOf(value: string | undefined, fallback: number, name: string): number {
+  const n = intOf(value, fallback, name);
+  if (n === 0) throw new Error(`${name} must be a positive integer, got '${value}'`);
+  return n;
 }
 
 function intOf(value: string | undefined, fallback: number, name: string): number {

@@ -141,6 +141,50 @@ for (const driver of drivers) {
       assert.equal(ooText(quoted.body), `FHIRPath Patch operation 0 (delete): path 'Patient.name.where(family = '${'('.repeat(40)}')' does not exist`);
     });
 
+    test('a FHIRPath Patch path that runs past LATTICE_FHIRPATH_TIMEOUT is stopped (400 too-costly) while the server answers others', async () => {
+      const p = await create();
+      // 240 characters, 13 levels: within the path bounds, but 4^12 evaluations (about a minute in one thread).
+      let nested = '1';
+      for (let level = 0; level < 12; level++) nested = `(1|2|3|4).select(${nested})`;
+      const path = `Patient.name.where(${nested}.count() > 0)`;
+      const order: string[] = [];
+      const costly = fhirPathPatch(`/Patient/${p.id}`, [[{ name: 'type', valueCode: 'delete' }, { name: 'path', valueString: path }]]).then((res) => {
+        order.push('costly patch');
+        return res;
+      });
+      // Sent while the costly one runs: a cheap FHIRPath Patch of another resource (it waits its
+      // turn in the FHIRPath thread), and a read and the health probe (they wait for nothing).
+      const other = await create();
+      const cheap = fhirPathPatch(`/Patient/${other.id}`, [[{ name: 'type', valueCode: 'replace' }, { name: 'path', valueString: 'Patient.name.family' }, { name: 'value', valueString: 'Cheap' }]]);
+      const [read, health] = await Promise.all([server.fhir('GET', `/Patient/${p.id}`, { token: project.adminToken }), fetch(`${server.baseUrl}/healthz`)]);
+      order.push('read and probe');
+      assert.equal(read.status, 200);
+      assert.equal(health.status, 200);
+      const res = await costly;
+      assert.equal(order[0], 'read and probe', 'the read and the probe were answered before the costly patch');
+      assert.equal((await cheap).status, 200, (await cheap).text);
+      assert.equal((await cheap).body.name[0].family, 'Cheap');
+      assert.equal(res.status, 400, res.text.slice(0, 300));
+      assert.equal(res.body.issue[0].code, 'too-costly');
+      assert.equal(ooText(res.body), `FHIRPath Patch operation 0: evaluating path '${path}' was stopped after 1000 ms (LATTICE_FHIRPATH_TIMEOUT)`);
+      // Nothing was written, and the next FHIRPath Patch runs in a new thread.
+      const after = await fhirPathPatch(`/Patient/${p.id}`, [[{ name: 'type', valueCode: 'replace' }, { name: 'path', valueString: 'Patient.name.family' }, { name: 'value', valueString: 'After' }]]);
+      assert.equal(after.status, 200, after.text);
+      assert.equal(after.body.meta.versionId, '2');
+      assert.equal(after.body.name[0].family, 'After');
+    });
+
+    test('concurrent patches of one resource without If-Match are all applied, each to the version before it', async () => {
+      const p = await create();
+      const results = await Promise.all(
+        ['C', 'D', 'E', 'F', 'G'].map((given) => jsonPatch(`/Patient/${p.id}`, [{ op: 'add', path: '/name/0/given/-', value: given }])),
+      );
+      for (const res of results) assert.equal(res.status, 200, res.text);
+      assert.deepEqual(results.map((r) => r.body.meta.versionId).sort(), ['2', '3', '4', '5', '6']);
+      const current = (await server.fhir('GET', `/Patient/${p.id}`, { token: project.adminToken })).body;
+      assert.deepEqual([...current.name[0].given].sort(), ['A', 'B', 'C', 'D', 'E', 'F', 'G']);
+    });
+
     test('conditional PATCH [base]/Type?search patches the single match', async () => {
       const p = await create({ identifier: [{ system: 'http://patch', value: 'cond-1' }] });
       const res = await jsonPatch('/Patient?identifier=http://patch|cond-1', [{ op: 'add', path: '/gender', value: 'other' }]);

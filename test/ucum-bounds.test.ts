@@ -91,5 +91,38 @@ for (const driver of drivers) {
       assert.equal(read.status, 200, read.text);
       assert.deepEqual(order.slice(2), ['expand'], `completion order: ${order.join(', ')}`);
     });
+
+    test('the new unit codes one request converts for the search index add up to at most 4000 characters: 400 too-costly, nothing stored', async () => {
+      // 28 characters each, none converted before (a distinct power of ten, negative for the second
+      // driver: conversions are remembered per process); an annotation alone would not make a unit new.
+      const sign = drivers.indexOf(driver) === 0 ? '' : '-';
+      const code = (i: number) => `10*${sign}${i + 100}.mg.kg/dL/s.m2.mol/h/L`;
+      const observation = (tag: string, from: number, n: number) => ({
+        resourceType: 'Observation',
+        status: 'final',
+        identifier: [{ system: 'urn:ucum-budget', value: tag }],
+        code: { text: 'many units' },
+        component: Array.from({ length: n }, (_, k) => ({ code: { text: `c${k}` }, valueQuantity: { value: 1, system: UCUM, code: code(from + k) } })),
+      });
+      const refused = await server.fhir('POST', '/Observation', { body: observation('all-at-once', 0, 150) });
+      assert.equal(refused.status, 400, refused.text.slice(0, 300));
+      assert.equal(refused.body.issue[0].code, 'too-costly');
+      assert.equal(
+        ooText(refused.body),
+        "The search index converts at most 4000 characters of UCUM unit codes it has not seen before per request; this request's quantities have more (send them in smaller requests)",
+      );
+      const stored = await server.fhir('GET', '/Observation?identifier=urn:ucum-budget|all-at-once');
+      assert.equal(stored.body.total ?? stored.body.entry?.length ?? 0, 0);
+      // The same quantities in two requests are stored, and found in another unit of the dimension.
+      for (const [tag, from] of [['first-half', 0], ['second-half', 75]] as const) {
+        const created = await server.fhir('POST', '/Observation', { body: observation(tag, from, 75) });
+        assert.equal(created.status, 201, created.text.slice(0, 300));
+      }
+      // 1 × 10*229.mg.kg/dL/s.m2.mol/h/L (the second half's) is 1 × 10*226.g.kg/dL/s.m2.mol/h/L (10*-229 mg: 10*-232 g).
+      const inGrams = sign === '' ? '10*226.g.kg/dL/s.m2.mol/h/L' : '10*-232.g.kg/dL/s.m2.mol/h/L';
+      const found = await server.fhir('GET', `/Observation?component-value-quantity=1|${UCUM}|${encodeURIComponent(inGrams)}&_elements=identifier`);
+      assert.equal(found.status, 200, found.text.slice(0, 300));
+      assert.deepEqual(found.body.entry?.map((e: { resource: { identifier: Array<{ value: string }> } }) => e.resource.identifier[0].value), ['second-half']);
+    });
   });
 }

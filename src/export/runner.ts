@@ -4,6 +4,7 @@ import type { Resource } from '@medplum/fhirtypes';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { AuthInfo } from '../core/auth.js';
+import { BackgroundLoop } from '../core/background-loop.js';
 import type { Database } from '../core/database.js';
 import type { ResourceRepository } from '../core/repository.js';
 import { keepElements } from '../fhir/elements.js';
@@ -23,34 +24,38 @@ type Settings = Config['bulkExport'];
  */
 export class ExportRunner {
   readonly id = randomUUID();
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private wakeAgain = false;
-  private stopped = false;
+  private readonly loop: BackgroundLoop;
 
   constructor(
     private readonly db: Database,
     private readonly repository: (auth: AuthInfo) => ResourceRepository,
     private readonly settings: Settings,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.loop = new BackgroundLoop({
+      pollMs: settings.pollMs,
+      // A lease that ran out is claimable a moment after its instant (clocks of one database).
+      pass: async () => (await this.drain()) + 10,
+      onError: (err) => this.log.error({ err }, 'export runner: looking for jobs failed'),
+    });
+  }
+
+  private get stopped(): boolean {
+    return this.loop.stopped;
+  }
 
   start(): void {
-    this.schedule(0);
+    this.loop.start();
   }
 
   /** Looks for work as soon as possible (a kick-off on this or another node). */
   wake(): void {
-    if (this.stopped) return;
-    if (this.running) this.wakeAgain = true;
-    else this.schedule(0);
+    this.loop.wake();
   }
 
   /** Stops after the page in flight; the job's lease then runs out and any node resumes it. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+    await this.loop.stop();
   }
 
   /**
@@ -140,27 +145,6 @@ export class ExportRunner {
       cursor = next;
     }
     return true;
-  }
-
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.run(), ms);
-    this.timer.unref();
-  }
-
-  private run(): void {
-    let next = this.settings.pollMs;
-    this.running = this.drain()
-      .then((ms) => void (next = ms))
-      .catch((err: unknown) => this.log.error({ err }, 'export runner: looking for jobs failed'))
-      .finally(() => {
-        this.running = undefined;
-        const again = this.wakeAgain;
-        this.wakeAgain = false;
-        // A lease that ran out is claimable a moment after its instant (clocks of one database).
-        this.schedule(again ? 0 : next + 10);
-      });
   }
 }
 

@@ -290,6 +290,17 @@ const conversions = new Map<string, UcumConversion | null>();
 /** Units whose conversion is remembered (a search index meets few distinct units). */
 const MAX_CONVERSIONS = 10_000;
 
+/** True when `ucumConversion(unit)` answers from memory (no parsing). */
+export function ucumConversionKnown(unit: string): boolean {
+  return conversions.has(conversionKey(unit));
+}
+
+/** Annotations (`{…}`) are unity: `mg{total}` and `mg{free}` convert alike and are remembered once. */
+function conversionKey(unit: string): string {
+  const neutral = neutralAnnotations(unit);
+  return neutral.error ? unit : neutral.text;
+}
+
 /**
  * How `unit` converts to its canonical unit (search: docs/rest.md#quantity-search), or undefined
  * as for `toCanonical`. Every UCUM conversion is linear (temperatures have an offset), so two
@@ -297,12 +308,13 @@ const MAX_CONVERSIONS = 10_000;
  * per-quantity work a map lookup.
  */
 export function ucumConversion(unit: string): UcumConversion | undefined {
-  const known = conversions.get(unit);
+  const key = conversionKey(unit);
+  const known = conversions.get(key);
   if (known !== undefined) return known ?? undefined;
   const zero = toCanonical(0, unit);
   const one = toCanonical(1, unit);
   const found = zero && one && zero.unit === one.unit && one.value !== zero.value ? { unit: one.unit, factor: one.value - zero.value, offset: zero.value } : undefined;
   if (conversions.size >= MAX_CONVERSIONS) conversions.clear();
-  conversions.set(unit, found ?? null);
+  conversions.set(key, found ?? null);
   return found;
 }

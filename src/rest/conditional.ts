@@ -53,9 +53,14 @@ export async function conditionalMatches(repo: ResourceRepository, query: Search
   return result.resources;
 }
 
-/** The single match of a conditional search; several → 412 `Multiple matches`. */
-export async function singleMatch(repo: ResourceRepository, query: SearchQuery): Promise<Resource | undefined> {
-  const matches = await conditionalMatches(repo, query);
+/**
+ * The single match of a conditional search; several → 412 `Multiple matches`. `locked: false`
+ * reads without locking, outside a transaction — for a write that then names the version it
+ * read (conditional PATCH), which a concurrent change makes fail instead of being overwritten.
+ */
+export async function singleMatch(repo: ResourceRepository, query: SearchQuery, options: { locked?: boolean } = {}): Promise<Resource | undefined> {
+  const matches =
+    options.locked === false ? (await repo.search({ resourceType: query.resourceType, params: [...query.params, ['_count', '2']] })).resources : await conditionalMatches(repo, query);
   if (matches.length > 1) throw preconditionFailed('Multiple matches');
   return matches[0];
 }

@@ -1,14 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
-import fhirpath from 'fhirpath';
-import r4 from 'fhirpath/fhir-context/r4';
 import type { Resource } from '@medplum/fhirtypes';
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
-import type { UpdateResult } from '../core/repository.js';
 import type { ResourceValidator } from '../core/validation.js';
-import { resourceTypesIn } from '../fhir/validation/bindings.js';
+import { EvaluationTimeout, EvaluatorBusy, WAIT_FACTOR, type FhirPathEvaluator, type ThreadNode } from '../fhir/fhirpath-evaluator.js';
 import { structureDefinitionMap } from '../fhir/definitions.js';
 import { MAX_JSON_DEPTH, isObject } from '../fhir/json.js';
-import { FhirError, badRequest, issue, notFound, preconditionFailed } from '../fhir/outcome.js';
+import { FhirError, badRequest, conflict, issue, notFound, preconditionFailed } from '../fhir/outcome.js';
 import { conditionalQuery, singleMatch } from './conditional.js';
 import { written } from './crud.js';
 import { parseIfMatch } from './headers.js';
@@ -16,46 +13,57 @@ import { parseIfMatch } from './headers.js';
 type Json = unknown;
 type JsonObject = Record<string, unknown>;
 
+/** Attempts of a PATCH without `If-Match` when another write changes the resource meanwhile. */
+const PATCH_ATTEMPTS = 10;
+
 /**
  * PATCH [base]/Type/id (and conditional `PATCH [base]/Type?search`), FHIR R4 http.html#patch:
  * a JSON Patch (RFC 6902, an array body, normally `application/json-patch+json`) or a FHIRPath
- * Patch (a Parameters body). The patched resource is validated and stored like an update, in
- * one transaction with the read it was computed from; `If-Match` names the version patched.
+ * Patch (a Parameters body). The patched resource is validated and stored like an update of the
+ * version it was computed from; `If-Match` names that version.
+ *
+ * The patch is computed outside any database transaction: a FHIRPath path is evaluated in the
+ * FHIRPath thread and may take up to its time limit (docs/errors.md#fhirpath-evaluation), which
+ * must not hold the database. The write names the version read, so a write by someone else in
+ * between is never overwritten: without `If-Match` the patch is computed again on the new
+ * version (up to 10 times, then 409); with `If-Match` it is 412 as for any stale version.
  */
-export async function patchInteraction(req: FhirRequest, type: string, id: string | undefined, validator: ResourceValidator): Promise<FhirResult> {
-  const apply = parsePatch(req.body);
+export async function patchInteraction(req: FhirRequest, type: string, id: string | undefined, validator: ResourceValidator, fhirpath: FhirPathEvaluator): Promise<FhirResult> {
+  const apply = parsePatch(req.body, fhirpath);
   const ifMatch = parseIfMatch(req.headers['if-match']);
-  // The validation below runs inside the transaction: load what it needs first (the types of
-  // the resource, of its contained resources and of any resource the patch adds).
-  const stored = id !== undefined ? await req.ctx.repo.tryRead(type, id) : undefined;
-  const inTransaction = await validator.prepare([type, ...resourceTypesIn(stored), ...resourceTypesIn(req.body)]);
-  const { resource } = await req.ctx.repo.transaction(async (repo): Promise<UpdateResult> => {
+  for (let attempt = 1; ; attempt++) {
     let targetId = id;
     if (targetId === undefined) {
-      const match = await singleMatch(repo, conditionalQuery(type, req.query, 'Conditional patch'));
+      const match = await singleMatch(req.ctx.repo, conditionalQuery(type, req.query, 'Conditional patch'), { locked: false });
       if (!match?.id) throw notFound();
       targetId = match.id;
     }
-    const current = await repo.read(type, targetId);
+    const current = await req.ctx.repo.read(type, targetId);
     const version = current.meta?.versionId;
     if (ifMatch !== undefined && ifMatch !== '*' && ifMatch !== version) throw preconditionFailed();
-    const patched = apply(structuredClone(current) as unknown as JsonObject);
+    const patched = await apply(structuredClone(current) as unknown as JsonObject);
     if (!isObject(patched)) throw badRequest('Patch result is not a resource');
     if (patched.resourceType !== type) throw badRequest('Patch must not change resourceType', 'resourceType');
     if (patched.id !== targetId) throw badRequest('Patch must not change id', `${type}.id`);
-    const problems = await inTransaction.validate(patched);
+    const problems = await validator.validate(patched);
     if (problems.length > 0) throw new FhirError(400, problems);
-    return repo.update(patched as unknown as Resource, { ifMatch: version });
-  });
-  return written(req, resource, 200, false);
+    try {
+      const { resource } = await req.ctx.repo.update(patched as unknown as Resource, { ifMatch: version });
+      return written(req, resource, 200, false);
+    } catch (err) {
+      const stale = err instanceof FhirError && err.status === 412;
+      if (!stale || (ifMatch !== undefined && ifMatch !== '*')) throw err;
+      if (attempt >= PATCH_ATTEMPTS) throw conflict(`${type}/${targetId} changed ${PATCH_ATTEMPTS} times while the patch was applied: try again`);
+    }
+  }
 }
 
 /** The patch document as a function over the current resource; 400 when it is neither kind. */
-function parsePatch(body: unknown): (doc: JsonObject) => Json {
+function parsePatch(body: unknown, fhirpath: FhirPathEvaluator): (doc: JsonObject) => Promise<Json> {
   if (body === undefined) throw badRequest('Request body is empty: expected a JSON Patch or a FHIRPath Patch Parameters resource');
   if (Array.isArray(body)) {
     const ops = body.map(jsonPatchOperation);
-    return (doc) => {
+    return async (doc) => {
       const budget = { copied: 0 };
       const result = ops.reduce<Json>((current, op, i) => applyJsonPatchOperation(current, op, i, budget), doc);
       if (depthOf(result) > MAX_JSON_DEPTH) throw badRequest(`Patch result is nested too deeply (more than ${MAX_JSON_DEPTH} levels)`);
@@ -64,8 +72,8 @@ function parsePatch(body: unknown): (doc: JsonObject) => Json {
   }
   if (isObject(body) && body.resourceType === 'Parameters') {
     const ops = fhirPathOperations(body);
-    return (doc) => {
-      ops.forEach((op, i) => applyFhirPathOperation(doc, op, i));
+    return async (doc) => {
+      for (const [i, op] of ops.entries()) applyFhirPathOperation(doc, op, i, await evaluatePath(fhirpath, doc, op, i));
       return doc;
     };
   }
@@ -319,7 +327,7 @@ function partValue(part: ParameterPart): Json {
   return undefined;
 }
 
-/** What fhirpath.js returns for a node when internal types are kept: its data and where it sits. */
+/** A node a path names: its data and where it sits (the shape of fhirpath.js's own nodes). */
 interface PathNode {
   data: Json;
   path?: string;
@@ -329,16 +337,38 @@ interface PathNode {
   parentResNode?: PathNode | null;
 }
 
-function evaluatePath(doc: JsonObject, op: FhirPathOperation, i: number): PathNode[] {
-  let result: unknown;
+/**
+ * The nodes the operation's path names in `doc`. The path is evaluated in the FHIRPath thread
+ * (it answers where each node sits) and the nodes are found again here, in `doc` itself, which
+ * the operation then changes.
+ */
+async function evaluatePath(fhirpath: FhirPathEvaluator, doc: JsonObject, op: FhirPathOperation, i: number): Promise<PathNode[]> {
+  let answer: Awaited<ReturnType<FhirPathEvaluator['evaluate']>>;
   try {
-    result = fhirpath.evaluate(doc, op.path, undefined, r4, { resolveInternalTypes: false });
-  } catch {
-    throw badRequest(`FHIRPath Patch operation ${i}: invalid path '${op.path}'`);
+    answer = await fhirpath.evaluate(doc, op.path);
+  } catch (err) {
+    if (err instanceof EvaluationTimeout) {
+      throw new FhirError(400, [issue('too-costly', `FHIRPath Patch operation ${i}: evaluating path '${op.path}' was stopped after ${fhirpath.timeoutMs} ms (LATTICE_FHIRPATH_TIMEOUT)`)]);
+    }
+    if (err instanceof EvaluatorBusy) {
+      throw new FhirError(503, [issue('transient', `FHIRPath Patch operation ${i}: the FHIRPath evaluator stayed busy for ${WAIT_FACTOR * fhirpath.timeoutMs} ms (${WAIT_FACTOR} × LATTICE_FHIRPATH_TIMEOUT); try again`)], { 'Retry-After': '1' });
+    }
+    throw err;
   }
-  const nodes = (Array.isArray(result) ? result : []) as unknown[];
-  if (nodes.some((n) => !isObject(n) || !('data' in n))) throw badRequest(`FHIRPath Patch operation ${i}: path '${op.path}' does not name elements`);
-  return nodes as PathNode[];
+  if ('error' in answer) throw badRequest(`FHIRPath Patch operation ${i}: invalid path '${op.path}'`);
+  if (answer.nodes.some((n) => n.location === undefined)) throw badRequest(`FHIRPath Patch operation ${i}: path '${op.path}' does not name elements`);
+  return answer.nodes.map((node) => locate(doc, node));
+}
+
+/** The node at a location the FHIRPath thread gave, and the object that holds it. */
+function locate(doc: JsonObject, node: ThreadNode): PathNode {
+  let data: Json = doc;
+  let holder: Json = undefined;
+  for (const step of node.location ?? []) {
+    if (typeof step === 'string') holder = data;
+    data = isObject(data) || Array.isArray(data) ? (data as Record<string | number, Json>)[step] : undefined;
+  }
+  return { data, parentResNode: holder === undefined ? null : { data: holder }, propName: node.propName, index: node.index, path: node.path, fhirNodeDataType: node.type };
 }
 
 function onlyNode(nodes: PathNode[], op: FhirPathOperation, i: number): PathNode {
@@ -387,8 +417,7 @@ function repeats(node: PathNode, name: string): boolean {
   return false;
 }
 
-function applyFhirPathOperation(doc: JsonObject, op: FhirPathOperation, i: number): void {
-  const nodes = evaluatePath(doc, op, i);
+function applyFhirPathOperation(doc: JsonObject, op: FhirPathOperation, i: number, nodes: PathNode[]): void {
   switch (op.type) {
     case 'add': {
       const node = onlyNode(nodes, op, i);

@@ -3,6 +3,7 @@ import type { OperationCall, OperationDispatcher } from '../core/operation.js';
 import type { ResourceValidator } from '../core/validation.js';
 import type { SearchCapabilities } from '../core/search.js';
 import { badRequest } from '../fhir/outcome.js';
+import type { FhirPathEvaluator } from '../fhir/fhirpath-evaluator.js';
 import { primitiveCheck } from '../fhir/validation/primitives.js';
 import { isCompartmentType } from '../fhir/compartments.js';
 import { conditionalDelete, conditionalUpdate, createResource, deleteResource, readResource, readVersion, updateResource } from './crud.js';
@@ -29,6 +30,8 @@ export interface FhirRouterOptions {
   terminologyCapabilities: TerminologyCapabilitiesSource;
   /** Validation of written resources: structure and required bindings (docs/rest.md#validation). */
   validator: ResourceValidator;
+  /** FHIRPath Patch paths are evaluated here, off the HTTP thread and with a time limit. */
+  fhirpath: FhirPathEvaluator;
   /** What search supports, for `/metadata` (the search index states it). */
   search: SearchCapabilities;
   /** Binary content (docs/rest.md#binary) and the most of it served inside FHIR JSON. */
@@ -73,7 +76,7 @@ async function routeFhirRequest(req: FhirRequest, route: FhirRoute, operations: 
     if (method === 'GET') return searchInteraction(req, type);
     if (method === 'PUT') return conditionalUpdate(req, type, options.validator);
     if (method === 'DELETE') return conditionalDelete(req, type);
-    if (method === 'PATCH') return patchInteraction(req, type, undefined, options.validator);
+    if (method === 'PATCH') return patchInteraction(req, type, undefined, options.validator, options.fhirpath);
     return createResource(req, type, options.validator);
   }
   if (segments.length === 2 && second.startsWith('$')) return operations.dispatch(req, { code: second.slice(1), resourceType: type });
@@ -88,7 +91,7 @@ async function routeFhirRequest(req: FhirRequest, route: FhirRoute, operations: 
   if (segments.length === 4) return readVersion(req, type, second, fourth);
   if (method === 'GET') return readResource(req, type, second);
   if (method === 'PUT') return updateResource(req, type, second, options.validator);
-  if (method === 'PATCH') return patchInteraction(req, type, second, options.validator);
+  if (method === 'PATCH') return patchInteraction(req, type, second, options.validator, options.fhirpath);
   return deleteResource(req, type, second);
 }
 

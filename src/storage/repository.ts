@@ -17,6 +17,7 @@ import { stableStringify } from './stable-stringify.js';
 import { accessSql, rowIndependent, rowPasses } from './search/query/access.js';
 import { checkHiddenSearch, fieldRulesOf, policyWrite, withoutHidden } from './policy-fields.js';
 import { SqlParams } from './search/query/sql-params.js';
+import { UcumBudget, withUcumBudget } from './search/ucum-budget.js';
 import type { Interaction } from '../core/scope.js';
 
 /**
@@ -80,6 +81,8 @@ export class Repository implements SystemRepository {
   readonly scope: Scope;
   /** The open transaction of a joined repository (`inTransaction`). */
   private tx?: Queryable;
+  /** A request's repository (`since` given): what its writes may spend converting new UCUM units for the index. */
+  private ucum?: UcumBudget;
 
   constructor(
     private readonly db: Database,
@@ -94,6 +97,7 @@ export class Repository implements SystemRepository {
     private readonly since?: number,
   ) {
     this.scope = scopeFor(auth);
+    if (since !== undefined) this.ucum = new UcumBudget();
   }
 
   /**
@@ -128,6 +132,7 @@ export class Repository implements SystemRepository {
     };
     const joined = new Repository(bound, this.auth, this.hooks, this.searchIndex, this.cache, true, this.since);
     joined.tx = tx;
+    joined.ucum = this.ucum;
     return joined;
   }
 
@@ -159,7 +164,7 @@ export class Repository implements SystemRepository {
     const rows = 'SELECT t, i, 1, p, l::timestamptz, false, c FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(t, i, c, p, l)';
     const columns = '(resource_type, id, version_id, project_id, last_updated, deleted, content)';
     const parts = [`w AS (INSERT INTO resource ${columns} ${rows})`, `h AS (INSERT INTO resource_history ${columns} ${rows})`];
-    parts.push(...this.searchIndex.manyIndexCtes(resources, params));
+    parts.push(...withUcumBudget(this.ucum, () => this.searchIndex.manyIndexCtes(resources, params)));
     const keys = resources.map((r) => `${r.resourceType}/${r.id}`);
     const cache = this.cache;
     for (const key of keys) cache?.invalidate(key);
@@ -228,7 +233,7 @@ export class Repository implements SystemRepository {
     const rows = 'SELECT t, i, 1, $4::text, $5::timestamptz, false, c FROM unnest($1::text[], $2::text[], $3::text[]) AS u(t, i, c)';
     const columns = '(resource_type, id, version_id, project_id, last_updated, deleted, content)';
     const parts = [`w AS (INSERT INTO resource ${columns} ${rows})`, `h AS (INSERT INTO resource_history ${columns} ${rows})`];
-    parts.push(...this.searchIndex.manyIndexCtes(stored, params, indexRows));
+    parts.push(...withUcumBudget(this.ucum, () => this.searchIndex.manyIndexCtes(stored, params, indexRows)));
     // New ids: no node holds them in its read cache, so there is no change to announce.
     await tx.query(`WITH ${parts.join(', ')} SELECT 1`, params);
   }
@@ -530,7 +535,7 @@ export class Repository implements SystemRepository {
         (guard ? `SELECT ${values} FROM ${guard})` : `VALUES (${values}))`),
     );
     // A new id has no index rows to replace (a create-on-PUT's placeholder has none either).
-    parts.push(...this.searchIndex.indexCtes(resource, params, { replace: mode !== 'insert' && !(version === 1 && mode === 'update'), ...(guard ? { guard } : {}) }));
+    parts.push(...withUcumBudget(this.ucum, () => this.searchIndex.indexCtes(resource, params, { replace: mode !== 'insert' && !(version === 1 && mode === 'update'), ...(guard ? { guard } : {}) })));
     const key = `${resource.resourceType}/${resource.id}`;
     const announcement = this.changing(tx, params, key);
     const res = await tx.query<{ written: number }>(

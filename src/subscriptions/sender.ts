@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Subscription } from '@medplum/fhirtypes';
 import type { Logger } from 'pino';
 import type { AuthInfo } from '../core/auth.js';
+import { BackgroundLoop } from '../core/background-loop.js';
 import type { Queryable } from '../core/database.js';
 import type { ResourceRepository, SystemRepository } from '../core/repository.js';
 import { claimsAuth } from './author.js';
@@ -39,36 +40,42 @@ export interface SenderDeps {
  * request path: a slow or dead endpoint delays only its own subscription's notifications.
  */
 export class NotificationSender {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private wakeAgain = false;
-  private stopped = false;
+  private readonly loop: BackgroundLoop;
   private lastPrune = 0;
   private readonly lease = randomUUID();
 
-  constructor(private readonly deps: SenderDeps) {}
+  constructor(private readonly deps: SenderDeps) {
+    const { settings } = deps;
+    this.loop = new BackgroundLoop({
+      pollMs: settings.pollMs,
+      pass: async (woken) => {
+        // No active Subscription: the poll asks the database nothing (a wake-up still looks).
+        if (!woken && this.deps.idle()) return undefined;
+        await this.drain();
+        const due = await nextDueInMs(this.deps.db);
+        return due === undefined ? undefined : Math.min(settings.pollMs, Math.ceil(due) + 5);
+      },
+      onError: (err) => this.deps.log.error({ err }, 'subscription outbox drain failed'),
+    });
+  }
 
   start(): void {
-    this.schedule(0);
+    this.loop.start();
   }
 
   wake(): void {
-    if (this.stopped) return;
-    if (this.running) this.wakeAgain = true;
-    else this.schedule(0, true);
+    this.loop.wake();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+    await this.loop.stop();
   }
 
   /** Delivers what is due now; returns the number of subscriptions served. */
   async drain(): Promise<number> {
     const { db, settings } = this.deps;
     let served = 0;
-    while (!this.stopped) {
+    while (!this.loop.stopped) {
       const claimed = await claimSubscriptions(db, settings.claimSize, settings.leaseMs, this.lease);
       if (claimed.length === 0) break;
       // Subscriptions in parallel (one slow endpoint does not hold the others), each one in order.
@@ -138,31 +145,5 @@ export class NotificationSender {
   private async giveUp(subscription: Subscription, error: string): Promise<void> {
     this.deps.log.warn({ subscription: subscription.id, error }, 'subscription set to error');
     await this.deps.system.update(inError(subscription, error));
-  }
-
-  private schedule(ms: number, woken = false): void {
-    if (this.stopped) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.run(woken), ms);
-    this.timer.unref();
-  }
-
-  private run(woken = false): void {
-    if (this.running || this.stopped) return;
-    this.wakeAgain = false;
-    let next = this.deps.settings.pollMs;
-    if (!woken && this.deps.idle()) return this.schedule(next);
-    this.running = this.drain()
-      .then(async () => {
-        const due = await nextDueInMs(this.deps.db);
-        if (due !== undefined) next = Math.min(next, Math.ceil(due) + 5);
-      })
-      .catch((err: unknown) => {
-        if (!this.stopped) this.deps.log.error({ err }, 'subscription outbox drain failed');
-      })
-      .finally(() => {
-        this.running = undefined;
-        this.schedule(this.wakeAgain ? 0 : next, this.wakeAgain);
-      });
   }
 }

@@ -1,13 +1,7 @@
 import type { Config } from '../config.js';
 
-/** Tuning of notification delivery (`LATTICE_SUBSCRIPTION_*`, config.ts); tests shorten the intervals. */
-export interface SubscriptionSettings {
-  allowPrivate: boolean;
-  pollMs: number;
-  retryBaseMs: number;
-  retryMaxMs: number;
-  maxAttempts: number;
-  timeoutMs: number;
+/** Tuning of notification delivery: the configured (`LATTICE_SUBSCRIPTION_*`, config.ts) and the fixed; tests shorten the intervals. */
+export type SubscriptionSettings = Config['subscriptions'] & {
   /** How long a claimed subscription is reserved for one node: longer than a batch of deliveries. */
   leaseMs: number;
   /** Notifications of one subscription delivered per claim. */
@@ -16,7 +10,7 @@ export interface SubscriptionSettings {
   claimSize: number;
   /** Finished notifications (sent, skipped, failed) are kept this long for `$status`. */
   keepMs: number;
-}
+};
 
 export function subscriptionSettings(config: Config): SubscriptionSettings {
   const batchSize = 20;

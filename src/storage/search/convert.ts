@@ -2,6 +2,7 @@ import { parseDateRange, type DateRange } from '../../fhir/date-range.js';
 import { UCUM_SYSTEM, ucumConversion } from '../../fhir/ucum.js';
 import { objs, QUANTITY_TYPES, str, strs, type TypedValue } from './fhir-values.js';
 import type { IndexRows } from './index-rows.js';
+import { chargeUcum } from './ucum-budget.js';
 import { clip, normalizeText, withoutNul } from './normalize.js';
 
 /**
@@ -151,6 +152,7 @@ export function toQuantities(v: TypedValue): Array<Row<'quantity'>> {
   const row = { value: String(o.value), system: str(o.system) ?? null, code: str(o.code) ?? null, unit: str(o.unit) ?? null, canonical: false };
   // A UCUM quantity is also indexed in its canonical unit, so a search in any unit of the same
   // dimension finds it (docs/rest.md#quantity-search); the row is marked `canonical`.
+  if (row.system === UCUM_SYSTEM && row.code) chargeUcum(row.code);
   const conversion = row.system === UCUM_SYSTEM && row.code ? ucumConversion(row.code) : undefined;
   if (!conversion || (conversion.unit === row.code && conversion.factor === 1 && conversion.offset === 0)) return [row];
   return [row, { value: String(o.value * conversion.factor + conversion.offset), system: UCUM_SYSTEM, code: conversion.unit, unit: null, canonical: true }];
