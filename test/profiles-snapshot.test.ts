@@ -77,6 +77,32 @@ for (const driver of drivers) {
       assert.equal(res.body.snapshot.element.find((e: ElementDefinition) => e.id === 'Observation.code.coding:BodyWeightCode.code')?.fixedCode, '29463-7');
     });
 
+    test('a base stored with its snapshot: the extension definition its slice names is fetched to dive into the slice', async () => {
+      const colour = `${EX}eye-colour`;
+      const extension: StructureDefinition = {
+        ...profile('eye-colour', 'http://hl7.org/fhir/StructureDefinition/Extension', []),
+        type: 'Extension',
+        kind: 'complex-type',
+        differential: { element: [{ id: 'Extension', path: 'Extension', short: 'Eye colour' }, { id: 'Extension.value[x]', path: 'Extension.value[x]', type: [{ code: 'code' }] }] },
+      };
+      const base = profile('with-eyes', 'http://hl7.org/fhir/StructureDefinition/Patient', [
+        { id: 'Patient.extension:eyes', path: 'Patient.extension', sliceName: 'eyes', max: '1', type: [{ code: 'Extension', profile: [colour] }] },
+      ]);
+      const snap = await server.fhir('POST', '/StructureDefinition/$snapshot', { body: { resourceType: 'Parameters', parameter: [{ name: 'definition', resource: base }, ] } });
+      assert.equal(snap.status, 422, 'the extension definition is not stored yet');
+      for (const sd of [extension]) assert.equal((await server.fhir('POST', '/StructureDefinition', { body: sd })).status, 201);
+      const withSnapshot = await server.fhir('POST', '/StructureDefinition/$snapshot', { body: { resourceType: 'Parameters', parameter: [{ name: 'definition', resource: base }] } });
+      assert.equal(withSnapshot.status, 200, withSnapshot.text);
+      assert.equal((await server.fhir('POST', '/StructureDefinition', { body: withSnapshot.body })).status, 201);
+      const child = profile('with-blue-eyes', `${EX}with-eyes`, [{ id: 'Patient.extension:eyes.value[x]', path: 'Patient.extension.value[x]', min: 1, fixedCode: 'blue' }]);
+      const res = await server.fhir('POST', '/StructureDefinition/$snapshot', { body: { resourceType: 'Parameters', parameter: [{ name: 'definition', resource: child }] } });
+      assert.equal(res.status, 200, res.text);
+      const value = res.body.snapshot.element.find((e: ElementDefinition) => e.id === 'Patient.extension:eyes.value[x]');
+      assert.deepEqual([value.path, `${value.min}..${value.max}`, value.fixedCode, value.type], ['Patient.extension.value[x]', '1..1', 'blue', [{ code: 'code' }]]);
+      const url = res.body.snapshot.element.find((e: ElementDefinition) => e.id === 'Patient.extension:eyes.url');
+      assert.equal(url.fixedUri, colour);
+    });
+
     test('on an instance: the stored StructureDefinition', async () => {
       const stored = await server.fhir('POST', '/StructureDefinition', { body: BIRTH_DATE });
       assert.equal(stored.status, 201, stored.text);
