@@ -91,6 +91,13 @@ async function benchDriver(driver: 'pglite' | 'pg', file: string, generated: num
       return { path: `/fhir/R4/Patient/${id}`, body: JSON.stringify({ ...patient, id, birthDate }) };
     };
     rows.push(['PUT /Patient/<id> (changed)', await load(`${fhir}/Patient/syn-p3`, { seconds, connections, method: 'PUT', headers: json, body: update })]);
+    // $validate of an Observation against the specification's heart-rate profile (vital signs:
+    // slices by pattern, bindings, invariants), next to the same $validate without a profile.
+    const validateBody = (profile?: string) =>
+      JSON.stringify({ resourceType: 'Parameters', parameter: [{ name: 'resource', resource: HEART_RATE }, ...(profile ? [{ name: 'profile', valueUri: profile }] : [])] });
+    await expectValid(fhir, json, validateBody(HEART_RATE_PROFILE));
+    rows.push(['POST /Observation/$validate (no profile)', await load(`${fhir}/Observation/$validate`, { seconds, connections, method: 'POST', headers: json, body: validateBody() })]);
+    rows.push(['POST /Observation/$validate (heart-rate profile)', await load(`${fhir}/Observation/$validate`, { seconds, connections, method: 'POST', headers: json, body: validateBody(HEART_RATE_PROFILE) })]);
     const tx = await transactions(fhir, json, seconds, 500);
     const txLarge = await transactions(fhir, json, seconds, 5000);
     const ratios = table(rows);
@@ -105,6 +112,26 @@ async function benchDriver(driver: 'pglite' | 'pg', file: string, generated: num
   } finally {
     await population.stop();
   }
+}
+
+const HEART_RATE_PROFILE = 'http://hl7.org/fhir/StructureDefinition/heartrate';
+const HEART_RATE = {
+  resourceType: 'Observation',
+  meta: { profile: [HEART_RATE_PROFILE] },
+  status: 'final',
+  category: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/observation-category', code: 'vital-signs', display: 'Vital Signs' }] }],
+  code: { coding: [{ system: 'http://loinc.org', code: '8867-4', display: 'Heart rate' }], text: 'Heart rate' },
+  subject: { reference: 'Patient/syn-p1' },
+  effectiveDateTime: '2024-05-01T09:30:00Z',
+  valueQuantity: { value: 72, unit: 'beats/minute', system: 'http://unitsofmeasure.org', code: '/min' },
+};
+
+/** The profiled Observation must pass, or the row would measure error answers. */
+async function expectValid(fhir: string, headers: Record<string, string>, body: string): Promise<void> {
+  const res = await fetch(`${fhir}/Observation/$validate`, { method: 'POST', headers, body });
+  const outcome = (await res.json()) as { issue?: Array<{ severity: string; details?: { text?: string } }> };
+  const errors = (outcome.issue ?? []).filter((i) => i.severity === 'error');
+  if (res.status !== 200 || errors.length > 0) throw new Error(`the heart-rate Observation does not validate: ${res.status} ${JSON.stringify(errors).slice(0, 500)}`);
 }
 
 /**

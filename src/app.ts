@@ -26,10 +26,12 @@ import { installTerminology } from './terminology/install.js';
 import { FhirPathEvaluator } from './fhir/fhirpath-evaluator.js';
 import { createResourceValidator } from './fhir/validation/bindings.js';
 import { installRest } from './rest/install.js';
+import { createProfileValidator } from './profiles/profile-validator.js';
 import { installAdmin } from './admin/install.js';
 import { installEmail } from './email/install.js';
 import { installExport } from './export/install.js';
 import { installProfiles } from './profiles/install.js';
+import { snapshotGenerator } from './profiles/snapshot-generator.js';
 import { createBinaryFeature } from './binary/install.js';
 import { installSubscriptions, subscriptionHooks, SubscriptionRegistry } from './subscriptions/install.js';
 
@@ -117,6 +119,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     // Required bindings are checked against the shared terminologies (docs/rest.md#validation).
     const terminology = installTerminology(env, registry, repository(ANONYMOUS));
     const validator = createResourceValidator(terminology.bindings);
+    // Profiles (src/profiles): `$validate` and a project's rule for writes (docs/rest.md#validate).
+    const profiles = createProfileValidator({
+      bindings: terminology.bindings,
+      limits: config.profileLimits,
+      system,
+      // Held profiles without a snapshot get one from their differential (src/profiles/snapshot).
+      generate: snapshotGenerator(config.profileMaxElements),
+    });
     const fhirpath = new FhirPathEvaluator(config.fhirpathTimeoutMs);
     closers.push(() => fhirpath.close());
     searchIndex.useTerminology(terminology.search);
@@ -131,7 +141,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       stopping = true;
       await reindexing;
     });
-    installRest(registry, validator);
+    installRest(registry, validator, profiles);
     installProfiles(env, registry);
     if (options.emailSender !== false) await installEmail(env);
     const adminRoutes = installAdmin(env);
@@ -158,6 +168,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         bundleTimeoutMs: (entries) => (config.database.statementTimeoutMs > 0 ? config.database.statementTimeoutMs + entries * config.bundleEntryMs : undefined),
         terminologyCapabilities: terminology.capabilities,
         validator,
+        profiles,
         fhirpath,
         search: searchCapabilities(),
         // FHIR JSON `data` is bounded like a JSON request body (docs/rest.md#binary).

@@ -109,6 +109,15 @@ export interface Config {
   bundleEntryMs: number;
   /** Elements one snapshot generation may create, its base definitions' included (`LATTICE_PROFILE_MAX_ELEMENTS`, docs/profiles.md#bounds). */
   profileMaxElements: number;
+  /** Bounds on validating one resource against its profiles (docs/errors.md#bounds-and-timeouts). */
+  profileLimits: {
+    /** Element visits × checks of one validation (`LATTICE_PROFILE_MAX_WORK`). */
+    maxWork: number;
+    /** FHIRPath invariant evaluations of one validation (`LATTICE_PROFILE_MAX_INVARIANTS`). */
+    maxInvariants: number;
+    /** Longest FHIRPath invariant expression evaluated, in characters (`LATTICE_PROFILE_MAX_EXPRESSION`). */
+    maxExpressionLength: number;
+  };
   /** How long one FHIRPath expression a caller wrote (a PATCH path) may run, in ms (`LATTICE_FHIRPATH_TIMEOUT`; docs/errors.md#fhirpath-evaluation). */
   fhirpathTimeoutMs: number;
   /**
@@ -249,6 +258,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 10_000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
     bundleEntryMs: intOf(env.LATTICE_BUNDLE_ENTRY_MS, 30, 'LATTICE_BUNDLE_ENTRY_MS'),
     profileMaxElements: intOf(env.LATTICE_PROFILE_MAX_ELEMENTS, 50_000, 'LATTICE_PROFILE_MAX_ELEMENTS') || 50_000,
+    profileLimits: {
+      maxWork: intOf(env.LATTICE_PROFILE_MAX_WORK, 200_000, 'LATTICE_PROFILE_MAX_WORK') || 200_000,
+      maxInvariants: intOf(env.LATTICE_PROFILE_MAX_INVARIANTS, 20_000, 'LATTICE_PROFILE_MAX_INVARIANTS') || 20_000,
+      maxExpressionLength: intOf(env.LATTICE_PROFILE_MAX_EXPRESSION, 4_000, 'LATTICE_PROFILE_MAX_EXPRESSION') || 4_000,
+    },
     fhirpathTimeoutMs: positiveIntOf(env.LATTICE_FHIRPATH_TIMEOUT, 1000, 'LATTICE_FHIRPATH_TIMEOUT'),
     importBatch: intOf(env.LATTICE_IMPORT_BATCH, 1000, 'LATTICE_IMPORT_BATCH') || 1000,
     bulkExport: {

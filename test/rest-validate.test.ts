@@ -115,28 +115,44 @@ for (const driver of drivers) {
       assert.equal((await server.fhir('GET', '/Patient/$validate')).status, 400);
     });
 
-    test('$validate never answers All OK for a profile it did not check or a parameter it does not know', async () => {
+    test('$validate never answers All OK for a profile it cannot check or a parameter it does not know', async () => {
       const patient = { resourceType: 'Patient', gender: 'male' };
       const usCore = 'http://hl7.org/fhir/us-core/StructureDefinition/us-core-patient';
       const withProfile = await server.fhir('POST', '/Patient/$validate', { body: { resourceType: 'Parameters', parameter: [{ name: 'resource', resource: patient }, { name: 'profile', valueUri: usCore }] } });
       assert.equal(withProfile.status, 200, withProfile.text);
       assert.deepEqual(withProfile.body.issue, [
-        { severity: 'error', code: 'not-supported', details: { text: `Profile '${usCore}' was not checked: this server does not know it and validates against the base R4 definitions only` } },
+        {
+          severity: 'error',
+          code: 'not-supported',
+          details: { coding: [{ system: 'http://hl7.org/fhir/java-core-messageId', code: 'Validation_VAL_Profile_Unknown' }], text: `Profile '${usCore}' is not known to this server: the resource was not checked against it` },
+          expression: ['Patient'],
+        },
       ]);
-      // A StructureDefinition the project holds (requiring birthDate) is not checked either: said so.
+      // A StructureDefinition the project holds without a snapshot cannot be checked (no snapshot generation yet): said so.
       const sd = { resourceType: 'StructureDefinition', url: 'http://clinic.example/StructureDefinition/clinic-patient', name: 'ClinicPatient', status: 'active', kind: 'resource', abstract: false, type: 'Patient', baseDefinition: 'http://hl7.org/fhir/StructureDefinition/Patient', derivation: 'constraint', differential: { element: [{ id: 'Patient.birthDate', path: 'Patient.birthDate', min: 1 }] } };
       assert.equal((await server.fhir('POST', '/StructureDefinition', { body: sd })).status, 201);
       const heldPost = await server.fhir('POST', '/Patient/$validate', { body: { resourceType: 'Parameters', parameter: [{ name: 'resource', resource: patient }, { name: 'profile', valueUri: sd.url }] } });
       assert.deepEqual(heldPost.body.issue, [
-        { severity: 'error', code: 'not-supported', details: { text: `Profile '${sd.url}' was not checked: the StructureDefinition is held, but this server validates against the base R4 definitions only` } },
+        {
+          severity: 'error',
+          code: 'not-supported',
+          details: { text: `Profile '${sd.url}' is held without a snapshot, and snapshot generation is not available: the resource was not checked against it` },
+          expression: ['Patient'],
+        },
       ]);
       // The base definition of the type is what is checked: no issue.
       const base = await server.fhir('POST', '/Patient/$validate', { body: { resourceType: 'Parameters', parameter: [{ name: 'resource', resource: patient }, { name: 'profile', valueUri: 'http://hl7.org/fhir/StructureDefinition/Patient' }] } });
       assert.equal(ooText(base.body), 'All OK');
-      // meta.profile is a claim the resource carries: a warning (a create would still succeed and store it unchecked).
+      // meta.profile is a claim the resource carries: an unknown one is a warning (a create in a project
+      // without Project.validateProfilesOnWrite would still succeed and store it unchecked).
       const claimed = await server.fhir('POST', '/Patient/$validate', { body: { ...patient, meta: { profile: [usCore] } } });
       assert.deepEqual(claimed.body.issue, [
-        { severity: 'warning', code: 'not-supported', details: { text: `Profile '${usCore}' was not checked: this server does not know it and validates against the base R4 definitions only` }, expression: ['Patient.meta.profile[0]'] },
+        {
+          severity: 'warning',
+          code: 'not-supported',
+          details: { coding: [{ system: 'http://hl7.org/fhir/java-core-messageId', code: 'Validation_VAL_Profile_Unknown' }], text: `Profile '${usCore}' is not known to this server: the resource was not checked against it` },
+          expression: ['Patient.meta.profile[0]'],
+        },
       ]);
       // Unknown parameters, in a body or a query (not the general `_` ones), are errors, named.
       const typo = await server.fhir('POST', '/Patient/$validate', { body: { resourceType: 'Parameters', parameter: [{ name: 'resource', resource: patient }, { name: 'mdoe', valueCode: 'create' }] } });

@@ -274,6 +274,43 @@ for (const driver of drivers) {
       assert.equal(new URL(previous).searchParams.get('_offset'), '3');
     });
 
+    test('next links page by keyset (_cursor) in the default, _lastUpdated and _id orders: the same matches as _offset paging', async () => {
+      const created: string[] = [];
+      for (let i = 0; i < 7; i++) created.push(await create('keyset', { resourceType: 'Patient', name: [{ family: `Key${i}` }] }));
+      for (const sort of ['', '&_sort=_lastUpdated', '&_sort=-_lastUpdated', '&_sort=_id', '&_sort=-_id']) {
+        const all = await search(`/Patient?_tag=${TAG}|keyset&_count=100${sort}`);
+        const expected = all.body.entry.map((e: SearchEntry) => e.resource.id);
+        assert.equal(expected.length, 7);
+        let res = await search(`/Patient?_tag=${TAG}|keyset&_count=3${sort}`);
+        const seen: string[] = [];
+        for (let page = 0; ; page++) {
+          assert.equal(res.status, 200, res.text);
+          assert.equal(res.body.total, 7, sort);
+          seen.push(...res.body.entry.map((e: SearchEntry) => e.resource.id));
+          const next = res.body.link.find((l: BundleLink) => l.relation === 'next')?.url as string | undefined;
+          if (!next) break;
+          const url = new URL(next);
+          assert.match(url.searchParams.get('_cursor') ?? '', /^[A-Za-z0-9_-]+$/, `${sort}: the next link has a cursor`);
+          assert.equal(url.searchParams.get('_offset'), String(3 * (page + 1)));
+          res = await server.request('GET', url.pathname + url.search);
+          const self = new URL(res.body.link.find((l: BundleLink) => l.relation === 'self').url as string);
+          assert.equal(self.searchParams.get('_cursor'), url.searchParams.get('_cursor'), 'self repeats the cursor');
+        }
+        assert.deepEqual(seen, expected, sort);
+      }
+      // A sort by a parameter pages by _offset; a cursor with such a sort, or one the server did not make → 400.
+      const byFamily = await search(`/Patient?_tag=${TAG}|keyset&_count=3&_sort=family`);
+      const next = new URL(byFamily.body.link.find((l: BundleLink) => l.relation === 'next').url as string);
+      assert.equal(next.searchParams.get('_cursor'), null);
+      const bad = await search(`/Patient?_tag=${TAG}|keyset&_cursor=nonsense`);
+      assert.equal(bad.status, 400);
+      assert.equal(ooText(bad.body), "Invalid value 'nonsense' for _cursor (a next link's cursor, for the same _sort)");
+      const cursor = new URL((await search(`/Patient?_tag=${TAG}|keyset&_count=3`)).body.link.find((l: BundleLink) => l.relation === 'next').url as string).searchParams.get('_cursor');
+      const mixed = await search(`/Patient?_tag=${TAG}|keyset&_sort=family&_cursor=${cursor}`);
+      assert.equal(mixed.status, 400);
+      assert.equal(ooText(mixed.body), `Invalid value '${cursor}' for _cursor (a next link's cursor, for the same _sort)`);
+    });
+
     test('_count defaults to 20; a _count above the 1000 maximum is accepted', async () => {
       for (let i = 0; i < 21; i++) await create('many', { resourceType: 'Patient', gender: 'other' });
       const first = await search(`/Patient?_tag=${TAG}|many`);

@@ -34,16 +34,15 @@ export interface AppRequest {
 
 export interface AppResult {
   status: number;
-  /**
-   * JSON-serialized unless it is a string or a `stream`. A stream is written as it is produced
-   * (large downloads in bounded memory: a Bulk Data file, docs/export.md#downloading-files).
-   */
+  /** JSON-serialized unless it is a string. */
   body?: unknown;
-  /** A body streamed in pieces, instead of `body`. */
-  stream?: AsyncIterable<string | Buffer>;
   headers?: Record<string, string>;
   /** Default `application/json; charset=utf-8`. */
   contentType?: string;
-  /** Content streamed as the body instead (signed Binary content URLs, docs/rest.md#signed-urls). */
+  /**
+   * Content streamed as the body instead, written as it is produced: large downloads in bounded
+   * memory (a Bulk Data file, docs/export.md#downloading-files; signed Binary content URLs,
+   * docs/rest.md#signed-urls).
+   */
   raw?: RawContent;
 }

@@ -22,7 +22,8 @@ export interface RawBody {
 export interface RawContent {
   /** `Content-Type` of the answer. */
   contentType: string;
-  stream: AsyncIterable<Uint8Array>;
+  /** Bytes, or text written as UTF-8. */
+  stream: AsyncIterable<Uint8Array | string>;
 }
 
 /** Content streamed in and kept aside until a Binary version takes it (`BinaryStore.stage`). */

@@ -20,7 +20,7 @@ export interface UpdateResult {
 }
 
 /** Search parameters that shape the answer (page, order, shape, totals, includes) instead of selecting resources. */
-export const SEARCH_CONTROL_PARAMETERS: ReadonlySet<string> = new Set(['_count', '_offset', '_sort', '_summary', '_elements', '_total', '_include', '_revinclude']);
+export const SEARCH_CONTROL_PARAMETERS: ReadonlySet<string> = new Set(['_count', '_offset', '_cursor', '_sort', '_summary', '_elements', '_total', '_include', '_revinclude']);
 
 /** Most resources a search answers per page (a larger `_count` is lowered to it). */
 export const MAX_SEARCH_COUNT = 1000;
@@ -60,6 +60,11 @@ export interface SearchResult {
   /** Page size and offset used (count is 0 for `_summary=count`). */
   count: number;
   offset: number;
+  /**
+   * Where the next page starts (its `_cursor`, docs/rest.md#search) when one follows and the
+   * order allows keyset paging (the default order, `_lastUpdated`, `_id`); absent otherwise.
+   */
+  cursor?: string;
   /**
    * Search mode of each entry of `resources`, in order: `match`, or `include` for resources
    * added by `_include`/`_revinclude` (they follow the matches). Absent = all matches.

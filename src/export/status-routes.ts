@@ -48,7 +48,7 @@ export function exportRoutes(db: Database, publicUrl: () => string): AppRoute[] 
         const [kind, type] = name === ERROR_FILE ? (['error', 'OperationOutcome'] as const) : (['output', name.replace(/\.ndjson$/, '')] as const);
         const files = await jobFiles(db, found.id);
         if (!files.some((f) => f.kind === kind && f.resource_type === type)) throw notFound(`No file ${name} in this export`);
-        return { status: 200, contentType: NDJSON, stream: fileChunks(db, found.id, kind, type) };
+        return { status: 200, raw: { contentType: NDJSON, stream: fileChunks(db, found.id, kind, type) } };
       },
     },
   ];

@@ -112,12 +112,17 @@ export function structureDefinitionMap(): Map<string, StructureDefinition> {
 /**
  * Elements Lattice adds to Medplum's admin resources (docs/auth.md#client-applications):
  * `ClientApplication.scope`, the space-separated scopes a client may be granted (as in SMART's
- * and OAuth's client registration), and `ClientApplication.public`, a client without a secret.
+ * and OAuth's client registration), and `ClientApplication.public`, a client without a secret;
+ * `Project.validateProfilesOnWrite` and `Project.allowUnknownProfiles` (docs/rest.md#validate).
  */
 const LATTICE_ELEMENTS: Record<string, Array<{ name: string; type: string; definition: string }>> = {
   ClientApplication: [
     { name: 'scope', type: 'string', definition: 'Space-separated scopes the client may be granted (Lattice).' },
     { name: 'public', type: 'boolean', definition: 'A public client: no secret, authorization code with PKCE only (Lattice).' },
+  ],
+  Project: [
+    { name: 'validateProfilesOnWrite', type: 'boolean', definition: 'Create, update and PATCH refuse a resource failing its meta.profile profiles (422; docs/rest.md#validate) (Lattice).' },
+    { name: 'allowUnknownProfiles', type: 'boolean', definition: 'With validateProfilesOnWrite, a meta.profile the server does not hold is a warning, not an error (Lattice).' },
   ],
 };
 

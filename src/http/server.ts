@@ -44,7 +44,6 @@ function registerRoute(app: FastifyInstance, services: HttpDeps, route: AppRoute
         ctx,
       });
       void reply.status(result.status).headers(result.headers ?? {});
-      if (result.stream) return reply.type(result.contentType ?? 'application/octet-stream').send(Readable.from(result.stream));
       if (result.raw) return sendRaw(request, reply, result.raw);
       if (result.body === undefined) return reply.send();
       if (typeof result.body === 'string') return reply.type(result.contentType ?? 'text/plain; charset=utf-8').send(result.body);
@@ -217,7 +216,7 @@ async function handleFhir(services: HttpDeps, request: FastifyRequest, reply: Fa
 }
 
 /**
- * Streams content (a Binary read): read from its source only as fast as the client takes it.
+ * Streams content (a Binary read, an export file): read from its source only as fast as the client takes it.
  * A HEAD answer has the headers only; its content is not read at all.
  */
 function sendRaw(request: FastifyRequest, reply: FastifyReply, raw: RawContent): FastifyReply {

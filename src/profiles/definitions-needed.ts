@@ -1,21 +1,22 @@
 import type { StructureDefinition } from '@medplum/fhirtypes';
-import type { ResourceRepository } from '../core/repository.js';
 import { FhirError, issue } from '../fhir/outcome.js';
-import { resolveStructureDefinition } from './canonical-resolver.js';
 import { coreDefinition } from './snapshot/index.js';
 
 /** Definitions one snapshot may fetch from the repository (its bases, type profiles, extension definitions). */
 export const MAX_FETCHED_DEFINITIONS = 200;
 
 /**
- * Loads, from what the caller reads, every StructureDefinition the snapshot of `profile` may
+ * Loads, with `resolve` (what the caller reads), every StructureDefinition the snapshot of `profile` may
  * ask for — its base definitions, and the profiles its elements' types name (extension
  * definitions, constrained types; of a base with a snapshot, those of the elements the
  * differential dives below) — following those without a snapshot in turn; the R4 core
  * definitions are not fetched (generateSnapshot knows them). Returns the synchronous `fetch`
  * that generateSnapshot takes. At most MAX_FETCHED_DEFINITIONS are fetched (400 `too-costly`).
  */
-export async function definitionsNeeded(repo: ResourceRepository, profile: StructureDefinition): Promise<(canonical: string) => StructureDefinition | undefined> {
+export async function definitionsNeeded(
+  resolve: (canonical: string) => Promise<StructureDefinition | undefined>,
+  profile: StructureDefinition,
+): Promise<(canonical: string) => StructureDefinition | undefined> {
   const held = new Map<string, StructureDefinition>();
   const asked = new Set<string>();
   const queue = canonicalsOf(profile);
@@ -28,7 +29,7 @@ export async function definitionsNeeded(repo: ResourceRepository, profile: Struc
     if (asked.size > MAX_FETCHED_DEFINITIONS) {
       throw new FhirError(400, [issue('too-costly', `Profile ${profile.url ?? ''}: its snapshot needs more than ${MAX_FETCHED_DEFINITIONS} other StructureDefinitions`)]);
     }
-    const found = await resolveStructureDefinition(repo, canonical);
+    const found = await resolve(canonical);
     if (!found) continue; // generateSnapshot names what is missing, when it needs it
     held.set(canonical, found);
     if (!found.snapshot?.element?.length) queue.push(...canonicalsOf(found));

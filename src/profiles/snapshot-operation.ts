@@ -34,7 +34,7 @@ export function snapshotOperation(maxElements: number): Operation {
     } else {
       throw badRequest("Give the StructureDefinition as 'definition', or name it by 'url'");
     }
-    const fetch = await definitionsNeeded(ctx.repo, profile);
+    const fetch = await definitionsNeeded((c) => resolveStructureDefinition(ctx.repo, c), profile);
     return { return: generateSnapshot(profile, fetch, { maxElements }) };
   };
   return { definition: loadDefinition('StructureDefinition-snapshot'), handler };

@@ -100,9 +100,10 @@ export async function bundleInteraction(
     fullUrls.add(e.fullUrl);
   }
   // Entries are validated inside the transaction: what validation needs is loaded first.
-  const inTransaction = await validator.prepare([
-    ...new Set(parsed.flatMap((e) => (e.type && (e.resource || e.method === 'PATCH') ? [e.type, ...resourceTypesIn(e.resource)] : []))),
-  ]);
+  const inTransaction = await validator.prepare(
+    [...new Set(parsed.flatMap((e) => (e.type && (e.resource || e.method === 'PATCH') ? [e.type, ...resourceTypesIn(e.resource)] : [])))],
+    parsed.flatMap((e) => (e.resource ? [e.resource] : [])),
+  );
   const route = routeWith(inTransaction);
   const responses = await req.ctx.repo.transaction(async (repo) => {
     const out: BundleEntry[] = new Array<BundleEntry>(parsed.length);

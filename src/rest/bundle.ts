@@ -11,23 +11,27 @@ export function intParam(query: Array<[string, string]>, name: string, fallback:
 
 /**
  * `self`/`previous`/`next` links of a paged Bundle. Links repeat the request's parameters
- * (so `_count`, `_sort`, `_summary`, `_elements` survive paging) with a new `_offset`.
+ * (so `_count`, `_sort`, `_summary`, `_elements` survive paging) with a new `_offset`; when the
+ * page names where the next one starts (`cursor`, docs/rest.md#search), the `next` link carries
+ * it as `_cursor` too, and `self` keeps the request's.
  */
 export function pageLinks(
   url: string,
   query: Array<[string, string]>,
-  page: { offset: number; count: number; total: number },
+  page: { offset: number; count: number; total: number; cursor?: string },
 ): BundleLink[] {
-  const keep = query.filter(([k]) => k !== '_offset');
-  const href = (offset: number): string => {
+  const keep = query.filter(([k]) => k !== '_offset' && k !== '_cursor');
+  const given = [...query].reverse().find(([k]) => k === '_cursor')?.[1];
+  const href = (offset: number, cursor?: string): string => {
     const params = new URLSearchParams();
     for (const [k, v] of keep) params.append(k, v);
     if (offset > 0) params.set('_offset', String(offset));
+    if (cursor) params.set('_cursor', cursor);
     const qs = params.toString();
     return qs ? `${url}?${qs}` : url;
   };
-  const links: BundleLink[] = [{ relation: 'self', url: href(page.offset) }];
-  if (page.count > 0 && page.offset + page.count < page.total) links.push({ relation: 'next', url: href(page.offset + page.count) });
+  const links: BundleLink[] = [{ relation: 'self', url: href(page.offset, given) }];
+  if (page.count > 0 && page.offset + page.count < page.total) links.push({ relation: 'next', url: href(page.offset + page.count, page.cursor) });
   if (page.offset > 0) links.push({ relation: 'previous', url: href(Math.max(0, page.offset - Math.max(page.count, 1))) });
   return links;
 }

@@ -1,6 +1,6 @@
 import type { FhirRequest, FhirResult } from '../core/fhir-request.js';
 import type { OperationCall, OperationDispatcher } from '../core/operation.js';
-import type { ResourceValidator } from '../core/validation.js';
+import type { ProfileValidator, ResourceValidator } from '../core/validation.js';
 import type { SearchCapabilities } from '../core/search.js';
 import { badRequest } from '../fhir/outcome.js';
 import type { FhirPathEvaluator } from '../fhir/fhirpath-evaluator.js';
@@ -30,6 +30,8 @@ export interface FhirRouterOptions {
   terminologyCapabilities: TerminologyCapabilitiesSource;
   /** Validation of written resources: structure and required bindings (docs/rest.md#validation). */
   validator: ResourceValidator;
+  /** Profile validation: a project's rule for writes (`Project.validateProfilesOnWrite`, docs/rest.md#validate). */
+  profiles: ProfileValidator;
   /** FHIRPath Patch paths are evaluated here, off the HTTP thread and with a time limit. */
   fhirpath: FhirPathEvaluator;
   /** What search supports, for `/metadata` (the search index states it). */
@@ -59,6 +61,10 @@ async function routeFhirRequest(req: FhirRequest, route: FhirRoute, operations: 
   checkRoute(route); // from here on the path has one of the shapes route.ts accepts
 
   if (segments.length === 0 && method === 'GET') return systemSearchInteraction(req);
+  if (method !== 'GET' && method !== 'DELETE' && !segments.some((s) => s.startsWith('$'))) {
+    // Writes follow the caller's project's profile rule: its validator, bound once per request.
+    options = { ...options, validator: await options.profiles.writeValidator(options.validator, { repo: req.ctx.repo, projectId: req.ctx.auth.projectId }) };
+  }
   if (segments.length === 0) {
     // Bundle entries run through this router again, with the validator the Bundle chooses.
     const routeWith = (validator: ResourceValidator): FhirRouter => (entry, entryRoute) => routeFhirRequest(entry, entryRoute, operations, { ...options, validator });

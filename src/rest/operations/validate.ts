@@ -1,7 +1,6 @@
 import type { OperationOutcome, OperationOutcomeIssue } from '@medplum/fhirtypes';
 import { UNDECLARED_INPUTS, type Operation, type OperationHandler } from '../../core/operation.js';
-import type { RequestContext } from '../../core/context.js';
-import type { ResourceValidator } from '../../core/validation.js';
+import type { ProfileValidator, ResourceValidator } from '../../core/validation.js';
 import { isObject } from '../../fhir/json.js';
 import { FhirError, badRequest, issue } from '../../fhir/outcome.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
@@ -22,7 +21,7 @@ const MODES = ['create', 'update', 'delete'];
  * Resource-validate); nothing is stored. A 4xx means the question itself is malformed (no
  * resource, a bad mode) or the instance is not visible.
  */
-export function validateOperation(validator: ResourceValidator): Operation {
+export function validateOperation(validator: ResourceValidator, profiles: ProfileValidator): Operation {
   const handler: OperationHandler = async (ctx, input: ValidateInput, target) => {
     const type = target.resourceType as string;
     const mode = input.mode;
@@ -48,8 +47,12 @@ export function validateOperation(validator: ResourceValidator): Operation {
     }
     // As create and update treat it: a create ignores the id, an update needs the URL's.
     const { id: _ignored, ...withoutId } = resource;
-    issues.push(...(await validator.validate(mode === 'create' ? withoutId : resource)));
-    issues.push(...(await profileIssues(ctx, type, input.profile, resource)));
+    const structural = await validator.validate(mode === 'create' ? withoutId : resource);
+    issues.push(...structural);
+    // Profiles: the nominated one (unknown → error), the held meta.profile claims (unknown →
+    // warning) and, for a structurally valid resource, the base definition's invariants.
+    const scope = { repo: ctx.repo, key: ctx.auth.projectId ?? '' };
+    issues.push(...(await profiles.validate(scope, resource, { profile: input.profile, unknownClaim: 'warning', baseInvariants: structural.length === 0 })));
     if (mode === 'create') issues.push(...writeIssues(() => ctx.repo.scope.checkCreate(type)));
     if (mode === 'create') issues.push(...writeIssues(() => ctx.repo.scope.checkAccess(type, 'c')));
     if (mode === 'update') {
@@ -69,48 +72,6 @@ export function validateOperation(validator: ResourceValidator): Operation {
  */
 function undeclaredIssues(names: string[]): OperationOutcomeIssue[] {
   return names.map((name) => ({ severity: 'error', code: 'not-supported', details: { text: `Unknown parameter '${name}': $validate takes resource, mode and profile; nothing was checked for it` } }));
-}
-
-/**
- * Profiles other than the base R4 definition of the type are not checked (docs/rest.md#validate).
- * A nominated `profile` → error (R4 Resource-validate: a server that cannot validate against the
- * nominated profile SHALL return an error); a `meta.profile` claim → warning (the resource is
- * still acceptable as a create or update, which stores the claim unchecked).
- */
-async function profileIssues(ctx: RequestContext, type: string, nominated: string | undefined, resource: Record<string, unknown>): Promise<OperationOutcomeIssue[]> {
-  const issues: OperationOutcomeIssue[] = [];
-  if (nominated !== undefined && !isBaseProfile(type, nominated)) {
-    issues.push({ severity: 'error', code: 'not-supported', details: { text: await profileText(ctx, nominated) } });
-  }
-  const meta = isObject(resource.meta) ? resource.meta : {};
-  const claimed = Array.isArray(meta.profile) ? meta.profile : [];
-  for (const [i, url] of claimed.entries()) {
-    if (typeof url !== 'string' || isBaseProfile(type, url)) continue;
-    issues.push({ severity: 'warning', code: 'not-supported', details: { text: await profileText(ctx, url) }, expression: [`${type}.meta.profile[${i}]`] });
-  }
-  return issues;
-}
-
-function isBaseProfile(type: string, url: string): boolean {
-  const [base, version] = url.split('|');
-  return base === `http://hl7.org/fhir/StructureDefinition/${type}` && (version === undefined || version.startsWith('4.0'));
-}
-
-async function profileText(ctx: RequestContext, url: string): Promise<string> {
-  const [canonical, version] = url.split('|');
-  const params: Array<[string, string]> = [['url', canonical ?? url], ['_count', '1']];
-  if (version !== undefined) params.push(['version', version]);
-  // A caller who may not read StructureDefinitions is told the same as for one not held.
-  const held = await ctx.repo.search({ resourceType: 'StructureDefinition', params }).then(
-    (found) => found.resources.length > 0,
-    (err: unknown) => {
-      if (err instanceof FhirError) return false;
-      throw err;
-    },
-  );
-  return held
-    ? `Profile '${url}' was not checked: the StructureDefinition is held, but this server validates against the base R4 definitions only`
-    : `Profile '${url}' was not checked: this server does not know it and validates against the base R4 definitions only`;
 }
 
 /** A refused write (403) as an issue of the outcome: the write would not be accepted. */

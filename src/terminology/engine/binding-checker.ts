@@ -35,12 +35,16 @@ export function createBindingChecker(env: TerminologyEnv & { onClose(fn: () => v
     (err: unknown) => env.log.error({ err }, 'terminology: cannot listen for changes'),
   );
   return {
-    async codesOf(valueSets) {
+    async codesOf(valueSets, scope) {
       await listening;
       const out = new Map<string, ValueSetCodes | undefined>();
+      // With a scope, a value set is resolved as the caller sees it (its project's own first),
+      // cached per project: any CodeSystem/ValueSet write clears the whole cache as above.
+      const repo = scope?.repo ?? shared;
       for (const canonical of new Set(valueSets)) {
-        if (cache.has(canonical)) {
-          out.set(canonical, cache.get(canonical));
+        const key = scope ? `${scope.key} ${canonical}` : canonical;
+        if (cache.has(key)) {
+          out.set(canonical, cache.get(key));
           continue;
         }
         // A change heard while expanding may have made the answer stale: expand again (resolving a
@@ -48,9 +52,9 @@ export function createBindingChecker(env: TerminologyEnv & { onClose(fn: () => v
         let codes: ValueSetCodes | undefined;
         for (let attempt = 0; attempt < 3; attempt++) {
           const seen = generation;
-          codes = await expandCodes(env, shared, canonical);
+          codes = await expandCodes(env, repo, canonical);
           if (seen === generation) {
-            if (heard) cache.set(canonical, codes);
+            if (heard) cache.set(key, codes);
             break;
           }
         }

@@ -64,6 +64,11 @@ export interface MemberOptions {
    * the one whose concept has that display is chosen (docs/terminology.md#overloaded-versions).
    */
   displays?: Map<string, string>;
+  /**
+   * Ignore the value set's own `compose.inactive = false` (validate-code asks whether a code
+   * left out is a member but for its activity).
+   */
+  anyActivity?: boolean;
 }
 
 /**
@@ -189,8 +194,33 @@ export class ValueSetEvaluator {
    * difference).
    */
   async members(system: string, version: string | undefined, codes: string[], options: MemberOptions = {}): Promise<Map<string, MemberHit>> {
+    await this.checkCycles();
     const scope: MemberScope = { codes, purpose: this.evaluation.nextPurpose('members') };
-    return this.membersIn(scope, system, version, codes, options.activeOnly === true, options.displays);
+    return this.membersIn(scope, system, version, codes, options.activeOnly === true, options.displays, options.anyActivity === true);
+  }
+
+  /**
+   * Refuses a value set that reaches itself through the value sets its includes and excludes
+   * import, before any code is looked for (docs/terminology.md#value-set-membership): a code an
+   * earlier include admits would otherwise leave the cycle unvisited and answer as if the value
+   * set were sound. Each value set of the graph is walked once; one that cannot be found is
+   * left to the membership answer, which reports it.
+   */
+  private checkCycles(): Promise<void> {
+    return this.evaluation.once(this.identity, 'cycles', async () => {
+      for (const part of [...(this.vs.compose?.include ?? []), ...(this.vs.compose?.exclude ?? [])]) {
+        for (const ref of part.valueSet ?? []) {
+          let nested: ValueSetEvaluator;
+          try {
+            nested = await this.nested(ref);
+          } catch (err) {
+            if (err instanceof UnknownValueSetError) continue;
+            throw err;
+          }
+          await nested.checkCycles();
+        }
+      }
+    });
   }
 
   private async membersIn(
@@ -200,12 +230,13 @@ export class ValueSetEvaluator {
     codes: string[],
     activeOnlyAsked: boolean,
     displays?: Map<string, string>,
+    anyActivity = false,
   ): Promise<Map<string, MemberHit>> {
     const result = new Map<string, MemberHit>();
     if (codes.length === 0) return result;
     const compose = this.vs.compose;
     if (!compose) return this.expansionMembers(system, version, codes);
-    const activeOnly = activeOnlyAsked || compose.inactive === false;
+    const activeOnly = activeOnlyAsked || (compose.inactive === false && !anyActivity);
     // Several versions of the system named by the includes (docs/terminology.md#overloaded-versions):
     // newest first; a coding's version that one of them names selects those includes only; a
     // coding without one is looked for at the version chosen for its code.

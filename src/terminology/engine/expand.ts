@@ -3,7 +3,7 @@ import type { ValueSet, ValueSetComposeInclude, ValueSetComposeIncludeConcept, V
 import { EXTENSION_PROPERTY_URIS, designationExtensions, extensionRows, isExtensionProperty } from '../providers/concept-extensions.js';
 import { FhirError, issue } from '../../fhir/outcome.js';
 import { UnknownValueSetError, ValueSetEvaluator, flatten, includeSystem } from './compose.js';
-import { codeMatchesFilter, filterWords } from '../providers/filters.js';
+import { textFilterMatcher } from '../providers/filters.js';
 import { supplementsOf, type CodeSystemProvider } from '../providers/provider.js';
 import { providerFor } from '../providers/select.js';
 import { chooseDisplay, designationsFor, type LanguagePrefs } from './display.js';
@@ -215,10 +215,11 @@ async function members(tc: TermContext, ev: ValueSetEvaluator, req: ExpandReques
     throw expansionError('invalid', 'vs-invalid', 'VS_EXP_NO_COMPOSE', msg.noDefinition(valueSetText(vs)));
   }
   if (!vs.compose) {
+    const matches = req.filter ? textFilterMatcher(req.filter) : undefined;
     const bySystem = new Map<string, Group>();
     for (const c of flatten(vs.expansion?.contains)) {
       if (!c.system || !c.code) continue;
-      if (req.filter && !textMatches(c.display, req.filter) && !codeMatchesFilter(c.code, req.filter)) continue;
+      if (matches && !matches(c.code, [c.display ?? ''])) continue;
       const g = bySystem.get(c.system) ?? { system: c.system, listed: [] };
       g.listed?.push({ code: c.code, display: c.display });
       bySystem.set(c.system, g);
@@ -368,12 +369,6 @@ async function commonCodes(tc: TermContext, ev: ValueSetEvaluator, provider: Cod
 /** A 400 whose one issue carries the tx-ecosystem issue type and message id (docs/terminology.md#version-parameters). */
 function expansionError(code: string, type: string, id: string, text: string): FhirError {
   return new FhirError(400, [toOutcomeIssue({ severity: 'error', code, type, id, text })]);
-}
-
-function textMatches(display: string | undefined, text: string): boolean {
-  const value = (display ?? '').toLowerCase();
-  const words = value.split(/[^\p{L}\p{N}]+/u);
-  return filterWords(text.toLowerCase()).every((w) => words.some((x) => x.startsWith(w)));
 }
 
 const groupKey = (g: Group) => (g.cs ? `#${g.cs.key}` : `s ${g.system}`);

@@ -184,7 +184,7 @@ async function validateGroup(
   if (vs && hits) {
     members = new Set(hits.keys());
     const inactiveOut = checks.filter((c, i) => !members.has(c.input.code) && conceptOf(i)?.inactive).map((c) => c.input.code);
-    if (inactiveOut.length > 0) membersIgnoringActivity = new Set((await vs.evaluator.members(system, requested, inactiveOut, {})).keys());
+    if (inactiveOut.length > 0) membersIgnoringActivity = new Set((await vs.evaluator.members(system, requested, inactiveOut, { anyActivity: true })).keys());
   } else {
     members = new Set(checks.filter((c, i) => conceptOf(i) && !(o.activeOnly && conceptOf(i)?.inactive)).map((c) => c.input.code));
     membersIgnoringActivity = new Set(checks.filter((c, i) => conceptOf(i)).map((c) => c.input.code));
@@ -384,7 +384,8 @@ function conceptIssues(
     // A discouraged concept is inactive but not retired: its status alone is named (docs/terminology.md#loinc).
     const status = !concept.status || concept.status === 'inactive' ? 'inactive' : concept.status.toLowerCase() === 'discouraged' ? concept.status : `${concept.status} and inactive`;
     out.issues.push({ severity: 'warning', code: 'business-rule', type: 'code-comment', id: 'INACTIVE_CONCEPT_FOUND', text: msg.inactiveConcept(c.input.code, status), expression: c.whole });
-    if (!out.member && o.activeOnly && memberIfActive) {
+    // Left out for its activity alone (`activeOnly`, or the value set's `compose.inactive = false`).
+    if (!out.member && memberIfActive) {
       out.issues.push({ severity: 'error', code: 'business-rule', type: 'code-rule', id: 'STATUS_CODE_WARNING_CODE', text: msg.notActive(c.input.code), expression: at(c, 'code') });
     }
   } else if (concept.status === 'deprecated' || concept.status === 'withdrawn') {

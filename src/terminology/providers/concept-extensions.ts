@@ -24,6 +24,8 @@ export const EXTENSION_PROPERTIES: Record<string, { code: string; type: string }
   [`${SD}/codesystem-label`]: { code: 'label', type: 'string' },
   [`${SD}/valueset-label`]: { code: 'label', type: 'string' },
   [`${SD}/itemWeight`]: { code: 'weight', type: 'decimal' },
+  // R4's name of itemWeight (renamed in R5), on a code system's or a value set's concept
+  [`${SD}/ordinalValue`]: { code: 'weight', type: 'decimal' },
   [`${SD}/rendering-style`]: { code: `${SD}/rendering-style`, type: 'string' },
   [`${SD}/rendering-xhtml`]: { code: `${SD}/rendering-xhtml`, type: 'string' },
 };
@@ -53,10 +55,15 @@ export function extensionRows(concept: number, extensions: Array<{ url?: string;
   return out;
 }
 
-/** Designation extensions kept (others are ignored): the SNOMED description id and the standards status. */
+/**
+ * Designation extensions kept (others are ignored): the SNOMED description id, the standards
+ * status, and the rendering extensions (echoed wherever the code system defines them).
+ */
 export const DESIGNATION_EXTENSIONS = new Set([
   'http://hl7.org/fhir/StructureDefinition/coding-sctdescid',
   'http://hl7.org/fhir/StructureDefinition/structuredefinition-standards-status',
+  `${SD}/rendering-style`,
+  `${SD}/rendering-xhtml`,
 ]);
 
 /** The standard extensions of a designation as stored (a JSON array), undefined when it has none. */

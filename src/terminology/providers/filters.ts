@@ -1,4 +1,5 @@
 import type { ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
+import { stemmer } from 'stemmer';
 import { FhirError } from '../../fhir/outcome.js';
 import { txIssueOutcome } from '../issues.js';
 import { msg } from '../messages.js';
@@ -90,7 +91,7 @@ export function regexError(err: unknown, pattern?: string, expression?: string):
 
 /**
  * The words of an expansion's text `filter` (split at anything but letters and digits): a
- * concept matches when every word starts a word of its display or of one of its designations,
+ * concept matches when every word matches a word of its display or of one of its designations,
  * ignoring case and order, or when its code starts with the text (codeMatchesFilter;
  * docs/terminology.md#expand).
  */
@@ -105,6 +106,46 @@ export function filterWords(text: string): string[] {
 export function codeMatchesFilter(code: string, text: string): boolean {
   const t = text.trim().toLowerCase();
   return t !== '' && code.toLowerCase().startsWith(t);
+}
+
+/**
+ * Whether a concept meets an expansion's text `filter`, the one rule every provider applies
+ * (docs/terminology.md#expand): its code starts with the text, or every word of the text matches
+ * a word of one of the concept's texts (display, designations), ignoring case and order. A word
+ * matches when the concept's word starts with it (`att` finds `attack`) or when the Porter stem
+ * of the concept's word starts with the word's stem (`attacks` finds `attack`, `happy` finds
+ * `happiness`). Stems are computed once per word of a request (the matcher caches them), and
+ * only for words that share the filter word's first two letters, the part Porter never changes.
+ */
+export function textFilterMatcher(text: string): (code: string, texts: readonly string[]) => boolean {
+  const words = filterWords(text.toLowerCase()).map((w) => ({ w, stem: stemmer(w), head: w.slice(0, 2) }));
+  const stems = new Map<string, string>();
+  const stemOf = (x: string) => {
+    let s = stems.get(x);
+    if (s === undefined) {
+      s = stemmer(x);
+      if (stems.size < MAX_CACHED_STEMS) stems.set(x, s);
+    }
+    return s;
+  };
+  return (code, texts) => {
+    if (codeMatchesFilter(code, text)) return true;
+    if (words.length === 0) return false;
+    const conceptWords = texts.flatMap((t) => filterWords(t.toLowerCase()));
+    return words.every(({ w, stem, head }) => conceptWords.some((x) => x.startsWith(w) || (x.startsWith(head) && stemOf(x).startsWith(stem))));
+  };
+}
+
+/** Stems a text-filter matcher remembers (the distinct words of the concepts it reads). */
+const MAX_CACHED_STEMS = 100_000;
+
+/**
+ * The SQL side of textFilterMatcher: a pattern that every text holding a word the filter word
+ * can match also matches (a word starting with the filter word's first two letters); the
+ * matcher then decides on the rows it selects.
+ */
+export function textWordCandidate(word: string): string {
+  return `(^|[^[:alnum:]])${escapeRegex(word.toLowerCase().slice(0, 2))}`;
 }
 
 /** A word as a literal inside a regular expression. */

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { CodeSystem, CodeSystemConcept } from '@medplum/fhirtypes';
 import type { Database, Queryable } from '../../core/database.js';
 import { BATCH_ROWS } from './bulk-insert.js';
-import { CodeSystemRowBuilder } from '../providers/fhir/code-system-rows.js';
+import { CodeSystemRowBuilder, supplementDisplayLanguage } from '../providers/fhir/code-system-rows.js';
 import { finishHierarchy, insertCodeSystemRow, insertRowBatch, removeIndexRows } from './code-system-store.js';
 import { announceCodeSystemChange } from '../providers/fhir/index-cache.js';
 
@@ -45,7 +45,7 @@ export class StagedCodeSystem {
     readonly key: number,
     private readonly header: CodeSystem,
   ) {
-    this.builder = new CodeSystemRowBuilder(header.property);
+    this.builder = new CodeSystemRowBuilder(header.property, supplementDisplayLanguage(header));
   }
 
   /** Starts a staged index for `header` (its `concept`s, if any, are ignored: `add` them). */

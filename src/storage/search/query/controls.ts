@@ -1,6 +1,6 @@
 import { MAX_SEARCH_COUNT, SEARCH_CONTROL_PARAMETERS } from '../../../core/repository.js';
 import { badRequest } from '../../../fhir/outcome.js';
-import { searchParameter, tableFor } from '../parameters.js';
+import { searchParameter, tableFor, type IndexTable } from '../parameters.js';
 import { TEXT_PARAMETERS, checkKnown, splitModifier } from './filters.js';
 import type { SqlParams } from './sql-params.js';
 
@@ -18,6 +18,8 @@ export interface Controls {
   /** `_sort` keys in order, e.g. [{code: 'birthdate', descending: true}]. */
   sort: Array<{ code: string; descending: boolean }>;
   summaryCount: boolean;
+  /** `_cursor`: where the page starts in keyset order (keyset.ts), as given. */
+  cursor?: string;
   /**
    * `_total` (docs/rest.md#result-parameters): `none` = no total is answered, so none is
    * counted; `estimate` = the planner's estimate when the page is not the last; `accurate`
@@ -46,6 +48,9 @@ export function parseControls(type: string, params: Array<[string, string]>): Co
         break;
       case '_offset':
         controls.offset = wholeNumber(code, value);
+        break;
+      case '_cursor':
+        controls.cursor = value;
         break;
       case '_sort':
         controls.sort = parseSort(type, value);
@@ -91,8 +96,9 @@ function parseSort(type: string, value: string): Controls['sort'] {
 
 /**
  * ORDER BY for the `_sort` keys: columns for `_id`/`_lastUpdated`, else the smallest (ascending)
- * or largest (descending) indexed value of the parameter. Resources without a value come last;
- * the id breaks ties so paging is stable.
+ * or largest (descending) indexed value of the parameter (sortKeySql). Resources without a value
+ * come last; the id breaks ties in the direction of the last key, so an index on
+ * (…, key, id) yields the order read forwards or backwards (docs/rest.md#query-plans).
  */
 export function orderBySql(p: SqlParams, type: string, sort: Controls['sort']): string {
   if (sort.length === 0) return 'r.last_updated ASC, r.id ASC';
@@ -100,14 +106,24 @@ export function orderBySql(p: SqlParams, type: string, sort: Controls['sort']): 
     const direction = descending ? 'DESC' : 'ASC';
     if (code === '_id') return `r.id ${direction}`;
     if (code === '_lastUpdated') return `r.last_updated ${direction}`;
-    const table = tableFor(searchParameter(type, code)!)!;
-    const column = { string: 'value', token: 'code', reference: 'reference', date: descending ? 'high' : 'low', number: 'value', quantity: 'value', uri: 'value' }[table];
-    const aggregate = descending ? 'max' : 'min';
+    const key = sortKey(type, code, descending);
+    const extra = key.condition === undefined ? '' : ` AND ${key.condition('s')}`;
     return (
-      `(SELECT ${aggregate}(s.${column}) FROM search_${table} s WHERE s.resource_type = ${p.add(type)} AND s.id = r.id AND s.param = ${p.add(code)}` +
-      `${table === 'string' ? ' AND s.sort_key' : table === 'quantity' ? ' AND NOT s.canonical' : ''})` +
-      ` ${direction} NULLS LAST`
+      `(SELECT ${descending ? 'max' : 'min'}(s.${key.column}) FROM search_${key.table} s WHERE s.resource_type = ${p.add(type)} AND s.id = r.id` +
+      ` AND s.param = ${p.add(code)}${extra}) ${direction} NULLS LAST`
     );
   });
-  return [...keys, 'r.id ASC'].join(', ');
+  return [...keys, `r.id ${sort[sort.length - 1].descending ? 'DESC' : 'ASC'}`].join(', ');
+}
+
+/**
+ * Where the value `_sort` orders by is stored: its table, column (a date sorts ascending by its
+ * start, descending by its end) and the condition that picks the sorting rows (a HumanName's one
+ * "family given" row; a quantity as written, not its canonical copy).
+ */
+export function sortKey(type: string, code: string, descending: boolean): { table: IndexTable; column: string; condition?: (alias: string) => string } {
+  const table = tableFor(searchParameter(type, code)!)!;
+  const column = { string: 'value', token: 'code', reference: 'reference', date: descending ? 'high' : 'low', number: 'value', quantity: 'value', uri: 'value' }[table];
+  const condition = table === 'string' ? (a: string) => `${a}.sort_key` : table === 'quantity' ? (a: string) => `NOT ${a}.canonical` : undefined;
+  return { table, column, condition };
 }

@@ -9,6 +9,8 @@ import { filterSql, splitModifier } from './filters.js';
 import { loadIncluded, parseDirectives } from './includes.js';
 import { DEFAULT_SEARCH_LIMITS, checkSearchLimits, type SearchLimits } from './limits.js';
 import { SqlParams } from './sql-params.js';
+import { sortTable, sortedPageSql } from './sorted-page.js';
+import { KEY_COLUMNS, afterCursorSql, encodeCursor, keysetOf, type Keyset } from './keyset.js';
 import { accessSql } from './access.js';
 import { compartmentSql, compartmentTypes } from './compartment.js';
 import { FhirError, badRequest } from '../../../fhir/outcome.js';
@@ -31,19 +33,36 @@ function searchedTypes(query: SearchQuery): string[] {
 }
 
 /**
- * Runs a search as ONE query over `resource r`: the type, not deleted, the caller's
- * visibility, and an EXISTS per parameter (parameters ANDed, comma values ORed inside).
- * The total comes from the page itself when the page is the last one (a row beyond the page
- * is read to know), else from a COUNT with the same WHERE — not run for `_total=none`, and
- * replaced by the planner's estimate for `_total=estimate` (docs/rest.md#result-parameters).
+ * The SQL of one search, built but not run (`buildSearch`): the page statement, the WHERE it
+ * shares with the COUNT, and the COUNT (bounded by `upTo` rows, or every match). Tests read the
+ * plans of these statements with `EXPLAIN` (test/search-plans.test.ts).
  */
-export async function runSearch(
+export interface SearchStatements {
+  controls: ReturnType<typeof parseControls>;
+  directives: ReturnType<typeof parseDirectives>;
+  types: string[];
+  whereSql: string;
+  whereValues: unknown[];
+  /** The page: its rows are `content`, one more than `_count` (whether a next page exists). */
+  page: { sql: string; values: unknown[] };
+  /** The page's keyset when its order allows keyset paging (its rows then have `key_time`, `key_id`). */
+  keyset?: Keyset;
+  /** `SELECT count(*)::int AS n` of the matches, at most `upTo` when given. */
+  count(upTo?: number): { sql: string; values: unknown[] };
+}
+
+/**
+ * Builds the statements of a search: the type, not deleted, the caller's visibility, and an
+ * EXISTS per parameter (parameters ANDed, comma values ORed inside), ordered by the `_sort` keys.
+ * The terminology modifiers are answered first (asynchronously, with `q`), then read by the builder.
+ */
+export async function buildSearch(
   q: Queryable,
   scope: Scope,
   query: SearchQuery,
   limits: SearchLimits = DEFAULT_SEARCH_LIMITS,
   engines: { terminology?: SearchTerminology; repo?: ResourceRepository } = {},
-): Promise<SearchResult> {
+): Promise<SearchStatements> {
   checkSearchLimits(query.params, limits);
   const type = query.resourceType;
   const controlPairs = query.params.filter(([name]) => CONTROL_PARAMETERS.has(splitModifier(name)[0]));
@@ -51,7 +70,6 @@ export async function runSearch(
   const directives = parseDirectives(type, controlPairs);
 
   const p = new SqlParams(scope, accessSql);
-  // The terminology modifiers are answered first (asynchronously), then read by the builder.
   const types = searchedTypes(query);
   const system = type === ANY_TYPE && !query.compartment; // GET [base]?_type=A,B
   const filters = query.params.filter(([name]) => !CONTROL_PARAMETERS.has(splitModifier(name)[0]));
@@ -75,23 +93,65 @@ export async function runSearch(
   }
   const whereSql = where.join(' AND ');
   const whereValues = [...p.values]; // ORDER BY adds its own values, which COUNT must not get
+  // One row more than the page: whether another page follows is known without a COUNT.
+  const limit = controls.count + 1;
+  // The sort's index drives the page when nothing narrower could: no filter, or only date filters
+  // on the sorted date (its range is where the walk starts or stops). A search with another
+  // filter finds its matches through that filter's index and sorts them (sorted-page.ts).
+  const codes = filters.map(([name]) => splitModifier(name)[0]);
+  const sortCode = controls.sort.length === 1 ? controls.sort[0].code : undefined;
+  const alone = codes.length === 0 || (codes.every((c) => c === sortCode) && sortCode !== undefined && sortTable(type, sortCode) === 'date');
+  const sorted = types.length === 1 && alone && !query.compartment ? sortedPageSql(p, types[0], controls.sort, whereSql, limit, controls.offset) : undefined;
+  // Keyset paging: a `_cursor` (made by the previous page) replaces the OFFSET by a condition the
+  // order's index starts from; the COUNT is of the whole search, without it.
+  const keyset = sorted === undefined && type !== ANY_TYPE ? keysetOf(controls.sort) : undefined;
+  if (controls.cursor !== undefined && !keyset) throw badRequest(`Invalid value '${controls.cursor.slice(0, 100)}' for _cursor (a next link's cursor, for the same _sort)`);
+  const from = controls.cursor !== undefined && keyset ? `${whereSql} AND ${afterCursorSql(p, keyset, controls.cursor)}` : whereSql;
+  const offset = controls.cursor !== undefined ? 0 : controls.offset;
+  const pageSql =
+    sorted ??
+    `SELECT r.content${keyset ? `, ${KEY_COLUMNS}` : ''} FROM resource r WHERE ${from} ORDER BY ${orderBySql(p, type, controls.sort)} LIMIT ${limit} OFFSET ${offset}`;
+  return {
+    controls,
+    directives,
+    types,
+    whereSql,
+    whereValues,
+    page: { sql: pageSql, values: p.values },
+    keyset,
+    count(upTo?: number) {
+      const from = upTo === undefined ? `resource r WHERE ${whereSql}` : `(SELECT 1 FROM resource r WHERE ${whereSql} LIMIT ${upTo}) AS counted`;
+      return { sql: `SELECT count(*)::int AS n FROM ${from}`, values: whereValues };
+    },
+  };
+}
+
+/**
+ * Runs a search (`buildSearch`) as ONE query over `resource r`.
+ * The total comes from the page itself when the page is the last one (a row beyond the page
+ * is read to know), else from a COUNT with the same WHERE — not run for `_total=none`, and
+ * replaced by the planner's estimate for `_total=estimate` (docs/rest.md#result-parameters).
+ */
+export async function runSearch(...args: Parameters<typeof buildSearch>): Promise<SearchResult> {
+  const [q, scope, query] = args;
+  const limits = args[3] ?? DEFAULT_SEARCH_LIMITS;
+  const built = await buildSearch(...args);
+  const { controls, directives, types, whereSql, whereValues } = built;
+  const type = query.resourceType;
   const countTotal = async (upTo?: number): Promise<number> => {
-    const from = upTo === undefined ? `resource r WHERE ${whereSql}` : `(SELECT 1 FROM resource r WHERE ${whereSql} LIMIT ${upTo}) AS counted`;
-    return (await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${from}`, whereValues)).rows[0]?.n ?? 0;
+    const count = built.count(upTo);
+    return (await q.query<{ n: number }>(count.sql, count.values)).rows[0]?.n ?? 0;
   };
 
   if (controls.summaryCount || controls.count === 0) {
     return { resources: [], total: await countTotal(), count: 0, offset: controls.offset };
   }
-  const order = orderBySql(p, type, controls.sort);
-  // One row more than the page: whether another page follows is known without a COUNT.
-  const rows = await q.query<{ content: string }>(
-    `SELECT r.content FROM resource r WHERE ${whereSql} ORDER BY ${order} LIMIT ${controls.count + 1} OFFSET ${controls.offset}`,
-    p.values,
-  );
+  const rows = await q.query<{ content: string; key_time: string; key_id: string }>(built.page.sql, built.page.values);
   const more = rows.rows.length > controls.count;
+  const cursor = more && built.keyset ? encodeCursor(built.keyset, rows.rows[controls.count - 1]) : undefined;
   const matches = rows.rows.slice(0, controls.count).map((row) => JSON.parse(row.content) as Resource);
-  const lastPage = !more && (matches.length > 0 || controls.offset === 0);
+  // A page read from a `_cursor` does not know how many matches came before it: its total is counted.
+  const lastPage = !more && controls.cursor === undefined && (matches.length > 0 || controls.offset === 0);
   // `_total=none`: the answer has no total, so the COUNT is not run; the figure only tells the
   // paging links that a next page exists.
   // `_total=estimate`: the planner's row estimate of the same WHERE, never below what is known.
@@ -119,6 +179,7 @@ export async function runSearch(
     totalKind,
     count: controls.count,
     offset: controls.offset,
+    cursor,
     modes: [...matches.map(() => 'match' as const), ...included.map(() => 'include' as const)],
   };
 }

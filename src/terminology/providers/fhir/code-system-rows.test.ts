@@ -31,6 +31,21 @@ function edgesByCode(cs: CodeSystem): string[] {
 const conventional = propertyKinds(undefined);
 
 describe('codeSystemRows: concepts and nesting', () => {
+  test("a language pack (a supplement with a language) gives each display as a designation in that language; a code system does not", () => {
+    const concepts = (): CodeSystemConcept[] => [{ code: 'a', display: 'Ah' }, { code: 'b' }, { code: 'c', display: 'Ce', designation: [{ language: 'de', value: 'Ce' }] }];
+    const base = { resourceType: 'CodeSystem', status: 'active', language: 'de' } as const;
+    const pack = codeSystemRows({ ...base, content: 'supplement', concept: concepts() });
+    assert.deepEqual(
+      pack.designations.map((d) => [d.concept, d.language, d.value]),
+      [
+        [1, 'de', 'Ah'],
+        [3, 'de', 'Ce'],
+      ],
+    );
+    assert.deepEqual(codeSystemRows({ ...base, content: 'complete', concept: concepts() }).designations.map((d) => d.value), ['Ce']);
+    assert.deepEqual(codeSystemRows({ ...base, language: undefined, content: 'supplement', concept: concepts() }).designations.map((d) => d.value), ['Ce']);
+  });
+
   test('concepts are numbered 1..n in document order (depth first), nested ones after their parent', () => {
     const rows = codeSystemRows(
       codeSystem([
@@ -216,6 +231,16 @@ describe('conceptRow: inactive, notSelectable, status', () => {
   test('other statuses (deprecated, active) leave it active', () => {
     assert.deepEqual(conceptRow({ code: 'a', property: [prop('status', { valueCode: 'deprecated' })] }, conventional), row('a', { status: 'deprecated' }));
     assert.deepEqual(conceptRow({ code: 'a', property: [prop('status', { valueCode: 'active' })] }, conventional), row('a', { status: 'active' }));
+  });
+
+  test('a deprecation or retirement date that has come gives the status, unless the concept states one', () => {
+    const dated = (...p: Array<[string, string]>) => conceptRow({ code: 'a', property: p.map(([code, valueDateTime]) => prop(code, { valueDateTime })) }, conventional);
+    assert.deepEqual(dated(['deprecationDate', '2020-02-01']), row('a', { status: 'deprecated' }));
+    assert.deepEqual(dated(['deprecated', '2020']), row('a', { status: 'deprecated' })); // R4's name
+    assert.deepEqual(dated(['retirementDate', '2021-01-01T10:00:00Z'], ['deprecationDate', '2020-02-01']), row('a', { inactive: true, status: 'retired' }));
+    assert.deepEqual(dated(['deprecationDate', '2999-01-01']), row('a', {}));
+    const stated = conceptRow({ code: 'a', property: [prop('status', { valueCode: 'active' }), prop('deprecationDate', { valueDateTime: '2020-02-01' })] }, conventional);
+    assert.equal(stated.status, 'active');
   });
 
   test('an active status does not undo inactive = true', () => {

@@ -46,10 +46,19 @@ const VALUE_TYPES = ['Code', 'Coding', 'String', 'Integer', 'Boolean', 'DateTime
 
 /** Builds the index rows of a code system; duplicate codes are merged (a second occurrence adds a parent). */
 export function codeSystemRows(cs: CodeSystem): CodeSystemRows {
-  const builder = new CodeSystemRowBuilder(cs.property);
+  const builder = new CodeSystemRowBuilder(cs.property, supplementDisplayLanguage(cs));
   builder.add(cs.concept);
   const { concepts, properties, designations } = builder.take();
   return { concepts, properties, designations, edges: builder.edges() };
+}
+
+/**
+ * The language of a supplement's concept displays: a supplement that states its `language` is a
+ * language pack, whose displays are designations in that language of the concepts it supplements
+ * (docs/terminology.md#displays-and-languages). Undefined for a code system.
+ */
+export function supplementDisplayLanguage(cs: Pick<CodeSystem, 'content' | 'language'>): string | undefined {
+  return cs.content === 'supplement' ? cs.language : undefined;
 }
 
 /** Rows taken from a builder: concepts[i] has id firstId + i. */
@@ -76,7 +85,11 @@ export class CodeSystemRowBuilder {
   private readonly edgeList: Array<[number, number]> = [];
   private related: Array<{ id: number; target: string; direction: 'parent' | 'child' }> = [];
 
-  constructor(defs: CodeSystemProperty[] | undefined) {
+  constructor(
+    defs: CodeSystemProperty[] | undefined,
+    /** A language pack's language: each concept's display is also a designation in it (supplementDisplayLanguage). */
+    private readonly displayLanguage?: string,
+  ) {
     this.kind = propertyKinds(defs);
   }
 
@@ -118,6 +131,10 @@ export class CodeSystemRowBuilder {
           if (row) this.pending.properties.push(row);
         }
         this.pending.properties.push(...extensionRows(id, concept.extension as Array<{ url?: string }> | undefined));
+        const { displayLanguage } = this;
+        if (displayLanguage && typeof concept.display === 'string' && !(concept.designation ?? []).some((d) => d.value === concept.display && d.language === displayLanguage)) {
+          this.pending.designations.push({ concept: id, language: displayLanguage, useSystem: undefined, useCode: undefined, useDisplay: undefined, value: concept.display });
+        }
         for (const d of concept.designation ?? []) {
           if (typeof d.value !== 'string') continue;
           this.pending.designations.push({
@@ -188,10 +205,23 @@ export function propertyKinds(defs: CodeSystemProperty[] | undefined): (code: st
  */
 const CONVENTIONAL_KINDS: Record<string, string> = { subsumedBy: 'parent', subsumes: 'child' };
 
+/**
+ * Whether a concept-properties date (`deprecationDate`, `retirementDate`, R4's `deprecated`) has
+ * come, judged when the code system is indexed; a boolean `true` in such a property counts too.
+ */
+function dateReached(dateTime: string | undefined, flag: boolean | undefined): boolean {
+  if (flag === true) return true;
+  if (!dateTime) return false;
+  const at = Date.parse(dateTime.length === 4 ? `${dateTime}-01-01` : dateTime);
+  return !Number.isNaN(at) && at <= Date.now();
+}
+
 export function conceptRow(concept: CodeSystemConcept, kind: (code: string | undefined) => string | undefined): ConceptRow {
   let inactive = false;
   let abstract = false;
   let status: string | undefined;
+  /** The status the concept-properties dates give: deprecated or retired since a date passed. */
+  let dated: 'deprecated' | 'retired' | undefined;
   for (const p of concept.property ?? []) {
     switch (kind(p.code)) {
       case 'inactive':
@@ -203,11 +233,19 @@ export function conceptRow(concept: CodeSystemConcept, kind: (code: string | und
       case 'status':
         status = p.valueCode ?? p.valueString ?? status;
         break;
+      case 'deprecated': // R4's name of the deprecation date
+      case 'deprecationDate':
+        if (dateReached(p.valueDateTime, p.valueBoolean)) dated = dated === 'retired' ? dated : 'deprecated';
+        break;
+      case 'retirementDate':
+        if (dateReached(p.valueDateTime, p.valueBoolean)) dated = 'retired';
+        break;
     }
   }
-  // Without a status property, the standards-status extension gives the status.
+  // Without a status property, the standards-status extension gives the status, else the
+  // concept-properties dates (docs/terminology.md#valueset-validate-code).
   const standards = (concept.extension ?? []).find((e) => e.url === STANDARDS_STATUS)?.valueCode;
-  status ??= standards;
+  status ??= standards ?? dated;
   // FHIR concept-properties: `retired` (and tx's `inactive`) status means the concept is not
   // active; so does a `withdrawn` standards status (docs/terminology.md#valueset-validate-code).
   if (status === 'retired' || status === 'inactive' || standards === 'withdrawn') inactive = true;

@@ -1,5 +1,5 @@
 import type { CodeSystemInfo, Concept, Designation, StoredProperty, TermContext } from '../../types.js';
-import { codeMatchesFilter, escapeRegex, filterWords } from '../filters.js';
+import { textFilterMatcher } from '../filters.js';
 import { supplementCanonical, supplementsOf, type CodeSystemProvider, type ConceptSelection } from '../provider.js';
 import { requestIndex, type CodeSystemIndex } from './code-system-index.js';
 import { compileInclude } from './index-filters.js';
@@ -104,14 +104,8 @@ export class IndexProvider implements CodeSystemProvider {
   async enumerate(selection: ConceptSelection, within?: number[]): Promise<number[]> {
     const { index } = this;
     const match = await compileInclude(this.tc, this.cs, index, selection.include, selection.path, selection.activeOnly);
-    const words = selection.text ? wordPrefixes(selection.text) : undefined;
-    const text = selection.text ?? '';
-    const textMatch = (id: number) => {
-      if (!words) return true;
-      if (codeMatchesFilter(index.code(id), text)) return true;
-      const texts = [index.display(id) ?? '', ...index.designations(id).map((d) => d.value)];
-      return words.every((w) => texts.some((t) => w.test(t)));
-    };
+    const matches = selection.text ? textFilterMatcher(selection.text) : undefined;
+    const textMatch = (id: number) => !matches || matches(index.code(id), [index.display(id) ?? '', ...index.designations(id).map((d) => d.value)]);
     const out: number[] = [];
     if (within) {
       for (const id of [...new Set(within)].sort((a, b) => a - b)) if (index.has(id) && match(id) && textMatch(id)) out.push(id);
@@ -132,9 +126,4 @@ export class IndexProvider implements CodeSystemProvider {
   private supplementIndexes(): Promise<CodeSystemIndex[]> {
     return Promise.all(supplementsOf(this.tc, this.cs).map((s) => indexOf(this.tc, s)));
   }
-}
-
-/** One case-insensitive word-prefix pattern per text-filter word (as sql-filters.ts#textCondition). */
-function wordPrefixes(text: string): RegExp[] {
-  return filterWords(text).map((w) => new RegExp(`(^|[^\\p{L}\\p{N}])${escapeRegex(w)}`, 'iu'));
 }

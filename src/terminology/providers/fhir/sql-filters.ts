@@ -2,7 +2,7 @@ import type { ValueSetComposeInclude, ValueSetComposeIncludeFilter } from '@medp
 import { BindValues } from '../../../storage/bind-values.js';
 import { msg } from '../../messages.js';
 import type { CodeSystemInfo, Concept } from '../../types.js';
-import { anchored, escapeRegex, filterOp, filterWords, invalidValueSet, isNotSelectableProperty, notSelectableCode } from '../filters.js';
+import { anchored, escapeRegex, filterOp, filterWords, textWordCandidate, invalidValueSet, isNotSelectableProperty, notSelectableCode } from '../filters.js';
 
 /**
  * Compose includes as SQL — the SQL twin of index-filters.ts (same semantics, operator by
@@ -162,13 +162,17 @@ export async function includeConditions(
   return conditions;
 }
 
-/** An expansion's text filter in SQL: every word starts a word of the display or of a designation, or the code starts with the text, ignoring case. */
+/**
+ * An expansion's text filter in SQL, the candidates of filters.ts#textFilterMatcher: every word
+ * may match a word of the display or of a designation (textWordCandidate), or the code starts
+ * with the text, ignoring case. The provider applies the matcher to the rows this selects.
+ */
 export function textCondition(text: string, p: BindValues): string {
   const words = filterWords(text);
   if (words.length === 0) return 'true';
   const byWords = words
     .map((w) => {
-      const re = p.add(`(^|[^[:alnum:]])${escapeRegex(w)}`);
+      const re = p.add(textWordCandidate(w));
       return `(c.display ~* ${re} OR EXISTS (SELECT 1 FROM tx_designation d WHERE d.cs_key = c.cs_key AND d.concept = c.id AND d.value ~* ${re}))`;
     })
     .join(' AND ');

@@ -1,5 +1,5 @@
 import type { CodeSystemInfo, Concept, Designation, StoredProperty, TermContext } from '../../types.js';
-import { regexError } from '../filters.js';
+import { regexError, textFilterMatcher } from '../filters.js';
 import { supplementCanonical, supplementsOf, type CodeSystemProvider, type ConceptSelection } from '../provider.js';
 import { BindValues } from '../../../storage/bind-values.js';
 import { includeConditions, textCondition } from './sql-filters.js';
@@ -180,7 +180,19 @@ export class SqlProvider implements CodeSystemProvider {
     if (selection.text) conditions.push(textCondition(selection.text, p));
     if (within) conditions.push(`c.id = ANY(${p.add(within)}::int[])`);
     const rows = await this.run(`SELECT c.id FROM tx_concept c WHERE ${conditions.join(' AND ')} ORDER BY c.id`, p.values);
-    return rows.map((r) => r.id);
+    return selection.text ? this.textMatched(selection.text, rows.map((r) => r.id)) : rows.map((r) => r.id);
+  }
+
+  /** The candidates the SQL text condition selected that the text filter matches (filters.ts#textFilterMatcher). */
+  private async textMatched(text: string, ids: number[]): Promise<number[]> {
+    if (ids.length === 0) return ids;
+    const res = await this.tc.db.query<{ id: number; code: string; texts: string[] }>(
+      `SELECT c.id, c.code, ARRAY(SELECT d.value FROM tx_designation d WHERE d.cs_key = c.cs_key AND d.concept = c.id) || coalesce(c.display, '') AS texts
+         FROM tx_concept c WHERE c.cs_key = $1 AND c.id = ANY($2::int[]) ORDER BY c.id`,
+      [this.cs.key, ids],
+    );
+    const matches = textFilterMatcher(text);
+    return res.rows.filter((r) => matches(r.code, r.texts)).map((r) => r.id);
   }
 
   private conditions(selection: ConceptSelection, p: BindValues): Promise<string[]> {

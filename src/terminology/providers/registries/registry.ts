@@ -4,7 +4,7 @@ import type { ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
 import { FhirError, issue } from '../../../fhir/outcome.js';
 import { msg } from '../../messages.js';
 import type { CodeSystemInfo, Concept, Designation, StoredProperty, TermContext } from '../../types.js';
-import { anchored, codeMatchesFilter, escapeRegex, filterOp, filterWords, invalidValueSet } from '../filters.js';
+import { anchored, filterOp, invalidValueSet, textFilterMatcher } from '../filters.js';
 import type { CodeSystemProvider, ConceptSelection } from '../provider.js';
 import { charge, pace } from './request-budget.js';
 
@@ -174,8 +174,8 @@ export class RegistryProvider implements CodeSystemProvider {
     await this.open();
     await this.checkListed(selection);
     const test = this.compile(selection);
-    const words = selection.text ? filterWords(selection.text).map((w) => new RegExp(`(^|[^\\p{L}\\p{N}])${escapeRegex(w)}`, 'iu')) : [];
-    const keep = (c: RegistryConcept) => test(c) && (!selection.text || codeMatchesFilter(c.code, selection.text) || words.every((w) => [c.display ?? '', ...(c.designations ?? []).map((d) => d.value)].some((t) => w.test(t))));
+    const matches = selection.text ? textFilterMatcher(selection.text) : undefined;
+    const keep = (c: RegistryConcept) => test(c) && (!matches || matches(c.code, [c.display ?? '', ...(c.designations ?? []).map((d) => d.value)]));
     let ids: number[];
     if (within) {
       ids = within;

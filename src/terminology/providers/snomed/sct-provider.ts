@@ -1,7 +1,7 @@
 import type { ValueSetComposeInclude, ValueSetComposeIncludeFilter } from '@medplum/fhirtypes';
 import type { CodeSystemInfo, Concept, Designation, StoredProperty, TermContext } from '../../types.js';
 import { msg } from '../../messages.js';
-import { codeMatchesFilter, filterOp, filterWords, invalidValueSet } from '../filters.js';
+import { filterOp, invalidValueSet, textFilterMatcher } from '../filters.js';
 import type { CodeSystemProvider, ConceptSelection } from '../provider.js';
 import { terminologyCache } from '../fhir/index-cache.js';
 import { terminologyLimits } from '../../limits.js';
@@ -219,14 +219,9 @@ export class SnomedProvider implements CodeSystemProvider {
       ids = await base.enumerate(split.rest, real ? real.filter((id) => set.has(id)) : [...set]);
     }
     if (selection.text) {
-      const words = filterWords(selection.text).map((w) => new RegExp(`(^|[^\\p{L}\\p{N}])${w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`, 'iu'));
+      const matches = textFilterMatcher(selection.text);
       const index = graph.index;
-      const text = selection.text;
-      ids = ids.filter((id) => {
-        if (codeMatchesFilter(index.code(id), text)) return true;
-        const texts = [index.display(id) ?? '', ...index.designations(id).filter((d) => !sctDesignation(d).retired).map((d) => d.value)];
-        return words.every((w) => texts.some((t) => w.test(t)));
-      });
+      ids = ids.filter((id) => matches(index.code(id), [index.display(id) ?? '', ...index.designations(id).filter((d) => !sctDesignation(d).retired).map((d) => d.value)]));
     }
     const listed = (selection.include.concept ?? []).map((c) => c.code).filter((code) => isPostcoordinated(code));
     if (listed.length === 0 || !this.unclosedInclude({ ...selection.include, concept: undefined })) return ids;

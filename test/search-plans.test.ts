@@ -1,0 +1,196 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Queryable } from '../src/core/database.js';
+import { buildSearch } from '../src/storage/search/query/run-search.js';
+import { scopeFor } from '../src/storage/scope.js';
+import { drivers, startServer, type TestServer } from './harness.js';
+
+/**
+ * The query plans of the common searches (docs/rest.md#query-plans), read with `EXPLAIN (FORMAT
+ * JSON)` of the SQL the search builder emits (`buildSearch`, not run), on both drivers (PGlite is
+ * PostgreSQL too), with sequential and bitmap scans, hash and merge joins off so a small population plans as a
+ * large one would (sorting stays on). Each case names the index that gives its plan; the case is also explained with that
+ * index dropped (in a transaction rolled back), and must then fail its check — so a check that
+ * cannot fail, or an index that does not matter, is caught here.
+ */
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Index Cond'?: string;
+  'Plan Rows'?: number;
+  Plans?: PlanNode[];
+}
+
+/** The plan as indented lines (node type, index or table, estimated rows), for failure messages. */
+function outline(plan: PlanNode, depth = 0): string {
+  const on = plan['Index Name'] ?? plan['Relation Name'];
+  const self = `${'  '.repeat(depth)}${plan['Node Type']}${on ? ` on ${on}` : ''} (${String(plan['Plan Rows'])} rows)`;
+  return [self, ...(plan.Plans ?? []).map((child) => outline(child, depth + 1))].join('\n');
+}
+
+function nodes(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+}
+
+const SCANS = new Set(['Seq Scan', 'Index Scan', 'Index Only Scan', 'Bitmap Index Scan', 'Bitmap Heap Scan']);
+const SORTS = new Set(['Sort', 'Incremental Sort']);
+
+/**
+ * A scan that reads every live row of a type: a sequential scan of anything, or `resource` read
+ * by any index but its primary key probed per match (resource_type_updated, resource_project).
+ */
+function wholeType(n: PlanNode): boolean {
+  if (n['Node Type'] === 'Seq Scan') return true;
+  if (!SCANS.has(n['Node Type']) || n['Relation Name'] !== 'resource') return false;
+  return n['Index Name'] !== 'resource_pkey' || !/\bid = /.test(n['Index Cond'] ?? '');
+}
+
+/** What is wrong with a plan for the kind of search (undefined: nothing). */
+type Check = (plan: PlanNode) => string | undefined;
+
+/** The page is read in index order: no sort anywhere, no sequential scan. */
+const ordered: Check = (plan) => {
+  const all = nodes(plan);
+  if (all.some((n) => n['Node Type'] === 'Seq Scan')) return 'a sequential scan';
+  const sort = all.find((n) => SORTS.has(n['Node Type']));
+  return sort ? `a ${sort['Node Type']} node` : undefined;
+};
+
+/**
+ * The matches are found through `index` (a lookup of the parameter's value) and only they are
+ * sorted: no sort above a scan of the whole type, no sequential scan.
+ */
+const matchesThrough =
+  (index: string): Check =>
+  (plan) => {
+    const all = nodes(plan);
+    if (all.some((n) => n['Node Type'] === 'Seq Scan')) return 'a sequential scan';
+    if (!all.some((n) => n['Index Name'] === index)) return `no scan of ${index}`;
+    const sorted = all.filter((n) => SORTS.has(n['Node Type'])).flatMap(nodes);
+    const walk = sorted.find(wholeType);
+    return walk ? `a sort above a scan of every ${walk['Relation Name']} row (${walk['Index Name'] ?? walk['Node Type']})` : undefined;
+  };
+
+const LOINC = 'http://loinc.org';
+const CASES: Array<{ search: string; check: Check; index: string }> = [
+  // The default order (_lastUpdated, id) and `_sort=_lastUpdated`: the type's live rows in time order.
+  { search: 'Observation?_count=10', check: ordered, index: 'resource_type_updated' },
+  { search: 'Observation?_sort=-_lastUpdated&_count=10', check: ordered, index: 'resource_type_updated' },
+  { search: `Observation?code=${LOINC}|8302-2&_sort=_lastUpdated&_count=10`, check: ordered, index: 'resource_type_updated' },
+  // A next page by keyset (`_cursor`): the index read from the cursor's key on, no OFFSET.
+  { search: `Observation?_count=10&_cursor=${Buffer.from(JSON.stringify(['2020-01-01T00:00:00.000000Z', 'plan-o1-1-1'])).toString('base64url')}`, check: ordered, index: 'resource_type_updated' },
+  // `_sort` by a parameter: its sort rows in index order.
+  { search: 'Patient?_sort=family&_count=10', check: ordered, index: 'search_string_sort' },
+  { search: 'Patient?_sort=-family&_count=10', check: ordered, index: 'search_string_sort' },
+  { search: 'Encounter?_sort=-date&_count=10', check: ordered, index: 'search_date_high' },
+  { search: 'Encounter?_sort=date&_count=10', check: ordered, index: 'search_date_lookup' },
+  // Selective searches: the matches through the value's lookup index, only they sorted.
+  { search: 'Patient?family=Smith&_count=10', check: matchesThrough('search_string_lookup'), index: 'search_string_lookup' },
+  { search: 'Patient?name=smith&_count=10', check: matchesThrough('search_string_lookup'), index: 'search_string_lookup' },
+  { search: 'Patient?identifier=https://example.org/mrn|MRN100007', check: matchesThrough('search_token_lookup'), index: 'search_token_lookup' },
+  { search: 'Observation?subject=Patient/plan-p2&_count=10', check: matchesThrough('search_reference_lookup'), index: 'search_reference_lookup' },
+  { search: `Observation?subject=Patient/plan-p2&code=${LOINC}|8302-2`, check: matchesThrough('search_reference_lookup'), index: 'search_reference_lookup' },
+  { search: 'Encounter?subject=Patient/plan-p7&_sort=-date', check: matchesThrough('search_reference_lookup'), index: 'search_reference_lookup' },
+  { search: 'Patient?family=Smith&_sort=family&_count=10', check: matchesThrough('search_string_lookup'), index: 'search_string_lookup' },
+];
+
+const FAMILIES = ['Smith', 'Garcia', 'Nguyen', 'Okafor', 'Kowalski', 'Haddad', 'Larsen', 'Moreau', 'Tanaka', 'Silva'];
+const VITALS = ['8302-2', '29463-7', '8867-4', '9279-1', '8310-5'];
+
+/** A small Synthea-shaped population: per patient 4 Encounters, per Encounter 3 Observations. */
+function population(patients: number): unknown[] {
+  const out: unknown[] = [];
+  for (let p = 0; p < patients; p++) {
+    const pid = `plan-p${p}`;
+    out.push({
+      resourceType: 'Patient',
+      id: pid,
+      identifier: [{ system: 'https://example.org/mrn', value: `MRN${100000 + p}` }],
+      name: [{ family: FAMILIES[p % FAMILIES.length], given: ['Ava'] }],
+    });
+    for (let e = 0; e < 4; e++) {
+      const start = new Date(Date.UTC(2010 + ((p + e) % 14), e % 12, 1)).toISOString();
+      out.push({ resourceType: 'Encounter', id: `plan-e${p}-${e}`, status: 'finished', class: { code: 'AMB' }, subject: { reference: `Patient/${pid}` }, period: { start, end: start } });
+      for (let o = 0; o < 3; o++) {
+        out.push({
+          resourceType: 'Observation',
+          id: `plan-o${p}-${e}-${o}`,
+          status: 'final',
+          code: { coding: [{ system: LOINC, code: VITALS[(e * 3 + o) % VITALS.length] }] },
+          subject: { reference: `Patient/${pid}` },
+          effectiveDateTime: start,
+        });
+      }
+    }
+  }
+  return out;
+}
+
+async function explain(q: Queryable, sql: string, values: unknown[]): Promise<PlanNode> {
+  const res = await q.query<Record<string, unknown>>(`EXPLAIN (FORMAT JSON) ${sql}`, values);
+  const cell = Object.values(res.rows[0] ?? {})[0];
+  const plan = (typeof cell === 'string' ? JSON.parse(cell) : cell) as Array<{ Plan: PlanNode }>;
+  return plan[0].Plan;
+}
+
+const ROLLBACK = new Error('rolled back');
+
+for (const driver of drivers) {
+  describe(`search query plans (${driver})`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startServer(driver);
+      const resources = population(120);
+      for (let i = 0; i < resources.length; i += 100) {
+        const entry = resources.slice(i, i + 100).map((resource) => {
+          const r = resource as { resourceType: string; id: string };
+          return { resource: r, request: { method: 'PUT', url: `${r.resourceType}/${r.id}` } };
+        });
+        const res = await server.fhir('POST', '', { body: { resourceType: 'Bundle', type: 'transaction', entry } });
+        assert.equal(res.status, 200, res.text);
+      }
+      await server.app.db.query('VACUUM ANALYZE');
+    });
+    after(() => server.stop());
+
+    /** The plan of the search's page (or its bounded COUNT), seqscan off, with `drop` dropped first; always rolled back. */
+    async function planOf(search: string, options: { drop?: string; count?: boolean } = {}): Promise<PlanNode> {
+      const [type, qs] = search.split('?');
+      const scope = scopeFor({ projectId: server.projectId, superAdmin: false, projectAdmin: false, membershipId: server.member?.membershipId });
+      let plan: PlanNode | undefined;
+      await server.app.db
+        .transaction(async (tx) => {
+          // A table of a few pages is read whole (sequential or bitmap scans, hash and merge
+          // joins) whatever the query; on the large tables these plans are for, a LIMIT is
+          // answered by index probes. Sorting stays enabled: a plan that sorts shows it.
+          for (const method of ['seqscan', 'bitmapscan', 'hashjoin', 'mergejoin']) await tx.query(`SET LOCAL enable_${method} = off`);
+          if (options.drop) await tx.query(`DROP INDEX ${options.drop}`);
+          const built = await buildSearch(tx, scope, { resourceType: type, params: [...new URLSearchParams(qs)] });
+          const statement = options.count ? built.count(1001) : built.page;
+          plan = await explain(tx, statement.sql, statement.values);
+          throw ROLLBACK;
+        })
+        .catch((err: unknown) => {
+          if (err !== ROLLBACK) throw err;
+        });
+      return plan as PlanNode;
+    }
+
+    for (const { search, check, index } of CASES) {
+      test(`${search}: ${check === ordered ? 'read in index order' : 'matches read through their index'} (${index}); without it the check fails`, async () => {
+        const plan = await planOf(search);
+        assert.equal(check(plan), undefined, outline(plan));
+        const without = await planOf(search, { drop: index });
+        assert.notEqual(check(without), undefined, `still passes without ${index}:\n${outline(without)}`);
+      });
+    }
+
+    test('the total of a search with many matches counts at most 1,001 of them (a Limit under the count)', async () => {
+      const plan = await planOf('Observation?code=http://loinc.org|8302-2', { count: true });
+      assert.equal(plan['Node Type'], 'Aggregate');
+      assert.equal(plan.Plans?.[0]['Node Type'], 'Limit');
+    });
+  });
+}
