@@ -137,7 +137,7 @@ for (const driver of drivers) {
           severity: 'error',
           code: 'required',
           details: { coding: [{ system: 'http://hl7.org/fhir/java-core-messageId', code: 'Validation_VAL_Profile_Minimum' }], text: 'birthDate: minimum required = 1, but only found 0' },
-          expression: ['Patient'],
+          expression: ['Patient.birthDate'],
         },
       ]);
       // The base definition of the type is what is checked: no issue.
