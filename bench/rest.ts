@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +6,7 @@ import { load, table, type LoadResult } from './http-load.js';
 import { exportRow, measureExport } from './export.js';
 import { loadPopulation } from './population.js';
 import { startBareProcess } from './server-process.js';
-import { patientResources, resourcesPerPatient, writeSyntheaNdjson, type SyntheaShape } from './synthea-like.js';
+import { patientResources, resourcesPerPatient, uuidOf, withUrnReferences, writeSyntheaNdjson, type SyntheaShape } from './synthea-like.js';
 
 /** The shape of the generated population (writeSyntheaNdjson's default). */
 const SHAPE: SyntheaShape = { patients: 0, encounters: 10, observations: 5 };
@@ -160,19 +159,6 @@ async function transactions(fhir: string, headers: Record<string, string>, secon
     resources += entry.length;
   }
   return { perSecond: resources / ((performance.now() - started) / 1000), bundles };
-}
-
-/** A UUID made from a generated id (the same id gives the same UUID). */
-function uuidOf(id: string): string {
-  const hex = createHash('sha256').update(id).digest('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
-}
-
-function withUrnReferences(resource: Record<string, unknown>): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(resource).replace(/"reference":"[A-Za-z]+\/([^"]+)"/g, (_m, id: string) => `"reference":"urn:uuid:${uuidOf(id)}"`)) as Record<
-    string,
-    unknown
-  >;
 }
 
 function validationMicros(): number {

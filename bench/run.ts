@@ -1,5 +1,6 @@
 import { benchExport } from './export.js';
 import { benchLoinc } from './loinc.js';
+import { benchWrites } from './writes.js';
 import { benchRest } from './rest.js';
 import { benchStart } from './start.js';
 import { benchTerminology } from './terminology.js';
@@ -40,6 +41,13 @@ async function main(argv: string[]): Promise<void> {
   const rest = () => benchRest({ seconds, connections: 32, drivers, importSize });
   if (argv[0] === 'rest') {
     console.log(await rest());
+    return;
+  }
+  if (argv[0] === 'writes') {
+    // Creates and Synthea-shaped transactions with conditional references (bench/writes.ts); --workers=1,2 on PostgreSQL.
+    const workers = (argv.find((a) => a.startsWith('--workers='))?.slice('--workers='.length) ?? '1').split(',').map(Number);
+    const sizes = (argv.find((a) => a.startsWith('--sizes='))?.slice('--sizes='.length) ?? '100,1000,3000').split(',').map(Number);
+    console.log(await benchWrites({ seconds, connections: 32, drivers, workers, sizes, inFlight: Number(process.env.BENCH_IN_FLIGHT ?? 1) }));
     return;
   }
   if (argv[0] === 'export') {

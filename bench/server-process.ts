@@ -37,6 +37,8 @@ export async function startLatticeProcess(env: Record<string, string> = {}, read
       LOG_LEVEL: 'warn',
       LATTICE_ADMIN_EMAIL: 'admin@example.com',
       LATTICE_ADMIN_PASSWORD: 'admin-password-123',
+      // One server process unless a row asks for more (rows compare like with like; docs/deployment.md#workers).
+      LATTICE_WORKERS: '1',
       ...env,
     },
     stdio: ['ignore', 'inherit', 'inherit'],

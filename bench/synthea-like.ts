@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 
@@ -103,4 +104,17 @@ export async function writeSyntheaNdjson(file: string, total: number, shape: Syn
   out.end();
   await once(out, 'finish');
   return n;
+}
+
+/** A UUID made from a generated id (the same id gives the same UUID). */
+export function uuidOf(id: string): string {
+  const hex = createHash('sha256').update(id).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+export function withUrnReferences(resource: Record<string, unknown>): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(resource).replace(/"reference":"[A-Za-z]+\/([^"]+)"/g, (_m, id: string) => `"reference":"urn:uuid:${uuidOf(id)}"`)) as Record<
+    string,
+    unknown
+  >;
 }

@@ -130,6 +130,8 @@ export interface Config {
   txCacheMb: number;
   /** Code-system canonicals whose in-memory index is built at start, in the background. */
   txPreload: string[];
+  /** `LATTICE_WORKERS`: server processes of `lattice serve`; 0 = the default (src/cluster/worker-count.ts). */
+  workers: number;
   /** `LATTICE_READ_CACHE` (default on; `off`): current resource rows kept in memory (storage/row-cache.ts). */
   readCache: boolean;
   /** `lattice import`: a CodeSystem with more concepts is indexed staged (docs/terminology.md#atomic-imports). */
@@ -208,6 +210,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     baseTerminology,
     txCacheMb: intOf(env.LATTICE_TX_CACHE_MB, 1024, 'LATTICE_TX_CACHE_MB'),
     readCache: (env.LATTICE_READ_CACHE ?? 'on') !== 'off',
+    workers: intOf(env.LATTICE_WORKERS, 0, 'LATTICE_WORKERS'),
     txPreload: (env.LATTICE_TX_PRELOAD ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     txStagedImportAbove: intOf(env.LATTICE_TX_STAGED_IMPORT_ABOVE, 20_000, 'LATTICE_TX_STAGED_IMPORT_ABOVE'),
     terminologyLimits: {

@@ -1,5 +1,9 @@
 #!/usr/bin/env node
+import cluster from 'node:cluster';
+import pino from 'pino';
 import { createApp } from './app.js';
+import { superviseWorkers, workerSlot } from './cluster/supervisor.js';
+import { WorkersRefused, workerCount } from './cluster/worker-count.js';
 import { loadConfig } from './config.js';
 import { DataFolderInUse } from './storage/data-folder-lock.js';
 import { ListenUnsupported } from './storage/database-errors.js';
@@ -25,7 +29,8 @@ import { PackageError } from './profiles/package/package-error.js';
 const CLI_APP = { emailSender: false };
 
 const USAGE = `Usage:
-  lattice serve                            start the server (default)
+  lattice serve                            start the server (default): LATTICE_WORKERS processes
+                                           share the port (PostgreSQL: one per core by default)
   lattice import <file> [--project <id> | --shared]
                                            load a resource JSON, a Bundle or NDJSON (terminology and
                                            clinical) into the configured database (stop a server on
@@ -265,11 +270,23 @@ async function adminCommand(args: string[]): Promise<void> {
   }
 }
 
+/**
+ * `lattice serve`: one server process, or with several workers (docs/deployment.md#workers) a
+ * primary that forks them — each worker runs this same function and serves on the shared port.
+ */
 async function serve(): Promise<void> {
   const config = loadConfig();
-  const app = await createApp(config);
+  const workers = cluster.isPrimary ? workerCount(config.workers, config.databaseUrl !== undefined) : 1;
+  if (workers > 1) {
+    process.exitCode = await superviseWorkers(workers, pino({ level: config.logLevel }));
+    return;
+  }
+  const slot = workerSlot();
+  // The base terminologies are written once per database: by the first worker only (the others
+  // still write one a request needs, as `lazy` does).
+  const app = await createApp(slot > 1 ? { ...config, baseTerminology: 'lazy' } : config);
   const address = await app.listen();
-  app.log.info({ address, driver: app.db.driver }, 'Lattice listening');
+  app.log.info({ address, driver: app.db.driver, ...(cluster.isWorker ? { worker: slot, pid: process.pid } : {}) }, 'Lattice listening');
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -288,7 +305,7 @@ async function serve(): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err) => {
-  console.error(err instanceof DataFolderInUse || err instanceof ListenUnsupported ? err.message : err);
+  console.error(err instanceof DataFolderInUse || err instanceof ListenUnsupported || err instanceof WorkersRefused ? err.message : err);
   if (err instanceof DataFolderInUse) console.error(dataFolderInUseHint(process.argv[2]));
   process.exit(1);
 });

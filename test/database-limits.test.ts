@@ -52,7 +52,7 @@ for (const driver of drivers) {
     test('/healthz reports the database', async () => {
       const res = await server.request('GET', '/healthz', { token: null });
       assert.equal(res.status, 200, res.text);
-      assert.deepEqual(res.body, { status: 'ok', database: { driver, state: 'ok' } });
+      assert.deepEqual(res.body, { status: 'ok', database: { driver, state: 'ok' }, pid: process.pid });
     });
 
     test('a request holding the database past the limit: 503, nothing written; others get 503 busy, /healthz answers', async () => {

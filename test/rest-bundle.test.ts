@@ -207,6 +207,32 @@ for (const driver of drivers) {
       assert.equal(ooText(several.response.outcome), `conditional reference 'Patient?identifier=${system}|${twin}' matches several resources`);
     });
 
+    test('a Bundle resolves repeated conditional references once, and again after an entry writes their type', async () => {
+      // Each criteria is searched once per Bundle (docs/rest.md#conditional-references); an entry
+      // that writes an Organization makes the next `Organization?…` search again: a second
+      // Organization with the same identifier makes it match several (412), in a transaction as
+      // in a batch — a cached answer would have resolved it to the first.
+      const token = server.memberToken;
+      const value = mrn();
+      const system = 'http://example.org/org-id';
+      const org = await server.fhir('POST', '/Organization', { token, body: { resourceType: 'Organization', identifier: [{ system, value }] } });
+      assert.equal(org.status, 201, org.text);
+      const ref = `Organization?identifier=${system}|${value}`;
+      const patient = { resource: { resourceType: 'Patient', managingOrganization: { reference: ref } }, request: { method: 'POST', url: 'Patient' } };
+      const twin = { resource: { resourceType: 'Organization', identifier: [{ system, value }] }, request: { method: 'POST', url: 'Organization' } };
+      for (const type of ['transaction', 'batch']) {
+        const repeated = await server.fhir('POST', '', { token, body: { resourceType: 'Bundle', type, entry: [patient, patient, patient] } });
+        assert.equal(repeated.status, 200, repeated.text);
+        for (const e of repeated.body.entry) assert.equal(e.resource.managingOrganization.reference, `Organization/${org.body.id}`, type);
+      }
+      const tx = await server.fhir('POST', '', { token, body: { resourceType: 'Bundle', type: 'transaction', entry: [patient, twin, patient] } });
+      assert.equal(tx.status, 412, tx.text);
+      assert.equal(ooText(tx.body), `Bundle.entry[2]: conditional reference '${ref}' matches several resources`);
+      const batch = await server.fhir('POST', '', { token, body: { resourceType: 'Bundle', type: 'batch', entry: [patient, twin, patient] } });
+      assert.equal(batch.status, 200, batch.text);
+      assert.deepEqual(batch.body.entry.map((e: { response: { status: string } }) => e.response.status), ['201 Created', '201 Created', '412 Precondition Failed']);
+    });
+
     test('MedplumClient.executeBatch and fhir-kit-client transaction/batch', async () => {
       const medplum = new MedplumClient({ baseUrl: `${server.baseUrl}/`, fetch, storage: undefined });
       medplum.setAccessToken(project.adminToken);

@@ -38,9 +38,9 @@ for (const driver of drivers) {
       });
       assert.equal(nested.status, 400, nested.text);
       assert.deepEqual(nested.body.issue.map((i: { expression: string[] }) => i.expression[0]), ['Patient.name[1].use', 'Patient.telecom[0].system']);
-      // Observation.status (code) and a contained resource's binding.
+      // Observation.status (code) and a contained resource's binding (the contained Patient is referenced: dom-3).
       const obs = await server.fhir('POST', '/Observation', {
-        body: { resourceType: 'Observation', status: 'finalish', code: { text: 'x' }, contained: [{ resourceType: 'Patient', id: 'p', gender: 'x' }] },
+        body: { resourceType: 'Observation', status: 'finalish', code: { text: 'x' }, contained: [{ resourceType: 'Patient', id: 'p', gender: 'x' }], subject: { reference: '#p' } },
       });
       assert.equal(obs.status, 400, obs.text);
       assert.deepEqual(obs.body.issue.map((i: { expression: string[] }) => i.expression[0]).sort(), ['Observation.contained[0].gender', 'Observation.status']);

@@ -52,13 +52,14 @@ for (const driver of drivers) {
   describe(`terminology caches (${driver})`, () => {
     let server: TestServer;
     before(async () => {
-      // 1 MB: room for about one of the code systems below at a time.
+      // 1 MB: room for about seven of the twelve code systems below at a time (an index is
+      // ~120 kB: flat columns, docs/terminology.md#in-memory-index).
       server = await startServer(driver, { env: { LATTICE_TX_CACHE_MB: '1' } });
     });
     after(() => server.stop());
 
     test('with more code systems than the memory budget holds, answers stay correct (indexes are evicted and rebuilt)', async () => {
-      const urls = [0, 1, 2, 3].map((i) => `http://example.org/budget/${i}`);
+      const urls = Array.from({ length: 12 }, (_, i) => `http://example.org/budget/${i}`);
       for (const [i, url] of urls.entries()) {
         const put = await server.fhir('PUT', `/CodeSystem/budget-${i}`, { body: codeSystem(`budget-${i}`, url, 1200, `System${i}`) });
         assert.equal(put.status, 201, put.text);

@@ -25,8 +25,12 @@ export interface BindingChecker {
 
 /** Validates a resource for create, update, patch and `$validate`: structure, then required bindings. */
 export interface ResourceValidator {
-  /** One issue per problem (empty = valid); never throws for any JSON input. */
-  validate(resource: unknown): Promise<OperationOutcomeIssue[]>;
+  /**
+   * One issue per problem (empty = valid; warnings do not make it invalid); never throws for any
+   * JSON input. `context.repo`: the caller's repository, where a QuestionnaireResponse's
+   * Questionnaire is looked up (without it, a canonical Questionnaire is reported not found).
+   */
+  validate(resource: unknown, context?: ValidationContext): Promise<OperationOutcomeIssue[]>;
   /**
    * A validator for use inside a database transaction (PATCH, transaction Bundles), where the
    * terminology engine must not be asked (on PGlite it would wait for the very transaction that
@@ -76,4 +80,9 @@ export interface ProfileValidator {
    * validator again (a Bundle entry inside the transaction), it keeps its rule and loaded profiles.
    */
   writeValidator(base: ResourceValidator, caller: { repo: ResourceRepository; projectId?: string }): Promise<ResourceValidator>;
+}
+
+/** Who a validation runs for: the caller's repository (its project's resources and shared ones). */
+export interface ValidationContext {
+  repo: ResourceRepository;
 }

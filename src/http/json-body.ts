@@ -1,12 +1,16 @@
 import { MAX_JSON_DEPTH } from '../fhir/json.js';
-import { badRequest } from '../fhir/outcome.js';
+import type { OperationOutcomeIssue } from '@medplum/fhirtypes';
+import { badRequest, FhirError, issue } from '../fhir/outcome.js';
+import { jsonProblems, type JsonProblem } from './json-syntax.js';
 
 /** The answer to a request body (JSON or form) with a NUL character. */
 export const NUL_IN_CONTENT = 'Content contains a NUL character (U+0000)';
 
 /**
  * Parses a JSON request body. Whitespace only = no body (undefined). Throws a 400 FhirError
- * for text that is not JSON, is nested deeper than MAX_JSON_DEPTH, or holds a NUL character
+ * for text that is not JSON (one issue per syntax problem found, with its line and column),
+ * repeats a property name in one object (JSON.parse would silently keep the last), is nested
+ * deeper than MAX_JSON_DEPTH, or holds a NUL character
  * in a string: PostgreSQL text cannot store one (and FHIR strings may not contain it), so
  * it is refused here rather than failing in whichever feature stores the value.
  */
@@ -15,11 +19,29 @@ export function parseJsonBody(text: string): unknown {
   const problem = scan(text);
   if (problem === 'too-deep') throw badRequest(`Content is nested too deeply (more than ${MAX_JSON_DEPTH} levels)`);
   if (problem === 'nul') throw badRequest(NUL_IN_CONTENT);
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
-    throw badRequest('Content could not be parsed');
+    throw new FhirError(400, [issue('invalid', 'Content could not be parsed'), ...jsonProblems(text).map(problemIssue)]);
   }
+  const duplicates = jsonProblems(text);
+  if (duplicates.length > 0) throw new FhirError(400, duplicates.map(problemIssue));
+  return value;
+}
+
+const LINE = 'http://hl7.org/fhir/StructureDefinition/operationoutcome-issue-line';
+const COLUMN = 'http://hl7.org/fhir/StructureDefinition/operationoutcome-issue-col';
+
+/** One problem of the text as an issue: `line L, column C: …`, with the R4 line/col extensions. */
+function problemIssue(problem: JsonProblem): OperationOutcomeIssue {
+  return {
+    ...issue('invalid', `Line ${problem.line}, column ${problem.column}: ${problem.text}`),
+    extension: [
+      { url: LINE, valueInteger: problem.line },
+      { url: COLUMN, valueInteger: problem.column },
+    ],
+  };
 }
 
 /**

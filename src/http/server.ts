@@ -135,7 +135,8 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
     const database = await services.db.health();
     const ok = database.state !== 'unavailable';
     void reply.status(ok ? 200 : 503).header('Cache-Control', 'no-store');
-    return { status: ok ? 'ok' : 'unavailable', database };
+    // `pid`: which server process answered (several share the port, docs/deployment.md#workers).
+    return { status: ok ? 'ok' : 'unavailable', database, pid: process.pid };
   });
 
   // A method the URL does not support is refused before the body is parsed, so e.g. a PATCH

@@ -9,7 +9,7 @@ import { resourceTypesIn } from '../fhir/validation/bindings.js';
 import { FhirError, badRequest, internalError, preconditionFailed } from '../fhir/outcome.js';
 import { conditionalMatches, conditionalQuery, ifNoneExistParams } from './conditional.js';
 import { createResource } from './crud.js';
-import { resolveConditionalReference, resolveConditionalReferences } from './conditional-references.js';
+import { ResolvedReferences, resolveConditionalReference, resolveConditionalReferences } from './conditional-references.js';
 import { versionHeaders } from './headers.js';
 import { fhirRoute, type FhirRoute } from './route.js';
 
@@ -69,18 +69,23 @@ export async function bundleInteraction(
   const base = req.ctx.fhirBaseUrl;
   if (body.type === 'batch') {
     const entries: BundleEntry[] = [];
+    const resolved = new ResolvedReferences();
     for (let i = 0; i < rawEntries.length; i++) {
+      let written: string | undefined;
       try {
         const entry = parseEntry(rawEntries[i], i, base, false);
+        written = entry.method === 'GET' ? undefined : entry.type;
         // Conditional references are resolved as in a transaction (FHIR R4 allows it in a
         // batch); `urn:uuid:`s are not: batch entries do not depend on each other.
         if (entry.resource && (entry.method === 'POST' || entry.method === 'PUT')) {
-          entry.resource = await resolveConditionalReferences(req.ctx.repo, entry.resource);
+          entry.resource = await resolveConditionalReferences(req.ctx.repo, entry.resource, resolved);
         }
         entries.push(responseEntry(await routeWith(validator)(entryRequest(req, entry, req.ctx.repo), entry.route)));
       } catch (err) {
         if (!(err instanceof FhirError)) throw err;
         entries.push({ response: { status: statusLine(err.status), outcome: err.outcome } });
+      } finally {
+        resolved.written(written);
       }
     }
     return { status: 200, body: { resourceType: 'Bundle', type: 'batch-response', entry: entries } satisfies Bundle };
@@ -109,13 +114,16 @@ export async function bundleInteraction(
     const out: BundleEntry[] = new Array<BundleEntry>(parsed.length);
     const targets = await resolveTargets(repo, parsed);
     const { ids } = targets;
+    const resolved = new ResolvedReferences();
     const ordered = [...parsed].sort((a, b) => ORDER[a.method] - ORDER[b.method] || a.index - b.index);
     for (const entry of ordered) {
       out[entry.index] = await atEntry(entry.index, async () => {
         const first = targets.sameAs.get(entry.index);
         // The same ifNoneExist as an earlier entry: that entry's resource, as a match (200).
         if (first !== undefined) return { ...out[first], response: { ...out[first].response, status: statusLine(200) } };
-        if (entry.resource) entry.resource = (await resolveReferences(repo, entry.resource, ids, entry.index)) as JsonObject;
+        if (entry.resource) entry.resource = (await resolveReferences(repo, entry.resource, ids, resolved)) as JsonObject;
+        // What this entry writes may change what a later conditional reference matches.
+        if (entry.method !== 'GET') resolved.written(entry.type);
         const match = targets.existing.get(entry.index);
         if (entry.method === 'POST' && match) {
           return { resource: match as unknown as BundleEntry['resource'], response: { status: statusLine(200), etag: versionHeaders(match).ETag } };
@@ -307,14 +315,14 @@ function urnsIn(text: string): string[] {
  * Rewrites every `reference` inside a resource: a fullUrl of the Bundle → `Type/id`; an unknown
  * `urn:uuid:` → 400; `Type?search` (a conditional reference) → its single match (400 otherwise).
  */
-async function resolveReferences(repo: ResourceRepository, value: unknown, ids: Map<string, string>, index: number): Promise<unknown> {
+async function resolveReferences(repo: ResourceRepository, value: unknown, ids: Map<string, string>, resolved: ResolvedReferences): Promise<unknown> {
   // One element at a time: the lookups share the transaction's connection (no concurrent queries on it).
-  if (Array.isArray(value)) return sequentially(value, (v) => resolveReferences(repo, v, ids, index));
+  if (Array.isArray(value)) return sequentially(value, (v) => resolveReferences(repo, v, ids, resolved));
   if (!isObject(value)) return value;
   const out: JsonObject = {};
   for (const [key, v] of Object.entries(value)) {
-    if (key === 'reference' && typeof v === 'string') out[key] = await resolveReference(repo, v, ids);
-    else out[key] = await resolveReferences(repo, v, ids, index);
+    if (key === 'reference' && typeof v === 'string') out[key] = await resolveReference(repo, v, ids, resolved);
+    else out[key] = await resolveReferences(repo, v, ids, resolved);
   }
   return out;
 }
@@ -325,11 +333,11 @@ async function sequentially<T>(items: unknown[], fn: (item: unknown) => Promise<
   return out;
 }
 
-async function resolveReference(repo: ResourceRepository, reference: string, ids: Map<string, string>): Promise<string> {
+async function resolveReference(repo: ResourceRepository, reference: string, ids: Map<string, string>, resolved: ResolvedReferences): Promise<string> {
   const mapped = ids.get(reference);
   if (mapped) return mapped;
   if (reference.startsWith('urn:uuid:') || reference.startsWith('urn:oid:')) throw badRequest(`unknown reference '${reference}': no entry has this fullUrl`);
-  return resolveConditionalReference(repo, reference);
+  return resolveConditionalReference(repo, reference, resolved);
 }
 
 /** A transaction/batch response entry from an interaction's result. */

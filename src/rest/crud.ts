@@ -107,7 +107,8 @@ async function checkedBody(req: FhirRequest, type: string, validator: ResourceVa
     const { id: _ignored, ...rest } = body;
     resource = rest;
   }
-  const problems = await validator.validate(resource);
+  // Warnings (a QuestionnaireResponse's Questionnaire not found) do not refuse the write.
+  const problems = (await validator.validate(resource, { repo: req.ctx.repo })).filter((p) => p.severity === 'error' || p.severity === 'fatal');
   if (problems.length > 0) throw new FhirError(400, problems);
   // Conditional references are resolved here as in a transaction, never stored as text.
   return resolveConditionalReferences(req.ctx.repo, resource as unknown as Resource);

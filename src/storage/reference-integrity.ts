@@ -50,23 +50,32 @@ export function literalReferences(resource: Resource): FoundReference[] {
  * Refuses (400, naming the reference and its element) a write of `resource` into `projectId`
  * when the project checks references and one points nowhere. `pending`: `Type/id` keys written
  * by the same transaction but not yet stored (held creates). No statement when the resource
- * holds no relative literal reference.
+ * holds no relative literal reference, nor when `known` (a transaction's memory of the
+ * projects' flags, filled here) says the project does not check.
  */
-export async function checkReferencesExist(q: Queryable, resource: Resource, projectId: string | undefined, pending: ReadonlySet<string>): Promise<void> {
-  if (projectId === undefined) return;
+export async function checkReferencesExist(
+  q: Queryable,
+  resource: Resource,
+  projectId: string | undefined,
+  pending: ReadonlySet<string>,
+  known?: Map<string, boolean>,
+): Promise<void> {
+  if (projectId === undefined || known?.get(projectId) === false) return;
   const self = `${resource.resourceType}/${resource.id}`;
   const refs = literalReferences(resource).filter((r) => `${r.type}/${r.id}` !== self && !pending.has(`${r.type}/${r.id}`));
   if (refs.length === 0) return;
-  const missing = await q.query<{ n: number }>(
-    `SELECT u.n::int AS n FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(t, i, n)
+  // One row: the project's flag, and (when it checks) the first reference that names nothing.
+  const found = await q.query<{ checks: boolean; n: number | null }>(
+    `SELECT ${PROJECT_CHECKS} AS checks, (SELECT u.n::int FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(t, i, n)
      WHERE ${PROJECT_CHECKS} AND NOT EXISTS (SELECT 1 FROM resource r WHERE r.resource_type = u.t AND r.id = u.i
        AND NOT r.deleted AND r.version_id > 0 AND (r.project_id = $1 OR r.project_id IS NULL))
-     ORDER BY u.n LIMIT 1`,
+     ORDER BY u.n LIMIT 1) AS n`,
     [projectId, refs.map((r) => r.type), refs.map((r) => r.id)],
   );
-  const first = missing.rows[0];
-  if (first === undefined) return;
-  const ref = refs[first.n - 1];
+  const row = found.rows[0];
+  known?.set(projectId, row?.checks === true);
+  if (row?.n === null || row?.n === undefined) return;
+  const ref = refs[row.n - 1];
   throw badRequest(`Reference '${ref.reference}' at ${ref.path} points to no resource (the project checks references on write)`, ref.path);
 }
 

@@ -39,6 +39,11 @@ interface HeldCreate {
 interface HeldCreates {
   items: HeldCreate[];
   writer: Repository;
+  /**
+   * Whether each project checks references on write, as this transaction read it: asked once,
+   * not once per entry (docs/rest.md#cost-of-a-request). Forgotten when the transaction writes a Project.
+   */
+  checksReferences: Map<string, boolean>;
 }
 
 /** The held-back creates of each open transaction that batches them. */
@@ -180,14 +185,18 @@ export class Repository implements SystemRepository {
     const id = options.id ?? randomUUID();
     this.scope.checkCreate(resource.resourceType);
     this.scope.checkAccess(resource.resourceType, 'c');
+    this.forgetProjectFlags(resource.resourceType);
     const candidate = this.policyWrite({ ...resource, id }, undefined) as T;
     await this.hooks.ready(this.db, this.since);
     await this.runBeforeWrite(candidate, undefined);
     await this.checkReferences(candidate, this.scope.ownerOfNew(candidate.resourceType, candidate.id, candidate.meta?.project));
-    // In a transaction that batches its creates, a create no hook sees is held back and written
-    // with the others in one statement (before the transaction's next statement or its commit).
+    // In a transaction that batches its creates, a create that needs nothing after its write (no
+    // hook's afterWrite, no access check of the written row; beforeWrite hooks ran above, redact
+    // applies to the answer) is held back and written with the others in one statement (before
+    // the transaction's next statement or its commit). A Patient or a DiagnosticReport (the
+    // attachment hook rewrites signed URLs before the write) is held like an Observation.
     const batch = this.joined && this.tx ? heldCreates.get(this.tx) : undefined;
-    if (batch && this.hooks.for(candidate.resourceType).length === 0 && this.writesAlone(candidate.resourceType, 'c')) {
+    if (batch && this.writesAlone(candidate.resourceType, 'c')) {
       return this.holdCreate(batch, candidate) as T;
     }
     // Nothing to check or mirror after the write: its one statement is the whole change.
@@ -282,6 +291,7 @@ export class Repository implements SystemRepository {
     if (!id || !FHIR_ID.test(id)) throw badRequest('Invalid resource id', `${resourceType}.id`);
     this.scope.checkCreate(resourceType);
     this.scope.checkAccess(resourceType, 'u');
+    this.forgetProjectFlags(resourceType);
     await this.hooks.ready(this.db, this.since);
     // Fresh: the no-op shortcut below must compare with the stored version, never with a
     // cached row another node may already have replaced (that update would be lost).
@@ -348,6 +358,7 @@ export class Repository implements SystemRepository {
    */
   async delete(resourceType: string, id: string, options: { ifMatch?: string } = {}): Promise<boolean> {
     this.scope.checkAccess(resourceType, 'd');
+    this.forgetProjectFlags(resourceType);
     await this.hooks.ready(this.db, this.since);
     return this.db.transaction(async (tx) => {
       const row = await this.lockRow(tx, resourceType, id);
@@ -462,7 +473,7 @@ export class Repository implements SystemRepository {
     if (this.joined) return fn(this);
     if (!options?.batchCreates) return this.db.transaction((tx) => fn(this.inTransaction(tx)), options);
     return this.db.transaction(async (tx) => {
-      heldCreates.set(tx, { items: [], writer: this });
+      heldCreates.set(tx, { items: [], writer: this, checksReferences: new Map() });
       try {
         const result = await fn(this.inTransaction(tx));
         await flushCreates(tx); // before the commit
@@ -488,7 +499,12 @@ export class Repository implements SystemRepository {
   private async checkReferences(resource: Resource, projectId: string | undefined): Promise<void> {
     const held = this.joined && this.tx ? heldCreates.get(this.tx) : undefined;
     const pending = new Set((held?.items ?? []).map((i) => `${i.resource.resourceType}/${i.resource.id}`));
-    await checkReferencesExist(this.db, resource, projectId, pending);
+    await checkReferencesExist(this.db, resource, projectId, pending, held?.checksReferences);
+  }
+
+  /** A write of `resourceType` in this transaction: a Project's may change whether it checks references. */
+  private forgetProjectFlags(resourceType: string): void {
+    if (resourceType === 'Project' && this.joined && this.tx) heldCreates.get(this.tx)?.checksReferences.clear();
   }
 
   private async runBeforeWrite(resource: Resource, previous: Resource | undefined): Promise<void> {

@@ -16,7 +16,7 @@ export interface ServerProcess {
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const child = spawn(process.execPath, latticeArgs('serve'), {
     cwd: projectRoot,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LATTICE_BASE_TERMINOLOGY: 'lazy', LATTICE_PASSWORD_COST: '10', ...env, LOG_LEVEL: 'info' }, // info: the "Lattice listening" line carries the port
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LATTICE_BASE_TERMINOLOGY: 'lazy', LATTICE_PASSWORD_COST: '10', LATTICE_WORKERS: '1', ...env, LOG_LEVEL: 'info' }, // one process unless `env` asks for workers; info: the "Lattice listening" line carries the port
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

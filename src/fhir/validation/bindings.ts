@@ -3,8 +3,9 @@ import type { BindingChecker, ResourceValidator, ValueSetCodes } from '../../cor
 import { isObject } from '../json.js';
 import { issue } from '../outcome.js';
 import { typeNode, type ObjectNode } from './element-index.js';
-import { MAX_DEPTH, MAX_ISSUES, validateResource } from './validate-resource.js';
+import { MAX_DEPTH, MAX_ISSUES, validateBaseRules, validateStructure } from './validate-resource.js';
 import { isResourceType } from './structure-definitions.js';
+import { questionnaireLookupIssues } from './questionnaire-lookup.js';
 
 /** One coded value under a `required` binding. */
 interface BoundValue {
@@ -20,14 +21,17 @@ interface BoundValue {
  * structural check of the R4 StructureDefinitions, then — for a structurally valid resource —
  * the `required` bindings of `code`, `Coding` and `CodeableConcept` elements against the value
  * sets' codes, as the `checker` (the terminology engine, wired by src/app.ts) gives them.
- * A binding whose value set the checker cannot resolve is not checked.
+ * A binding whose value set the checker cannot resolve is not checked. Then a
+ * QuestionnaireResponse against its Questionnaire, looked up in the caller's repository
+ * (questionnaire-lookup.ts).
  */
 export function createResourceValidator(checker: BindingChecker): ResourceValidator {
   return {
-    async validate(resource) {
-      const problems = validateResource(resource);
+    async validate(resource, context) {
+      // Bindings and Questionnaires are read from a structurally valid resource, whatever the base rules say.
+      const problems = validateStructure(resource);
       if (problems.length > 0) return problems;
-      return bindingIssues(resource, checker);
+      return [...validateBaseRules(resource), ...(await bindingIssues(resource, checker)), ...(await questionnaireLookupIssues(resource, context?.repo, checker))];
     },
     async prepare(resourceTypes) {
       const valueSets = new Set(resourceTypes.flatMap((t) => boundValueSets(t)));

@@ -145,7 +145,7 @@ describe('validateResource: unknown elements', () => {
     expectIssues(name({ given: ['A', 'B'], _given: [null] }), ['structure Patient.name[0].given']);
     expectIssues(name({ given: ['A', null] }), ['structure Patient.name[0].given[1]']);
     expectIssues(name({ given: ['A'], _given: { id: 'x' } }), ['structure Patient.name[0].given']);
-    expectIssues(name({ given: ['A', 'B'], _given: [null, { extension: [{ url: 'u', valueFoo: 1 }] }] }), ['structure Patient.name[0].given[1].extension[0].valueFoo']);
+    expectIssues(name({ given: ['A', 'B'], _given: [null, { extension: [{ url: 'http://u', valueFoo: 1 }] }] }), ['structure Patient.name[0].given[1].extension[0].valueFoo']);
   });
 
   it('checks extensions and modifierExtensions: url required, value[x] typed', () => {
@@ -206,8 +206,8 @@ describe('validateResource: primitive formats', () => {
     ['uri', { resourceType: 'Patient', implicitRules: 'http://a b' }, 'value Patient.implicitRules'],
     ['url', { resourceType: 'Patient', photo: [{ url: 'http://a b' }] }, 'value Patient.photo[0].url'],
     ['canonical', { resourceType: 'Patient', meta: { profile: ['http://x y'] } }, 'value Patient.meta.profile[0]'],
-    ['oid', { resourceType: 'Patient', extension: [{ url: 'u', valueOid: '2.16.840' }] }, 'value Patient.extension[0].valueOid'],
-    ['uuid', { resourceType: 'Patient', extension: [{ url: 'u', valueUuid: 'urn:uuid:XYZ' }] }, 'value Patient.extension[0].valueUuid'],
+    ['oid', { resourceType: 'Patient', extension: [{ url: 'http://u', valueOid: '2.16.840' }] }, 'value Patient.extension[0].valueOid'],
+    ['uuid', { resourceType: 'Patient', extension: [{ url: 'http://u', valueUuid: 'urn:uuid:XYZ' }] }, 'value Patient.extension[0].valueUuid'],
     ['base64Binary', { resourceType: 'Patient', photo: [{ data: 'abc' }] }, 'value Patient.photo[0].data'],
     ['instant', { resourceType: 'Patient', meta: { lastUpdated: '2024-05-01' } }, 'value Patient.meta.lastUpdated'],
     ['date month', { resourceType: 'Patient', birthDate: '1990-13-01' }, 'value Patient.birthDate'],
@@ -227,7 +227,7 @@ describe('validateResource: primitive formats', () => {
     for (const birthDate of ['1990', '1990-05', '2024-02-29', '2000-02-29']) expectIssues({ resourceType: 'Patient', birthDate }, []);
     for (const d of ['2020', '2020-01-01T10:00:00Z', '2020-01-01T10:00:00.123+14:00']) expectIssues({ resourceType: 'Patient', deceasedDateTime: d }, []);
     expectIssues({ resourceType: 'Patient', id: 'A-z.0', multipleBirthInteger: -2147483648, photo: [{ data: 'QUJD\nREVG', size: 0 }] }, []);
-    expectIssues({ resourceType: 'Patient', extension: [{ url: 'u', valueUuid: 'urn:uuid:61ebe359-bfdc-4613-8bf2-c5e300945f0a' }, { url: 'u', valueOid: 'urn:oid:1.2.3' }] }, []);
+    expectIssues({ resourceType: 'Patient', extension: [{ url: 'http://u', valueUuid: 'urn:uuid:61ebe359-bfdc-4613-8bf2-c5e300945f0a' }, { url: 'http://u', valueOid: 'urn:oid:1.2.3' }] }, []);
     expectIssues({ resourceType: 'Patient', name: [{ family: 'D\u00a0O' }] }, []);
   });
 });
@@ -246,12 +246,12 @@ describe('validateResource: robustness and speed', () => {
   });
 
   it('reports excessive nesting once, including cyclic objects', () => {
-    let deep: Json = { url: 'u', valueString: 'x' };
-    for (let i = 0; i < 5000; i++) deep = { url: 'u', extension: [deep] };
+    let deep: Json = { url: 'http://u', valueString: 'x' };
+    for (let i = 0; i < 5000; i++) deep = { url: 'http://u', extension: [deep] };
     const issues = validateResource({ resourceType: 'Patient', extension: [deep] });
     assert.equal(issues.length, 1);
     assert.equal(issues[0].details?.text, `Maximum nesting depth (${MAX_DEPTH}) exceeded`);
-    const cyclic: Json = { url: 'u' };
+    const cyclic: Json = { url: 'http://u' };
     cyclic.extension = [cyclic];
     assert.equal(validateResource({ resourceType: 'Patient', extension: [cyclic] }).length, 1);
   });
@@ -265,7 +265,7 @@ describe('validateResource: robustness and speed', () => {
   it('survives throwing getters and long values', () => {
     const evil = { resourceType: 'Patient', get name(): unknown { throw new Error('boom'); } };
     assert.equal(validateResource(evil).length, 1);
-    const long = { resourceType: 'Patient', extension: [{ url: 'u', valueOid: `urn:oid:1${'.1'.repeat(1_000_000)}` }] };
+    const long = { resourceType: 'Patient', extension: [{ url: 'http://u', valueOid: `urn:oid:1${'.1'.repeat(1_000_000)}` }] };
     expectIssues(long, ['value Patient.extension[0].valueOid']);
   });
 });

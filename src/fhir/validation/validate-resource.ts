@@ -2,6 +2,7 @@ import type { OperationOutcomeIssue } from '@medplum/fhirtypes';
 import { isObject } from '../json.js';
 import { issue, type IssueCode } from '../outcome.js';
 import { typeNode, type ChildElement, type ObjectNode } from './element-index.js';
+import { baseRuleIssues } from './base-rules.js';
 import { jsonKind } from './primitives.js';
 import { isResourceType } from './structure-definitions.js';
 
@@ -15,6 +16,8 @@ class Context {
   readonly issues: OperationOutcomeIssue[] = [];
   stopped = false;
   depthReported = false;
+  /** Coding/Identifier systems must be absolute — not in an operation's Parameters, whose operation judges them. */
+  checkSystems = true;
 
   add(code: IssueCode, text: string, expression: string): void {
     if (this.stopped) return;
@@ -29,12 +32,30 @@ class Context {
 
 /**
  * Validates a resource (parsed JSON) against the R4 StructureDefinition of its type.
- * Returns one issue per problem (empty = valid). Structural only: element names, JSON types,
- * cardinality and primitive formats; FHIRPath invariants are not checked; required bindings are checked by bindings.ts (docs/rest.md#validation).
+ * Returns one issue per problem (empty = valid): element names, JSON types, cardinality and
+ * primitive formats, then, for a structurally valid resource, the rules of base-rules.ts
+ * (extensions, contained resources, Bundle, Questionnaire, QuestionnaireResponse); FHIRPath
+ * invariants in general are not checked; required bindings are checked by bindings.ts (docs/rest.md#validation).
  * Never throws; at most {@link MAX_ISSUES} issues.
  */
 export function validateResource(resource: unknown): OperationOutcomeIssue[] {
+  const issues = validateStructure(resource);
+  return issues.length > 0 ? issues : validateBaseRules(resource);
+}
+
+/** The base rules of a structurally valid resource (they assume its shapes); never throws. */
+export function validateBaseRules(resource: unknown): OperationOutcomeIssue[] {
+  try {
+    return baseRuleIssues(resource, MAX_DEPTH).slice(0, MAX_ISSUES);
+  } catch (err) {
+    return [issue('invalid', `Resource could not be validated: ${err instanceof Error ? err.message : String(err)}`, 'resourceType')];
+  }
+}
+
+/** The structural part of {@link validateResource}: the R4 element definitions only. */
+export function validateStructure(resource: unknown): OperationOutcomeIssue[] {
   const ctx = new Context();
+  ctx.checkSystems = !isObject(resource) || resource.resourceType !== 'Parameters';
   try {
     validateResourceValue(resource, '', ctx, 0);
   } catch (err) {
@@ -185,7 +206,14 @@ function validateItem(value: unknown, child: ChildElement, expr: string, ctx: Co
   }
   const node = child.node();
   if (node) validateObject(value, node, expr, ctx, depth + 1, false);
+  // As the reference validator: a code system or identifier namespace is an absolute URI.
+  if (ctx.checkSystems && (child.type === 'Coding' || child.type === 'Identifier') && typeof value.system === 'string' && !ABSOLUTE_URI.test(value.system)) {
+    ctx.add('value', `${child.type}.system must be an absolute URI, not the local reference '${value.system}'`, `${expr}.system`);
+  }
 }
+
+/** A scheme first (`http:`, `urn:`, …): not a relative reference. */
+const ABSOLUTE_URI = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 
 /**
  * `_key` siblings of primitives hold `{ id?, extension? }`; for repeating primitives they are arrays

@@ -47,12 +47,15 @@ export function validateOperation(validator: ResourceValidator, profiles: Profil
     }
     // As create and update treat it: a create ignores the id, an update needs the URL's.
     const { id: _ignored, ...withoutId } = resource;
-    const structural = await validator.validate(mode === 'create' ? withoutId : resource);
+    const structural = await validator.validate(mode === 'create' ? withoutId : resource, { repo: ctx.repo });
     issues.push(...structural);
     // Profiles: the nominated one (unknown → error), the held meta.profile claims (unknown →
-    // warning) and, for a structurally valid resource, the base definition's invariants.
+    // warning) and, for a resource without structural errors (warnings, such as a Questionnaire
+    // not found, do not count), the base definition's invariants. The base rules that are also
+    // invariants (bdl-*, que-*, dom-*, …) are then met, so nothing is reported twice.
     const scope = { repo: ctx.repo, key: ctx.auth.projectId ?? '' };
-    issues.push(...(await profiles.validate(scope, resource, { profile: input.profile, unknownClaim: 'warning', baseInvariants: structural.length === 0 })));
+    const baseInvariants = !structural.some((i) => i.severity === 'error' || i.severity === 'fatal');
+    issues.push(...(await profiles.validate(scope, resource, { profile: input.profile, unknownClaim: 'warning', baseInvariants })));
     if (mode === 'create') issues.push(...writeIssues(() => ctx.repo.scope.checkCreate(type)));
     if (mode === 'create') issues.push(...writeIssues(() => ctx.repo.scope.checkAccess(type, 'c')));
     if (mode === 'update') {

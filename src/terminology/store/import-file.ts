@@ -5,6 +5,7 @@ import { PUBLIC_TYPES, ownedBy as ownedByProject } from '../../storage/scope.js'
 import type { TerminologyEnv } from '../types.js';
 import { jsonStream, type JsonStreamEvent } from './json-stream.js';
 import { StagedCodeSystem } from './staged-import.js';
+import { persistIndexes } from './index-persist.js';
 
 /**
  * `lattice import <file>` (docs/terminology.md#cli-import): loads terminology resources from a CodeSystem or
@@ -239,6 +240,12 @@ export async function finishLarge(
     await staged.abandon().catch(() => undefined);
     throw err;
   }
+  // The import is done; what follows only spares the servers the first build of its index.
+  const started = Date.now();
+  await persistIndexes(services.db, staged.key).then(
+    (bytes) => services.log.info({ url: cs.url, version: cs.version, mb: Math.round(bytes / 1e6), ms: Date.now() - started }, 'terminology index persisted'),
+    (err: unknown) => services.log.warn({ url: cs.url, version: cs.version, err }, 'terminology index not persisted: servers build it on first use'),
+  );
 }
 
 /** The resource as stored by the import: in `projectId`, or shared (no `meta.project`, no empty `meta`). */

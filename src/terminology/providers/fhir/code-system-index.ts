@@ -2,6 +2,8 @@ import type { Queryable } from '../../../core/database.js';
 import { computeClosure } from './closure.js';
 import type { CodeSystemRows, DesignationRow, PropertyRow } from './code-system-rows.js';
 import type { Concept, Designation, StoredProperty, TermContext } from '../../types.js';
+import { bytePart, CodeTable, intPart, PooledColumn, TextColumn } from './flat-columns.js';
+import type { SnapshotParts } from './snapshot-format.js';
 
 /**
  * One code-system version in memory (docs/terminology.md#in-memory-index): the hot path of
@@ -9,12 +11,14 @@ import type { Concept, Designation, StoredProperty, TermContext } from '../../ty
  * from a request-supplied CodeSystem; immutable once built.
  *
  * Concepts are addressed by their index id (1..n, document order). Per concept: code, display,
- * definition, status and flags in arrays; designations and stored properties as slices of one
- * array each (CSR: `start[id]..start[id+1]`); parents and children as sorted id arrays; and every
- * proper ancestor as a sorted id array, so "is A an ancestor of B" is a binary search in B's
- * ancestors — O(log depth·parents), whatever the number of paths.
+ * definition and status in flat columns (one string per column: flat-columns.ts), flags in a
+ * byte array, codes found through a hash table of ids; designations and stored properties as
+ * slices of flat columns (CSR: `start[id]..start[id+1]`); parents and children as sorted id
+ * arrays; and every proper ancestor as a sorted id array, so "is A an ancestor of B" is a
+ * binary search in B's ancestors — O(log depth·parents), whatever the number of paths. Being
+ * typed arrays and a few strings, an index is written to the database as it is and read back
+ * without rebuilding (index-snapshot.ts).
  */
-
 
 const INACTIVE = 1;
 const ABSTRACT = 2;
@@ -31,27 +35,16 @@ export interface IndexSource {
   edges: Array<[number, number]>;
 }
 
-/** Shares equal strings and use codings among the objects an index keeps (see its constructor). */
+/** Shares equal use codings (pooled by identity in the index: flat-columns.ts). */
 class InternPool {
-  /** Values up to this length are shared; longer ones (displays, definitions) are rarely equal. */
-  static readonly SHORT = 40;
-  private readonly strings = new Map<string, string>();
   private readonly uses = new Map<string, NonNullable<Designation['use']>>();
-
-  text<T extends string | undefined>(s: T): T {
-    if (s === undefined) return s;
-    const kept = this.strings.get(s);
-    if (kept !== undefined) return kept as T;
-    this.strings.set(s, s);
-    return s;
-  }
 
   use(u: Designation['use']): Designation['use'] {
     if (u === undefined) return u;
     const key = `${u.system ?? ''}\u0000${u.code ?? ''}\u0000${u.display ?? ''}`;
     let kept = this.uses.get(key);
     if (kept === undefined) {
-      kept = { ...(u.system !== undefined ? { system: this.text(u.system) } : {}), ...(u.code !== undefined ? { code: this.text(u.code) } : {}), ...(u.display !== undefined ? { display: this.text(u.display) } : {}) };
+      kept = { ...(u.system !== undefined ? { system: u.system } : {}), ...(u.code !== undefined ? { code: u.code } : {}), ...(u.display !== undefined ? { display: u.display } : {}) };
       this.uses.set(key, kept);
     }
     return kept;
@@ -81,113 +74,166 @@ function intCsr(maxId: number, count: number, key: (i: number) => number, value:
   return { start, list };
 }
 
+/** Every column of an index: what it is built into and what a snapshot holds (flat-columns.ts). */
+interface IndexColumns {
+  maxId: number;
+  codes: TextColumn;
+  displays: TextColumn;
+  definitions: TextColumn;
+  statuses: PooledColumn<string | undefined>;
+  flags: Uint8Array;
+  byCode: CodeTable;
+  designationStart: Int32Array;
+  designation: { language: PooledColumn<string | undefined>; use: PooledColumn<Designation['use']>; value: TextColumn; extension: PooledColumn<Designation['extension']> };
+  propertyStart: Int32Array;
+  property: { code: PooledColumn<string>; type: PooledColumn<string>; value: TextColumn; system: PooledColumn<string | undefined>; display: PooledColumn<string | undefined> };
+  parentStart: Int32Array;
+  parentList: Int32Array;
+  childStart: Int32Array;
+  childList: Int32Array;
+  ancestorStart: Int32Array;
+  ancestorList: Int32Array;
+}
+
+/** The columns of an index built from rows. */
+function columnsOf(source: IndexSource): IndexColumns {
+  const n = source.maxId;
+  const codes = new Array<string | undefined>(n + 1);
+  const displays = new Array<string | undefined>(n + 1);
+  const definitions = new Array<string | undefined>(n + 1);
+  const statuses = new Array<string | undefined>(n + 1);
+  const flags = new Uint8Array(n + 1);
+  for (const c of source.concepts) {
+    codes[c.id] = c.code;
+    displays[c.id] = c.display;
+    definitions[c.id] = c.definition;
+    statuses[c.id] = c.status;
+    flags[c.id] = EXISTS | (c.inactive ? INACTIVE : 0) | (c.abstract ? ABSTRACT : 0);
+  }
+  const codeColumn = TextColumn.of(codes);
+  // Designations and properties are columns with their repeated parts pooled (the same
+  // language, use coding, property code and type come back in every row), made into objects
+  // when asked for: as one object each, plus their strings, a SNOMED-size index was ~10 million
+  // small objects that every major GC marks.
+  const pool = new InternPool();
+  const d = csr(n, [...source.designations]);
+  const p = csr(n, [...source.properties]);
+  const edges = source.edges;
+  const parents = intCsr(n, edges.length, (i) => edges[i][0], (i) => edges[i][1]);
+  const children = intCsr(n, edges.length, (i) => edges[i][1], (i) => edges[i][0]);
+  // Ancestors come grouped by descendant (computeClosure walks concepts in id order).
+  const closure = computeClosure(n, edges);
+  const ancestors = intCsr(n, closure.size, (i) => closure.descendant[i], (i) => closure.ancestor[i]);
+  return {
+    maxId: n,
+    codes: codeColumn,
+    displays: TextColumn.of(displays),
+    definitions: TextColumn.of(definitions),
+    statuses: PooledColumn.of(statuses),
+    flags,
+    byCode: CodeTable.of(codeColumn, n, (id) => (flags[id] & EXISTS) !== 0),
+    designationStart: d.start,
+    designation: {
+      language: PooledColumn.of(d.list.map((x) => x.language)),
+      use: PooledColumn.of(d.list.map((x) => pool.use(x.use))),
+      value: TextColumn.of(d.list.map((x) => x.value)),
+      extension: PooledColumn.of(d.list.map((x) => x.extension)),
+    },
+    propertyStart: p.start,
+    property: {
+      code: PooledColumn.of(p.list.map((x) => x.code)),
+      type: PooledColumn.of(p.list.map((x) => x.type)),
+      value: TextColumn.of(p.list.map((x) => x.value)),
+      system: PooledColumn.of(p.list.map((x) => x.system)),
+      display: PooledColumn.of(p.list.map((x) => x.display)),
+    },
+    parentStart: parents.start,
+    parentList: parents.list,
+    childStart: children.start,
+    childList: children.list,
+    ancestorStart: ancestors.start,
+    ancestorList: ancestors.list,
+  };
+}
+
+const TEXT_COLUMNS = ['codes', 'displays', 'definitions'] as const;
+const ARRAYS = ['designationStart', 'propertyStart', 'parentStart', 'parentList', 'childStart', 'childList', 'ancestorStart', 'ancestorList'] as const;
+
 export class CodeSystemIndex {
   readonly maxId: number;
   /** Estimated heap size in bytes (for the cache budget). */
   readonly bytes: number;
-  private readonly codes: string[];
-  private readonly displays: Array<string | undefined>;
-  private readonly definitions: Array<string | undefined>;
-  private readonly statuses: Array<string | undefined>;
-  private readonly flags: Uint8Array;
-  private readonly byCode = new Map<string, number>();
+  private readonly c: IndexColumns;
   private byLower: Map<string, number> | undefined;
-  private readonly designationStart: Int32Array;
-  /** Designations, one column per field (no object per designation: see the constructor). */
-  private readonly designationColumns: { language: Array<string | undefined>; use: Array<Designation['use']>; value: string[]; extension: Array<Designation['extension']> };
-  private readonly propertyStart: Int32Array;
-  /** Stored properties, one column per field. */
-  private readonly propertyColumns: { code: string[]; type: string[]; value: string[]; system: Array<string | undefined>; display: Array<string | undefined> };
-  private readonly parentStart: Int32Array;
-  private readonly parentList: Int32Array;
-  private readonly childStart: Int32Array;
-  private readonly childList: Int32Array;
-  private readonly ancestorStart: Int32Array;
-  private readonly ancestorList: Int32Array;
   /** Derived per-index answers (compiled filters), dropped with the index. */
   readonly memo = new Map<string, unknown>();
 
-  constructor(source: IndexSource) {
-    const n = source.maxId;
-    this.maxId = n;
-    this.codes = new Array<string>(n + 1);
-    this.displays = new Array<string | undefined>(n + 1);
-    this.definitions = new Array<string | undefined>(n + 1);
-    this.statuses = new Array<string | undefined>(n + 1);
-    this.flags = new Uint8Array(n + 1);
-    let text = 0;
-    const pool = new InternPool();
-    for (const c of source.concepts) {
-      this.codes[c.id] = c.code;
-      this.displays[c.id] = c.display;
-      this.definitions[c.id] = c.definition;
-      this.statuses[c.id] = pool.text(c.status);
-      this.flags[c.id] = EXISTS | (c.inactive ? INACTIVE : 0) | (c.abstract ? ABSTRACT : 0);
-      // The lowest id wins a code (as `ORDER BY id` does in SQL).
-      if (!this.byCode.has(c.code)) this.byCode.set(c.code, c.id);
-      text += c.code.length + (c.display?.length ?? 0) + (c.definition?.length ?? 0);
-    }
-    // Designations and properties are kept as columns, with their repeated parts shared (the
-    // same language, use coding, property code, type and short values come back in every row),
-    // and made into objects when asked for: as one object each, plus their strings, a
-    // SNOMED-size index was ~10 million small objects that every major GC marks (350k concepts:
-    // heap 384 → 127 MB, a full GC 488 → 188 ms).
-    const d = csr(n, [...source.designations]);
-    this.designationStart = d.start;
-    const nd = d.list.length;
-    const dc = (this.designationColumns = { language: new Array<string | undefined>(nd), use: new Array<Designation['use']>(nd), value: new Array<string>(nd), extension: [] as Array<Designation['extension']> });
-    d.list.forEach((x, i) => {
-      dc.language[i] = pool.text(x.language);
-      dc.use[i] = pool.use(x.use);
-      dc.value[i] = x.value;
-      if (x.extension) dc.extension[i] = x.extension;
-      text += x.value.length;
-    });
-    const p = csr(n, [...source.properties]);
-    this.propertyStart = p.start;
-    const np = p.list.length;
-    const pc = (this.propertyColumns = { code: new Array<string>(np), type: new Array<string>(np), value: new Array<string>(np), system: new Array<string | undefined>(np), display: new Array<string | undefined>(np) });
-    p.list.forEach((x, i) => {
-      pc.code[i] = pool.text(x.code);
-      pc.type[i] = pool.text(x.type);
-      pc.value[i] = x.value.length <= InternPool.SHORT ? pool.text(x.value) : x.value;
-      pc.system[i] = pool.text(x.system);
-      pc.display[i] = pool.text(x.display);
-      text += x.value.length + x.code.length;
-    });
-
-    const edges = source.edges;
-    const parents = intCsr(n, edges.length, (i) => edges[i][0], (i) => edges[i][1]);
-    this.parentStart = parents.start;
-    this.parentList = parents.list;
-    const children = intCsr(n, edges.length, (i) => edges[i][1], (i) => edges[i][0]);
-    this.childStart = children.start;
-    this.childList = children.list;
-    // Ancestors come grouped by descendant (computeClosure walks concepts in id order).
-    const closure = computeClosure(n, edges);
-    const ancestors = intCsr(n, closure.size, (i) => closure.descendant[i], (i) => closure.ancestor[i]);
-    this.ancestorStart = ancestors.start;
-    this.ancestorList = ancestors.list;
-
-    const objects = (n + 1) * 5 + this.designationColumns.value.length + this.propertyColumns.value.length;
+  constructor(source: IndexSource | IndexColumns) {
+    const c = 'concepts' in source ? columnsOf(source) : source;
+    this.c = c;
+    this.maxId = c.maxId;
+    const pooled = [c.statuses, ...Object.values(c.designation), ...Object.values(c.property)];
     this.bytes =
-      text * 2 +
-      objects * 48 +
-      this.byCode.size * 64 +
-      (this.parentList.length + this.childList.length + this.ancestorList.length) * 4 +
-      (n + 2) * 4 * 5;
+      [c.codes, c.displays, c.definitions].reduce((n, t) => n + t.bytes, 0) +
+      pooled.reduce((n, col) => n + col.bytes, 0) +
+      c.flags.byteLength +
+      c.byCode.bytes +
+      ARRAYS.reduce((n, a) => n + c[a].byteLength, 0);
+  }
+
+  /** Its columns as snapshot parts (index-snapshot.ts). */
+  toParts(): SnapshotParts {
+    const { c } = this;
+    const parts: SnapshotParts = new Map();
+    parts.set('maxId', Int32Array.of(c.maxId));
+    for (const t of TEXT_COLUMNS) c[t].save(parts, t);
+    c.statuses.save(parts, 'statuses');
+    parts.set('flags', c.flags);
+    c.byCode.save(parts, 'byCode');
+    for (const a of ARRAYS) parts.set(a, c[a]);
+    for (const [k, col] of Object.entries(c.designation)) col.save(parts, `designation.${k}`);
+    for (const [k, col] of Object.entries(c.property)) col.save(parts, `property.${k}`);
+    return parts;
+  }
+
+  /** The index a snapshot holds (throws a TypeError when a part is missing). */
+  static fromParts(parts: SnapshotParts): CodeSystemIndex {
+    const arrays = Object.fromEntries(ARRAYS.map((a) => [a, intPart(parts, a)])) as Record<(typeof ARRAYS)[number], Int32Array>;
+    return new CodeSystemIndex({
+      maxId: intPart(parts, 'maxId')[0],
+      codes: TextColumn.load(parts, 'codes'),
+      displays: TextColumn.load(parts, 'displays'),
+      definitions: TextColumn.load(parts, 'definitions'),
+      statuses: PooledColumn.load(parts, 'statuses'),
+      flags: bytePart(parts, 'flags'),
+      byCode: CodeTable.load(parts, 'byCode'),
+      ...arrays,
+      designation: {
+        language: PooledColumn.load(parts, 'designation.language'),
+        use: PooledColumn.load(parts, 'designation.use'),
+        value: TextColumn.load(parts, 'designation.value'),
+        extension: PooledColumn.load(parts, 'designation.extension'),
+      },
+      property: {
+        code: PooledColumn.load(parts, 'property.code'),
+        type: PooledColumn.load(parts, 'property.type'),
+        value: TextColumn.load(parts, 'property.value'),
+        system: PooledColumn.load(parts, 'property.system'),
+        display: PooledColumn.load(parts, 'property.display'),
+      },
+    });
   }
 
   /** The id of a code (exact), or of the same code up to case when `caseInsensitive`; 0 = none. */
   idOf(code: string, caseInsensitive: boolean): number {
-    const exact = this.byCode.get(code);
-    if (exact !== undefined) return exact;
+    const exact = this.c.byCode.find(this.c.codes, code);
+    if (exact !== 0) return exact;
     if (!caseInsensitive) return 0;
     if (!this.byLower) {
       this.byLower = new Map();
       for (let id = 1; id <= this.maxId; id++) {
-        if (!(this.flags[id] & EXISTS)) continue;
-        const lower = this.codes[id].toLowerCase();
+        if (!(this.c.flags[id] & EXISTS)) continue;
+        const lower = this.c.codes.text0(id).toLowerCase();
         if (!this.byLower.has(lower)) this.byLower.set(lower, id);
       }
     }
@@ -195,44 +241,45 @@ export class CodeSystemIndex {
   }
 
   has(id: number): boolean {
-    return id > 0 && id <= this.maxId && (this.flags[id] & EXISTS) !== 0;
+    return id > 0 && id <= this.maxId && (this.c.flags[id] & EXISTS) !== 0;
   }
 
   code(id: number): string {
-    return this.codes[id];
+    return this.c.codes.text0(id);
   }
 
   display(id: number): string | undefined {
-    return this.displays[id];
+    return this.c.displays.get(id);
   }
 
   inactive(id: number): boolean {
-    return (this.flags[id] & INACTIVE) !== 0;
+    return (this.c.flags[id] & INACTIVE) !== 0;
   }
 
   abstract(id: number): boolean {
-    return (this.flags[id] & ABSTRACT) !== 0;
+    return (this.c.flags[id] & ABSTRACT) !== 0;
   }
 
   /** The concept with this id (a fresh object). */
   concept(id: number): Concept {
+    const { c } = this;
     return {
       id,
-      code: this.codes[id],
-      display: this.displays[id],
-      definition: this.definitions[id],
+      code: c.codes.text0(id),
+      display: c.displays.get(id),
+      definition: c.definitions.get(id),
       inactive: this.inactive(id),
       abstract: this.abstract(id),
-      status: this.statuses[id],
+      status: c.statuses.get(id),
     };
   }
 
   designations(id: number): Designation[] {
-    const dc = this.designationColumns;
+    const dc = this.c.designation;
     const out: Designation[] = [];
-    for (let i = this.designationStart[id]; i < this.designationStart[id + 1]; i++) {
-      const d: Designation = { language: dc.language[i], use: dc.use[i], value: dc.value[i] };
-      const extension = dc.extension[i];
+    for (let i = this.c.designationStart[id]; i < this.c.designationStart[id + 1]; i++) {
+      const d: Designation = { language: dc.language.get(i), use: dc.use.get(i), value: dc.value.text0(i) };
+      const extension = dc.extension.get(i);
       if (extension) d.extension = extension;
       out.push(d);
     }
@@ -240,35 +287,35 @@ export class CodeSystemIndex {
   }
 
   properties(id: number): StoredProperty[] {
-    const pc = this.propertyColumns;
+    const pc = this.c.property;
     const out: StoredProperty[] = [];
-    for (let i = this.propertyStart[id]; i < this.propertyStart[id + 1]; i++) {
-      out.push({ code: pc.code[i], type: pc.type[i], value: pc.value[i], system: pc.system[i], display: pc.display[i] });
+    for (let i = this.c.propertyStart[id]; i < this.c.propertyStart[id + 1]; i++) {
+      out.push({ code: pc.code.get(i), type: pc.type.get(i), value: pc.value.text0(i), system: pc.system.get(i), display: pc.display.get(i) });
     }
     return out;
   }
 
   /** Direct parents, ascending ids. */
   parents(id: number): Int32Array {
-    return this.parentList.subarray(this.parentStart[id], this.parentStart[id + 1]);
+    return this.c.parentList.subarray(this.c.parentStart[id], this.c.parentStart[id + 1]);
   }
 
   /** Direct children, ascending ids. */
   children(id: number): Int32Array {
-    return this.childList.subarray(this.childStart[id], this.childStart[id + 1]);
+    return this.c.childList.subarray(this.c.childStart[id], this.c.childStart[id + 1]);
   }
 
   /** Every proper ancestor, ascending ids. */
   ancestors(id: number): Int32Array {
-    return this.ancestorList.subarray(this.ancestorStart[id], this.ancestorStart[id + 1]);
+    return this.c.ancestorList.subarray(this.c.ancestorStart[id], this.c.ancestorStart[id + 1]);
   }
 
   /** True when `ancestor` is a proper ancestor of `descendant` (binary search). */
   isAncestor(ancestor: number, descendant: number): boolean {
     if (descendant <= 0 || descendant > this.maxId) return false;
-    let lo = this.ancestorStart[descendant];
-    let hi = this.ancestorStart[descendant + 1] - 1;
-    const list = this.ancestorList;
+    let lo = this.c.ancestorStart[descendant];
+    let hi = this.c.ancestorStart[descendant + 1] - 1;
+    const list = this.c.ancestorList;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
       const v = list[mid];

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../../../core/database.js';
 import { announceChange, subscribeChanges } from '../../../storage/change-feed.js';
-import { loadIndex, type CodeSystemIndex } from './code-system-index.js';
+import { CodeSystemIndex, loadIndex } from './code-system-index.js';
+import { INDEX_SECTION, readSnapshot, snapshotKey, writeSnapshot, type SnapshotRead } from './index-snapshot.js';
 import type { CodeSystemInfo } from '../../types.js';
 
 /**
@@ -42,6 +43,12 @@ interface Loading {
   changed: boolean;
 }
 
+/**
+ * Indexes built from the tables with at least this many concepts are persisted for the next
+ * start (smaller ones build in milliseconds); imports persist theirs whatever the size.
+ */
+const PERSIST_ABOVE = 10_000;
+
 /** Reloads of an index whose code system changed while it loaded without a snapshot (PGlite). */
 const MAX_RELOADS = 3;
 
@@ -49,7 +56,10 @@ export interface IndexCacheStats {
   indexes: number;
   bytes: number;
   budget: number;
+  /** Indexes built from the tables. */
   loads: number;
+  /** Indexes read from their persisted snapshot. */
+  snapshotLoads: number;
   evictions: number;
 }
 
@@ -58,12 +68,14 @@ export class TerminologyCache {
   private readonly indexes = new Map<number, { index: CodeSystemIndex; resourceId: string; used: number }>();
   private clock = 0;
   private readonly loading = new Map<number, Loading>();
+  private readonly writes = new Set<Promise<unknown>>();
   private readonly resolution = new Map<string, Promise<unknown>>();
   private used = 0;
   private generation = 0;
   private listening = false;
   private unsubscribe: (() => void) | undefined;
   private loads = 0;
+  private snapshotLoads = 0;
   private readonly inlineKeys = new Map<string, number>();
   private lastInlineKey = 0;
   private evictions = 0;
@@ -91,7 +103,7 @@ export class TerminologyCache {
   }
 
   stats(): IndexCacheStats {
-    return { indexes: this.indexes.size, bytes: this.used, budget: this.budget, loads: this.loads, evictions: this.evictions };
+    return { indexes: this.indexes.size, bytes: this.used, budget: this.budget, loads: this.loads, snapshotLoads: this.snapshotLoads, evictions: this.evictions };
   }
 
   /** The kept index of `cs`, marked most recently used; undefined when none is kept. */
@@ -117,9 +129,19 @@ export class TerminologyCache {
     return undefined;
   }
 
-  /** Resolves when no index build is running (tests, and a warm-up that wants them done). */
+  /** Resolves when no index build and no snapshot write is running (tests, and a warm-up that wants them done). */
   async settled(): Promise<void> {
-    while (this.loading.size > 0) await Promise.allSettled([...this.loading.values()].map((l) => l.promise));
+    while (this.loading.size > 0 || this.writes.size > 0) await Promise.allSettled([...[...this.loading.values()].map((l) => l.promise), ...this.writes]);
+  }
+
+  /** A snapshot write running in the background (index-snapshot.ts): logged when it fails, awaited by `settled`. */
+  track(write: Promise<unknown>, where: { url: string; version: string | undefined }): void {
+    const p = write.then(
+      () => undefined,
+      (err: unknown) => this.log?.warn({ ...where, err }, 'terminology index snapshot not written'),
+    );
+    this.writes.add(p);
+    void p.finally(() => this.writes.delete(p));
   }
 
   /** The in-memory index of a stored code system (loaded on first use; the caller waits for it). */
@@ -132,6 +154,16 @@ export class TerminologyCache {
     loading.promise = (async () => {
       try {
         const started = Date.now();
+        const where = { url: cs.url, version: cs.version };
+        const persisted = await this.fromSnapshot(cs);
+        if (typeof persisted === 'object') {
+          const { index, from } = persisted;
+          this.snapshotLoads++;
+          this.log?.info({ ...where, source: 'snapshot', from, concepts: index.maxId, mb: Math.round(index.bytes / 1e6), ms: Date.now() - started }, 'terminology index loaded');
+          if (!loading.stale) this.keep(cs.key, cs.resourceId, index);
+          return index;
+        }
+        if (persisted !== undefined) this.log?.warn({ ...where, reason: persisted }, 'terminology index snapshot unusable: rebuilt from the tables');
         // Outside the request's statement limit: the first request waits for the whole build,
         // however long it takes on a loaded machine (Database.readPass). Without a snapshot
         // (PGlite), a build the code system changed under is mixed: it is read again.
@@ -143,7 +175,12 @@ export class TerminologyCache {
           if (consistent || !loading.changed || attempt > MAX_RELOADS) break;
         }
         this.loads++;
-        if (index.maxId >= 10_000) this.log?.info({ url: cs.url, version: cs.version, concepts: index.maxId, mb: Math.round(index.bytes / 1e6), ms: Date.now() - started }, 'terminology index loaded');
+        if (index.maxId >= PERSIST_ABOVE || persisted !== undefined) this.log?.info({ ...where, source: 'tables', concepts: index.maxId, mb: Math.round(index.bytes / 1e6), ms: Date.now() - started }, 'terminology index loaded');
+        // Persisted for the next start (a corrupt or outdated snapshot is replaced whatever the size).
+        if (!loading.changed && (index.maxId >= PERSIST_ABOVE || persisted !== undefined)) {
+          const built = index;
+          this.track(writeSnapshot(this.db, cs.key, INDEX_SECTION, snapshotKey(cs), built.toParts()), where);
+        }
         if (!loading.stale) this.keep(cs.key, cs.resourceId, index);
         return index;
       } finally {
@@ -152,6 +189,27 @@ export class TerminologyCache {
     })();
     this.loading.set(cs.key, loading);
     return loading.promise;
+  }
+
+  /**
+   * The index of `cs` from its persisted snapshot; undefined when none was written, else why
+   * the one written cannot be used (it is then rebuilt from the tables).
+   */
+  private async fromSnapshot(cs: CodeSystemInfo): Promise<{ index: CodeSystemIndex; from: string } | string | undefined> {
+    let read: SnapshotRead;
+    try {
+      read = await readSnapshot(this.db, cs.key, INDEX_SECTION, snapshotKey(cs));
+    } catch (err) {
+      return `not read: ${String(err)}`;
+    }
+    if ('missing' in read) return undefined;
+    if ('unusable' in read) return read.unusable;
+    try {
+      return { index: CodeSystemIndex.fromParts(read.parts), from: read.from };
+    } catch (err) {
+      if (err instanceof TypeError || err instanceof RangeError) return err.message;
+      throw err;
+    }
   }
 
   /** Keeps an index (negative keys: request-supplied code systems, by content hash). */

@@ -1,5 +1,11 @@
 import type { Database, Queryable } from '../../../core/database.js';
+import type { Logger } from 'pino';
 import type { CodeSystemIndex } from '../fhir/code-system-index.js';
+import type { TextColumn } from '../fhir/flat-columns.js';
+import { terminologyCache } from '../fhir/index-cache.js';
+import { readSnapshot, snapshotKey, writeSnapshot, type SnapshotRead } from '../fhir/index-snapshot.js';
+import type { CodeSystemInfo } from '../../types.js';
+import { buildGraphParts, csrSlice, EMPTY, ExtraIds, loadGraphParts, saveGraphParts, type Csr, type GraphParts, type GraphRows } from './sct-graph-parts.js';
 import type { EclConcreteValue, EclDescription, EclGraph, IdList } from './ecl/graph.js';
 import { DESCRIPTION_MARKER, SCTID } from './sct-meta.js';
 
@@ -17,46 +23,23 @@ import { DESCRIPTION_MARKER, SCTID } from './sct-meta.js';
 
 const LOAD_CHUNK = 5_000;
 
-/** Integer CSR: `start[id]..start[id+1]` slices of `list` (k ints per entry). */
-interface Csr {
-  start: Int32Array;
-  list: Int32Array;
-}
-
-function buildCsr(maxId: number, rows: number[], width: number, keyAt: number, order: number[]): Csr {
-  const count = rows.length / width;
-  const start = new Int32Array(maxId + 2);
-  for (let i = 0; i < count; i++) start[rows[i * width + keyAt] + 1]++;
-  for (let i = 1; i <= maxId + 1; i++) start[i] += start[i - 1];
-  const fill = start.slice();
-  const list = new Int32Array(count * order.length);
-  for (let i = 0; i < count; i++) {
-    const at = fill[rows[i * width + keyAt]]++ * order.length;
-    for (let j = 0; j < order.length; j++) list[at + j] = rows[i * width + order[j]];
-  }
-  return { start, list };
-}
-
 export class SnomedGraph implements EclGraph {
-  private readonly extraIds = new Map<string, number>();
-  private readonly extraCodes: string[] = [];
+  private readonly extras: ExtraIds;
   private readonly all: Int32Array;
   private readonly modules: Int32Array;
   private readonly effective: Int32Array;
   private readonly defined: Uint8Array;
   private readonly definedId: number;
   private readonly primitiveId: number;
-  /** Attributes `[group, type, destination]` by source. */
   private readonly out: Csr;
-  /** Reverse `[group, type, source]` by destination. */
   private readonly into: Csr;
-  private readonly concrete = new Map<number, EclConcreteValue[]>();
+  private readonly concrete: Csr;
+  private readonly concreteTexts: TextColumn;
+  /** Members by refset id (a slice of the members CSR each). */
   private readonly members = new Map<number, Int32Array>();
   private readonly refsetIds: Int32Array;
-  /** `[refset, target]` pairs by referenced concept (association refsets). */
-  private readonly targets = new Map<number, number[]>();
-  /** `[refset, source]` pairs by target concept. */
-  private readonly sources = new Map<number, number[]>();
+  private readonly targets: Csr;
+  private readonly sources: Csr;
   /** `<concept id> NUL <term>` → `[refset id, acceptability id, …]` (loadDescriptions). */
   private readonly acceptability = new Map<string, number[]>();
   /** `<concept id> NUL <term>` → description SCTID (loadDescriptions). */
@@ -67,51 +50,26 @@ export class SnomedGraph implements EclGraph {
 
   constructor(
     readonly index: CodeSystemIndex,
-    rows: GraphRows,
+    /** Its arrays (sct-graph-parts.ts: built from the rows, or read from a snapshot). */
+    readonly parts: GraphParts,
     /** Reads the acceptability rows of the edition (on first need). */
     private readonly readAcceptability: () => Promise<Array<[number, string, string, string, boolean]>>,
   ) {
-    const n = index.maxId;
-    const all: number[] = [];
-    for (let id = 1; id <= n; id++) if (index.has(id)) all.push(id);
-    this.all = Int32Array.from(all);
-    this.modules = new Int32Array(n + 1);
-    this.effective = new Int32Array(n + 1);
-    this.defined = new Uint8Array(n + 1);
-    for (let i = 0; i < rows.concepts.length; i++) {
-      const [id, module, effective, defined] = rows.concepts[i];
-      if (id > n) continue;
-      this.modules[id] = this.idOf(module);
-      this.effective[id] = effective;
-      this.defined[id] = defined ? 1 : 0;
-    }
+    this.extras = new ExtraIds(index, [...parts.extraCodes]);
+    this.all = parts.all;
+    this.modules = parts.modules;
+    this.effective = parts.effective;
+    this.defined = parts.defined;
     this.definedId = this.idOf(SCTID.defined);
     this.primitiveId = this.idOf(SCTID.primitive);
-    // source type destination grp
-    this.out = buildCsr(n, rows.relationships, 4, 0, [3, 1, 2]);
-    this.into = buildCsr(n, rows.relationships, 4, 2, [3, 1, 0]);
-    for (const [source, type, group, value] of rows.concrete) {
-      const list = this.concrete.get(source) ?? [];
-      list.push({ group, typeId: type, value: concreteValue(value) });
-      this.concrete.set(source, list);
-    }
-    const byRefset = new Map<number, number[]>();
-    for (let i = 0; i < rows.members.length; i += 3) {
-      const [refset, referenced, target] = [rows.members[i], rows.members[i + 1], rows.members[i + 2]];
-      const list = byRefset.get(refset) ?? [];
-      list.push(referenced);
-      byRefset.set(refset, list);
-      if (target > 0) {
-        const t = this.targets.get(referenced) ?? [];
-        t.push(refset, target);
-        this.targets.set(referenced, t);
-        const s = this.sources.get(target) ?? [];
-        s.push(refset, referenced);
-        this.sources.set(target, s);
-      }
-    }
-    for (const [refset, list] of byRefset) this.members.set(refset, sortedUnique(list));
-    this.refsetIds = Int32Array.from([...byRefset.keys()].sort((a, b) => a - b));
+    this.out = parts.out;
+    this.into = parts.into;
+    this.concrete = parts.concrete;
+    this.concreteTexts = parts.concreteValues;
+    this.refsetIds = parts.refsetIds;
+    parts.refsetIds.forEach((refset, r) => this.members.set(refset, csrSlice(parts.members, r)));
+    this.targets = parts.targets;
+    this.sources = parts.sources;
   }
 
   /**
@@ -198,25 +156,17 @@ export class SnomedGraph implements EclGraph {
 
   /** The id of an SCTID: its concept's, else one above the concepts (stable for this graph). */
   private idOf(sctid: string): number {
-    const id = this.index.idOf(sctid, false);
-    if (id > 0) return id;
-    let extra = this.extraIds.get(sctid);
-    if (extra === undefined) {
-      extra = this.index.maxId + 1 + this.extraCodes.length;
-      this.extraIds.set(sctid, extra);
-      this.extraCodes.push(sctid);
-    }
-    return extra;
+    return this.extras.idOf(sctid);
   }
 
   resolve(sctid: string): number | undefined {
     const id = this.index.idOf(sctid, false);
     if (id > 0) return id;
-    return this.extraIds.get(sctid);
+    return this.extras.known(sctid);
   }
 
   sctid(id: number): string {
-    return id <= this.index.maxId ? this.index.code(id) : this.extraCodes[id - this.index.maxId - 1];
+    return id <= this.index.maxId ? this.index.code(id) : this.extras.codes[id - this.index.maxId - 1];
   }
 
   allConcepts(): IdList {
@@ -272,15 +222,21 @@ export class SnomedGraph implements EclGraph {
   }
 
   attributes(id: number): ArrayLike<number> {
-    return slice(this.out, id);
+    return csrSlice(this.out, id);
   }
 
   incoming(id: number): ArrayLike<number> {
-    return slice(this.into, id);
+    return csrSlice(this.into, id);
   }
 
   concreteValues(id: number): readonly EclConcreteValue[] {
-    return this.concrete.get(id) ?? [];
+    const c = this.concrete;
+    if (id < 0 || id + 1 >= c.start.length) return [];
+    const out: EclConcreteValue[] = [];
+    for (let i = c.start[id]; i < c.start[id + 1]; i++) {
+      out.push({ group: c.list[i * 2 + 1], typeId: c.list[i * 2], value: concreteValue(this.concreteTexts.text0(i)) });
+    }
+    return out;
   }
 
   isRefset(id: number): boolean {
@@ -297,11 +253,11 @@ export class SnomedGraph implements EclGraph {
 
   /** `[association refset, target, …]` of an (inactive) concept: its replacements. */
   associationTargets(id: number): number[] {
-    return this.targets.get(id) ?? [];
+    return [...csrSlice(this.targets, id)];
   }
 
   historicalSources(id: number): ArrayLike<number> {
-    return this.sources.get(id) ?? [];
+    return csrSlice(this.sources, id);
   }
 
   descriptions(id: number): readonly EclDescription[] {
@@ -327,36 +283,12 @@ export class SnomedGraph implements EclGraph {
   }
 }
 
-const EMPTY = new Int32Array(0);
-
-function slice(csr: Csr, id: number): ArrayLike<number> {
-  if (id < 0 || id + 1 >= csr.start.length) return EMPTY;
-  return csr.list.subarray(csr.start[id] * 3, csr.start[id + 1] * 3);
-}
-
-function sortedUnique(list: number[]): Int32Array {
-  const sorted = Int32Array.from(list).sort();
-  let k = 0;
-  for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) sorted[k++] = sorted[i];
-  return sorted.slice(0, k);
-}
-
 /** An RF2 concrete value: `#12`/`#1.5` a number, `"text"` a string, `true`/`false` a boolean. */
 export function concreteValue(raw: string): number | string | boolean {
   if (raw.startsWith('#')) return Number(raw.slice(1));
   if (raw.startsWith('"') && raw.endsWith('"') && raw.length >= 2) return raw.slice(1, -1).replace(/\\"/g, '"');
   if (raw === 'true' || raw === 'false') return raw === 'true';
   return raw;
-}
-
-interface GraphRows {
-  /** `[id, module SCTID, effective yyyymmdd, defined]`. */
-  concepts: Array<[number, string, number, boolean]>;
-  /** `source, type, destination, group` repeated. */
-  relationships: number[];
-  concrete: Array<[number, number, number, string]>;
-  /** `refset, referenced, target (0 = none)` repeated. */
-  members: number[];
 }
 
 type RowsOf = <T>(columns: string, from: string, range: number[]) => Promise<T[]>;
@@ -401,16 +333,52 @@ async function loadAcceptability(q: Queryable, key: number, maxId: number): Prom
   return out;
 }
 
+/** The graph's arrays built from the edition's tables. */
+async function graphFromTables(db: Database, key: number, index: CodeSystemIndex): Promise<GraphParts> {
+  return buildGraphParts(index, await db.readPass((q) => loadRows(q, key, index.maxId)));
+}
+
+/** Snapshot section of an edition's graph (index-snapshot.ts). */
+const SECTION = 'snomed';
+
 /**
- * The SNOMED CT graph of an edition whose code-system index is `index` (built once, kept in
- * the index's memo: dropped, and rebuilt, with the index).
+ * Builds the graph of an edition from its tables and persists it (`lattice import`, after the
+ * edition is switched in: the first answer after a start then reads it).
  */
-export function snomedGraph(db: Database, key: number, index: CodeSystemIndex): Promise<SnomedGraph> {
+export async function persistSnomedGraph(db: Database, cs: Pick<CodeSystemInfo, 'key' | 'url' | 'version' | 'conceptCount'>, index: CodeSystemIndex): Promise<number> {
+  return writeSnapshot(db, cs.key, SECTION, snapshotKey(cs), saveGraphParts(await graphFromTables(db, cs.key, index)));
+}
+
+/**
+ * The SNOMED CT graph of an edition whose code-system index is `index` (kept in the index's
+ * memo: dropped, and rebuilt, with the index): read from its persisted snapshot when there is a
+ * valid one (docs/terminology.md#persisted-indexes), else built from the tables — and then
+ * persisted, in the background, for the next start.
+ */
+export function snomedGraph(db: Database, cs: CodeSystemInfo, index: CodeSystemIndex, log?: Logger): Promise<SnomedGraph> {
   const memo = index.memo.get('snomed') as Promise<SnomedGraph> | undefined;
   if (memo) return memo;
-  const loading = db
-    .readPass((q) => loadRows(q, key, index.maxId))
-    .then((rows) => new SnomedGraph(index, rows, () => db.readPass((q) => loadAcceptability(q, key, index.maxId))));
+  const readAcceptability = () => db.readPass((q) => loadAcceptability(q, cs.key, index.maxId));
+  const where = { url: cs.url, version: cs.version };
+  const loading = (async () => {
+    const started = Date.now();
+    let read: SnapshotRead = await readSnapshot(db, cs.key, SECTION, snapshotKey(cs)).catch((err: unknown) => ({ unusable: String(err) }));
+    if ('parts' in read) {
+      try {
+        const graph = new SnomedGraph(index, loadGraphParts(read.parts), readAcceptability);
+        log?.info({ ...where, source: 'snapshot', from: read.from, mb: Math.round(read.bytes / 1e6), ms: Date.now() - started }, 'SNOMED CT graph loaded');
+        return graph;
+      } catch (err) {
+        if (!(err instanceof TypeError)) throw err;
+        read = { unusable: err.message };
+      }
+    }
+    if ('unusable' in read) log?.warn({ ...where, reason: read.unusable }, 'SNOMED CT graph snapshot unusable: rebuilt from the tables');
+    const parts = await graphFromTables(db, cs.key, index);
+    log?.info({ ...where, source: 'tables', ms: Date.now() - started }, 'SNOMED CT graph loaded');
+    terminologyCache(db).track(writeSnapshot(db, cs.key, SECTION, snapshotKey(cs), saveGraphParts(parts)), where);
+    return new SnomedGraph(index, parts, readAcceptability);
+  })();
   index.memo.set('snomed', loading);
   loading.catch(() => index.memo.delete('snomed'));
   return loading;

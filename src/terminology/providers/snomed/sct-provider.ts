@@ -93,7 +93,7 @@ export class SnomedProvider implements CodeSystemProvider {
   edition(): Promise<{ base: IndexProvider; graph: SnomedGraph }> {
     this.loaded ??= (async () => {
       const index = await terminologyCache(this.tc.db).index(this.cs);
-      const graph = await snomedGraph(this.tc.db, this.cs.key, index);
+      const graph = await snomedGraph(this.tc.db, this.cs, index, this.tc.log);
       return { base: new IndexProvider(this.tc, this.cs, index), graph };
     })();
     return this.loaded;

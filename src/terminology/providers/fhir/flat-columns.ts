@@ -1,0 +1,197 @@
+import type { SnapshotParts } from './snapshot-format.js';
+
+/**
+ * Columns of an in-memory index without an object per row (docs/terminology.md#in-memory-index):
+ * a text column is one string and the end offset of each value; a pooled column the distinct
+ * values and an index into them; a code table an open-addressing hash table of ids. They are
+ * what a persisted index is made of (snapshot-format.ts), so reading one back creates a string
+ * per column and typed arrays, not millions of small objects for every GC to mark.
+ */
+
+/** Strings as one text: value `i` is `text.slice(end(i - 1), end(i))`; an absent one's end is stored as `~end`. */
+export class TextColumn {
+  private constructor(
+    readonly text: string,
+    /** `ends[0] = 0`; `ends[i + 1]` the end of value `i` (`~end` when absent). */
+    readonly ends: Int32Array,
+  ) {}
+
+  static of(values: ArrayLike<string | undefined>): TextColumn {
+    const ends = new Int32Array(values.length + 1);
+    const pieces: string[] = new Array<string>(values.length);
+    let at = 0;
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i];
+      pieces[i] = v ?? '';
+      at += v?.length ?? 0;
+      ends[i + 1] = v === undefined ? ~at : at;
+    }
+    return new TextColumn(pieces.join(''), ends);
+  }
+
+  get length(): number {
+    return this.ends.length - 1;
+  }
+
+  private start(i: number): number {
+    const s = this.ends[i];
+    return s < 0 ? ~s : s;
+  }
+
+  get(i: number): string | undefined {
+    const e = this.ends[i + 1];
+    if (e < 0) return undefined;
+    return this.text.slice(this.start(i), e);
+  }
+
+  /** The value, `''` when absent. */
+  text0(i: number): string {
+    const e = this.ends[i + 1];
+    return e < 0 ? '' : this.text.slice(this.start(i), e);
+  }
+
+  /** Whether value `i` is `s` (no string made). */
+  equals(i: number, s: string): boolean {
+    const e = this.ends[i + 1];
+    if (e < 0) return false;
+    const start = this.start(i);
+    return e - start === s.length && this.text.startsWith(s, start);
+  }
+
+  /** Hash of value `i` (same as `hashText` of the value). */
+  hash(i: number): number {
+    const e = this.ends[i + 1];
+    return hashText(this.text, this.start(i), e < 0 ? ~e : e);
+  }
+
+  save(parts: SnapshotParts, name: string): void {
+    parts.set(`${name}.text`, this.text);
+    parts.set(`${name}.ends`, this.ends);
+  }
+
+  static load(parts: SnapshotParts, name: string): TextColumn {
+    return new TextColumn(textPart(parts, `${name}.text`), intPart(parts, `${name}.ends`));
+  }
+
+  get bytes(): number {
+    return this.text.length * 2 + this.ends.byteLength;
+  }
+}
+
+/** Few distinct values (languages, use codings, property codes): the values once, and an index per row. */
+export class PooledColumn<T> {
+  private constructor(
+    readonly values: T[],
+    readonly at: Int32Array,
+  ) {}
+
+  /** Rows of values; equal values (SameValueZero: strings by content, objects by identity) are kept once. */
+  static of<T>(rows: ArrayLike<T>): PooledColumn<T> {
+    const seen = new Map<T, number>();
+    const values: T[] = [];
+    const at = new Int32Array(rows.length);
+    for (let i = 0; i < rows.length; i++) {
+      const key = rows[i];
+      let k = seen.get(key);
+      if (k === undefined) {
+        k = values.length;
+        values.push(rows[i]);
+        seen.set(key, k);
+      }
+      at[i] = k;
+    }
+    return new PooledColumn(values, at);
+  }
+
+  get(i: number): T {
+    return this.values[this.at[i]];
+  }
+
+  /** The distinct values are saved as JSON (`undefined` as null). */
+  save(parts: SnapshotParts, name: string): void {
+    parts.set(`${name}.values`, JSON.stringify(this.values.map((v) => v ?? null)));
+    parts.set(`${name}.at`, this.at);
+  }
+
+  static load<T>(parts: SnapshotParts, name: string): PooledColumn<T> {
+    const values = (JSON.parse(textPart(parts, `${name}.values`)) as unknown[]).map((v) => (v === null ? undefined : v)) as T[];
+    return new PooledColumn(values, intPart(parts, `${name}.at`));
+  }
+
+  get bytes(): number {
+    return this.at.byteLength + this.values.length * 64;
+  }
+}
+
+/** FNV-1a over UTF-16 code units `from..to` of `s`. */
+export function hashText(s: string, from: number, to: number): number {
+  let h = 0x811c9dc5 | 0;
+  for (let i = from; i < to; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return h;
+}
+
+/** Ids by code: open addressing over a power-of-two table; the lowest id of equal codes wins. */
+export class CodeTable {
+  private constructor(private readonly slots: Int32Array) {}
+
+  /** The table of the present ids (`present(id)`) of `codes`, ids ascending. */
+  static of(codes: TextColumn, maxId: number, present: (id: number) => boolean): CodeTable {
+    let size = 16;
+    while (size < maxId * 2) size *= 2;
+    const slots = new Int32Array(size);
+    const mask = size - 1;
+    for (let id = 1; id <= maxId; id++) {
+      if (!present(id)) continue;
+      let s = codes.hash(id) & mask;
+      let duplicate = false;
+      for (; slots[s] !== 0; s = (s + 1) & mask) {
+        const other = slots[s];
+        if (codes.equals(other, codes.text0(id))) {
+          duplicate = true;
+          break;
+        }
+      }
+      if (!duplicate) slots[s] = id;
+    }
+    return new CodeTable(slots);
+  }
+
+  static load(parts: SnapshotParts, name: string): CodeTable {
+    return new CodeTable(intPart(parts, name));
+  }
+
+  save(parts: SnapshotParts, name: string): void {
+    parts.set(name, this.slots);
+  }
+
+  find(codes: TextColumn, code: string): number {
+    const mask = this.slots.length - 1;
+    for (let s = hashText(code, 0, code.length) & mask; ; s = (s + 1) & mask) {
+      const id = this.slots[s];
+      if (id === 0) return 0;
+      if (codes.equals(id, code)) return id;
+    }
+  }
+
+  get bytes(): number {
+    return this.slots.byteLength;
+  }
+}
+
+export function intPart(parts: SnapshotParts, name: string): Int32Array {
+  const p = parts.get(name);
+  if (!(p instanceof Int32Array)) throw new TypeError(`snapshot part ${name} is missing`);
+  return p;
+}
+
+export function bytePart(parts: SnapshotParts, name: string): Uint8Array {
+  const p = parts.get(name);
+  if (!(p instanceof Uint8Array)) throw new TypeError(`snapshot part ${name} is missing`);
+  return p;
+}
+
+export function textPart(parts: SnapshotParts, name: string): string {
+  const p = parts.get(name);
+  if (typeof p !== 'string') throw new TypeError(`snapshot part ${name} is missing`);
+  return p;
+}

@@ -1,0 +1,155 @@
+import { crc32 } from 'node:zlib';
+
+/**
+ * The binary form of a persisted in-memory index (docs/terminology.md#persisted-indexes): named
+ * parts, each an Int32Array, a Uint8Array or a string, laid out so that reading it back makes
+ * typed arrays over one buffer and one string per text column — no object per concept.
+ *
+ * Layout: `u32 header length`, the header (JSON: format, byte order, each part's name, kind,
+ * offset and length), padding to 8, then the numeric parts (each at an offset that is a
+ * multiple of 8), then the text parts (UTF-8, or UTF-16LE for a string that is not
+ * well-formed, whose lone surrogates UTF-8 cannot carry).
+ */
+
+/** Bumped whenever the layout of the parts any index writes changes: older snapshots are rebuilt. */
+export const SNAPSHOT_FORMAT = 1;
+
+export type SnapshotPart = Int32Array | Uint8Array | string;
+export type SnapshotParts = Map<string, SnapshotPart>;
+
+interface PartEntry {
+  name: string;
+  kind: 'i32' | 'u8' | 'utf8' | 'utf16';
+  offset: number;
+  length: number;
+}
+
+interface Header {
+  format: number;
+  littleEndian: boolean;
+  numeric: number;
+  parts: PartEntry[];
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+const align8 = (n: number) => (n + 7) & ~7;
+
+/** The parts as bytes (a list of buffers to write one after the other). */
+export function encodeSnapshot(parts: SnapshotParts): Buffer[] {
+  const entries: PartEntry[] = [];
+  const numeric: Buffer[] = [];
+  const texts: Buffer[] = [];
+  let offset = 0;
+  for (const [name, part] of parts) {
+    if (typeof part === 'string') continue;
+    const bytes = Buffer.from(part.buffer, part.byteOffset, part.byteLength);
+    entries.push({ name, kind: part instanceof Int32Array ? 'i32' : 'u8', offset, length: part.length });
+    numeric.push(bytes, Buffer.alloc(align8(bytes.length) - bytes.length));
+    offset += align8(bytes.length);
+  }
+  const numericBytes = offset;
+  for (const [name, part] of parts) {
+    if (typeof part !== 'string') continue;
+    const wellFormed = (part as string & { isWellFormed?: () => boolean }).isWellFormed?.() ?? !/[\uD800-\uDFFF]/.test(part);
+    const bytes = Buffer.from(part, wellFormed ? 'utf8' : 'utf16le');
+    entries.push({ name, kind: wellFormed ? 'utf8' : 'utf16', offset, length: bytes.length });
+    texts.push(bytes);
+    offset += bytes.length;
+  }
+  const header = Buffer.from(JSON.stringify({ format: SNAPSHOT_FORMAT, littleEndian: LITTLE_ENDIAN, numeric: numericBytes, parts: entries } satisfies Header));
+  const head = Buffer.alloc(align8(4 + header.length));
+  head.writeUInt32LE(header.length, 0);
+  header.copy(head, 4);
+  return [head, ...numeric, ...texts];
+}
+
+/** Why bytes are not a snapshot this code can read (undefined: they are). */
+export class SnapshotUnreadable extends Error {}
+
+/**
+ * The parts of a snapshot given as consecutive chunks. Numeric parts are views over one fresh
+ * buffer holding only them (the text bytes are not kept); texts are decoded once each.
+ */
+export function decodeSnapshot(chunks: Uint8Array[]): SnapshotParts {
+  const total = chunks.reduce((n, c) => n + c.length, 0);
+  const at = new ChunkReader(chunks);
+  if (total < 4) throw new SnapshotUnreadable('truncated');
+  const headerLength = bufferOf(at.read(0, 4)).readUInt32LE(0);
+  if (4 + headerLength > total) throw new SnapshotUnreadable('truncated header');
+  let header: Header;
+  try {
+    header = JSON.parse(bufferOf(at.read(4, headerLength)).toString('utf8')) as Header;
+  } catch {
+    throw new SnapshotUnreadable('unreadable header');
+  }
+  if (header.format !== SNAPSHOT_FORMAT) throw new SnapshotUnreadable(`format ${header.format}, this version reads ${SNAPSHOT_FORMAT}`);
+  if (header.littleEndian !== LITTLE_ENDIAN) throw new SnapshotUnreadable('written on a machine of the other byte order');
+  const base = align8(4 + headerLength);
+  const end = header.parts.reduce((n, p) => Math.max(n, p.offset + partBytes(p)), 0);
+  if (base + end !== total) throw new SnapshotUnreadable(`size ${total}, the header describes ${base + end}`);
+  const numeric = new Uint8Array(new ArrayBuffer(header.numeric));
+  at.copyInto(numeric, base);
+  const parts: SnapshotParts = new Map();
+  for (const p of header.parts) {
+    if (p.kind === 'i32') parts.set(p.name, new Int32Array(numeric.buffer, p.offset, p.length));
+    else if (p.kind === 'u8') parts.set(p.name, new Uint8Array(numeric.buffer, p.offset, p.length));
+    else parts.set(p.name, bufferOf(at.read(base + p.offset, p.length)).toString(p.kind === 'utf8' ? 'utf8' : 'utf16le'));
+  }
+  return parts;
+}
+
+/** Bytes a part takes in the layout (numeric parts are padded to 8). */
+function partBytes(p: PartEntry): number {
+  if (p.kind === 'i32') return align8(p.length * 4);
+  return p.kind === 'u8' ? align8(p.length) : p.length;
+}
+
+/** A Buffer over the same bytes (no copy). */
+const bufferOf = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+
+/** Reads byte ranges across consecutive chunks (copying only when a range spans two). */
+class ChunkReader {
+  private readonly starts: number[] = [];
+  constructor(private readonly chunks: Uint8Array[]) {
+    let n = 0;
+    for (const c of chunks) {
+      this.starts.push(n);
+      n += c.length;
+    }
+  }
+
+  read(from: number, length: number): Uint8Array {
+    const i = this.chunkAt(from);
+    const c = this.chunks[i];
+    const local = from - this.starts[i];
+    if (local + length <= c.length) return c.subarray(local, local + length);
+    const out = new Uint8Array(length);
+    this.copyInto(out, from);
+    return out;
+  }
+
+  /** Fills `out` with the bytes from `from` on. */
+  copyInto(out: Uint8Array, from: number): void {
+    let done = 0;
+    for (let i = this.chunkAt(from); done < out.length && i < this.chunks.length; i++) {
+      const c = this.chunks[i];
+      const local = done === 0 ? from - this.starts[i] : 0;
+      const take = Math.min(c.length - local, out.length - done);
+      out.set(c.subarray(local, local + take), done);
+      done += take;
+    }
+  }
+
+  private chunkAt(offset: number): number {
+    let i = 0;
+    while (i + 1 < this.starts.length && this.starts[i + 1] <= offset) i++;
+    return i;
+  }
+}
+
+/** CRC-32 of consecutive buffers (a corrupted or partly written snapshot is not read). */
+export function checksum(chunks: Uint8Array[]): number {
+  let crc = 0;
+  for (const c of chunks) crc = crc32(c, crc);
+  return crc >>> 0;
+}
