@@ -376,7 +376,16 @@ export function buildDefinitions(): Record<string, OperationDefinition> {
     'Resource-validate': resourceValidate(),
     'Patient-everything': patientEverything(),
     'Encounter-everything': encounterEverything(),
+    'StructureDefinition-snapshot': structureDefinitionSnapshot(),
   };
+}
+
+/**
+ * `StructureDefinition/$snapshot` (docs/profiles.md#snapshot): the R4 definition as is (type and
+ * instance level; `definition` or `url` in, the StructureDefinition with its snapshot out).
+ */
+function structureDefinitionSnapshot(): OperationDefinition {
+  return standard('StructureDefinition-snapshot');
 }
 
 /** The JSON text of a generated file (stable: 2-space indent, trailing newline). */

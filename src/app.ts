@@ -17,6 +17,7 @@ import { ResourceHooks } from './storage/resource-hooks.js';
 import { createSearchIndex } from './storage/search/sql-search-index.js';
 import { searchCapabilities } from './storage/search/capabilities.js';
 import { reindexIfOutdated } from './storage/search/reindex.js';
+import { useStoredSearchParameters } from './storage/search/stored-parameters.js';
 import { authHooks } from './auth/resource-hooks.js';
 import { installAuth } from './auth/install.js';
 import { installOperations } from './operations/install.js';
@@ -29,6 +30,8 @@ import { createProfileValidator } from './profiles/profile-validator.js';
 import { installAdmin } from './admin/install.js';
 import { installEmail } from './email/install.js';
 import { installExport } from './export/install.js';
+import { installProfiles } from './profiles/install.js';
+import { snapshotGenerator } from './profiles/snapshot-generator.js';
 import { createBinaryFeature } from './binary/install.js';
 import { installSubscriptions, subscriptionHooks, SubscriptionRegistry } from './subscriptions/install.js';
 
@@ -117,10 +120,18 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const terminology = installTerminology(env, registry, repository(ANONYMOUS));
     const validator = createResourceValidator(terminology.bindings);
     // Profiles (src/profiles): `$validate` and a project's rule for writes (docs/rest.md#validate).
-    const profiles = createProfileValidator({ bindings: terminology.bindings, limits: config.profileLimits, system });
+    const profiles = createProfileValidator({
+      bindings: terminology.bindings,
+      limits: config.profileLimits,
+      system,
+      // Held profiles without a snapshot get one from their differential (src/profiles/snapshot).
+      generate: snapshotGenerator(config.profileMaxElements),
+    });
     const fhirpath = new FhirPathEvaluator(config.fhirpathTimeoutMs);
     closers.push(() => fhirpath.close());
     searchIndex.useTerminology(terminology.search);
+    // SearchParameters of loaded implementation guides, before anything is indexed or searched.
+    await useStoredSearchParameters(system, db, log);
     // Resources indexed by an older version get this version's rows, in the background.
     let stopping = false;
     const reindexing = reindexIfOutdated(db, searchIndex, log, () => stopping).catch((err: unknown) =>
@@ -131,6 +142,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       await reindexing;
     });
     installRest(registry, validator, profiles);
+    installProfiles(env, registry);
     if (options.emailSender !== false) await installEmail(env);
     const adminRoutes = installAdmin(env);
     const exportRoutes = await installExport(env, registry, (caller) => repository(caller));

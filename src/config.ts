@@ -107,6 +107,8 @@ export interface Config {
   bundleMaxEntries: number;
   /** Time a transaction Bundle gets per entry beyond the transaction limit (ms, `LATTICE_BUNDLE_ENTRY_MS`). */
   bundleEntryMs: number;
+  /** Elements one snapshot generation may create, its base definitions' included (`LATTICE_PROFILE_MAX_ELEMENTS`, docs/profiles.md#bounds). */
+  profileMaxElements: number;
   /** Bounds on validating one resource against its profiles (docs/errors.md#bounds-and-timeouts). */
   profileLimits: {
     /** Element visits × checks of one validation (`LATTICE_PROFILE_MAX_WORK`). */
@@ -258,6 +260,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     accessTokenLifetime: intOf(env.LATTICE_TOKEN_LIFETIME, 3600, 'LATTICE_TOKEN_LIFETIME'),
     bundleMaxEntries: intOf(env.LATTICE_BUNDLE_MAX_ENTRIES, 10_000, 'LATTICE_BUNDLE_MAX_ENTRIES'),
     bundleEntryMs: intOf(env.LATTICE_BUNDLE_ENTRY_MS, 30, 'LATTICE_BUNDLE_ENTRY_MS'),
+    profileMaxElements: intOf(env.LATTICE_PROFILE_MAX_ELEMENTS, 50_000, 'LATTICE_PROFILE_MAX_ELEMENTS') || 50_000,
     profileLimits: {
       maxWork: intOf(env.LATTICE_PROFILE_MAX_WORK, 200_000, 'LATTICE_PROFILE_MAX_WORK') || 200_000,
       maxInvariants: intOf(env.LATTICE_PROFILE_MAX_INVARIANTS, 20_000, 'LATTICE_PROFILE_MAX_INVARIANTS') || 20_000,

@@ -22,6 +22,8 @@ import { generatePassword, readNewPassword, setPasswordByEmail } from './auth/se
 import { earlyAnswer } from './cli/help.js';
 import { copyCommand } from './cli/copy-to-postgres.js';
 import { dataFolderInUseHint, importForbiddenHint } from './cli/refusals.js';
+import { importPackage } from './cli/import-package.js';
+import { PackageError } from './profiles/package/package-error.js';
 
 /** A command-line process (import, admin) is no server node: it sends no e-mail (the server's outbox sender does). */
 const CLI_APP = { emailSender: false };
@@ -48,6 +50,14 @@ const USAGE = `Usage:
                                            load a LOINC release from its CSV files (version:
                                            --version, else the name Loinc_<v>, else the newest
                                            VersionLastChanged of its terms)
+  lattice import --format package <file.tgz or folder> [--package-dir <dir>] [--project <id>]
+                                           load a FHIR implementation guide package (NPM layout:
+                                           package/package.json): its StructureDefinitions,
+                                           ValueSets, CodeSystems, SearchParameters and other
+                                           definitions, as shared content unless --project; its
+                                           dependencies first, from --package-dir or the package's
+                                           folder (<name>#<version> folders, <name>-<version>.tgz);
+                                           a dependency not found is a warning
   lattice admin set-password <email> [--password <pw>] [--project <id>]
                                            set a user's password: --password, else read from
                                            the terminal (asked twice) or standard input; empty
@@ -80,7 +90,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 /** Options of `lattice import`: `--name value` or `--name=value`. */
-const IMPORT_OPTIONS = ['--project', '--url', '--token', '--client-id', '--client-secret', '--format', '--version'];
+const IMPORT_OPTIONS = ['--project', '--url', '--token', '--client-id', '--client-secret', '--format', '--version', '--package-dir'];
 /** Flags of `lattice import` (no value). */
 const IMPORT_FLAGS = ['--unpublished', '--shared'];
 
@@ -111,11 +121,13 @@ async function importCommand(args: string[]): Promise<void> {
   const format = options['--format'] ?? 'fhir';
   const rf2 = format === 'rf2';
   const loinc = format === 'loinc';
+  const fhirPackage = format === 'package';
   // --version names the version of a release (LOINC); a FHIR resource and an RF2 release state their own.
   if (
-    !file || positional.length > 1 || unusable || !['fhir', 'rf2', 'loinc'].includes(format) ||
+    !file || positional.length > 1 || unusable || !['fhir', 'rf2', 'loinc', 'package'].includes(format) ||
     (options['--version'] && !loinc) || (options['--unpublished'] && !rf2) ||
-    (options['--shared'] && (options['--project'] || rf2 || loinc))
+    (options['--shared'] && (options['--project'] || rf2 || loinc || fhirPackage)) ||
+    (options['--package-dir'] && !fhirPackage) || (fhirPackage && options['--url'])
   ) {
     console.error(USAGE);
     process.exitCode = 2;
@@ -168,6 +180,11 @@ async function importCommand(args: string[]): Promise<void> {
   // clinical bulk load, in batches of one transaction each (docs/rest.md#bulk-load).
   const loader = app.system.bulkLoad({ projectId, validate: validateResource, batchSize: config.importBatch });
   try {
+    if (fhirPackage) {
+      const packageDirs = options['--package-dir'] ? [options['--package-dir']] : [];
+      await importPackage(file, app, { projectId, packageDirs, batchSize: config.importBatch, out: console.log, warn: console.error });
+      return;
+    }
     if (loinc || rf2) {
       report(
         loinc
@@ -185,6 +202,11 @@ async function importCommand(args: string[]): Promise<void> {
     report(summary, await loader.finish());
   } catch (err) {
     await loader.settle();
+    if (err instanceof PackageError) {
+      console.error(err.message);
+      process.exitCode = 1;
+      return;
+    }
     if (err instanceof ReleaseFileError) {
       console.error(`${file}: ${err.message}`);
       process.exitCode = 1;

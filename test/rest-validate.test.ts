@@ -128,16 +128,16 @@ for (const driver of drivers) {
           expression: ['Patient'],
         },
       ]);
-      // A StructureDefinition the project holds without a snapshot cannot be checked (no snapshot generation yet): said so.
+      // A StructureDefinition the project holds without a snapshot gets one from its differential, and is checked.
       const sd = { resourceType: 'StructureDefinition', url: 'http://clinic.example/StructureDefinition/clinic-patient', name: 'ClinicPatient', status: 'active', kind: 'resource', abstract: false, type: 'Patient', baseDefinition: 'http://hl7.org/fhir/StructureDefinition/Patient', derivation: 'constraint', differential: { element: [{ id: 'Patient.birthDate', path: 'Patient.birthDate', min: 1 }] } };
       assert.equal((await server.fhir('POST', '/StructureDefinition', { body: sd })).status, 201);
       const heldPost = await server.fhir('POST', '/Patient/$validate', { body: { resourceType: 'Parameters', parameter: [{ name: 'resource', resource: patient }, { name: 'profile', valueUri: sd.url }] } });
       assert.deepEqual(heldPost.body.issue, [
         {
           severity: 'error',
-          code: 'not-supported',
-          details: { text: `Profile '${sd.url}' is held without a snapshot, and snapshot generation is not available: the resource was not checked against it` },
-          expression: ['Patient'],
+          code: 'required',
+          details: { coding: [{ system: 'http://hl7.org/fhir/java-core-messageId', code: 'Validation_VAL_Profile_Minimum' }], text: 'birthDate: minimum required = 1, but only found 0' },
+          expression: ['Patient.birthDate'],
         },
       ]);
       // The base definition of the type is what is checked: no issue.

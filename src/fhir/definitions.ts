@@ -235,6 +235,40 @@ export function searchParameterMap(): Map<string, Map<string, SearchParameter>> 
   return searchParams;
 }
 
+let storedGeneration = 0;
+
+/**
+ * Adds SearchParameters held as shared content (an implementation guide's, docs/profiles.md#searchparameters)
+ * to the map, on each type of their `base` (`Resource`/`DomainResource`: every type). A code a
+ * type already has keeps its parameter (the R4 one, or one added before). Returns the ones added.
+ */
+export function addSearchParameters(list: SearchParameter[]): SearchParameter[] {
+  const map = searchParameterMap();
+  const types = [...resourceTypes()];
+  const added: SearchParameter[] = [];
+  for (const sp of list) {
+    if (sp.resourceType !== 'SearchParameter' || !sp.code || !sp.expression) continue;
+    const bases = ((sp.base ?? []) as string[]).flatMap((b) => (b === 'Resource' || b === 'DomainResource' ? types : [b]));
+    let used = false;
+    for (const base of bases) {
+      if (!resourceTypes().has(base)) continue;
+      let byCode = map.get(base);
+      if (!byCode) map.set(base, (byCode = new Map<string, SearchParameter>()));
+      if (byCode.has(sp.code)) continue;
+      byCode.set(sp.code, { ...sp, expression: asToOfType(sp.expression) });
+      used = true;
+    }
+    if (used) added.push(sp);
+  }
+  if (added.length > 0) storedGeneration++;
+  return added;
+}
+
+/** Changes whenever addSearchParameters added one: what is derived from the map (compiled expressions) is derived again. */
+export function searchParametersGeneration(): number {
+  return storedGeneration;
+}
+
 /** The search parameters of one resource type, by code. */
 export function searchParametersFor(resourceType: string): Map<string, SearchParameter> {
   return searchParameterMap().get(resourceType) ?? new Map<string, SearchParameter>();

@@ -4,7 +4,7 @@ import { readDefinitionBundle } from '../fhir/definitions.js';
 import { FhirError } from '../fhir/outcome.js';
 import { compileProfile, type CompiledProfile } from './element-tree.js';
 
-/** Makes a snapshot from a differential (src/profiles/snapshot, when wired); `fetch` resolves the base and type profiles. */
+/** Makes a snapshot from a differential (src/profiles/snapshot-generator.ts); `fetch` resolves the base and type profiles. */
 export type SnapshotGenerator = (profile: StructureDefinition, fetch: (canonical: string) => Promise<StructureDefinition | undefined>) => Promise<StructureDefinition>;
 
 /** A canonical resolved: the compiled profile, or why it cannot be used. */
@@ -12,7 +12,7 @@ export type Resolved =
   | { found: 'yes'; profile: CompiledProfile }
   | { found: 'no' }
   /** Held, but without a snapshot the server can use. */
-  | { found: 'no-snapshot'; sd: StructureDefinition }
+  | { found: 'no-snapshot'; sd: StructureDefinition; reason?: string }
   /** Not looked up: the source is frozen (inside a database transaction) and had not seen it. */
   | { found: 'unavailable' };
 
@@ -136,8 +136,8 @@ export class ProfileSource {
           const r = await this.resolve(c);
           return r.found === 'yes' ? r.profile.sd : undefined;
         });
-      } catch {
-        return { found: 'no-snapshot', sd: held };
+      } catch (err) {
+        return { found: 'no-snapshot', sd: held, reason: err instanceof Error ? err.message : String(err) };
       }
     }
     const profile = cachedCompile(sd, url, sd.version ?? '');

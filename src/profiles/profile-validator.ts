@@ -85,7 +85,7 @@ function usable(ctx: WalkContext, resolved: Resolved, canonical: string, type: s
     resolved.found === 'no'
       ? `Profile '${canonical}' is not known to this server: the resource was not checked against it`
       : resolved.found === 'no-snapshot'
-        ? `Profile '${canonical}' is held without a snapshot, and snapshot generation is not available: the resource was not checked against it`
+        ? `Profile '${canonical}' is held without a snapshot, and ${resolved.reason ? `its snapshot could not be generated (${resolved.reason})` : 'snapshot generation is not available'}: the resource was not checked against it`
         : `Profile '${canonical}' could not be loaded inside a transaction: the resource was not checked against it`;
   ctx.add(resolved.found === 'unavailable' ? 'warning' : severity, 'not-supported', text, expr, resolved.found === 'no' ? 'Validation_VAL_Profile_Unknown' : undefined);
   return false;

@@ -1,7 +1,7 @@
 import fhirpath from 'fhirpath';
 import r4 from 'fhirpath/fhir-context/r4';
 import type { SearchParameter } from '@medplum/fhirtypes';
-import { searchParameterMap, searchParametersFor } from '../../fhir/definitions.js';
+import { searchParameterMap, searchParametersFor, searchParametersGeneration } from '../../fhir/definitions.js';
 import { compileFast, compileFastRelative, distinct, splitUnion, type FastNode } from './fast-path.js';
 
 /** The index table (suffix of `search_<table>`) of each searchable SearchParameter type. */
@@ -57,6 +57,16 @@ const resolveFromReference = {
 const OPTIONS = { resolveInternalTypes: false, userInvocationTable: { resolve: resolveFromReference } } as const;
 
 const cache = new Map<string, IndexedParameter[]>();
+let cachedGeneration = 0;
+
+/** Forgets the compiled parameters when stored SearchParameters were added since (fhir/definitions.ts addSearchParameters). */
+function current(): void {
+  if (cachedGeneration === searchParametersGeneration()) return;
+  cachedGeneration = searchParametersGeneration();
+  cache.clear();
+  compositeCache.clear();
+  byUrl = undefined;
+}
 
 /**
  * The indexed parameters of a resource type, compiled once per process. Expressions that do
@@ -64,6 +74,7 @@ const cache = new Map<string, IndexedParameter[]>();
  * parameters, and those without an expression, are not indexed.
  */
 export function indexedParameters(resourceType: string): IndexedParameter[] {
+  current();
   let list = cache.get(resourceType);
   if (list) return list;
   list = [];
@@ -158,6 +169,7 @@ let byUrl: Map<string, SearchParameter> | undefined;
  */
 export function compositeComponents(sp: SearchParameter): CompositeComponent[] | undefined {
   if (sp.type !== 'composite' || !sp.expression || !sp.component?.length) return undefined;
+  current();
   if (!byUrl) {
     byUrl = new Map();
     for (const params of searchParameterMap().values()) for (const p of params.values()) if (p.url) byUrl.set(p.url, p);
@@ -189,6 +201,7 @@ const compositeCache = new Map<string, IndexedComposite[]>();
  * components of one match come from the same element (one `component` of an Observation).
  */
 export function indexedComposites(resourceType: string): IndexedComposite[] {
+  current();
   let list = compositeCache.get(resourceType);
   if (list) return list;
   list = [];

@@ -145,7 +145,7 @@ export async function importEvents(
       const size = options.size ?? 0;
       switch (event.kind) {
         case 'value':
-          await write(event.value as Resource, `line ${event.line}`);
+          await write(event.value as Resource, event.where ?? `line ${event.line}`);
           break;
         case 'header':
           open = { key: event.key, header: event.header, buffered: [], bufferedConcepts: 0, entries: 0 };

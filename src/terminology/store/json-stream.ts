@@ -10,7 +10,7 @@ import { StringDecoder } from 'node:string_decoder';
  * never exists as one string or one object.
  */
 export type JsonStreamEvent =
-  | { kind: 'value'; value: unknown; bytes: number; line: number }
+  | { kind: 'value'; value: unknown; bytes: number; line: number; where?: string }
   | { kind: 'header'; key: string; header: Record<string, unknown>; bytes: number }
   | { kind: 'items'; items: unknown[]; bytes: number }
   | { kind: 'end'; tail: Record<string, unknown>; bytes: number };
