@@ -152,6 +152,30 @@ for (const driver of drivers) {
           const examples = await server.fhir('GET', '/Patient?_id=example', { token: server.adminToken });
           assert.equal(examples.body.total, 0, 'clinical examples are not loaded');
 
+          // The package's profile validates: its own constraint (name 1..1 in 1.1.0), its
+          // dependency's (birthDate 1..1) and its extension slice (colour at most once).
+          const validate = (resource: object) =>
+            server.fhir('POST', '/Patient/$validate', {
+              body: { resourceType: 'Parameters', parameter: [{ name: 'resource', resource }, { name: 'profile', valueUri: url }] },
+            });
+          const conforming = await validate({ resourceType: 'Patient', name: [{ family: 'Okafor' }], birthDate: '1980-02-03', extension: [{ url: COLOUR, valueCode: 'blue' }] });
+          assert.equal(conforming.status, 200, conforming.text);
+          assert.deepEqual(
+            conforming.body.issue.filter((i: { severity: string }) => i.severity === 'error'),
+            [],
+            conforming.text,
+          );
+          const failing = await validate({
+            resourceType: 'Patient',
+            name: [{ family: 'Okafor' }, { family: 'Other' }],
+            extension: [{ url: COLOUR, valueCode: 'blue' }, { url: COLOUR, valueCode: 'red' }],
+          });
+          assert.equal(failing.status, 200, failing.text);
+          const errors = failing.body.issue.filter((i: { severity: string }) => i.severity === 'error').map((i: { expression?: string[] }) => i.expression?.[0]);
+          assert.ok(errors.includes('Patient.birthDate'), `birthDate (the dependency's constraint): ${failing.text}`);
+          assert.ok(errors.some((e: string | undefined) => e?.startsWith('Patient.name')), `name 1..1: ${failing.text}`);
+          assert.ok(errors.some((e: string | undefined) => e?.startsWith('Patient.extension')), `colour at most once: ${failing.text}`);
+
           // The member of the first start, logged in again: its project holds the early patient.
           const member = before.member as TestMember;
           const token = await loginAs(server, member.email, member.password, before.projectId);

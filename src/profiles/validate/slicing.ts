@@ -19,7 +19,7 @@ interface Item {
  */
 export async function assignSlices(ctx: WalkContext, element: ElementNode, items: Item[], expr: string, mode: Mode): Promise<Array<ElementNode | undefined>> {
   const slicing = element.def.slicing;
-  const discriminators = slicing?.discriminator ?? [];
+  const discriminators = slicing?.discriminator ?? (isExtensionList(element) ? BY_URL : []);
   const assigned: Array<ElementNode | undefined> = [];
   for (const item of items) {
     let match: ElementNode | undefined;
@@ -59,6 +59,13 @@ export async function assignSlices(ctx: WalkContext, element: ElementNode, items
     lastSliceIndex = Math.max(lastSliceIndex, sliceIndex);
   });
   return assigned;
+}
+
+/** Extensions are always sliced by url (R4 extensibility.html): also when a snapshot states no slicing. */
+const BY_URL: ElementDefinitionSlicingDiscriminator[] = [{ type: 'value', path: 'url' }];
+
+function isExtensionList(element: ElementNode): boolean {
+  return element.slices.length > 0 && /\.(extension|modifierExtension)$/.test(element.def.path ?? '');
 }
 
 async function matchesSlice(ctx: WalkContext, slice: ElementNode, item: Item, discriminators: ElementDefinitionSlicingDiscriminator[]): Promise<boolean> {
