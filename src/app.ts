@@ -120,15 +120,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const terminology = installTerminology(env, registry, repository(ANONYMOUS));
     const validator = createResourceValidator(terminology.bindings);
     // Profiles (src/profiles): `$validate` and a project's rule for writes (docs/rest.md#validate).
+    // FHIRPath written by callers (PATCH paths, held profiles' invariants): in its own thread, with a time limit.
+    const fhirpath = new FhirPathEvaluator(config.fhirpathTimeoutMs);
+    closers.push(() => fhirpath.close());
     const profiles = createProfileValidator({
       bindings: terminology.bindings,
       limits: config.profileLimits,
       system,
       // Held profiles without a snapshot get one from their differential (src/profiles/snapshot).
       generate: snapshotGenerator(config.profileMaxElements),
+      fhirpath,
     });
-    const fhirpath = new FhirPathEvaluator(config.fhirpathTimeoutMs);
-    closers.push(() => fhirpath.close());
     searchIndex.useTerminology(terminology.search);
     // SearchParameters of loaded implementation guides, before anything is indexed or searched.
     await useStoredSearchParameters(system, db, log);

@@ -118,7 +118,7 @@ export interface Config {
     /** Longest FHIRPath invariant expression evaluated, in characters (`LATTICE_PROFILE_MAX_EXPRESSION`). */
     maxExpressionLength: number;
   };
-  /** How long one FHIRPath expression a caller wrote (a PATCH path) may run, in ms (`LATTICE_FHIRPATH_TIMEOUT`; docs/errors.md#fhirpath-evaluation). */
+  /** How long one FHIRPath expression a caller wrote (a PATCH path, a held profile's invariant) may run, in ms (`LATTICE_FHIRPATH_TIMEOUT`; docs/errors.md#fhirpath-evaluation). */
   fhirpathTimeoutMs: number;
   /**
    * How the base R4 terminologies reach the database: `background` (all written once per

@@ -246,6 +246,28 @@ for (const driver of drivers) {
       assert.equal(issues[0].code, 'too-costly');
     });
 
+    test("a held profile's invariant that runs past LATTICE_FHIRPATH_TIMEOUT is stopped (an error naming it) while the server answers others", async () => {
+      const source = `${P}slow-invariant`;
+      // 240 characters, about a minute of work in one thread: evaluated in the FHIRPath thread, stopped at its limit.
+      let nested = '1';
+      for (let level = 0; level < 12; level++) nested = `(1|2|3|4).select(${nested})`;
+      await hold(makeProfile('Patient', source, { constrain: { Patient: { constraint: [{ key: 'slow-1', severity: 'error', human: 'slow', expression: `${nested}.count() > 0`, source }] } } }));
+      const order: string[] = [];
+      const slow = validate('Patient', { resourceType: 'Patient', name: [{ family: 'Slow' }] }, source).then((issues) => {
+        order.push('validate');
+        return issues;
+      });
+      // Sent once the validation is under way: before, the evaluation held the HTTP thread for the minute.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const metadata = await server.fhir('GET', '/metadata');
+      order.push('metadata');
+      assert.equal(metadata.status, 200);
+      const issues = await slow;
+      assert.deepEqual(order, ['metadata', 'validate']);
+      assert.deepEqual(brief(issues), ['error Patient: Constraint slow-1 was not evaluated: it ran longer than 1000 ms (LATTICE_FHIRPATH_TIMEOUT)']);
+      assert.equal(issues[0].code, 'too-costly');
+    });
+
     test('a held StructureDefinition without a snapshot: checked with the snapshot generated from its differential', async () => {
       const sd = makeProfile('Patient', `${P}no-snapshot`, {});
       delete sd.snapshot;

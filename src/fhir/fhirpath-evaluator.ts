@@ -11,11 +11,13 @@ export class EvaluatorBusy extends Error {}
 /** An evaluation waits at most this many times the time limit for its turn (it can be behind one stopped evaluation and more). */
 export const WAIT_FACTOR = 3;
 
+/** What the thread answers: where the results are, what they are, or why there are none. */
+type Answer = { nodes: ThreadNode[] } | { values: unknown[] } | { error: string };
+
 interface Job {
-  resource: unknown;
-  expression: string;
+  message: Record<string, unknown>;
   queuedAt: number;
-  resolve: (answer: { nodes: ThreadNode[] } | { error: string }) => void;
+  resolve: (answer: Answer) => void;
   reject: (err: Error) => void;
 }
 
@@ -42,9 +44,22 @@ export class FhirPathEvaluator {
    * with {@link EvaluationTimeout} or {@link EvaluatorBusy} past the time limit.
    */
   evaluate(resource: unknown, expression: string): Promise<{ nodes: ThreadNode[] } | { error: string }> {
+    return this.submit({ resource, expression }) as Promise<{ nodes: ThreadNode[] } | { error: string }>;
+  }
+
+  /**
+   * The results of `expression` on `value` as JSON values (an invariant: `base` is the element's
+   * path for the model's types, `vars` FHIRPath's `%resource`/`%rootResource`); `{ error }` when
+   * it is not valid FHIRPath or fails. Rejects like {@link evaluate} past the time limit.
+   */
+  evaluateValues(value: unknown, expression: string, options: { base?: string; vars?: Record<string, unknown> } = {}): Promise<{ values: unknown[] } | { error: string }> {
+    return this.submit({ resource: value, expression, values: true, ...options }) as Promise<{ values: unknown[] } | { error: string }>;
+  }
+
+  private submit(message: Record<string, unknown>): Promise<Answer> {
     if (this.closed) return Promise.reject(new Error('the FHIRPath evaluator is closed'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ resource, expression, queuedAt: Date.now(), resolve, reject });
+      this.queue.push({ message, queuedAt: Date.now(), resolve, reject });
       void this.pump();
     });
   }
@@ -100,7 +115,15 @@ export class FhirPathEvaluator {
       void this.pump();
     }, this.timeoutMs);
     worker.ref();
-    worker.postMessage({ id, resource: job.resource, expression: job.expression });
+    try {
+      worker.postMessage({ id, ...job.message });
+    } catch (err) {
+      // A value that cannot be cloned (not JSON): answered as an error of this evaluation.
+      clearTimeout(this.running.timer);
+      this.running = undefined;
+      job.resolve({ error: err instanceof Error ? err.message : String(err) });
+      void this.pump();
+    }
   }
 
   private start(): Promise<void> {
@@ -110,7 +133,7 @@ export class FhirPathEvaluator {
     this.worker = worker;
     this.ready = new Promise<void>((resolve, reject) => {
       worker.once('exit', (code) => reject(new Error(`the FHIRPath evaluation thread ended while starting (exit code ${code})`)));
-      worker.on('message', (msg: { ready?: boolean; id?: number; nodes?: ThreadNode[]; error?: string }) => {
+      worker.on('message', (msg: { ready?: boolean; id?: number; nodes?: ThreadNode[]; values?: unknown[]; error?: string }) => {
         if (msg.ready) {
           resolve();
           return;
@@ -119,7 +142,7 @@ export class FhirPathEvaluator {
         if (!running || running.id !== msg.id) return;
         clearTimeout(running.timer);
         this.running = undefined;
-        running.job.resolve(msg.error !== undefined ? { error: msg.error } : { nodes: msg.nodes ?? [] });
+        running.job.resolve(msg.error !== undefined ? { error: msg.error } : msg.values !== undefined ? { values: msg.values } : { nodes: msg.nodes ?? [] });
         void this.pump();
       });
     });

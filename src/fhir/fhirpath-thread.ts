@@ -9,11 +9,12 @@
  * nothing outside its own body.
  *
  * Protocol, one answer per message, in order:
- * - in: `{ id, resource, expression }`
+ * - in: `{ id, resource, expression }` (where the results are), or `{ id, resource, expression,
+ *   values: true, base?, vars? }` (what the results are: a profile's invariant on an element)
  * - out: `{ id, nodes }` — one entry per result: an element of `resource` as `{ location,
  *   propName, index, path, type }` (`location`: the property names and array indexes from the
- *   root to it), or a computed value as `{ value }`; or `{ id, error }` when the expression is
- *   not valid FHIRPath.
+ *   root to it), or a computed value as `{ value }`; `{ id, values }` — the results as JSON; or
+ *   `{ id, error }` when the expression is not valid FHIRPath or fails.
  */
 
 /** What the thread is started with (`workerData`): `import()`-able URLs resolved by the HTTP thread. */
@@ -73,11 +74,17 @@ export async function fhirpathThread(): Promise<void> {
       type: node.fhirNodeDataType,
     };
   };
-  port.on('message', (msg: { id: number; resource: unknown; expression: string }) => {
+  port.on('message', (msg: { id: number; resource: unknown; expression: string; values?: boolean; base?: string; vars?: Record<string, unknown> }) => {
     let answer: Record<string, unknown>;
     try {
-      const result = fhirpath.evaluate(msg.resource, msg.expression, undefined, model, { resolveInternalTypes: false });
-      answer = { id: msg.id, nodes: (Array.isArray(result) ? result : []).map(describe) };
+      if (msg.values) {
+        const path = msg.base ? { base: msg.base, expression: msg.expression } : msg.expression;
+        const result = fhirpath.evaluate(msg.resource, path, msg.vars, model, { resolveInternalTypes: true });
+        answer = { id: msg.id, values: structuredClone(Array.isArray(result) ? result : []) };
+      } else {
+        const result = fhirpath.evaluate(msg.resource, msg.expression, undefined, model, { resolveInternalTypes: false });
+        answer = { id: msg.id, nodes: (Array.isArray(result) ? result : []).map(describe) };
+      }
     } catch (err) {
       answer = { id: msg.id, error: err instanceof Error ? err.message : String(err) };
     }

@@ -1,6 +1,7 @@
 import type { OperationOutcomeIssue, Project } from '@medplum/fhirtypes';
 import type { ResourceRepository } from '../core/repository.js';
 import type { BindingChecker, BindingScope, ProfileRequest, ProfileValidator } from '../core/validation.js';
+import type { FhirPathEvaluator } from '../fhir/fhirpath-evaluator.js';
 import { isObject } from '../fhir/json.js';
 import { baseProfile, isBaseTypeUrl, ProfileSource, splitCanonical, type Resolved, type SnapshotGenerator } from './profile-source.js';
 import { checkBindings } from './validate/bindings.js';
@@ -14,8 +15,10 @@ export interface ProfileValidatorOptions {
   limits: ProfileLimits;
   /** The system repository: reads the caller's Project for its write rule. */
   system: ResourceRepository;
-  /** Snapshot generation for held profiles without one (src/profiles/snapshot, once merged). */
+  /** Snapshot generation for held profiles without one (src/profiles/snapshot). */
   generate?: SnapshotGenerator;
+  /** Evaluates the invariants the R4 definitions do not state (a held profile's): off the HTTP thread, with `LATTICE_FHIRPATH_TIMEOUT`. */
+  fhirpath?: FhirPathEvaluator;
 }
 
 type ProjectSettings = Project & { validateProfilesOnWrite?: boolean; allowUnknownProfiles?: boolean };
@@ -28,7 +31,7 @@ export function createProfileValidator(options: ProfileValidatorOptions): Profil
   validateWith(source: ProfileSource, scope: BindingScope, resource: Record<string, unknown>, request: ProfileRequest, bindings?: BindingChecker): Promise<OperationOutcomeIssue[]>;
 } {
   const validateWith = async (source: ProfileSource, scope: BindingScope, resource: Record<string, unknown>, request: ProfileRequest, bindings = options.bindings) => {
-    const ctx = new WalkContext(walker, source, options.limits, resource);
+    const ctx = new WalkContext(walker, source, options.limits, resource, options.fhirpath);
     const type = typeof resource.resourceType === 'string' ? resource.resourceType : '';
     const at = { expr: type, base: type, path: type, type };
     try {

@@ -1,6 +1,8 @@
 import type { ElementDefinition, ElementDefinitionConstraint } from '@medplum/fhirtypes';
 import fhirpath from 'fhirpath';
 import r4 from 'fhirpath/fhir-context/r4/index.js';
+import { EvaluationTimeout, EvaluatorBusy, type FhirPathEvaluator } from '../../fhir/fhirpath-evaluator.js';
+import { readDefinitionBundle } from '../../fhir/definitions.js';
 import { isBaseTypeUrl } from '../profile-source.js';
 import type { At, WalkContext } from './walk-context.js';
 
@@ -51,7 +53,7 @@ function singletonSafe(expression: string): string {
  * a base type or resource is evaluated only in `base` mode (a profile's snapshot repeats them);
  * one that fails is an issue of its severity; one that cannot be evaluated is a warning naming it.
  */
-export function checkInvariants(ctx: WalkContext, def: ElementDefinition, value: unknown, at: At, mode: 'base' | 'profile'): void {
+export async function checkInvariants(ctx: WalkContext, def: ElementDefinition, value: unknown, at: At, mode: 'base' | 'profile'): Promise<void> {
   const { base, expr } = at;
   for (const c of def.constraint ?? []) {
     if (!c.expression || !c.key || SKIPPED.has(c.key) || isBestPractice(c)) continue;
@@ -61,11 +63,23 @@ export function checkInvariants(ctx: WalkContext, def: ElementDefinition, value:
       continue;
     }
     ctx.countInvariant();
-    const fn = compiled(base, c.expression);
+    const vars = { resource: at.resource ?? ctx.root, rootResource: at.rootResource ?? ctx.root };
     let result: unknown[];
     try {
-      if (fn instanceof Error) throw fn;
-      result = fn(value, { resource: at.resource ?? ctx.root, rootResource: at.rootResource ?? ctx.root });
+      if (ctx.fhirpath && !isDefinitionExpression(c.expression)) {
+        // Written by whoever wrote the profile, so of any cost: in the FHIRPath thread, with its time limit.
+        const answer = await inThread(ctx.fhirpath, value, base, c.expression, vars);
+        if (answer === 'stopped') {
+          ctx.add('error', 'too-costly', `Constraint ${c.key} was not evaluated: it ran longer than ${ctx.fhirpath.timeoutMs} ms (LATTICE_FHIRPATH_TIMEOUT)`, expr);
+          continue;
+        }
+        if ('error' in answer) throw new Error(answer.error);
+        result = answer.values;
+      } else {
+        const fn = compiled(base, c.expression);
+        if (fn instanceof Error) throw fn;
+        result = fn(value, vars);
+      }
     } catch (err) {
       // Once per constraint and validation: the same expression fails the same way on every item.
       if (ctx.unevaluable.has(c.key)) continue;
@@ -78,4 +92,35 @@ export function checkInvariants(ctx: WalkContext, def: ElementDefinition, value:
       ctx.add(severity, 'invariant', `Constraint ${c.key} is not met: ${c.human ?? c.expression}`, expr);
     }
   }
+}
+
+/** The evaluation in the FHIRPath thread; `stopped` past its time limit (or its wait). */
+async function inThread(fhirpath: FhirPathEvaluator, value: unknown, base: string, expression: string, vars: Record<string, unknown>): Promise<{ values: unknown[] } | { error: string } | 'stopped'> {
+  try {
+    return await fhirpath.evaluateValues(value, singletonSafe(expression), { base, vars });
+  } catch (err) {
+    if (err instanceof EvaluationTimeout || err instanceof EvaluatorBusy) return 'stopped';
+    throw err;
+  }
+}
+
+let definitionExpressions: Set<string> | undefined;
+
+/**
+ * True for an expression some R4 definition states (a type's, a resource's, a core profile's or
+ * extension's invariant): chosen by no caller and of known cost, evaluated here. Any other
+ * expression goes to the FHIRPath thread.
+ */
+function isDefinitionExpression(expression: string): boolean {
+  if (!definitionExpressions) {
+    const found = new Set<string>();
+    for (const file of ['profiles-types.json', 'profiles-resources.json', 'profiles-others.json', 'extension-definitions.json', 'profiles-medplum.json']) {
+      for (const r of readDefinitionBundle(file)) {
+        if (r.resourceType !== 'StructureDefinition') continue;
+        for (const e of r.snapshot?.element ?? []) for (const c of e.constraint ?? []) if (c.expression) found.add(c.expression);
+      }
+    }
+    definitionExpressions = found;
+  }
+  return definitionExpressions.has(expression);
 }

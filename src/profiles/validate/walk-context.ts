@@ -1,4 +1,5 @@
 import type { OperationOutcomeIssue } from '@medplum/fhirtypes';
+import type { FhirPathEvaluator } from '../../fhir/fhirpath-evaluator.js';
 import type { CompiledProfile, ElementNode } from '../element-tree.js';
 import type { ProfileSource } from '../profile-source.js';
 
@@ -73,6 +74,8 @@ export class WalkContext {
     readonly limits: ProfileLimits,
     /** The resource validated (for `%resource` and contained references). */
     readonly root: Record<string, unknown>,
+    /** Where invariants the R4 definitions do not state are evaluated: off the HTTP thread, with a time limit. */
+    readonly fhirpath?: FhirPathEvaluator,
   ) {}
 
   add(severity: OperationOutcomeIssue['severity'], code: OperationOutcomeIssue['code'], text: string, expression: string, messageId?: string): void {

@@ -28,7 +28,7 @@ export async function visitItem(ctx: WalkContext, node: ElementNode, value: unkn
   const def = node.def;
   checkValue(ctx, def, value, at.expr);
   if (mode === 'profile') collectBinding(ctx, def, at.type, value, at.expr);
-  checkInvariants(ctx, def, value, at, mode);
+  await checkInvariants(ctx, def, value, at, mode);
   if (at.type === 'Reference' && isObject(value)) await checkReference(ctx, def, value, at, mode);
   if (!isObject(value)) return;
   if (node.children.length > 0) {
