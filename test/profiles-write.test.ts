@@ -55,6 +55,21 @@ for (const driver of drivers) {
       assert.deepEqual(brief(patch.body), [MISSING]);
     });
 
+    test('setting on: a warning of the base rules (its Questionnaire not found) does not let a failing profile through', async () => {
+      const qrProfile = 'http://example.org/fhir/StructureDefinition/write-qr-needs-author';
+      const held = await server.fhir('POST', '/StructureDefinition', {
+        token: strict.adminToken,
+        body: makeProfile('QuestionnaireResponse', qrProfile, { constrain: { 'QuestionnaireResponse.author': { min: 1 } } }),
+      });
+      assert.equal(held.status, 201, held.text);
+      const res = await server.fhir('POST', '/QuestionnaireResponse', {
+        token: strict.adminToken,
+        body: { resourceType: 'QuestionnaireResponse', meta: { profile: [qrProfile] }, status: 'completed', questionnaire: 'http://example.org/fhir/Questionnaire/not-held' },
+      });
+      assert.equal(res.status, 422, res.text);
+      assert.deepEqual(brief(res.body), ['error QuestionnaireResponse.author: author: minimum required = 1, but only found 0']);
+    });
+
     test('setting on: a meta.profile the server does not hold → 422; with allowUnknownProfiles → 201', async () => {
       const unknown = 'http://example.org/fhir/StructureDefinition/not-held';
       const body = { resourceType: 'Patient', meta: { profile: [unknown] } };

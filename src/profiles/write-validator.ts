@@ -31,12 +31,13 @@ export function boundWriteValidator(
 ): ResourceValidator {
   const bound: Bound = {
     [BOUND]: true,
-    async validate(resource) {
-      const problems = await base.validate(resource);
-      if (problems.length > 0 || !isObject(resource)) return problems;
+    async validate(resource, context) {
+      const problems = await base.validate(resource, context);
+      // Warnings of the base rules (a Questionnaire not found) do not stop the profile rule.
+      if (problems.some(isError) || !isObject(resource)) return problems;
       const issues = await validateWith(source, scope, resource, rule, frozen);
-      if (issues.some((i) => i.severity === 'error' || i.severity === 'fatal')) throw new FhirError(422, issues);
-      return [];
+      if (issues.some(isError)) throw new FhirError(422, issues);
+      return problems;
     },
     async prepare(resourceTypes, resources = []) {
       const inner = await base.prepare(resourceTypes, resources);
@@ -58,10 +59,14 @@ export function boundWriteValidator(
 export function withoutRule(base: ResourceValidator): ResourceValidator {
   const bound: Bound = {
     [BOUND]: true,
-    validate: (resource) => base.validate(resource),
+    validate: (resource, context) => base.validate(resource, context),
     prepare: async (types, resources) => withoutRule(await base.prepare(types, resources)),
   };
   return bound;
+}
+
+function isError(issue: OperationOutcomeIssue): boolean {
+  return issue.severity === 'error' || issue.severity === 'fatal';
 }
 
 export function isBound(validator: ResourceValidator): boolean {
