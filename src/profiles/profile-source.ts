@@ -2,6 +2,7 @@ import type { StructureDefinition } from '@medplum/fhirtypes';
 import type { ResourceRepository } from '../core/repository.js';
 import { readDefinitionBundle } from '../fhir/definitions.js';
 import { FhirError } from '../fhir/outcome.js';
+import { compareVersions } from './canonical-resolver.js';
 import { compileProfile, type CompiledProfile } from './element-tree.js';
 
 /** Makes a snapshot from a differential (src/profiles/snapshot-generator.ts); `fetch` resolves the base and type profiles. */
@@ -169,21 +170,4 @@ function newestFirst(a: StructureDefinition, b: StructureDefinition): number {
   const byVersion = compareVersions(b.version, a.version);
   if (byVersion !== 0) return byVersion;
   return (b.meta?.lastUpdated ?? '').localeCompare(a.meta?.lastUpdated ?? '');
-}
-
-function compareVersions(a: string | undefined, b: string | undefined): number {
-  if (a === b) return 0;
-  if (a === undefined) return -1;
-  if (b === undefined) return 1;
-  const pa = a.split(/[.-]/);
-  const pb = b.split(/[.-]/);
-  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
-    const x = pa[i] ?? '';
-    const y = pb[i] ?? '';
-    const nx = Number(x);
-    const ny = Number(y);
-    const c = x !== '' && y !== '' && !Number.isNaN(nx) && !Number.isNaN(ny) ? nx - ny : x.localeCompare(y);
-    if (c !== 0) return c;
-  }
-  return 0;
 }
