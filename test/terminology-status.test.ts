@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CodeSystem, OperationOutcome, OperationOutcomeIssue, Parameters, ParametersParameter, ValueSet } from '@medplum/fhirtypes';
+import { out } from './support/terminology-client.js';
 import { drivers, startServer, type ApiResponse, type TestServer } from './harness.js';
 
 /**
@@ -47,11 +48,6 @@ const PLAIN = cs('plain', {
 });
 const WITHDRAWN_VS = vs('withdrawn', { include: [{ system: PLAIN.url }] }, { status: 'retired', extension: [{ url: STANDARDS_STATUS, valueCode: 'withdrawn' }] });
 const RETIRED_VS = vs('retired', { include: [{ system: PLAIN.url }] }, { status: 'retired' });
-
-function out(body: Pick<Parameters, 'parameter'> | undefined, name: string): unknown {
-  const p: ParametersParameter | undefined = body?.parameter?.find((x) => x.name === name);
-  return p && (p.resource ?? Object.entries(p).find(([k]) => k.startsWith('value'))?.[1]);
-}
 
 /** The status-check issue the rule produces for `text` (exact shape). */
 const statusIssue = (id: string, text: string): OperationOutcomeIssue => ({

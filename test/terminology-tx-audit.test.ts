@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CodeSystem, OperationOutcome, Parameters, ParametersParameter, ValueSet } from '@medplum/fhirtypes';
+import { out } from './support/terminology-client.js';
 import { drivers, startServer, type ApiResponse, type TestServer } from './harness.js';
 
 /**
@@ -66,11 +67,6 @@ const LIFECYCLE: CodeSystem = {
 };
 
 const vs = (id: string, compose: ValueSet['compose']): ValueSet => ({ resourceType: 'ValueSet', id, url: `${VS}${id}`, status: 'active', compose });
-
-function out(body: Pick<Parameters, 'parameter'> | undefined, name: string): unknown {
-  const p: ParametersParameter | undefined = body?.parameter?.find((x) => x.name === name);
-  return p && (p.resource ?? Object.entries(p).find(([k]) => k.startsWith('value'))?.[1]);
-}
 
 for (const driver of drivers) {
   describe(`terminology audit rules (${driver})`, () => {

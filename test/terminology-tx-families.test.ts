@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { CodeSystem, OperationOutcome, Parameters, ParametersParameter, ValueSet, ValueSetExpansionContains } from '@medplum/fhirtypes';
-import { terminologyCalls } from './support/terminology-client.js';
+import type { CodeSystem, OperationOutcome, ParametersParameter, ValueSet } from '@medplum/fhirtypes';
+import { codes, out, terminologyCalls } from './support/terminology-client.js';
 import { drivers, startServer, type TestServer } from './harness.js';
 
 /**
@@ -95,15 +95,6 @@ const vs = (id: string, compose: ValueSet['compose']): ValueSet => ({
   status: 'active',
   compose,
 });
-
-function out(body: Pick<Parameters, 'parameter'> | undefined, name: string): unknown {
-  const p: ParametersParameter | undefined = body?.parameter?.find((x) => x.name === name);
-  return p && (p.resource ?? Object.entries(p).find(([k]) => k.startsWith('value'))?.[1]);
-}
-
-function codes(contains: ValueSetExpansionContains[] | undefined): string[] {
-  return (contains ?? []).flatMap((c) => [c.code as string, ...codes(c.contains)]);
-}
 
 for (const driver of drivers) {
   describe(`terminology tx-ecosystem rule families (${driver})`, () => {

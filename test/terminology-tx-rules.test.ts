@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { CodeSystem, OperationOutcome, Parameters, ParametersParameter, ValueSet, ValueSetComposeInclude, ValueSetExpansionContains } from '@medplum/fhirtypes';
-import { terminologyCalls, type TxAnswer } from './support/terminology-client.js';
+import type { CodeSystem, OperationOutcome, ValueSet, ValueSetComposeInclude } from '@medplum/fhirtypes';
+import { codes, out, terminologyCalls, type TxAnswer } from './support/terminology-client.js';
 import { drivers, ooText, startServer, type TestServer } from './harness.js';
 
 /**
@@ -79,15 +79,6 @@ const vs = (id: string, compose: ValueSet['compose'] | undefined, extra: Partial
   ...(compose ? { compose } : {}),
   ...extra,
 });
-
-function out(body: Pick<Parameters, 'parameter'> | undefined, name: string): unknown {
-  const p: ParametersParameter | undefined = body?.parameter?.find((x) => x.name === name);
-  return p && (p.resource ?? Object.entries(p).find(([k]) => k.startsWith('value'))?.[1]);
-}
-
-function codes(contains: ValueSetExpansionContains[] | undefined): string[] {
-  return (contains ?? []).flatMap((c) => [c.code as string, ...codes(c.contains)]);
-}
 
 for (const driver of drivers) {
   describe(`terminology tx-ecosystem rules (${driver})`, () => {

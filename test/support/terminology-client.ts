@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import type { CodeSystem, OperationOutcome, Parameters, ParametersParameter, ValueSet } from '@medplum/fhirtypes';
-import type { ApiResponse, TestServer } from '../harness.js';
+import type { CodeSystem, OperationOutcome, Parameters, ParametersParameter, ValueSet, ValueSetExpansionContains } from '@medplum/fhirtypes';
+import { flatContains, type ApiResponse, type TestServer } from '../harness.js';
 
 /** A terminology operation's answer: Parameters, a ValueSet with its expansion, or an OperationOutcome. */
 export type TxAnswer = Omit<Parameters, 'resourceType'> & { resourceType: string; expansion?: ValueSet['expansion']; issue?: OperationOutcome['issue'] };
@@ -21,4 +21,15 @@ export function terminologyCalls(server: () => TestServer) {
     validate: (url: string, system: string, code: string, more: ParametersParameter[] = []) =>
       post('/ValueSet/$validate-code', [{ name: 'url', valueUri: url }, { name: 'system', valueUri: system }, { name: 'code', valueCode: code }, ...more]),
   };
+}
+
+/** The value (or resource) of the output parameter `name` of a Parameters answer. */
+export function out(body: Pick<Parameters, 'parameter'> | undefined, name: string): unknown {
+  const p: ParametersParameter | undefined = body?.parameter?.find((x) => x.name === name);
+  return p && (p.resource ?? Object.entries(p).find(([k]) => k.startsWith('value'))?.[1]);
+}
+
+/** The codes of an expansion's `contains`, nested ones included (depth first, in order). */
+export function codes(contains: ValueSetExpansionContains[] | undefined): string[] {
+  return flatContains(contains).map((c) => c.code as string);
 }
