@@ -1,36 +1,35 @@
-/** What a {@link BackgroundLoop} runs. */
-export interface BackgroundLoopOptions {
-  /**
-   * One pass over the work that is due. `woken`: the pass was asked for by `wake()` (a commit
-   * announced work), not by the poll. Resolves to the milliseconds until the next pass, or
-   * undefined for `pollMs`.
-   */
-  pass(woken: boolean): Promise<number | undefined>;
-  /** The longest wait between passes: it covers a wake-up that was missed (another node's, a lost notification). */
-  pollMs: number;
-  /** A pass that failed (not called once the loop is stopped). */
-  onError(err: unknown): void;
-}
-
 /**
  * The schedule of a background worker of one node (the e-mail outbox, Subscription
  * notifications, Bulk Data export jobs): a pass right away at `start()`, then one when woken or
  * when the last pass said, at the latest after `pollMs`. One pass at a time: wake-ups during a
  * pass are coalesced into one pass right after it. Its timers never keep the process alive.
+ * A worker extends it with its `pass` and `onError`.
  */
-export class BackgroundLoop {
+export abstract class BackgroundLoop {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private wakeAgain = false;
   private stopping = false;
 
-  constructor(private readonly options: BackgroundLoopOptions) {}
+  /** `pollMs`: the longest wait between passes; it covers a wake-up that was missed (another node's, a lost notification). */
+  constructor(private readonly pollMs: number) {}
+
+  /**
+   * One pass over the work that is due. `woken`: the pass was asked for by `wake()` (a commit
+   * announced work), not by the poll. Resolves to the milliseconds until the next pass, or
+   * undefined for `pollMs`.
+   */
+  protected abstract pass(woken: boolean): Promise<number | undefined>;
+
+  /** A pass that failed (not called once the loop is stopped). */
+  protected abstract onError(err: unknown): void;
 
   /** True once `stop()` was called: a long pass checks it to end early. */
   get stopped(): boolean {
     return this.stopping;
   }
 
+  /** Starts the loop: a first pass right away. */
   start(): void {
     this.schedule(0, false);
   }
@@ -59,14 +58,13 @@ export class BackgroundLoop {
   private run(woken: boolean): void {
     if (this.running || this.stopping) return;
     this.wakeAgain = false;
-    let next = this.options.pollMs;
-    this.running = this.options
-      .pass(woken)
+    let next = this.pollMs;
+    this.running = this.pass(woken)
       .then((ms) => {
         if (ms !== undefined) next = ms;
       })
       .catch((err: unknown) => {
-        if (!this.stopping) this.options.onError(err);
+        if (!this.stopping) this.onError(err);
       })
       .finally(() => {
         this.running = undefined;

@@ -11,47 +11,37 @@ import type { EmailTransport } from './transport.js';
  * commit) and every `pollMs` (retries, and messages enqueued by nodes that could not notify).
  * Any number of nodes may run one: claims never overlap (see `claimDue`).
  */
-export class OutboxSender {
-  private readonly loop: BackgroundLoop;
-
+export class OutboxSender extends BackgroundLoop {
   constructor(
     private readonly db: Queryable,
     private readonly transport: EmailTransport,
     private readonly settings: EmailSettings,
     private readonly log: Logger,
   ) {
-    this.loop = new BackgroundLoop({
-      pollMs: settings.pollMs,
-      pass: async () => {
-        await this.drain();
-        // Wake for a retry that falls due before the next poll.
-        const due = await nextDueInMs(this.db);
-        return due === undefined ? undefined : Math.min(settings.pollMs, Math.ceil(due) + 5);
-      },
-      onError: (err) => this.log.error({ err }, 'e-mail outbox drain failed'),
-    });
+    super(settings.pollMs);
   }
 
-  /** Starts the loop (first run right away). */
-  start(): void {
-    this.loop.start();
+  protected async pass(): Promise<number | undefined> {
+    await this.drain();
+    // Wake for a retry that falls due before the next poll.
+    const due = await nextDueInMs(this.db);
+    return due === undefined ? undefined : Math.min(this.settings.pollMs, Math.ceil(due) + 5);
   }
 
-  /** Runs a drain as soon as possible (coalesces wake-ups while one is running). */
-  wake(): void {
-    this.loop.wake();
+  protected onError(err: unknown): void {
+    this.log.error({ err }, 'e-mail outbox drain failed');
   }
 
   /** Stops the loop, waits for an in-flight drain, closes the transport. */
-  async stop(): Promise<void> {
-    await this.loop.stop();
+  override async stop(): Promise<void> {
+    await super.stop();
     this.transport.close();
   }
 
   /** Delivers every due message; returns how many were attempted. Exposed for tests. */
   async drain(): Promise<number> {
     let attempted = 0;
-    while (!this.loop.stopped) {
+    while (!this.stopped) {
       const batch = await claimDue(this.db, this.settings.batchSize, this.settings.leaseMs);
       if (batch.length === 0) break;
       // One at a time: ordering is kept per node and a broken server fails fast once per batch.

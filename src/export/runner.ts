@@ -22,9 +22,8 @@ type Settings = Config['bulkExport'];
  * that died is claimed again once its lease runs out and resumes after its last stored page;
  * past `maxAttempts` claims it fails with that said in its status. Any number of nodes run one.
  */
-export class ExportRunner {
+export class ExportRunner extends BackgroundLoop {
   readonly id = randomUUID();
-  private readonly loop: BackgroundLoop;
 
   constructor(
     private readonly db: Database,
@@ -32,30 +31,16 @@ export class ExportRunner {
     private readonly settings: Settings,
     private readonly log: Logger,
   ) {
-    this.loop = new BackgroundLoop({
-      pollMs: settings.pollMs,
-      // A lease that ran out is claimable a moment after its instant (clocks of one database).
-      pass: async () => (await this.drain()) + 10,
-      onError: (err) => this.log.error({ err }, 'export runner: looking for jobs failed'),
-    });
+    super(settings.pollMs);
   }
 
-  private get stopped(): boolean {
-    return this.loop.stopped;
+  protected async pass(): Promise<number> {
+    // A lease that ran out is claimable a moment after its instant (clocks of one database).
+    return (await this.drain()) + 10;
   }
 
-  start(): void {
-    this.loop.start();
-  }
-
-  /** Looks for work as soon as possible (a kick-off on this or another node). */
-  wake(): void {
-    this.loop.wake();
-  }
-
-  /** Stops after the page in flight; the job's lease then runs out and any node resumes it. */
-  async stop(): Promise<void> {
-    await this.loop.stop();
+  protected onError(err: unknown): void {
+    this.log.error({ err }, 'export runner: looking for jobs failed');
   }
 
   /**

@@ -39,43 +39,31 @@ export interface SenderDeps {
  * Woken at the commit of a write that recorded notifications, and every `pollMs`. Runs off the
  * request path: a slow or dead endpoint delays only its own subscription's notifications.
  */
-export class NotificationSender {
-  private readonly loop: BackgroundLoop;
+export class NotificationSender extends BackgroundLoop {
   private lastPrune = 0;
   private readonly lease = randomUUID();
 
   constructor(private readonly deps: SenderDeps) {
-    const { settings } = deps;
-    this.loop = new BackgroundLoop({
-      pollMs: settings.pollMs,
-      pass: async (woken) => {
-        // No active Subscription: the poll asks the database nothing (a wake-up still looks).
-        if (!woken && this.deps.idle()) return undefined;
-        await this.drain();
-        const due = await nextDueInMs(this.deps.db);
-        return due === undefined ? undefined : Math.min(settings.pollMs, Math.ceil(due) + 5);
-      },
-      onError: (err) => this.deps.log.error({ err }, 'subscription outbox drain failed'),
-    });
+    super(deps.settings.pollMs);
   }
 
-  start(): void {
-    this.loop.start();
+  protected async pass(woken: boolean): Promise<number | undefined> {
+    // No active Subscription: the poll asks the database nothing (a wake-up still looks).
+    if (!woken && this.deps.idle()) return undefined;
+    await this.drain();
+    const due = await nextDueInMs(this.deps.db);
+    return due === undefined ? undefined : Math.min(this.deps.settings.pollMs, Math.ceil(due) + 5);
   }
 
-  wake(): void {
-    this.loop.wake();
-  }
-
-  async stop(): Promise<void> {
-    await this.loop.stop();
+  protected onError(err: unknown): void {
+    this.deps.log.error({ err }, 'subscription outbox drain failed');
   }
 
   /** Delivers what is due now; returns the number of subscriptions served. */
   async drain(): Promise<number> {
     const { db, settings } = this.deps;
     let served = 0;
-    while (!this.loop.stopped) {
+    while (!this.stopped) {
       const claimed = await claimSubscriptions(db, settings.claimSize, settings.leaseMs, this.lease);
       if (claimed.length === 0) break;
       // Subscriptions in parallel (one slow endpoint does not hold the others), each one in order.
