@@ -205,27 +205,7 @@ function readObject(r: Reader): void {
       if (r.peek().kind === ':') r.next();
       readValue(r);
     }
-    const sep = r.peek();
-    if (sep.kind === '}') {
-      r.next();
-      return;
-    }
-    if (sep.kind === ',') {
-      r.next();
-      if (r.peek().kind === '}') {
-        r.report(sep.start, "Trailing comma before '}'");
-        r.next();
-        return;
-      }
-      continue;
-    }
-    if (sep.kind === 'eof') return r.report(open.start, "Unclosed object: '}' missing");
-    if (sep.kind === ']') {
-      r.report(sep.start, "Expected ',' or '}' but found ']'");
-      r.next();
-      return;
-    }
-    r.report(sep.start, "Expected ',' or '}' after a property value");
+    if (afterItem(r, open, '}', 'a property value')) return;
   }
 }
 
@@ -239,29 +219,40 @@ function readArray(r: Reader): void {
     const before = r.peek();
     if (before.kind === 'eof') return r.report(open.start, "Unclosed array: ']' missing");
     readValue(r);
-    const sep = r.peek();
-    if (sep.kind === ']') {
-      r.next();
-      return;
-    }
-    if (sep.kind === ',') {
-      r.next();
-      if (r.peek().kind === ']') {
-        r.report(sep.start, "Trailing comma before ']'");
-        r.next();
-        return;
-      }
-      continue;
-    }
-    if (sep.kind === 'eof') return r.report(open.start, "Unclosed array: ']' missing");
-    if (sep.kind === '}') {
-      r.report(sep.start, "Expected ',' or ']' but found '}'");
-      r.next();
-      return;
-    }
-    r.report(sep.start, "Expected ',' or ']' after an array item");
-    if (sep === before) r.next(); // no progress: skip the token
+    if (afterItem(r, open, ']', 'an array item')) return;
+    if (r.peek() === before) r.next(); // no progress: skip the token
   }
+}
+
+/**
+ * What follows an item of an object (`close` `}`) or an array (`]`): a comma and more items
+ * (false), or the end of the container (true) — also when it ends wrongly, which is reported.
+ */
+function afterItem(r: Reader, open: Token, close: '}' | ']', item: string): boolean {
+  const other = close === '}' ? ']' : '}';
+  const sep = r.peek();
+  if (sep.kind === close) {
+    r.next();
+    return true;
+  }
+  if (sep.kind === ',') {
+    r.next();
+    if (r.peek().kind !== close) return false;
+    r.report(sep.start, `Trailing comma before '${close}'`);
+    r.next();
+    return true;
+  }
+  if (sep.kind === 'eof') {
+    r.report(open.start, `Unclosed ${close === '}' ? 'object' : 'array'}: '${close}' missing`);
+    return true;
+  }
+  if (sep.kind === other) {
+    r.report(sep.start, `Expected ',' or '${close}' but found '${other}'`);
+    r.next();
+    return true;
+  }
+  r.report(sep.start, `Expected ',' or '${close}' after ${item}`);
+  return false;
 }
 
 function clip(s: string): string {
