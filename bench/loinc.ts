@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { load, table, type LoadResult } from './http-load.js';
 import { RELEASE_SIZE, termCode, writeLoincLike, type LoincLikeSize } from './loinc-like.js';
-import { runLatticeImport, startBareProcess, startLatticeProcess } from './server-process.js';
+import { runLatticeImport, measureBare, startLatticeProcess } from './server-process.js';
 
 const ADMIN_PASSWORD = 'bench-password-123';
 const UNITS = ['mg/dL', 'mmol/L', 'kg', '10*3/uL', 'mL/min/{1.73_m2}', 'ug/L', '%', 'g/dL', 'U/L', 'mm[Hg]'];
@@ -79,12 +79,7 @@ async function loadCases(dataDir: string, terms: number, seconds: number): Promi
       ['bare node:http server', JSON.stringify({ resourceType: 'Parameters', parameter: [{ name: 'result', valueBoolean: true }] })],
       [`bare node:http server, a LOINC lookup's body (${(lookupBody.length / 1024).toFixed(1)} KB)`, lookupBody],
     ]) {
-      const bare = await startBareProcess(body);
-      try {
-        rows.push([name, await load(bare.url, { seconds, connections: 32 })]);
-      } finally {
-        await bare.stop();
-      }
+      rows.push([name, await measureBare(body, (url) => load(url, { seconds, connections: 32 }))]);
     }
     for (const [name, path] of cases) rows.push([name, await load(server.url, { seconds, connections: 32, headers, body: () => ({ path: path(), body: '' }) })]);
   } finally {

@@ -5,7 +5,7 @@ import { validateResource } from '../src/fhir/validation/validate-resource.js';
 import { load, table, type LoadResult } from './http-load.js';
 import { exportRow, measureExport } from './export.js';
 import { loadPopulation } from './population.js';
-import { startBareProcess } from './server-process.js';
+import { measureBare } from './server-process.js';
 import { patientResources, resourcesPerPatient, uuidOf, withUrnReferences, writeSyntheaNdjson, type SyntheaShape } from './synthea-like.js';
 
 /** The shape of the generated population (writeSyntheaNdjson's default). */
@@ -32,13 +32,9 @@ export async function benchRest(options: RestOptions): Promise<string> {
   try {
     const file = join(dir, 'population.ndjson');
     const generated = await writeSyntheaNdjson(file, options.importSize, SHAPE);
-    const bare = await startBareProcess(JSON.stringify({ resourceType: 'Patient', id: 'x', name: [{ family: 'Smith' }] }));
-    let baseline: LoadResult;
-    try {
-      baseline = await load(bare.url, { seconds: options.seconds, connections: options.connections });
-    } finally {
-      await bare.stop();
-    }
+    const baseline = await measureBare(JSON.stringify({ resourceType: 'Patient', id: 'x', name: [{ family: 'Smith' }] }), (url) =>
+      load(url, { seconds: options.seconds, connections: options.connections }),
+    );
     const sections: string[] = [];
     for (const driver of options.drivers) sections.push(await benchDriver(driver, file, generated, dir, baseline, options));
     return (

@@ -59,6 +59,16 @@ export async function startBareProcess(body: string): Promise<BenchProcess> {
   return { url, pid: child.pid as number, stop: () => stopChild(child) };
 }
 
+/** Measures the bare server answering `body` with `measure(url)`, then stops it. */
+export async function measureBare<T>(body: string, measure: (url: string) => Promise<T>): Promise<T> {
+  const bare = await startBareProcess(body);
+  try {
+    return await measure(bare.url);
+  } finally {
+    await bare.stop();
+  }
+}
+
 async function waitFor(url: string, child: ChildProcess): Promise<void> {
   await waitUntil(async () => (await fetch(url)).ok, child);
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { descendants, generateSnomedLike, prng, type SnomedLike } from './snomed-like.js';
 import { writeRf2, type Rf2Release } from './snomed-rf2.js';
-import { runLatticeImport, startBareProcess, startLatticeProcess } from './server-process.js';
+import { runLatticeImport, measureBare, startLatticeProcess } from './server-process.js';
 import { benchPostgres } from './postgres.js';
 
 /**
@@ -144,13 +144,8 @@ async function loadRows(url: string, auth: Record<string, string>, m: SnomedLike
   }
   const lookup = await underLoad(url, lookups);
   const validate = await underLoad(url, validations);
-  const bare = await startBareProcess(JSON.stringify({ resourceType: 'Parameters', parameter: [{ name: 'name', valueString: 'SNOMED CT' }, { name: 'display', valueString: 'Bench concept' }] }));
-  let baseline: Awaited<ReturnType<typeof underLoad>>;
-  try {
-    baseline = await underLoad(bare.url, [{ method: 'GET', path: '/' }]);
-  } finally {
-    await bare.stop();
-  }
+  const bareBody = JSON.stringify({ resourceType: 'Parameters', parameter: [{ name: 'name', valueString: 'SNOMED CT' }, { name: 'display', valueString: 'Bench concept' }] });
+  const baseline = await measureBare(bareBody, (url) => underLoad(url, [{ method: 'GET', path: '/' }]));
   const line = (label: string, x: typeof lookup) =>
     `| ${driver} | ${label} under load (${CONNECTIONS} connections, ${SECONDS} s; goal ≥ 30% of the bare server) | ${x.rps.toFixed(0)} req/s, p50 ${x.p50} / p99 ${x.p99} ms, ${((100 * x.rps) / baseline.rps).toFixed(0)}% of the bare server${x.non2xx + x.errors > 0 ? ` (${x.non2xx} non-2xx, ${x.errors} errors)` : ''} |`;
   rows.push(line('`$lookup` (random concepts)', lookup));

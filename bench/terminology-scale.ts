@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { benchPostgres } from './postgres.js';
-import { BENCH_ADMIN_ENV, FatalError, procStatus, runLatticeImport, startBareProcess, startLatticeProcess, type BenchProcess } from './server-process.js';
+import { BENCH_ADMIN_ENV, FatalError, procStatus, runLatticeImport, measureBare, startLatticeProcess, type BenchProcess } from './server-process.js';
 import { descendants, generateSnomedLike, isAncestorOrSelf, prng, SNOMED_LIKE_URL, VALUE_SET_BASE, writeNdjson, type SnomedLike } from './snomed-like.js';
 import { benchToken } from './token.js';
 
@@ -98,13 +98,7 @@ async function benchDriver(driver: 'pglite' | 'pg', model: SnomedLike, file: str
     try {
       const ops = await loadOperations(server, model, auth, options);
       const serverRss = procStatus(server.pid, 'VmRSS');
-      const bare = await startBareProcess(JSON.stringify(lookupLike(model)));
-      let baseline: Load;
-      try {
-        baseline = await load(bare.url, [{ method: 'GET', path: '/' }], options);
-      } finally {
-        await bare.stop();
-      }
+      const baseline = await measureBare(JSON.stringify(lookupLike(model)), (url) => load(url, [{ method: 'GET', path: '/' }], options));
       return { driver, importSeconds: imported.seconds, importPeakRss: imported.peakRss, dbBytes, firstLookupSeconds, warmSeconds, serverRss, baseline, ops };
     } finally {
       await server.stop();

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { load, table, type LoadResult } from './http-load.js';
 import { benchPostgres } from './postgres.js';
-import { startBareProcess, startLatticeProcess } from './server-process.js';
+import { measureBare, startLatticeProcess } from './server-process.js';
 import { patientResources, uuidOf, withUrnReferences, type SyntheaShape } from './synthea-like.js';
 import { benchToken } from './token.js';
 
@@ -34,13 +34,9 @@ export interface WritesOptions {
  * once per entry of `workers`.
  */
 export async function benchWrites(options: WritesOptions): Promise<string> {
-  const bare = await startBareProcess(JSON.stringify({ resourceType: 'Patient', id: 'x', name: [{ family: 'Smith' }] }));
-  let baseline: LoadResult;
-  try {
-    baseline = await load(bare.url, { seconds: options.seconds, connections: options.connections });
-  } finally {
-    await bare.stop();
-  }
+  const baseline = await measureBare(JSON.stringify({ resourceType: 'Patient', id: 'x', name: [{ family: 'Smith' }] }), (url) =>
+    load(url, { seconds: options.seconds, connections: options.connections }),
+  );
   const sections: string[] = [];
   for (const driver of options.drivers) {
     for (const workers of driver === 'pg' ? options.workers : [1]) sections.push(await benchOne(driver, workers, baseline, options));
