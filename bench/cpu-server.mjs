@@ -11,12 +11,13 @@ const PASSWORD = 'admin-password-123';
 
 /**
  * Runs `use` against a started, logged-in server and stops it afterwards. `use` gets
- * `{ base, headers, rounds }`: `headers` carry the bearer token, `rounds(options, label)` runs
- * 3 autocannon rounds of `options` and answers the server CPU µs per request of each.
+ * `{ base, headers, rounds, cpuMs }`: `headers` carry the bearer token, `rounds(options, label)` runs
+ * 3 autocannon rounds of `options` and answers the server CPU µs per request of each; `cpuMs()`
+ * is the server process's CPU time so far (every thread), `pid` its process id.
  */
-export async function withMeasuredServer({ dir, port, env = {}, startTries }, use) {
+export async function withMeasuredServer({ dir, port, env = {}, startTries, nodeArgs = [] }, use) {
   const base = `http://127.0.0.1:${port}`;
-  const server = spawn(process.execPath, [`${dir}/dist/lattice.js`, 'serve'], {
+  const server = spawn(process.execPath, [...nodeArgs, `${dir}/dist/lattice.js`, 'serve'], {
     env: { ...process.env, PORT: String(port), LATTICE_DATA_DIR: 'memory://', LATTICE_ADMIN_PASSWORD: PASSWORD, LATTICE_PASSWORD_COST: '10', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -50,7 +51,7 @@ export async function withMeasuredServer({ dir, port, env = {}, startTries }, us
       }
       return figures;
     };
-    await use({ base, headers, rounds });
+    await use({ base, headers, rounds, cpuMs, pid: server.pid });
   } finally {
     server.kill('SIGTERM');
   }

@@ -37,25 +37,55 @@ interface HeldCreate {
 }
 
 interface HeldCreates {
+  tx: Queryable;
   items: HeldCreate[];
+  /** `Type/id` of every create held by this transaction so far (written or not): what its references may name. */
+  keys: Set<string>;
   writer: Repository;
   /**
    * Whether each project checks references on write, as this transaction read it: asked once,
    * not once per entry (docs/rest.md#cost-of-a-request). Forgotten when the transaction writes a Project.
    */
   checksReferences: Map<string, boolean>;
+  /** The batches sent and not yet answered, chained in order; the transaction's next statement waits for them. */
+  writing?: Promise<void>;
 }
 
 /** The held-back creates of each open transaction that batches them. */
 const heldCreates = new WeakMap<Queryable, HeldCreates>();
 
-/** Writes the creates `tx` holds back, if any (one statement). */
-async function flushCreates(tx: Queryable): Promise<void> {
-  const batch = heldCreates.get(tx);
-  if (!batch || batch.items.length === 0) return;
+/**
+ * Creates held back before a batch is sent on its own (docs/rest.md#cost-of-a-request): the
+ * database writes one batch while the next one is validated and indexed (a large transaction
+ * Bundle's work overlaps), and a Bundle of up to this many creates is still one statement.
+ */
+export const HELD_BATCH = 200;
+
+/**
+ * Sends the creates `batch` holds as one statement, after the batches sent before it, without
+ * waiting for its answer (its SQL and index rows are built now). A failure is seen by the
+ * next `flushCreates`, which the transaction's next statement and its end wait for.
+ */
+function sendHeld(batch: HeldCreates): void {
+  if (batch.items.length === 0) return;
   const items = batch.items;
   batch.items = [];
-  await batch.writer.writeHeld(tx, items);
+  const write = batch.writer.heldWrite(batch.tx, items);
+  const previous = batch.writing;
+  const sent = previous ? previous.then(write) : write();
+  sent.catch(() => undefined); // seen by flushCreates
+  batch.writing = sent;
+}
+
+/** Writes the creates `tx` holds back, if any (one statement), and waits for every batch sent before. */
+async function flushCreates(tx: Queryable): Promise<void> {
+  const batch = heldCreates.get(tx);
+  if (!batch) return;
+  sendHeld(batch);
+  const writing = batch.writing;
+  if (!writing) return;
+  await writing;
+  if (batch.writing === writing) batch.writing = undefined;
 }
 
 /** A row of the `resource` table. */
@@ -150,14 +180,17 @@ export class Repository implements SystemRepository {
     else delete meta.project;
     const resource = { ...input, meta } as Resource;
     batch.items.push({ resource, projectId: projectId ?? null, now });
+    batch.keys.add(`${resource.resourceType}/${resource.id}`);
+    if (batch.items.length >= HELD_BATCH) sendHeld(batch);
     return this.redact(resource);
   }
 
   /**
-   * Writes held-back creates (new ids) in ONE statement: resource and history rows, their
+   * The write of held-back creates (new ids) as ONE statement: resource and history rows, their
    * search-index rows and, on PostgreSQL, the change announcement of each (docs/rest.md#cost-of-a-request).
+   * The statement is built now; the function returned sends it.
    */
-  async writeHeld(tx: Queryable, items: HeldCreate[]): Promise<void> {
+  heldWrite(tx: Queryable, items: HeldCreate[]): () => Promise<void> {
     const resources = items.map((i) => i.resource);
     const params: unknown[] = [
       resources.map((r) => r.resourceType),
@@ -175,9 +208,12 @@ export class Repository implements SystemRepository {
     for (const key of keys) cache?.invalidate(key);
     const announcement = cache?.shared ? changeAnnouncements(params, ROWS_CHANNEL, keys) : undefined;
     if (announcement) tx.afterEnd?.(() => keys.forEach((key) => cache?.invalidate(key)));
-    await tx.query(`WITH ${parts.join(', ')} SELECT ${announcement ? announcement.sql : '1'}`, params);
-    announcement?.emit();
-    if (announcement) for (const key of keys) cache?.invalidate(key);
+    const sql = `WITH ${parts.join(', ')} SELECT ${announcement ? announcement.sql : '1'}`;
+    return async () => {
+      await tx.query(sql, params);
+      announcement?.emit();
+      if (announcement) for (const key of keys) cache?.invalidate(key);
+    };
   }
 
   /** Creates a resource with a new server-assigned id (a client-supplied id is replaced). */
@@ -473,11 +509,17 @@ export class Repository implements SystemRepository {
     if (this.joined) return fn(this);
     if (!options?.batchCreates) return this.db.transaction((tx) => fn(this.inTransaction(tx)), options);
     return this.db.transaction(async (tx) => {
-      heldCreates.set(tx, { items: [], writer: this, checksReferences: new Map() });
+      const batch: HeldCreates = { tx, items: [], keys: new Set(), writer: this, checksReferences: new Map() };
+      heldCreates.set(tx, batch);
       try {
         const result = await fn(this.inTransaction(tx));
         await flushCreates(tx); // before the commit
         return result;
+      } catch (err) {
+        // No batch may still be on its way when the transaction is rolled back (on PostgreSQL
+        // it would reach the connection after the ROLLBACK, outside the transaction).
+        await batch.writing?.catch(() => undefined);
+        throw err;
       } finally {
         heldCreates.delete(tx);
       }
@@ -498,8 +540,7 @@ export class Repository implements SystemRepository {
   /** docs/rest.md#referential-integrity: the creates this transaction still holds count as written. */
   private async checkReferences(resource: Resource, projectId: string | undefined): Promise<void> {
     const held = this.joined && this.tx ? heldCreates.get(this.tx) : undefined;
-    const pending = new Set((held?.items ?? []).map((i) => `${i.resource.resourceType}/${i.resource.id}`));
-    await checkReferencesExist(this.db, resource, projectId, pending, held?.checksReferences);
+    await checkReferencesExist(this.db, resource, projectId, held?.keys ?? new Set(), held?.checksReferences);
   }
 
   /** A write of `resourceType` in this transaction: a Project's may change whether it checks references. */
