@@ -51,6 +51,7 @@ await withMeasuredServer({ dir, port, env, startTries: 300, nodeArgs }, async ({
   await post(transactionBundle(100, () => next++).bundle); // warm: definitions, terminology
   for (const size of sizes) {
     const figures = [];
+    const total = { cpu: cpuMs(), threads: threads(pid), started: performance.now() };
     for (let i = 0; i < perSize; i++) {
       const { bundle } = transactionBundle(size, () => next++);
       const before = cpuMs();
@@ -65,5 +66,10 @@ await withMeasuredServer({ dir, port, env, startTries: 300, nodeArgs }, async ({
       figures.push(`${Math.round(((cpuMs() - before) * 1000) / size)} µs = main ${per(pid)} + database ${per(database)} + other (${took} ms)`);
     }
     console.log(`${dir}: server CPU per resource of ${size}-entry transactions (wall time per Bundle): ${figures.join(', ')}`);
+    const used = threads(pid);
+    const n = size * perSize;
+    const main = Math.round((((used.get(pid) ?? 0) - (total.threads.get(pid) ?? 0)) * 1000) / n);
+    const wall = Math.round((n * 1000) / (performance.now() - total.started));
+    console.log(`${dir}: ${size}-entry transactions in all: ${Math.round(((cpuMs() - total.cpu) * 1000) / n)} µs CPU per resource (main thread ${main}), ${wall} resources/s`);
   }
 });
