@@ -4,6 +4,7 @@ import type { AuthInfo } from '../core/auth.js';
 import type { Database, Queryable } from '../core/database.js';
 import type { BulkLoad, BulkLoadOptions, ExportPage, ExportPageQuery, HistoryEntry, ResourceRepository, SearchQuery, SearchResult, SystemRepository, UpdateResult } from '../core/repository.js';
 import { BulkLoader } from './bulk-load.js';
+import { CreateGroup, groupLimit } from './create-group.js';
 import type { Scope } from '../core/scope.js';
 import { FhirError, badRequest, forbidden, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
 import type { ResourceHooks } from './resource-hooks.js';
@@ -34,6 +35,30 @@ interface HeldCreate {
   resource: Resource;
   projectId: string | null;
   now: string;
+  /** Its index rows, when extracted ahead (a grouped create: with its own request's budget). */
+  rows?: IndexRows;
+}
+
+/** A plain create waiting in its database's group (create-group.ts). */
+interface GroupedCreate extends HeldCreate {
+  writer: Repository;
+}
+
+/** The group commit of each database's plain creates (create-group.ts). */
+const createGroups = new WeakMap<Database, CreateGroup<GroupedCreate>>();
+
+function createGroupOf(db: Database): CreateGroup<GroupedCreate> {
+  let group = createGroups.get(db);
+  if (!group) {
+    group = new CreateGroup<GroupedCreate>(db, (q, items) => items[0].writer.heldWrite(q, items)(), groupLimit(db));
+    createGroups.set(db, group);
+  }
+  return group;
+}
+
+/** Plain creates of `db` waiting for a statement in flight (tests: they are sent together). */
+export function waitingCreates(db: Database): number {
+  return createGroups.get(db)?.queued ?? 0;
 }
 
 interface HeldCreates {
@@ -171,18 +196,34 @@ export class Repository implements SystemRepository {
     return joined;
   }
 
-  /** Holds back a create in a transaction that batches them: the stored resource as the write will store it. */
-  private holdCreate(batch: HeldCreates, input: Resource): Resource {
+  /** A new resource's first version as a create will store it (meta's versionId, lastUpdated, project). */
+  private firstVersion(input: Resource): HeldCreate {
     const now = new Date().toISOString();
     const projectId = this.scope.ownerOfNew(input.resourceType, input.id, input.meta?.project);
     const meta = { ...(input.meta ?? {}), versionId: '1', lastUpdated: now } as Record<string, unknown>;
     if (projectId) meta.project = projectId;
     else delete meta.project;
-    const resource = { ...input, meta } as Resource;
-    batch.items.push({ resource, projectId: projectId ?? null, now });
-    batch.keys.add(`${resource.resourceType}/${resource.id}`);
+    return { resource: { ...input, meta } as Resource, projectId: projectId ?? null, now };
+  }
+
+  /** Holds back a create in a transaction that batches them: the stored resource as the write will store it. */
+  private holdCreate(batch: HeldCreates, input: Resource): Resource {
+    const item = this.firstVersion(input);
+    batch.items.push(item);
+    batch.keys.add(`${item.resource.resourceType}/${item.resource.id}`);
     if (batch.items.length >= HELD_BATCH) sendHeld(batch);
-    return this.redact(resource);
+    return this.redact(item.resource);
+  }
+
+  /**
+   * A plain create outside a transaction, written with the creates of other requests that wait
+   * at the same time (group commit, create-group.ts); answered once its statement committed.
+   */
+  private async createInGroup(input: Resource): Promise<Resource> {
+    const item = this.firstVersion(input);
+    item.rows = withUcumBudget(this.ucum, () => this.searchIndex.extract(item.resource));
+    await createGroupOf(this.db).add({ ...item, writer: this });
+    return this.redact(item.resource);
   }
 
   /**
@@ -202,7 +243,7 @@ export class Repository implements SystemRepository {
     const rows = 'SELECT t, i, 1, p, l::timestamptz, false, c FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(t, i, c, p, l)';
     const columns = '(resource_type, id, version_id, project_id, last_updated, deleted, content)';
     const parts = [`w AS (INSERT INTO resource ${columns} ${rows})`, `h AS (INSERT INTO resource_history ${columns} ${rows})`];
-    parts.push(...withUcumBudget(this.ucum, () => this.searchIndex.manyIndexCtes(resources, params)));
+    parts.push(...withUcumBudget(this.ucum, () => this.searchIndex.manyIndexCtes(resources, params, items.map((i) => i.rows))));
     const keys = resources.map((r) => `${r.resourceType}/${r.id}`);
     const cache = this.cache;
     for (const key of keys) cache?.invalidate(key);
@@ -235,8 +276,12 @@ export class Repository implements SystemRepository {
     if (batch && this.writesAlone(candidate.resourceType, 'c')) {
       return this.holdCreate(batch, candidate) as T;
     }
-    // Nothing to check or mirror after the write: its one statement is the whole change.
-    if (this.writesAlone(candidate.resourceType, 'c')) return (await this.writeVersion(this.db, candidate, 1, undefined, 'insert')) as T;
+    // Nothing to check or mirror after the write: its one statement is the whole change, shared
+    // with the creates of other requests waiting at the same time (group commit).
+    if (this.writesAlone(candidate.resourceType, 'c')) {
+      if (!this.joined) return (await this.createInGroup(candidate)) as T;
+      return (await this.writeVersion(this.db, candidate, 1, undefined, 'insert')) as T;
+    }
     return this.db.transaction(async (tx) => {
       const stored = (await this.writeVersion(tx, candidate, 1, undefined, 'insert')) as Resource;
       await this.checkWritten(tx, stored, 'c');
