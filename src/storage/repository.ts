@@ -279,7 +279,8 @@ export class Repository implements SystemRepository {
     // Nothing to check or mirror after the write: its one statement is the whole change, shared
     // with the creates of other requests waiting at the same time (group commit).
     if (this.writesAlone(candidate.resourceType, 'c')) {
-      if (!this.joined) return (await this.createInGroup(candidate)) as T;
+      // (Not from code that holds PGlite's turn: the group's statement may wait for that turn.)
+      if (!this.joined && !this.db.holdsTurn?.()) return (await this.createInGroup(candidate)) as T;
       return (await this.writeVersion(this.db, candidate, 1, undefined, 'insert')) as T;
     }
     return this.db.transaction(async (tx) => {
