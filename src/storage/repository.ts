@@ -203,7 +203,7 @@ export class Repository implements SystemRepository {
     const meta = { ...(input.meta ?? {}), versionId: '1', lastUpdated: now } as Record<string, unknown>;
     if (projectId) meta.project = projectId;
     else delete meta.project;
-    return { resource: { ...input, meta } as Resource, projectId: projectId ?? null, now };
+    return { resource: { ...input, meta }, projectId: projectId ?? null, now };
   }
 
   /** Holds back a create in a transaction that batches them: the stored resource as the write will store it. */
