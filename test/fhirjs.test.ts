@@ -110,7 +110,10 @@ for (const driver of drivers) {
       const patched = await ok(client.patch({ type: 'Patient', id: patientId, data: [{ op: 'add', path: '/birthDate', value: '1999-09-09' }] }));
       assert.equal(patched.data.birthDate, '1999-09-09');
 
-      const obs = await ok(client.search({ type: 'Observation', query: { subject: `Patient/${patientId}` } }));
+      const obs = await ok(client.search({ type: 'Observation', query: { subject: `Patient/${patientId}`, $include: { Observation: 'subject' } } }));
+      assert.deepEqual(obs.data.entry.map((e: { search: { mode: string } }) => e.search.mode), ['match', 'include']);
+      const has = await ok(client.search({ type: 'Patient', query: { identifier: `urn:fhirjs|${marker}`, $has: { 'Observation:subject:status': 'final' } } }));
+      assert.deepEqual(has.data.entry.map((e: { resource: { id: string } }) => e.resource.id), [patientId]);
       const subject = await ok(client.resolve({ reference: obs.data.entry[0].resource.subject, resource: obs.data.entry[0].resource }));
       assert.equal(subject.data.id, patientId);
 
