@@ -92,5 +92,22 @@ for (const driver of drivers) {
         await server.app.db.query('ALTER TABLE resource DROP CONSTRAINT test_no_poison');
       }
     });
+
+    test('a transaction whose second batch of creates the database refuses keeps nothing, and the database serves on', async () => {
+      // Batches of 200 go while the next entries are validated: the refusal of the second one
+      // (entry 250) must still roll back the first, already written, and reach the caller.
+      await server.app.db.query(`ALTER TABLE resource ADD CONSTRAINT test_no_poison CHECK (content NOT LIKE '%"family":"Poison"%')`);
+      try {
+        const entry = Array.from({ length: 450 }, (_, i) => ({ resource: patient(i === 250 ? 'Poison' : 'Batchrefused'), request: { method: 'POST', url: 'Patient' } }));
+        const refused = await server.fhir('POST', '', { body: { resourceType: 'Bundle', type: 'transaction', entry } });
+        assert.notEqual(refused.status, 200);
+        assert.equal((await server.fhir('GET', '/Patient?family=batchrefused&_summary=count')).body.total, 0);
+        const next = await server.fhir('POST', '', { body: { resourceType: 'Bundle', type: 'transaction', entry: entry.filter((_, i) => i !== 250) } });
+        assert.equal(next.status, 200, next.text);
+        assert.equal((await server.fhir('GET', '/Patient?family=batchrefused&_summary=count')).body.total, 449);
+      } finally {
+        await server.app.db.query('ALTER TABLE resource DROP CONSTRAINT test_no_poison');
+      }
+    });
   });
 }
