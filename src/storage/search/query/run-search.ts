@@ -153,7 +153,7 @@ export async function runSearch(...args: Parameters<typeof buildSearch>): Promis
   const countTotal = async (upTo?: number): Promise<number> => {
     const count = built.count(upTo);
     const row = (await q.query<{ n: number; found?: number }>(count.sql, count.values)).rows[0];
-    if (count.again && row?.found === upTo && row.n < upTo) return (await q.query<{ n: number }>(count.again, count.values)).rows[0]?.n ?? 0;
+    if (count.again && upTo !== undefined && row?.found === upTo && row.n < upTo) return (await q.query<{ n: number }>(count.again, count.values)).rows[0]?.n ?? 0;
     return row?.n ?? 0;
   };
 
