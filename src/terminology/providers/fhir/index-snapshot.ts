@@ -1,8 +1,10 @@
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, open, readdir, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { Database, Queryable } from '../../../core/database.js';
 import type { CodeSystemInfo } from '../../types.js';
-import { checksum, decodeSnapshot, encodeSnapshot, SNAPSHOT_FORMAT, SnapshotUnreadable, type SnapshotParts } from './snapshot-format.js';
+import { checksum, decodeSnapshot, encodeSnapshot, headBytes, SNAPSHOT_FORMAT, snapshotLayout, snapshotParts, SnapshotUnreadable, type SnapshotParts } from './snapshot-format.js';
 
 /**
  * Persisted in-memory indexes (docs/terminology.md#persisted-indexes): what building an index
@@ -43,6 +45,24 @@ export function useSnapshotFolder(db: Database, folder: string): void {
   folders.set(db, folder);
 }
 
+/**
+ * Where the file copies of snapshots live (docs/terminology.md#persisted-indexes):
+ * `LATTICE_TX_INDEX_DIR` (`off`: nowhere), else `<data folder>-tx-index` beside a PGlite data
+ * folder, else, on PostgreSQL, `lattice-tx-index/<database>` under the system's temporary
+ * folder — named after the server's host, port and database, so two databases never share
+ * one. An in-memory database keeps none.
+ */
+export function snapshotFolder(config: { dataDir: string; databaseUrl?: string; txIndexDir?: string }): string | undefined {
+  if (config.txIndexDir === 'off') return undefined;
+  if (config.txIndexDir) return resolve(config.txIndexDir);
+  if (config.databaseUrl) {
+    const url = new URL(config.databaseUrl);
+    const where = `${url.hostname}:${url.port || '5432'}${url.pathname}|${url.searchParams.get('host') ?? ''}`;
+    return join(tmpdir(), 'lattice-tx-index', createHash('sha256').update(where).digest('hex').slice(0, 16));
+  }
+  return config.dataDir.startsWith('memory://') ? undefined : `${resolve(config.dataDir)}-tx-index`;
+}
+
 const fileOf = (folder: string, csKey: number, section: string) => join(folder, `${csKey}.${section}.snapshot`);
 
 /** Reads the snapshot of `section` of index `csKey` if it is there and valid. */
@@ -57,28 +77,58 @@ export async function readSnapshot(db: Database, csKey: number, section: string,
   if (h.format !== SNAPSHOT_FORMAT) return { unusable: `format ${h.format}, this version writes ${SNAPSHOT_FORMAT}` };
   if (h.key !== key) return { unusable: `written for ${h.key}, the code system is ${key}` };
   const folder = folders.get(db);
-  let chunks: Uint8Array[] | undefined;
-  let from: 'file' | 'database' = 'file';
-  if (folder) {
-    const file = await readFile(fileOf(folder, csKey, section)).catch(() => undefined);
-    if (file && file.length === Number(h.bytes) && checksum([file]) === Number(h.crc)) chunks = [file];
-  }
-  if (!chunks) {
-    from = 'database';
+  try {
+    if (folder) {
+      const parts = await readCopy(fileOf(folder, csKey, section), Number(h.bytes), Number(h.crc));
+      if (parts) return { parts, bytes: Number(h.bytes), ms: performance.now() - started, from: 'file' };
+    }
     const read = await db.readPass((q) => readChunks(q, csKey, section, h.chunks));
     if (typeof read === 'string') return { unusable: read };
-    chunks = read;
-    const bytes = chunks.reduce((n, c) => n + c.length, 0);
+    const bytes = read.reduce((n, c) => n + c.length, 0);
     if (bytes !== Number(h.bytes)) return { unusable: `${bytes} bytes stored, the header says ${h.bytes}` };
-    if (checksum(chunks) !== Number(h.crc)) return { unusable: 'checksum mismatch' };
-    if (folder) await writeCopy(db, folder, csKey, section, Buffer.concat(chunks)).catch(() => undefined);
-  }
-  try {
-    return { parts: decodeSnapshot(chunks), bytes: Number(h.bytes), ms: performance.now() - started, from };
+    if (checksum(read) !== Number(h.crc)) return { unusable: 'checksum mismatch' };
+    const parts = decodeSnapshot(read);
+    if (folder) await writeCopy(db, folder, csKey, section, Buffer.concat(read)).catch(() => undefined);
+    return { parts, bytes, ms: performance.now() - started, from: 'database' };
   } catch (err) {
     if (err instanceof SnapshotUnreadable) return { unusable: err.message };
     throw err;
   }
+}
+
+/**
+ * The parts of a file copy when it is the snapshot the database's header describes (its size
+ * and CRC-32), else undefined. Read in three pieces — the head, the numeric section into a
+ * buffer of its own (the typed arrays are views over it: no copy), the texts — so nothing
+ * but what the index keeps outlives the read.
+ */
+async function readCopy(file: string, bytes: number, crc: number): Promise<SnapshotParts | undefined> {
+  const handle = await open(file, 'r').catch(() => undefined);
+  if (!handle) return undefined;
+  try {
+    if ((await handle.stat()).size !== bytes || bytes < 8) return undefined;
+    const head = await readAt(handle, 0, Math.min(bytes, headBytes(await readAt(handle, 0, 4))));
+    const layout = snapshotLayout(head, bytes);
+    const numeric = await readAt(handle, layout.base, layout.header.numeric);
+    const texts = await readAt(handle, layout.base + layout.header.numeric, bytes - layout.base - layout.header.numeric);
+    if (checksum([head, numeric, texts]) !== crc) return undefined;
+    return snapshotParts(layout, numeric, texts);
+  } catch {
+    return undefined; // unreadable or not a snapshot: the database's copy is read (and written here again)
+  } finally {
+    await handle.close();
+  }
+}
+
+/** `length` bytes of a file from `position`, in a buffer of their own (fewer: the file is shorter, SnapshotUnreadable). */
+async function readAt(handle: FileHandle, position: number, length: number): Promise<Uint8Array> {
+  const out = new Uint8Array(new ArrayBuffer(length));
+  for (let done = 0; done < length; ) {
+    const { bytesRead } = await handle.read(out, done, length - done, position + done);
+    if (bytesRead === 0) throw new SnapshotUnreadable('truncated file');
+    done += bytesRead;
+  }
+  return out;
 }
 
 async function readChunks(q: Queryable, csKey: number, section: string, count: number): Promise<Uint8Array[] | string> {

@@ -24,7 +24,7 @@ interface PartEntry {
   length: number;
 }
 
-interface Header {
+export interface Header {
   format: number;
   littleEndian: boolean;
   numeric: number;
@@ -66,6 +66,60 @@ export function encodeSnapshot(parts: SnapshotParts): Buffer[] {
 /** Why bytes are not a snapshot this code can read (undefined: they are). */
 export class SnapshotUnreadable extends Error {}
 
+/** Where a snapshot's parts are: its header, and the offset its numeric parts start at. */
+export interface SnapshotLayout {
+  header: Header;
+  /** Offset of the numeric parts (the text parts follow them, at `base + header.numeric`). */
+  base: number;
+}
+
+/**
+ * The layout of a snapshot of `total` bytes from its first bytes (`head`: at least the header;
+ * `headerBytes(head)` says how many are needed). Throws SnapshotUnreadable when they are not
+ * a snapshot this code reads, or describe another size.
+ */
+export function snapshotLayout(head: Uint8Array, total: number): SnapshotLayout {
+  if (head.length < 4 || total < 4) throw new SnapshotUnreadable('truncated');
+  const headerLength = bufferOf(head).readUInt32LE(0);
+  if (4 + headerLength > total || 4 + headerLength > head.length) throw new SnapshotUnreadable('truncated header');
+  let header: Header;
+  try {
+    header = JSON.parse(bufferOf(head.subarray(4, 4 + headerLength)).toString('utf8')) as Header;
+  } catch {
+    throw new SnapshotUnreadable('unreadable header');
+  }
+  if (header.format !== SNAPSHOT_FORMAT) throw new SnapshotUnreadable(`format ${header.format}, this version reads ${SNAPSHOT_FORMAT}`);
+  if (header.littleEndian !== LITTLE_ENDIAN) throw new SnapshotUnreadable('written on a machine of the other byte order');
+  const base = align8(4 + headerLength);
+  const end = header.parts.reduce((n, p) => Math.max(n, p.offset + partBytes(p)), 0);
+  if (base + end !== total || header.numeric > end) throw new SnapshotUnreadable(`size ${total}, the header describes ${base + end}`);
+  return { header, base };
+}
+
+/** Bytes of a snapshot's head (length word, header, padding) given its first 4 bytes. */
+export function headBytes(first4: Uint8Array): number {
+  return align8(4 + bufferOf(first4).readUInt32LE(0));
+}
+
+/**
+ * The parts of a snapshot: numeric parts are views over `numeric` (its numeric section, as
+ * its own buffer: nothing else is kept), texts decoded once each from `texts`, the section
+ * after it.
+ */
+export function snapshotParts({ header }: SnapshotLayout, numeric: Uint8Array, texts: Uint8Array): SnapshotParts {
+  if (numeric.length !== header.numeric) throw new SnapshotUnreadable(`numeric section of ${numeric.length} bytes, the header says ${header.numeric}`);
+  const parts: SnapshotParts = new Map();
+  for (const p of header.parts) {
+    if (p.kind === 'i32') parts.set(p.name, new Int32Array(numeric.buffer, numeric.byteOffset + p.offset, p.length));
+    else if (p.kind === 'u8') parts.set(p.name, new Uint8Array(numeric.buffer, numeric.byteOffset + p.offset, p.length));
+    else {
+      const at = p.offset - header.numeric;
+      parts.set(p.name, bufferOf(texts).toString(p.kind === 'utf8' ? 'utf8' : 'utf16le', at, at + p.length));
+    }
+  }
+  return parts;
+}
+
 /**
  * The parts of a snapshot given as consecutive chunks. Numeric parts are views over one fresh
  * buffer holding only them (the text bytes are not kept); texts are decoded once each.
@@ -74,28 +128,12 @@ export function decodeSnapshot(chunks: Uint8Array[]): SnapshotParts {
   const total = chunks.reduce((n, c) => n + c.length, 0);
   const at = new ChunkReader(chunks);
   if (total < 4) throw new SnapshotUnreadable('truncated');
-  const headerLength = bufferOf(at.read(0, 4)).readUInt32LE(0);
-  if (4 + headerLength > total) throw new SnapshotUnreadable('truncated header');
-  let header: Header;
-  try {
-    header = JSON.parse(bufferOf(at.read(4, headerLength)).toString('utf8')) as Header;
-  } catch {
-    throw new SnapshotUnreadable('unreadable header');
-  }
-  if (header.format !== SNAPSHOT_FORMAT) throw new SnapshotUnreadable(`format ${header.format}, this version reads ${SNAPSHOT_FORMAT}`);
-  if (header.littleEndian !== LITTLE_ENDIAN) throw new SnapshotUnreadable('written on a machine of the other byte order');
-  const base = align8(4 + headerLength);
-  const end = header.parts.reduce((n, p) => Math.max(n, p.offset + partBytes(p)), 0);
-  if (base + end !== total) throw new SnapshotUnreadable(`size ${total}, the header describes ${base + end}`);
-  const numeric = new Uint8Array(new ArrayBuffer(header.numeric));
-  at.copyInto(numeric, base);
-  const parts: SnapshotParts = new Map();
-  for (const p of header.parts) {
-    if (p.kind === 'i32') parts.set(p.name, new Int32Array(numeric.buffer, p.offset, p.length));
-    else if (p.kind === 'u8') parts.set(p.name, new Uint8Array(numeric.buffer, p.offset, p.length));
-    else parts.set(p.name, bufferOf(at.read(base + p.offset, p.length)).toString(p.kind === 'utf8' ? 'utf8' : 'utf16le'));
-  }
-  return parts;
+  const head = at.read(0, Math.min(total, headBytes(at.read(0, 4))));
+  const layout = snapshotLayout(head, total);
+  const numeric = new Uint8Array(new ArrayBuffer(layout.header.numeric));
+  at.copyInto(numeric, layout.base);
+  const textStart = layout.base + layout.header.numeric;
+  return snapshotParts(layout, numeric, at.read(textStart, total - textStart));
 }
 
 /** Bytes a part takes in the layout (numeric parts are padded to 8). */
