@@ -1,10 +1,11 @@
-import { mkdir, open, readdir, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Database, Queryable } from '../../../core/database.js';
 import type { CodeSystemInfo } from '../../types.js';
-import { checksum, decodeSnapshot, encodeSnapshot, headBytes, SNAPSHOT_FORMAT, snapshotLayout, snapshotParts, SnapshotUnreadable, type SnapshotParts } from './snapshot-format.js';
+import { checksum, decodeSnapshot, encodeSnapshot, SNAPSHOT_FORMAT, SnapshotUnreadable, type PartSource, type SnapshotPart, type SnapshotParts } from './snapshot-format.js';
+import { SnapshotFile } from './snapshot-file.js';
 
 /**
  * Persisted in-memory indexes (docs/terminology.md#persisted-indexes): what building an index
@@ -29,8 +30,12 @@ export function snapshotKey(cs: Pick<CodeSystemInfo, 'url' | 'version' | 'concep
   return `${cs.url}|${cs.version ?? ''}|${cs.conceptCount}`;
 }
 
-/** A snapshot read back, or why none was read (`missing`: none written; else the reason it was not usable). */
-export type SnapshotRead = { parts: SnapshotParts; bytes: number; ms: number; from: 'file' | 'database' } | { missing: true } | { unusable: string };
+/**
+ * A snapshot read back, or why none was read (`missing`: none written; else the reason it was
+ * not usable). `file`: the parts are read from the file copy when asked for (`lazy` reads);
+ * otherwise they are all in memory.
+ */
+export type SnapshotRead = { parts: PartSource; file?: SnapshotFile; bytes: number; ms: number; from: 'file' | 'database' } | { missing: true } | { unusable: string };
 
 /**
  * Embedded databases (PGlite) keep a copy of each snapshot in a folder beside their data
@@ -65,8 +70,12 @@ export function snapshotFolder(config: { dataDir: string; databaseUrl?: string; 
 
 const fileOf = (folder: string, csKey: number, section: string) => join(folder, `${csKey}.${section}.snapshot`);
 
-/** Reads the snapshot of `section` of index `csKey` if it is there and valid. */
-export async function readSnapshot(db: Database, csKey: number, section: string, key: string): Promise<SnapshotRead> {
+/**
+ * Reads the snapshot of `section` of index `csKey` if it is there and valid. From a file copy,
+ * `lazy` returns the file open, its parts read when asked for (the caller closes it); else
+ * every part is read now.
+ */
+export async function readSnapshot(db: Database, csKey: number, section: string, key: string, lazy = false): Promise<SnapshotRead> {
   const started = performance.now();
   const head = await db.query<{ format: number; key: string; chunks: number; bytes: string | number; crc: string | number }>(
     'SELECT format, key, chunks, bytes, crc FROM tx_index_snapshot WHERE cs_key = $1 AND section = $2',
@@ -78,57 +87,31 @@ export async function readSnapshot(db: Database, csKey: number, section: string,
   if (h.key !== key) return { unusable: `written for ${h.key}, the code system is ${key}` };
   const folder = folders.get(db);
   try {
-    if (folder) {
-      const parts = await readCopy(fileOf(folder, csKey, section), Number(h.bytes), Number(h.crc));
-      if (parts) return { parts, bytes: Number(h.bytes), ms: performance.now() - started, from: 'file' };
+    const file = folder ? await SnapshotFile.open(fileOf(folder, csKey, section), Number(h.bytes), Number(h.crc)) : undefined;
+    if (file && lazy) return { parts: file, file, bytes: Number(h.bytes), ms: performance.now() - started, from: 'file' };
+    if (file) {
+      try {
+        const names = [...file.layout.entries.keys()];
+        await file.prefetch(names);
+        return { parts: new Map(names.map((n) => [n, file.get(n) as SnapshotPart])), bytes: Number(h.bytes), ms: performance.now() - started, from: 'file' };
+      } catch (err) {
+        if (!(err instanceof SnapshotUnreadable)) throw err;
+        await file.discard(); // a part is not what the head says: read the database's copy, write the file again
+      } finally {
+        await file.close();
+      }
     }
     const read = await db.readPass((q) => readChunks(q, csKey, section, h.chunks));
     if (typeof read === 'string') return { unusable: read };
     const bytes = read.reduce((n, c) => n + c.length, 0);
     if (bytes !== Number(h.bytes)) return { unusable: `${bytes} bytes stored, the header says ${h.bytes}` };
-    if (checksum(read) !== Number(h.crc)) return { unusable: 'checksum mismatch' };
-    const parts = decodeSnapshot(read);
+    const parts = decodeSnapshot(read, Number(h.crc));
     if (folder) await writeCopy(db, folder, csKey, section, Buffer.concat(read)).catch(() => undefined);
     return { parts, bytes, ms: performance.now() - started, from: 'database' };
   } catch (err) {
     if (err instanceof SnapshotUnreadable) return { unusable: err.message };
     throw err;
   }
-}
-
-/**
- * The parts of a file copy when it is the snapshot the database's header describes (its size
- * and CRC-32), else undefined. Read in three pieces — the head, the numeric section into a
- * buffer of its own (the typed arrays are views over it: no copy), the texts — so nothing
- * but what the index keeps outlives the read.
- */
-async function readCopy(file: string, bytes: number, crc: number): Promise<SnapshotParts | undefined> {
-  const handle = await open(file, 'r').catch(() => undefined);
-  if (!handle) return undefined;
-  try {
-    if ((await handle.stat()).size !== bytes || bytes < 8) return undefined;
-    const head = await readAt(handle, 0, Math.min(bytes, headBytes(await readAt(handle, 0, 4))));
-    const layout = snapshotLayout(head, bytes);
-    const numeric = await readAt(handle, layout.base, layout.header.numeric);
-    const texts = await readAt(handle, layout.base + layout.header.numeric, bytes - layout.base - layout.header.numeric);
-    if (checksum([head, numeric, texts]) !== crc) return undefined;
-    return snapshotParts(layout, numeric, texts);
-  } catch {
-    return undefined; // unreadable or not a snapshot: the database's copy is read (and written here again)
-  } finally {
-    await handle.close();
-  }
-}
-
-/** `length` bytes of a file from `position`, in a buffer of their own (fewer: the file is shorter, SnapshotUnreadable). */
-async function readAt(handle: FileHandle, position: number, length: number): Promise<Uint8Array> {
-  const out = new Uint8Array(new ArrayBuffer(length));
-  for (let done = 0; done < length; ) {
-    const { bytesRead } = await handle.read(out, done, length - done, position + done);
-    if (bytesRead === 0) throw new SnapshotUnreadable('truncated file');
-    done += bytesRead;
-  }
-  return out;
 }
 
 async function readChunks(q: Queryable, csKey: number, section: string, count: number): Promise<Uint8Array[] | string> {
@@ -164,7 +147,8 @@ async function writeCopy(db: Database, folder: string, csKey: number, section: s
 export async function writeSnapshot(db: Database, csKey: number, section: string, key: string, parts: SnapshotParts): Promise<number> {
   const buffers = encodeSnapshot(parts);
   const whole = Buffer.concat(buffers);
-  const crc = checksum([whole]);
+  // The head's checksum: the head lists each part's (snapshot-format.ts).
+  const crc = checksum([buffers[0]]);
   // The old header goes first: until the new one is written, no reader takes a mixture.
   await db.query('DELETE FROM tx_index_snapshot WHERE cs_key = $1 AND section = $2', [csKey, section]);
   let seq = 0;
@@ -186,4 +170,15 @@ export async function writeSnapshot(db: Database, csKey: number, section: string
   const folder = folders.get(db);
   if (folder) await writeCopy(db, folder, csKey, section, whole);
   return whole.length;
+}
+
+/** Bytes the parts `names` of a snapshot read take in memory (read or not yet). */
+export function partBytes(read: { parts: PartSource; file?: SnapshotFile }, names: string[]): number {
+  if (read.file) return read.file.bytes(names);
+  let n = 0;
+  for (const name of names) {
+    const p = read.parts.get(name);
+    n += p === undefined ? 0 : typeof p === 'string' ? p.length * 2 : p.byteLength;
+  }
+  return n;
 }
