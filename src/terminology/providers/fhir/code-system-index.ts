@@ -257,8 +257,18 @@ export class CodeSystemIndex {
 
   /** Reads what `fromParts` left for later (the designations and the ancestors), if anything. */
   loadAll(): void {
-    this.c.designations.get();
     this.c.ancestors.get();
+    this.c.designations.get();
+  }
+
+  /** Whether a group `fromParts` left for later is read. */
+  loaded(group: keyof typeof LAZY_PARTS): boolean {
+    return this.c[group].loaded;
+  }
+
+  /** Reads a group `fromParts` left for later (if not yet read). */
+  load(group: keyof typeof LAZY_PARTS): void {
+    this.c[group].get();
   }
 
   /** The id of a code (exact), or of the same code up to case when `caseInsensitive`; 0 = none. */

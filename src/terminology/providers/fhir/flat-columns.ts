@@ -82,7 +82,8 @@ export class TextColumn {
 export class PooledColumn<T> {
   private constructor(
     readonly values: T[],
-    readonly at: Int32Array,
+    /** Bytes when there are at most 256 values (a quarter of the memory, and of a snapshot's reading). */
+    readonly at: Int32Array | Uint8Array,
   ) {}
 
   /** Rows of values; equal values (SameValueZero: strings by content, objects by identity) are kept once. */
@@ -100,7 +101,7 @@ export class PooledColumn<T> {
       }
       at[i] = k;
     }
-    return new PooledColumn(values, at);
+    return new PooledColumn(values, values.length <= 256 ? Uint8Array.from(at) : at);
   }
 
   get(i: number): T {
@@ -110,12 +111,14 @@ export class PooledColumn<T> {
   /** The distinct values are saved as JSON (`undefined` as null). */
   save(parts: SnapshotParts, name: string): void {
     parts.set(`${name}.values`, JSON.stringify(this.values.map((v) => v ?? null)));
-    parts.set(`${name}.at`, this.at);
+    parts.set(`${name}.at`, this.values.length <= 256 && this.at instanceof Int32Array ? Uint8Array.from(this.at) : this.at);
   }
 
   static load<T>(parts: PartSource, name: string): PooledColumn<T> {
     const values = (JSON.parse(textPart(parts, `${name}.values`)) as unknown[]).map((v) => (v === null ? undefined : v)) as T[];
-    return new PooledColumn(values, intPart(parts, `${name}.at`));
+    const at = parts.get(`${name}.at`);
+    if (!(at instanceof Int32Array || at instanceof Uint8Array)) throw new TypeError(`snapshot part ${name}.at is missing`);
+    return new PooledColumn(values, at);
   }
 
   get bytes(): number {

@@ -231,8 +231,11 @@ export class TerminologyCache {
   private readRest(cs: CodeSystemInfo, index: CodeSystemIndex, file: SnapshotFile): void {
     const job = (async () => {
       try {
-        await file.prefetch([...LAZY_PARTS.designations, ...LAZY_PARTS.ancestors]);
-        index.loadAll();
+        // Ancestors first (smaller); a group a question read meanwhile is not read again.
+        for (const group of ['ancestors', 'designations'] as const) {
+          if (!index.loaded(group)) await file.prefetch(LAZY_PARTS[group]);
+          index.load(group);
+        }
         await file.close();
       } catch (err) {
         await file.discard();
