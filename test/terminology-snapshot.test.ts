@@ -31,13 +31,13 @@ const loads = (lines: string[]) =>
     .filter((l) => l.url === SCT && /loaded$/.test(l.msg ?? ''))
     .map((l) => `${l.msg} ${l.source}`)
     .sort();
-/** Where the index's and the graph's snapshots were read from (`file` / `database`), in that order. */
+/** Where the index's snapshots were read from (`file` / `database`), then the graph's, each in the order of the log. */
 const sources = (lines: string[]) =>
-  parsed(lines)
-    .filter((l) => l.url === SCT && /loaded$/.test(l.msg ?? ''))
-    .sort((a, b) => (a.msg ?? '').localeCompare(b.msg ?? ''))
-    .reverse()
-    .map((l) => l.from);
+  ['terminology index loaded', 'SNOMED CT graph loaded'].flatMap((msg) =>
+    parsed(lines)
+      .filter((l) => l.url === SCT && l.msg === msg)
+      .map((l) => l.from),
+  );
 const unusable = (lines: string[]) =>
   parsed(lines)
     .filter((l) => l.url === SCT && /snapshot unusable/.test(l.msg ?? ''))
@@ -152,6 +152,25 @@ for (const driver of drivers) {
           assert.deepEqual(await answers(server), reference);
           assert.deepEqual(loads(lines), ['SNOMED CT graph loaded snapshot', 'terminology index loaded snapshot']);
           assert.deepEqual(sources(lines), ['database', 'file']);
+
+          // A part changed in the file, its head intact: the index opens, the background read of
+          // its ancestors finds the part is not the one written, drops the index and removes the
+          // file; the next question reads the database's copy (and writes the file again).
+          await server.stop();
+          const bytes = readFileSync(index);
+          const headerLength = bytes.readUInt32LE(0);
+          const header = JSON.parse(bytes.subarray(4, 4 + headerLength).toString('utf8')) as { parts: Array<{ name: string; offset: number }> };
+          const at = ((4 + headerLength + 7) & ~7) + (header.parts.find((p) => p.name === 'ancestorList')?.offset ?? NaN);
+          bytes[at] ^= 1;
+          writeFileSync(index, bytes);
+          lines = [];
+          server = await restart(driver, storage, lines);
+          const first = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1008006&property=*`);
+          assert.equal(first.status, 200);
+          await terminologyCache(server.app.db).settled();
+          assert.match(unusable(lines).join('\n'), /checksum mismatch in part ancestorList/);
+          assert.deepEqual(await answers(server), reference);
+          assert.deepEqual(sources(lines), ['file', 'database', 'file', 'file']);
 
           // A new import of the same edition version (a term changed): its own snapshot replaces the old one.
           const next = join(dir, 'next');

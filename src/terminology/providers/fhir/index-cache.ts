@@ -217,6 +217,7 @@ export class TerminologyCache {
       return { index, from: read.from, file };
     } catch (err) {
       await file?.discard();
+      await file?.close();
       if (err instanceof TypeError || err instanceof RangeError || err instanceof SnapshotUnreadable) return err.message;
       throw err;
     }

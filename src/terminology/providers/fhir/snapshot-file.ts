@@ -89,10 +89,14 @@ export class SnapshotFile implements PartSource {
     await this.handle.close();
   }
 
-  /** Closes and removes the file (a part of it was not what its head says; the next read takes the database's copy and writes it again). */
+  /**
+   * Removes the file (a part of it was not what its head says: the next read takes the
+   * database's copy and writes it again). Questions already answering from it may still read
+   * its other parts: it is closed a minute later.
+   */
   async discard(): Promise<void> {
-    await this.close();
     await rm(this.path, { force: true });
+    setTimeout(() => void this.close().catch(() => undefined), 60_000).unref();
   }
 }
 
