@@ -1,4 +1,5 @@
 import { crc32 } from 'node:zlib';
+import { FhirError, issue } from '../../../fhir/outcome.js';
 
 /**
  * The binary form of a persisted in-memory index (docs/terminology.md#persisted-indexes): named
@@ -75,8 +76,16 @@ export function encodeSnapshot(parts: SnapshotParts): Buffer[] {
   return [head, ...numeric, ...texts];
 }
 
-/** Why bytes are not a snapshot this code can read (undefined: they are). */
-export class SnapshotUnreadable extends Error {}
+/**
+ * Why bytes are not a snapshot this code can read. Met by a request (a part read when first
+ * needed), it answers 503 `transient`: the index is dropped and read again from the database.
+ */
+export class SnapshotUnreadable extends FhirError {
+  constructor(readonly reason: string) {
+    super(503, [issue('transient', `A terminology index file was unreadable (${reason}); it is read again from the database: try again`)], { 'Retry-After': '1' });
+    this.name = 'SnapshotUnreadable';
+  }
+}
 
 /** Where a snapshot's parts are: its header, and the offset its numeric parts start at. */
 export interface SnapshotLayout {
