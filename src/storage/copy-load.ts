@@ -51,7 +51,8 @@ export async function copyNew(tx: CopyQueryable, batch: NewVersions): Promise<vo
   if (texts.length > 0) await tx.query(`WITH ${texts.join(', ')} SELECT 1`, params);
 }
 
-/** Characters that COPY's text format writes as backslash escapes. */
+/** Characters that COPY's text format writes as backslash escapes (tested first: most values have none). */
+const NEEDS_ESCAPE = /[\\\t\n\r]/;
 const ESCAPE = /[\\\t\n\r]/g;
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
@@ -59,7 +60,7 @@ const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n'
 export function copyField(value: unknown): string {
   switch (typeof value) {
     case 'string':
-      return value.replace(ESCAPE, (c) => ESCAPES[c]);
+      return NEEDS_ESCAPE.test(value) ? value.replace(ESCAPE, (c) => ESCAPES[c]) : value;
     case 'boolean':
       return value ? 't' : 'f';
     case 'number':

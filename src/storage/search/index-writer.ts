@@ -113,16 +113,18 @@ export function indexCopyText(
   const out: Array<{ table: string; columns: string[]; text: string }> = [];
   for (const table of COPY_INDEX_TABLES) {
     const columns = (TABLE_COLUMNS[table] as Array<[string, string]>).map(([c]) => c);
-    const lines: string[] = [];
+    let text = '';
     for (const { resourceType, id, rows } of resources) {
+      const list = rows[table] as Array<Record<string, unknown>>;
+      if (list.length === 0) continue;
       const owner = `${field(resourceType)}\t${field(id)}`;
-      for (const row of rows[table] as Array<Record<string, unknown>>) {
-        let line = owner;
-        for (const column of columns) line += `\t${field(row[column])}`;
-        lines.push(line);
+      for (const row of list) {
+        text += owner;
+        for (const column of columns) text += `\t${field(row[column])}`;
+        text += '\n';
       }
     }
-    if (lines.length > 0) out.push({ table: `search_${table}`, columns: ['resource_type', 'id', ...columns], text: `${lines.join('\n')}\n` });
+    if (text.length > 0) out.push({ table: `search_${table}`, columns: ['resource_type', 'id', ...columns], text });
   }
   return out;
 }
