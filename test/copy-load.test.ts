@@ -156,11 +156,13 @@ for (const driver of drivers) {
       assert.equal(await count('bad'), 2);
 
       // The database refuses the second batch's history COPY (a stray history row holds the key
-      // of cut-4) after its resource rows were COPYed: the whole batch is rolled back.
+      // of cut-4) after its resource rows were COPYed: the whole batch is rolled back, and so is
+      // the third (on PostgreSQL written meanwhile; its reference to cut-3 would dangle).
       await server.app.db.query(
         `INSERT INTO resource_history (resource_type, id, version_id, last_updated, content) VALUES ('Patient', 'cut-4', 1, now(), '{}')`,
       );
-      await assert.rejects(load(server.app.db, [patient('cut-1'), patient('cut-2'), patient('cut-3'), patient('cut-4')], 2), /duplicate key/);
+      const third = { resourceType: 'Observation', id: 'cut-o', status: 'final', code: { text: 'x' }, subject: { reference: 'Patient/cut-3' } } as Resource;
+      await assert.rejects(load(server.app.db, [patient('cut-1'), patient('cut-2'), patient('cut-3'), patient('cut-4'), patient('cut-5'), third], 2), /duplicate key/);
       assert.equal(await count('cut'), 2);
       const history = await server.app.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource_history WHERE id LIKE 'cut-%'`);
       assert.equal(history.rows[0].n, 3);
