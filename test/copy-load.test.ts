@@ -171,7 +171,7 @@ for (const driver of drivers) {
     });
 
     test('an id stored before becomes a new version; new ids in the same batch are COPYed', async () => {
-      assert.equal(await load(server.app.db, [{ resourceType: 'Patient', id: 'ver-1', name: [{ family: 'First' }] } as Resource]), 1);
+      assert.equal(await load(server.app.db, [{ resourceType: 'Patient', id: 'ver-1', name: [{ family: 'First' }] }]), 1);
       const copies: string[] = [];
       const second = [
         { resourceType: 'Patient', id: 'ver-1', name: [{ family: 'Second' }] },
