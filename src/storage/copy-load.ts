@@ -31,6 +31,7 @@ export function canCopy(tx: Queryable): tx is CopyQueryable {
   return typeof tx.copyRows === 'function';
 }
 
+/** Writes `batch` (resources new to the database) in `tx`: resource, history and index rows. */
 export async function copyNew(tx: CopyQueryable, batch: NewVersions): Promise<void> {
   const { resources, contents, rows } = batch;
   const tail = `\t1\t${copyField(batch.projectId ?? null)}\t${copyField(batch.now)}\tf\t`;
