@@ -195,6 +195,13 @@ for (const driver of drivers) {
     });
     after(() => server.stop());
 
+    if (driver === 'pg') {
+      test('JIT compiling is off on the server\'s connections (a search paid ~70 ms of it for a few ms of work)', async () => {
+        const { rows } = await server.app.db.query<{ jit: string }>('SHOW jit');
+        assert.equal(rows[0].jit, 'off');
+      });
+    }
+
     /**
      * The plan of the search's page (or its COUNT of at most `count` matches; `again`: its second
      * statement), seqscan off, with `drop` dropped first, run when `analyze`; always rolled back.

@@ -34,6 +34,9 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
     max: options.poolSize ?? 10,
     ...(connectTimeout > 0 ? { connectionTimeoutMillis: connectTimeout } : {}),
     ...(statement > 0 ? { statement_timeout: statement, idle_in_transaction_session_timeout: statement, query_timeout: statement + 2000 } : {}),
+    // No JIT compiling: a search estimated above jit_above_cost paid ~70 ms of compiling for a
+    // few ms of work (docs/deployment.md#postgresql-settings). An `options` of DATABASE_URL wins.
+    options: '-c jit=off',
   });
   pool.on('error', () => {
     /* idle client errors are reported on the next checkout */
