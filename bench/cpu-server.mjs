@@ -16,7 +16,9 @@ const PASSWORD = 'admin-password-123';
  */
 export async function withMeasuredServer({ dir, port, env = {}, startTries }, use) {
   const base = `http://127.0.0.1:${port}`;
-  const server = spawn(process.execPath, [`${dir}/dist/lattice.js`, 'serve'], {
+  // BENCH_NODE_ARGS: options for the server's node (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const server = spawn(process.execPath, [...nodeArgs, `${dir}/dist/lattice.js`, 'serve'], {
     env: { ...process.env, PORT: String(port), LATTICE_DATA_DIR: 'memory://', LATTICE_ADMIN_PASSWORD: PASSWORD, LATTICE_PASSWORD_COST: '10', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -52,6 +54,8 @@ export async function withMeasuredServer({ dir, port, env = {}, startTries }, us
     };
     await use({ base, headers, rounds });
   } finally {
+    const exited = new Promise((r) => server.once('exit', r));
     server.kill('SIGTERM');
+    await exited; // a profile is written as the process ends
   }
 }

@@ -7,6 +7,7 @@ import { inputFromParameters } from './parameters-input.js';
 import { buildInput } from './parse-input.js';
 import { parseQueryInput } from './query-input.js';
 import { isObject } from '../fhir/json.js';
+import { formatOnce } from '../core/reusable-answer.js';
 
 /** The input of a POST: a Parameters body, or (for `resourceInput`, docs/operations.md#post) a bare resource. */
 function postedInput(operation: Operation, body: unknown): OperationValues {
@@ -38,7 +39,8 @@ export async function invokeOperation(req: FhirRequest, operation: Operation, ta
   if (operation.respond) return operation.respond(req, input, target);
   const output: unknown = await operation.handler(req.ctx, input, target);
   try {
-    return { status: 200, body: formatOutput(definition, output) };
+    // A reusable output (src/core/reusable-answer.ts) is formatted once.
+    return { status: 200, body: formatOnce(output, () => formatOutput(definition, output)) };
   } catch (err) {
     if (!(err instanceof OutputViolation)) throw err;
     req.ctx.log.error({ err, operation: definition.id, target }, `Operation $${definition.code} returned output that violates its definition`);

@@ -6,6 +6,7 @@ import { termContext } from '../engine/request-context.js';
 import { subsumes } from '../engine/subsumes.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
 import { instanceCodeSystem, requireCodeSystem } from './target.js';
+import { cachedAnswer } from './answer-cache.js';
 
 interface SubsumesInput {
   system?: string;
@@ -38,7 +39,7 @@ export function subsumesOperation(env: TerminologyEnv): Operation {
         if (!system) throw badRequest('No code system specified');
         cs = await requireCodeSystem(tc, system, input.version ?? input.codingA?.version ?? input.codingB?.version);
       }
-      return { outcome: await subsumes(tc, cs, codeA, codeB) };
+      return cachedAnswer(tc, cs, `subsumes\u0000${codeA}\u0000${codeB}`, async () => ({ outcome: await subsumes(tc, cs, codeA, codeB) }));
     },
   };
 }

@@ -1,0 +1,43 @@
+import { markReusable } from '../../core/reusable-answer.js';
+import type { CodeSystemInfo, TermContext } from '../types.js';
+
+/**
+ * Recent answers of the point operations on one code system (`$lookup`, `$subsumes`,
+ * `$validate-code` of a code system; docs/terminology.md#answer-cache), given again to the same
+ * question: the output is marked reusable, so it is also formatted and serialised only once
+ * (src/core/reusable-answer.ts).
+ *
+ * An answer belongs to the code system object it was computed from: every terminology change
+ * on any node drops the resolution cache (providers/fhir/index-cache.ts), so the next request
+ * resolves a new object and never meets an answer of the old one. The key holds everything
+ * else the answer depends on: the operation and its inputs, and the caller's project and
+ * super-admin rights (which other versions a message may name). Requests that bring their own
+ * resources (`tx-resource`) or supplements are not cached. At most {@link ANSWER_LIMIT}
+ * answers are kept; the oldest go first.
+ */
+export const ANSWER_LIMIT = 4096;
+
+const answers = new Map<string, { cs: CodeSystemInfo; answer: object }>();
+let hits = 0;
+
+/** The answer to `question` about `cs`: a kept one, else `compute()`'s (then kept). */
+export async function cachedAnswer<T extends object>(tc: TermContext, cs: CodeSystemInfo, question: string, compute: () => Promise<T>): Promise<T> {
+  if (tc.supplements.length > 0 || tc.inlineCodeSystems.length > 0 || tc.inlineValueSets.length > 0) return compute();
+  const auth = tc.repo.auth;
+  const key = `${cs.key}\u0000${auth.projectId ?? ''}\u0000${auth.superAdmin ? 1 : 0}\u0000${question}`;
+  const kept = answers.get(key);
+  if (kept?.cs === cs) {
+    hits++;
+    return kept.answer as T;
+  }
+  const answer = markReusable(await compute());
+  if (kept) answers.delete(key);
+  else if (answers.size >= ANSWER_LIMIT) answers.delete(answers.keys().next().value as string);
+  answers.set(key, { cs, answer });
+  return answer;
+}
+
+/** Answers given from the cache since the start (tests pin that an answer was or was not reused). */
+export function answerCacheHits(): number {
+  return hits;
+}
