@@ -50,9 +50,14 @@ const port = Number(process.argv[4] ?? 18110);
 const copy = mkdtempSync(join(tmpdir(), 'lattice-point-ops-'));
 cpSync(data, copy, { recursive: true });
 const only = process.env.BENCH_POINT_ONLY; // e.g. "LOINC" to run one family
+// BENCH_POINT_COLD=1: more distinct questions per case than the server keeps answers
+// (src/terminology/operations/answer-cache.ts), so every answer is computed; else a hot set of
+// a few hundred codes (100 subsumption pairs, 10 units) that the answer cache holds.
+const cold = process.env.BENCH_POINT_COLD === '1';
+const DISTINCT = cold ? 5000 : 400;
 
 try {
-  await withMeasuredServer({ dir, port, startTries: 300, env: { LATTICE_DATA_DIR: join(copy, 'data'), LATTICE_BASE_TERMINOLOGY: 'lazy' } }, async ({ base, headers, rounds }) => {
+  await withMeasuredServer({ dir, port, startTries: 300, env: { LATTICE_DATA_DIR: join(copy, 'data'), LATTICE_BASE_TERMINOLOGY: 'lazy' } }, async ({ base, headers, rounds, idle }) => {
     const get = async (path) => {
       const res = await fetch(base + path, { headers });
       return { status: res.status, body: await res.json().catch(() => undefined) };
@@ -69,12 +74,12 @@ try {
     // The releases' indexes are built on first use: an expansion of each waits for it.
     const sctCodes = [];
     for (const [vs, into] of [[`${SCT}?fhir_vs`, sctCodes], [`${LOINC}/vs`, undefined]]) {
-      const r = await get(`/fhir/R4/ValueSet/$expand?url=${encodeURIComponent(vs)}&count=400&offset=100`);
+      const r = await get(`/fhir/R4/ValueSet/$expand?url=${encodeURIComponent(vs)}&count=${DISTINCT}&offset=${cold ? 0 : 100}`);
       if (r.status !== 200) throw new Error(`expand ${vs}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
       if (into) for (const c of r.body.expansion?.contains ?? []) into.push(c.code);
     }
     const { termCode } = await import(join(dir, 'dist/bench/loinc-like.js'));
-    const loincCodes = Array.from({ length: 400 }, (_, i) => termCode((i * 37) % SIZE));
+    const loincCodes = Array.from({ length: DISTINCT }, (_, i) => termCode((i * 37) % SIZE));
     // Subsumption pairs: a code and its parent (from `$lookup`'s parent property).
     const pairs = async (system, codes) => {
       const out = [];
@@ -86,18 +91,19 @@ try {
       }
       return out.length > 0 ? out : codes.map((c, i) => [c, codes[(i + 1) % codes.length]]);
     };
-    const csCodes = Array.from({ length: 5000 }, (_, i) => `c${i}`);
+    await idle(); // the releases' indexes are built in the background: not measured
+    const csCodes = Array.from({ length: cold ? 5000 : 400 }, (_, i) => `c${(i * 7) % 5000}`);
     const families = [
       ['CodeSystem resource', CS, csCodes],
       ['SNOMED CT', SCT, sctCodes],
       ['LOINC', LOINC, loincCodes],
-      ['UCUM', UCUM, UNITS],
+      ['UCUM', UCUM, cold ? Array.from({ length: DISTINCT }, (_, i) => `${i + 2}.${UNITS[i % UNITS.length]}`) : UNITS],
     ];
     const results = [];
     for (const [family, system, codes] of families) {
       if (only && !family.includes(only)) continue;
       const s = encodeURIComponent(system);
-      const sub = await pairs(system, codes);
+      const sub = cold ? codes.map((c, i) => [codes[(i * 13 + 1) % codes.length], c]) : await pairs(system, codes);
       const cases = [
         ['$lookup', (i) => `/fhir/R4/CodeSystem/$lookup?system=${s}&code=${encodeURIComponent(codes[i % codes.length])}`],
         ['$subsumes', (i) => `/fhir/R4/CodeSystem/$subsumes?system=${s}&codeA=${encodeURIComponent(sub[i % sub.length][0])}&codeB=${encodeURIComponent(sub[i % sub.length][1])}`],

@@ -11,7 +11,7 @@ const PASSWORD = 'admin-password-123';
 
 /**
  * Runs `use` against a started, logged-in server and stops it afterwards. `use` gets
- * `{ base, headers, rounds }`: `headers` carry the bearer token, `rounds(options, label)` runs
+ * `{ base, headers, rounds, idle }`: `headers` carry the bearer token, `rounds(options, label)` runs
  * 3 autocannon rounds of `options` and answers the server CPU µs per request of each.
  */
 export async function withMeasuredServer({ dir, port, env = {}, startTries }, use) {
@@ -52,7 +52,15 @@ export async function withMeasuredServer({ dir, port, env = {}, startTries }, us
       }
       return figures;
     };
-    await use({ base, headers, rounds });
+    // `idle()`: resolves once the server spends under 2% of a core for a second (background index builds done).
+    const idle = async () => {
+      for (let i = 0; i < 300; i++) {
+        const before = cpuMs();
+        await new Promise((r) => setTimeout(r, 1000));
+        if (cpuMs() - before <= 20) return;
+      }
+    };
+    await use({ base, headers, rounds, idle });
   } finally {
     const exited = new Promise((r) => server.once('exit', r));
     server.kill('SIGTERM');
