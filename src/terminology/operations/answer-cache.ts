@@ -15,7 +15,7 @@ import type { CodeSystemInfo, TermContext } from '../types.js';
  * resources (`tx-resource`) or supplements are not cached. At most {@link ANSWER_LIMIT}
  * answers are kept; the oldest go first.
  */
-export const ANSWER_LIMIT = 4096;
+export const ANSWER_LIMIT = 1024;
 
 const answers = new Map<string, { cs: CodeSystemInfo; answer: object }>();
 let hits = 0;
