@@ -49,5 +49,5 @@ export function jsonOnce(body: unknown): string {
 function deepFreeze(value: object): void {
   if (Object.isFrozen(value)) return;
   Object.freeze(value);
-  for (const v of Object.values(value)) if (typeof v === 'object' && v !== null) deepFreeze(v);
+  for (const v of Object.values(value) as unknown[]) if (typeof v === 'object' && v !== null) deepFreeze(v);
 }

@@ -14,10 +14,18 @@ import type { CodeSystemInfo, TermContext } from '../types.js';
  * super-admin rights (which other versions a message may name). Requests that bring their own
  * resources (`tx-resource`) or supplements are not cached. At most {@link ANSWER_LIMIT}
  * answers are kept; the oldest go first.
+ *
+ * Keeping costs (the answer is frozen, its formatted form and text are held, and held objects
+ * make garbage collection dearer), so an answer is kept only when its question was asked
+ * before, among the last {@link ASKED_LIMIT} questions: a stream of ever new questions (random
+ * concepts of a large release) pays one key per request, nothing more.
  */
 export const ANSWER_LIMIT = 1024;
+export const ASKED_LIMIT = 4096;
 
 const answers = new Map<string, { cs: CodeSystemInfo; answer: object }>();
+/** Questions asked recently whose answers are not kept (yet), with the code system asked about. */
+const asked = new Map<string, CodeSystemInfo>();
 let hits = 0;
 
 /** The answer to `question` about `cs`: a kept one, else `compute()`'s (then kept). */
@@ -30,6 +38,13 @@ export async function cachedAnswer<T extends object>(tc: TermContext, cs: CodeSy
     hits++;
     return kept.answer as T;
   }
+  if (asked.get(key) !== cs) {
+    // First time (for this code system object): remember the question only.
+    if (asked.size >= ASKED_LIMIT) asked.delete(asked.keys().next().value as string);
+    asked.set(key, cs);
+    return compute();
+  }
+  asked.delete(key);
   const answer = markReusable(await compute());
   if (kept) answers.delete(key);
   else if (answers.size >= ANSWER_LIMIT) answers.delete(answers.keys().next().value as string);
