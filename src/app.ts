@@ -106,7 +106,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       unsubscribe();
     });
   }
-  const repository = (auth: AuthInfo, since?: number) => new Repository(db, auth, hooks, searchIndex, rowCache, false, since);
+  // FHIRPath written by callers (PATCH paths, held profiles' invariants, access policies' write
+  // constraints): in its own thread, with a time limit (docs/errors.md#fhirpath-evaluation).
+  const fhirpath = new FhirPathEvaluator(config.fhirpathTimeoutMs);
+  closers.push(() => fhirpath.close());
+  const repository = (auth: AuthInfo, since?: number) => new Repository(db, auth, hooks, searchIndex, rowCache, false, since, fhirpath);
   const system = repository(SYSTEM_AUTH);
   const env: FeatureEnv = { config, log, db, system, onClose: (fn) => closers.push(fn) };
 
@@ -120,9 +124,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const terminology = installTerminology(env, registry, repository(ANONYMOUS));
     const validator = createResourceValidator(terminology.bindings);
     // Profiles (src/profiles): `$validate` and a project's rule for writes (docs/rest.md#validate).
-    // FHIRPath written by callers (PATCH paths, held profiles' invariants): in its own thread, with a time limit.
-    const fhirpath = new FhirPathEvaluator(config.fhirpathTimeoutMs);
-    closers.push(() => fhirpath.close());
     const profiles = createProfileValidator({
       bindings: terminology.bindings,
       limits: config.profileLimits,

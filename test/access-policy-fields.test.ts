@@ -21,6 +21,8 @@ for (const driver of drivers) {
           { resourceType: 'Patient', hiddenFields: ['birthDate', 'name.given'], readonlyFields: ['gender'] },
           // A final Observation cannot be changed.
           { resourceType: 'Observation', writeConstraint: [{ language: 'text/fhirpath', expression: "%before.exists() implies %before.status != 'final'" }] },
+          // An admin's costly constraint: 4^12 evaluations (about a minute in one thread).
+          { resourceType: 'Device', writeConstraint: [{ language: 'text/fhirpath', expression: COSTLY }] },
         ],
       });
     });
@@ -89,5 +91,32 @@ for (const driver of drivers) {
       // The admin has no policy: it may.
       assert.equal((await server.fhir('PUT', `/Observation/${draft.body.id}`, { ...asAdmin, body: { ...final.body, status: 'amended' } })).status, 200);
     });
+
+    test('a write constraint that runs past LATTICE_FHIRPATH_TIMEOUT is stopped (403, nothing written) while the server answers others', async () => {
+      const order: string[] = [];
+      const costly = server.fhir('POST', '/Device', { ...asMember(), body: { resourceType: 'Device', status: 'active' } }).then((res) => {
+        order.push('costly write');
+        return res;
+      });
+      // Sent while the constraint is evaluated: a read by the same member and the health probe.
+      const [read, health] = await Promise.all([server.fhir('GET', '/Observation?_count=1', asMember()), fetch(`${server.baseUrl}/healthz`)]);
+      order.push('read and probe');
+      assert.equal(read.status, 200, read.text);
+      assert.ok(health.status === 200 || health.status === 503, `healthz ${health.status}`);
+      const res = await costly;
+      assert.equal(order[0], 'read and probe', 'the read and the probe were answered before the costly write');
+      assert.equal(res.status, 403, res.text.slice(0, 300));
+      assert.equal(res.body.issue[0].code, 'forbidden');
+      assert.equal(ooText(res.body), `Forbidden: the access policy's write constraint was stopped after 1000 ms (LATTICE_FHIRPATH_TIMEOUT), so it is not shown to be met: ${COSTLY}`);
+      assert.equal((await server.fhir('GET', '/Device', asAdmin)).body.total, 0);
+      // The constraint on Observations still works (a new thread).
+      const draft = await server.fhir('POST', '/Observation', { ...asMember(), body: { resourceType: 'Observation', status: 'preliminary', code: { text: 'after' } } });
+      assert.equal(draft.status, 201, draft.text);
+    });
   });
 }
+
+let nested = '1';
+for (let level = 0; level < 12; level++) nested = `(1|2|3|4).select(${nested})`;
+/** Within every expression bound, but about a minute of evaluation. */
+const COSTLY = `${nested}.count() > 0`;

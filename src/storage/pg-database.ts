@@ -96,6 +96,9 @@ export async function openPgDatabase(connectionString: string, options: { poolSi
         client.on('error', onError);
         try {
           await run(client, 'BEGIN');
+          // A transaction given more than the statement limit (a Bundle: a share per entry) may
+          // also pause that long between its statements; each statement keeps its own limit.
+          if (statement > 0 && limit > statement) await run(client, `SET LOCAL idle_in_transaction_session_timeout = ${Math.floor(limit)}`);
           const result = await fn(tx);
           check(); // past the limit: rolled back, not committed
           await run(client, 'COMMIT');

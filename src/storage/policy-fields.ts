@@ -1,6 +1,7 @@
 import type { AccessPolicy, Expression, Resource } from '@medplum/fhirtypes';
-import fhirpath from 'fhirpath';
+import fhirpath_ from 'fhirpath';
 import r4 from 'fhirpath/fhir-context/r4';
+import { EvaluationTimeout, EvaluatorBusy, WAIT_FACTOR, type FhirPathEvaluator } from '../fhir/fhirpath-evaluator.js';
 import { FhirError, issue } from '../fhir/outcome.js';
 import { expressionFor, searchParameter } from './search/parameters.js';
 
@@ -12,7 +13,9 @@ import { expressionFor, searchParameter } from './search/parameters.js';
  *   includes) and cannot be written: a write keeps their stored value;
  * - read-only fields are read, and a write keeps their stored value (a create drops them);
  * - write constraints are FHIRPath expressions that must be true for a create or update, with
- *   `%before` (the stored version; empty for a create) and `%after` (the version written).
+ *   `%before` (the stored version; empty for a create) and `%after` (the version written),
+ *   evaluated in the FHIRPath thread with its time limit (an administrator writes them; any
+ *   member's write pays for them: docs/errors.md#fhirpath-evaluation).
  * A field is an element name (`birthDate`) or a dotted path (`name.family`, `meta.author`);
  * through an array, a write keeps element i's stored value in element i.
  */
@@ -46,9 +49,10 @@ export function withoutHidden(resource: Resource, rules: FieldRules): Resource {
 
 /**
  * What a write stores of `input`: hidden and read-only fields as `previous` has them (absent for
- * a create), then the write constraints checked (403 when one is not true).
+ * a create), then the write constraints checked (403 when one is not shown to be true) — in
+ * `fhirpath`'s thread when given (a server), else here (tools that serve no caller).
  */
-export function policyWrite(input: Resource, previous: Resource | undefined, rules: FieldRules): Resource {
+export async function policyWrite(input: Resource, previous: Resource | undefined, rules: FieldRules, fhirpath?: FhirPathEvaluator): Promise<Resource> {
   const kept = [...rules.hidden, ...rules.readonly];
   let out = input;
   if (kept.length > 0) {
@@ -57,9 +61,8 @@ export function policyWrite(input: Resource, previous: Resource | undefined, rul
     out = copy as unknown as Resource;
   }
   for (const constraint of rules.constraints) {
-    if (!satisfied(constraint, previous, out)) {
-      const text = constraint.description ?? constraint.expression ?? '';
-      throw new FhirError(403, [issue('forbidden', `Forbidden: the access policy's write constraint is not met: ${text}`)]);
+    if (!(await satisfied(constraint, previous, out, fhirpath))) {
+      throw new FhirError(403, [issue('forbidden', `Forbidden: the access policy's write constraint is not met: ${describe(constraint)}`)]);
     }
   }
   return out;
@@ -115,13 +118,33 @@ function keep(target: Json, source: Json, path: string[]): void {
   }
 }
 
+function describe(constraint: Expression): string {
+  return constraint.description ?? constraint.expression ?? '';
+}
+
 /** True only when the expression evaluates to exactly `true` (an error or empty result is not). */
-function satisfied(constraint: Expression, before: Resource | undefined, after: Resource): boolean {
+async function satisfied(constraint: Expression, before: Resource | undefined, after: Resource, fhirpath?: FhirPathEvaluator): Promise<boolean> {
   if (!constraint.expression) return true;
-  try {
-    const result = fhirpath.evaluate(after, constraint.expression, { before: before ?? null, after }, r4, { resolveInternalTypes: false });
-    return result.length === 1 && result[0] === true;
-  } catch {
-    return false;
+  const vars = { before: before ?? null, after };
+  if (!fhirpath) {
+    try {
+      const result = fhirpath_.evaluate(after, constraint.expression, vars, r4, { resolveInternalTypes: false });
+      return result.length === 1 && result[0] === true;
+    } catch {
+      return false;
+    }
   }
+  let answer: Awaited<ReturnType<FhirPathEvaluator['evaluateValues']>>;
+  try {
+    answer = await fhirpath.evaluateValues(after, constraint.expression, { vars });
+  } catch (err) {
+    if (err instanceof EvaluationTimeout) {
+      throw new FhirError(403, [issue('forbidden', `Forbidden: the access policy's write constraint was stopped after ${fhirpath.timeoutMs} ms (LATTICE_FHIRPATH_TIMEOUT), so it is not shown to be met: ${describe(constraint)}`)]);
+    }
+    if (err instanceof EvaluatorBusy) {
+      throw new FhirError(503, [issue('transient', `The access policy's write constraint waited ${WAIT_FACTOR * fhirpath.timeoutMs} ms (${WAIT_FACTOR} × LATTICE_FHIRPATH_TIMEOUT) for the FHIRPath evaluator; try again`)], { 'Retry-After': '1' });
+    }
+    throw err;
+  }
+  return 'values' in answer && answer.values.length === 1 && answer.values[0] === true;
 }

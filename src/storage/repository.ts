@@ -7,6 +7,7 @@ import { BulkLoader } from './bulk-load.js';
 import type { Scope } from '../core/scope.js';
 import { FhirError, badRequest, forbidden, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
 import type { ResourceHooks } from './resource-hooks.js';
+import type { FhirPathEvaluator } from '../fhir/fhirpath-evaluator.js';
 import type { SearchIndex } from './search/search-index.js';
 import type { IndexRows } from './search/index-rows.js';
 import { announceChange, changeAnnouncement, changeAnnouncements } from './change-feed.js';
@@ -100,6 +101,8 @@ export class Repository implements SystemRepository {
     private readonly joined = false,
     /** When the request arrived (performance.now()): see `Database.caughtUp`. */
     private readonly since?: number,
+    /** Where access policies' write constraints are evaluated (policy-fields.ts). */
+    private readonly fhirpath?: FhirPathEvaluator,
   ) {
     this.scope = scopeFor(auth);
     if (since !== undefined) this.ucum = new UcumBudget();
@@ -135,7 +138,7 @@ export class Repository implements SystemRepository {
       caughtUp: (since) => db.caughtUp(since),
       close: async () => undefined,
     };
-    const joined = new Repository(bound, this.auth, this.hooks, this.searchIndex, this.cache, true, this.since);
+    const joined = new Repository(bound, this.auth, this.hooks, this.searchIndex, this.cache, true, this.since, this.fhirpath);
     joined.tx = tx;
     joined.ucum = this.ucum;
     return joined;
@@ -186,7 +189,7 @@ export class Repository implements SystemRepository {
     this.scope.checkCreate(resource.resourceType);
     this.scope.checkAccess(resource.resourceType, 'c');
     this.forgetProjectFlags(resource.resourceType);
-    const candidate = this.policyWrite({ ...resource, id }, undefined) as T;
+    const candidate = (await this.policyWrite({ ...resource, id }, undefined)) as T;
     await this.hooks.ready(this.db, this.since);
     await this.runBeforeWrite(candidate, undefined);
     await this.checkReferences(candidate, this.scope.ownerOfNew(candidate.resourceType, candidate.id, candidate.meta?.project));
@@ -298,7 +301,7 @@ export class Repository implements SystemRepository {
     const before = await this.visibleRow(this.db, resourceType, id, true);
     const current = before && !before.deleted ? (JSON.parse(before.content) as Resource) : undefined;
     const input = resource;
-    resource = this.policyWrite(input, current);
+    resource = await this.policyWrite(input, current);
     await this.runBeforeWrite(resource, current);
     await this.checkReferences(resource, before && !before.deleted ? (before.project_id ?? undefined) : this.scope.ownerOfNew(resourceType, id, resource.meta?.project));
     // Identical to the version just read: nothing to write, so no transaction and no row lock (a
@@ -340,7 +343,7 @@ export class Repository implements SystemRepository {
       const previous = JSON.parse(row.content) as Resource;
       if (row.version_id !== before?.version_id || row.deleted !== before?.deleted) {
         // Another write came between: the policy's kept fields and constraints are judged on this version.
-        resource = this.policyWrite(input, row.deleted ? undefined : previous);
+        resource = await this.policyWrite(input, row.deleted ? undefined : previous);
         await this.runBeforeWrite(resource, row.deleted ? undefined : previous);
       }
       if (!row.deleted && sameContent(previous, resource)) return { resource: this.redact(previous), created: false };
@@ -690,9 +693,9 @@ export class Repository implements SystemRepository {
   }
 
   /** A write as the member's access policy lets it be stored (kept fields, write constraints). */
-  private policyWrite(input: Resource, previous: Resource | undefined): Resource {
+  private async policyWrite(input: Resource, previous: Resource | undefined): Promise<Resource> {
     const rules = fieldRulesOf(this.auth.accessPolicy, input.resourceType);
-    return rules ? policyWrite(input, previous, rules) : input;
+    return rules ? policyWrite(input, previous, rules, this.fhirpath) : input;
   }
 }
 

@@ -37,7 +37,12 @@ export function parseControls(type: string, params: Array<[string, string]>): Co
   const controls: Controls = { count: DEFAULT_COUNT, offset: 0, sort: [], summaryCount: false };
   for (const [name, value] of params) {
     const [code, modifier] = splitModifier(name);
-    // `_include:iterate` is checked with the directive (includes.ts).
+    // `_include:iterate` is checked with the directive (includes.ts); `_sort:asc=a`/`_sort:desc=a`
+    // is the DSTU2 form (fhir.js writes it): one key each, appended in the order given.
+    if (code === '_sort' && (modifier === 'asc' || modifier === 'desc')) {
+      if (value !== '') controls.sort = [...controls.sort, ...parseSort(type, modifier === 'desc' ? `-${value.replace(/^-/, '')}` : value)];
+      continue;
+    }
     if (modifier !== undefined && code !== '_include' && code !== '_revinclude') {
       throw badRequest(`Unsupported modifier ':${modifier}' for ${code}`);
     }
