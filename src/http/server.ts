@@ -10,7 +10,6 @@ import { RAW_BODY, type RawBody, type RawContent } from '../core/binary.js';
 import type { SocketRoute } from '../core/socket-route.js';
 import { ANONYMOUS, type AuthInfo, type Authenticator } from '../core/auth.js';
 import type { RequestContext } from '../core/context.js';
-import { jsonOnce } from '../core/reusable-answer.js';
 import type { Database } from '../core/database.js';
 import type { ResourceRepository } from '../core/repository.js';
 import { FhirError, badRequest, issue, notFound, unsupportedMediaType } from '../fhir/outcome.js';
@@ -213,9 +212,10 @@ async function handleFhir(services: HttpDeps, request: FastifyRequest, reply: Fa
   );
   void reply.status(result.status).headers(result.headers ?? {});
   if (result.raw) return sendRaw(request, reply, result.raw);
+  // A kept answer comes serialised (src/core/reusable-answer.ts).
+  if (result.json !== undefined && !info.pretty) return void reply.type(FHIR_CONTENT_TYPE).send(result.json);
   if (result.body === undefined) return void reply.send();
-  // A reusable answer (src/core/reusable-answer.ts) is serialised once.
-  void reply.type(FHIR_CONTENT_TYPE).send(info.pretty ? JSON.stringify(result.body, null, 2) : jsonOnce(result.body));
+  void reply.type(FHIR_CONTENT_TYPE).send(info.pretty ? JSON.stringify(result.body, null, 2) : JSON.stringify(result.body));
 }
 
 /**

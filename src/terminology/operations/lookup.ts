@@ -22,8 +22,9 @@ interface LookupInput {
 
 /** `CodeSystem/$lookup` (docs/terminology.md#lookup), type and instance level. */
 export function lookupOperation(env: TerminologyEnv): Operation {
+  const definition = loadDefinition('CodeSystem-lookup');
   return {
-    definition: loadDefinition('CodeSystem-lookup'),
+    definition,
     alsoInstance: true,
     async handler(ctx, input: LookupInput, target) {
       const tc = await termContext(env, ctx, input);
@@ -42,7 +43,7 @@ export function lookupOperation(env: TerminologyEnv): Operation {
       if (!code) throw badRequest('No code specified');
       const language = input.displayLanguage ?? acceptLanguage(ctx);
       const question = `lookup\u0000${code}\u0000${input.displayLanguage ?? ''}\u0000${language ?? ''}\u0000${input.property?.join('\u0001') ?? ''}`;
-      return cachedAnswer(tc, cs, question, async () => {
+      return cachedAnswer(tc, cs, definition, question, async () => {
         const r = await lookupCode(tc, cs, code, parseRequestLanguages(language, input.displayLanguage), input.property);
         return {
           name: r.name,

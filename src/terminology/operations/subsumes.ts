@@ -20,8 +20,9 @@ interface SubsumesInput {
 
 /** `CodeSystem/$subsumes` (docs/terminology.md#subsumes), type and instance level. */
 export function subsumesOperation(env: TerminologyEnv): Operation {
+  const definition = loadDefinition('CodeSystem-subsumes');
   return {
-    definition: loadDefinition('CodeSystem-subsumes'),
+    definition,
     alsoInstance: true,
     async handler(ctx, input: SubsumesInput, target) {
       const tc = await termContext(env, ctx, input);
@@ -39,7 +40,7 @@ export function subsumesOperation(env: TerminologyEnv): Operation {
         if (!system) throw badRequest('No code system specified');
         cs = await requireCodeSystem(tc, system, input.version ?? input.codingA?.version ?? input.codingB?.version);
       }
-      return cachedAnswer(tc, cs, `subsumes\u0000${codeA}\u0000${codeB}`, async () => ({ outcome: await subsumes(tc, cs, codeA, codeB) }));
+      return cachedAnswer(tc, cs, definition, `subsumes\u0000${codeA}\u0000${codeB}`, async () => ({ outcome: await subsumes(tc, cs, codeA, codeB) }));
     },
   };
 }

@@ -53,8 +53,9 @@ export function valueSetValidateCodeOperation(env: TerminologyEnv): Operation {
 
 /** `CodeSystem/$validate-code` (docs/terminology.md#codesystem-validate-code), type and instance level. */
 export function codeSystemValidateCodeOperation(env: TerminologyEnv): Operation {
+  const definition = loadDefinition('CodeSystem-validate-code');
   return {
-    definition: loadDefinition('CodeSystem-validate-code'),
+    definition,
     alsoInstance: true,
     async handler(ctx, input: ValidateInput, target) {
       checkCodeableConcept(input.codeableConcept, terminologyLimits(env)); // before any work
@@ -80,7 +81,7 @@ export function codeSystemValidateCodeOperation(env: TerminologyEnv): Operation 
         if (cs && wanted !== undefined && cs.version !== undefined && !versionMatches(cs.version, wanted)) req.options.systemVersion = wanted;
         return output(await validateInCodeSystem(tc, cs, cs ? cs.url : url, req));
       };
-      return cs && wanted === undefined && onlyAbout(cs.url, input) ? cachedAnswer(tc, cs, `validate\u0000${language ?? ''}\u0000${JSON.stringify(input)}`, answer) : answer();
+      return cs && wanted === undefined && onlyAbout(cs.url, input) ? cachedAnswer(tc, cs, definition, `validate\u0000${language ?? ''}\u0000${JSON.stringify(input)}`, answer) : answer();
     },
   };
 }
