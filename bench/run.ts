@@ -1,4 +1,5 @@
 import { benchExport } from './export.js';
+import { benchImport } from './import.js';
 import { benchLoinc } from './loinc.js';
 import { benchWrites } from './writes.js';
 import { benchRest } from './rest.js';
@@ -18,7 +19,8 @@ import { benchSnomed } from './snomed.js';
  * `npm run bench -- start` runs only the start-time benchmark; `npm run bench -- snomed` only
  * the SNOMED CT one (bench/snomed.ts: RF2 import and ECL at International size), `npm run bench --
  * loinc` only the LOINC import (bench/loinc.ts), `npm run bench -- export` only the Bulk Data export
- * (bench/export.ts, 200,000 resources unless `--import-size`). BENCH_SECONDS sets the duration of each load
+ * (bench/export.ts, 200,000 resources unless `--import-size`), `npm run bench -- import` only the
+ * REST bench's NDJSON import (bench/import.ts, 200,000 unless `--import-size`). BENCH_SECONDS sets the duration of each load
  * case (default 10), BENCH_SIZE the number of concepts.
  */
 async function main(argv: string[]): Promise<void> {
@@ -48,6 +50,11 @@ async function main(argv: string[]): Promise<void> {
     const workers = (argv.find((a) => a.startsWith('--workers='))?.slice('--workers='.length) ?? '1').split(',').map(Number);
     const sizes = (argv.find((a) => a.startsWith('--sizes='))?.slice('--sizes='.length) ?? '100,1000,3000').split(',').map(Number);
     console.log(await benchWrites({ seconds, connections: 32, drivers, workers, sizes, inFlight: Number(process.env.BENCH_IN_FLIGHT ?? 1) }));
+    return;
+  }
+  if (argv[0] === 'import') {
+    // Only the REST bench's NDJSON import (bench/import.ts), on 200,000 resources unless --import-size says otherwise.
+    console.log(await benchImport({ drivers, importSize: Number(sizeArg ?? process.env.BENCH_IMPORT_SIZE ?? 200_000) }));
     return;
   }
   if (argv[0] === 'export') {

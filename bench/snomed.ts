@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, statSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -6,6 +6,7 @@ import { descendants, generateSnomedLike, prng, type SnomedLike } from './snomed
 import { writeRf2, type Rf2Release } from './snomed-rf2.js';
 import { runLatticeImport, measureBare, startLatticeProcess } from './server-process.js';
 import { benchPostgres } from './postgres.js';
+import { restartRows } from './snomed-restart.js';
 
 /**
  * `npm run bench -- snomed`: a synthetic RF2 snapshot of International size (snomed-rf2.ts;
@@ -14,7 +15,13 @@ import { benchPostgres } from './postgres.js';
  * time, peak RSS, data size; then, on a server, ECL expansions cold (first evaluation, after
  * the edition's index is built) and warm, `$lookup` latency, and `$lookup` and `$validate-code`
  * on a stored ECL ValueSet under load (BENCH_SECONDS per case, default 10; 32 connections) as a
- * ratio to a bare node:http server measured in the same run.
+ * ratio to a bare node:http server measured in the same run. Before that, restart → first
+ * answer (snomed-restart.ts): fresh servers on the imported data, the first `$lookup`,
+ * `$subsumes` and ECL answers.
+ *
+ * BENCH_SNOMED_DIR keeps the release, the PGlite data and the PostgreSQL database URL in that
+ * folder and reuses them on the next run (no generation, no import): for measuring restarts
+ * again after a change. BENCH_SECONDS=0 skips the rows under load.
  */
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -75,7 +82,7 @@ async function measureServer(env: Record<string, string>, m: SnomedLike, r: Rf2R
     const sct = 'http://snomed.info/sct';
     const t0 = performance.now();
     const first = await timed(server.url, `/fhir/R4/CodeSystem/$lookup?system=${sct}&code=${r.ids[1000]}`, auth);
-    rows.push(`| ${driver} | first \`$lookup\` (builds the edition's index) | ${(first.ms / 1000).toFixed(1)} s (status ${first.status}) |`);
+    rows.push(`| ${driver} | first \`$lookup\` after the restarts above | ${(first.ms / 1000).toFixed(1)} s (status ${first.status}) |`);
     const random = prng(5);
     const lookups: number[] = [];
     for (let i = 0; i < 200; i++) lookups.push((await timed(server.url, `/fhir/R4/CodeSystem/$lookup?system=${sct}&code=${r.ids[Math.floor(random() * r.ids.length)]}`, auth)).ms);
@@ -97,7 +104,7 @@ async function measureServer(env: Record<string, string>, m: SnomedLike, r: Rf2R
       const warm = await timed(server.url, path, auth);
       rows.push(`| ${driver} | ECL ${label} (${cold.total ?? '?'} concepts): cold / warm \`$expand\` | ${cold.ms.toFixed(0)} / ${warm.ms.toFixed(0)} ms |`);
     }
-    await loadRows(server.url, auth, m, r, rows, driver);
+    if (SECONDS > 0) await loadRows(server.url, auth, m, r, rows, driver);
     console.error(`${driver}: done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   } finally {
     await server.stop();
@@ -154,36 +161,56 @@ async function loadRows(url: string, auth: Record<string, string>, m: SnomedLike
 }
 
 export async function benchSnomed(size: number): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), 'lattice-bench-rf2-'));
+  const kept = process.env.BENCH_SNOMED_DIR;
+  const dir = kept ?? mkdtempSync(join(tmpdir(), 'lattice-bench-rf2-'));
   try {
     const t0 = performance.now();
     const model = generateSnomedLike(size);
-    const release = await writeRf2(model, join(dir, 'rf2'), { date: '20250131' });
+    const saved = join(dir, 'release.json');
+    const reuse = kept !== undefined && existsSync(saved);
+    const release = reuse ? (JSON.parse(readFileSync(saved, 'utf8')) as Rf2Release) : await writeRf2(model, join(dir, 'rf2'), { date: '20250131' });
+    if (release.ids.length !== size) throw new Error(`${saved} holds ${release.ids.length} concepts, BENCH_SIZE is ${size}`);
+    if (kept && !reuse) writeFileSync(saved, JSON.stringify(release));
     const rows = [
-      `Synthetic RF2 snapshot: ${size.toLocaleString('en')} concepts, ${release.descriptions.toLocaleString('en')} descriptions, ${release.relationships.toLocaleString('en')} relationships (written in ${((performance.now() - t0) / 1000).toFixed(0)} s)`,
+      `Synthetic RF2 snapshot: ${size.toLocaleString('en')} concepts, ${release.descriptions.toLocaleString('en')} descriptions, ${release.relationships.toLocaleString('en')} relationships (${reuse ? `reused from ${dir}` : `written in ${((performance.now() - t0) / 1000).toFixed(0)} s`})`,
       '',
       '| driver | measure | value |',
       '|---|---|---|',
     ];
     const pgliteDir = join(dir, 'data');
-    const env = { ...process.env, ...ADMIN, LATTICE_DATA_DIR: pgliteDir };
-    const imported = await runLatticeImport(['--format', 'rf2', release.folder], env);
-    rows.push(`| pglite | import (goal ≤ 3 min, ≤ 2 GiB) | ${imported.seconds.toFixed(0)} s, peak RSS ${(imported.peakRss / 2 ** 30).toFixed(2)} GiB, data folder ${(folderBytes(pgliteDir) / 2 ** 30).toFixed(2)} GiB |`);
-    await measureServer({ LATTICE_DATA_DIR: pgliteDir }, model, release, rows, 'pglite');
-    let postgres: Awaited<ReturnType<typeof benchPostgres>> | undefined;
-    try {
-      postgres = process.env.BENCH_SNOMED_PG === '0' ? undefined : await benchPostgres().catch(() => undefined);
-      if (postgres) {
-        const pgEnv = { ...process.env, ...ADMIN, DATABASE_URL: postgres.url };
-        const pg = await runLatticeImport(['--format', 'rf2', release.folder], pgEnv);
-        rows.push(`| pg | import (goal ≤ 3 min, ≤ 2 GiB) | ${pg.seconds.toFixed(0)} s, peak RSS ${(pg.peakRss / 2 ** 30).toFixed(2)} GiB, database ${((await postgres.size()) / 2 ** 30).toFixed(2)} GiB |`);
-        await measureServer({ DATABASE_URL: postgres.url }, model, release, rows, 'pg');
-      }
-    } finally {
-      await postgres?.stop();
+    if (!(reuse && existsSync(pgliteDir))) {
+      const env = { ...process.env, ...ADMIN, LATTICE_DATA_DIR: pgliteDir };
+      const imported = await runLatticeImport(['--format', 'rf2', release.folder], env);
+      rows.push(`| pglite | import (goal ≤ 3 min, ≤ 2 GiB) | ${imported.seconds.toFixed(0)} s, peak RSS ${(imported.peakRss / 2 ** 30).toFixed(2)} GiB, data folder ${(folderBytes(pgliteDir) / 2 ** 30).toFixed(2)} GiB |`);
     }
+    await restartRows({ ...ADMIN, LATTICE_DATA_DIR: pgliteDir }, model, release, rows, 'pglite', token);
+    await measureServer({ LATTICE_DATA_DIR: pgliteDir }, model, release, rows, 'pglite');
+    if (process.env.BENCH_SNOMED_PG !== '0') await benchSnomedPostgres(dir, reuse, model, release, rows);
     return rows.join('\n');
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    if (!kept) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The PostgreSQL half: a private server (or BENCH_DATABASE_URL), kept running with BENCH_SNOMED_DIR (its URL in `pg-url`). */
+async function benchSnomedPostgres(dir: string, reuse: boolean, model: SnomedLike, release: Rf2Release, rows: string[]): Promise<void> {
+  const urlFile = join(dir, 'pg-url');
+  const kept = process.env.BENCH_SNOMED_DIR !== undefined;
+  let postgres: Awaited<ReturnType<typeof benchPostgres>> | undefined;
+  try {
+    let url = reuse && existsSync(urlFile) ? readFileSync(urlFile, 'utf8').trim() : undefined;
+    if (!url) {
+      postgres = await benchPostgres().catch(() => undefined);
+      if (!postgres) return;
+      url = postgres.url;
+      const pg = await runLatticeImport(['--format', 'rf2', release.folder], { ...process.env, ...ADMIN, DATABASE_URL: url });
+      rows.push(`| pg | import (goal ≤ 3 min, ≤ 2 GiB) | ${pg.seconds.toFixed(0)} s, peak RSS ${(pg.peakRss / 2 ** 30).toFixed(2)} GiB, database ${((await postgres.size()) / 2 ** 30).toFixed(2)} GiB |`);
+      if (kept) writeFileSync(urlFile, url);
+    }
+    await restartRows({ ...ADMIN, DATABASE_URL: url }, model, release, rows, 'pg', token);
+    await measureServer({ DATABASE_URL: url }, model, release, rows, 'pg');
+  } finally {
+    // A kept database stays up for the next run (stop it with pg_ctl when done).
+    if (!kept) await postgres?.stop();
   }
 }

@@ -130,6 +130,12 @@ export interface Config {
   txCacheMb: number;
   /** Code-system canonicals whose in-memory index is built at start, in the background. */
   txPreload: string[];
+  /**
+   * `LATTICE_TX_INDEX_DIR`: folder of the file copies of persisted terminology indexes
+   * (docs/terminology.md#persisted-indexes); `off`: none. Unset: `<data folder>-tx-index` on
+   * PGlite, a folder per database under the system's temporary folder on PostgreSQL.
+   */
+  txIndexDir: string | undefined;
   /** `LATTICE_WORKERS`: server processes of `lattice serve`; 0 = the default (src/cluster/worker-count.ts). */
   workers: number;
   /** `LATTICE_READ_CACHE` (default on; `off`): current resource rows kept in memory (storage/row-cache.ts). */
@@ -212,6 +218,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     readCache: (env.LATTICE_READ_CACHE ?? 'on') !== 'off',
     workers: intOf(env.LATTICE_WORKERS, 0, 'LATTICE_WORKERS'),
     txPreload: (env.LATTICE_TX_PRELOAD ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    txIndexDir: env.LATTICE_TX_INDEX_DIR || undefined,
     txStagedImportAbove: intOf(env.LATTICE_TX_STAGED_IMPORT_ABOVE, 20_000, 'LATTICE_TX_STAGED_IMPORT_ABOVE'),
     terminologyLimits: {
       maxFilters: intOf(env.LATTICE_TX_MAX_FILTERS, 50, 'LATTICE_TX_MAX_FILTERS'),

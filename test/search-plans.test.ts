@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Queryable } from '../src/core/database.js';
-import { buildSearch } from '../src/storage/search/query/run-search.js';
+import { buildSearch, runSearch } from '../src/storage/search/query/run-search.js';
+import { DEFAULT_SEARCH_LIMITS } from '../src/storage/search/query/limits.js';
 import { scopeFor } from '../src/storage/scope.js';
 import { drivers, startServer, type TestServer } from './harness.js';
 
@@ -20,6 +21,10 @@ interface PlanNode {
   'Index Name'?: string;
   'Index Cond'?: string;
   'Plan Rows'?: number;
+  Strategy?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
   Plans?: PlanNode[];
 }
 
@@ -73,6 +78,29 @@ const matchesThrough =
     return walk ? `a sort above a scan of every ${walk['Relation Name']} row (${walk['Index Name'] ?? walk['Node Type']})` : undefined;
   };
 
+/** Nodes that read all their input before giving a row: a hash, a hashed aggregate, a sort, a merge's sorted inputs. */
+function blocking(n: PlanNode): boolean {
+  return ['Hash', 'Hash Join', 'Merge Join', 'Materialize', 'Bitmap Index Scan', ...SORTS].includes(n['Node Type']) || n.Strategy === 'Hashed';
+}
+
+/**
+ * The bounded COUNT streams from the criterion's index (docs/rest.md#query-plans): its rows
+ * come from `index` in a scan the Limit stops, each checked by probes of one resource (its
+ * primary key, other tables by id); nothing under the Limit hashes or sorts every match first.
+ */
+const countedThrough =
+  (index: string): Check =>
+  (plan) => {
+    // Above the Limit, at most its rows are sorted (count(DISTINCT id)); below it nothing may wait for every match.
+    const all = nodes(plan).filter((n) => n['Node Type'] === 'Limit').flatMap(nodes);
+    if (all.length === 0) return 'no Limit';
+    const stop = all.find(blocking);
+    if (stop) return `a ${stop['Node Type']}${stop.Strategy ? ` (${stop.Strategy})` : ''} node`;
+    if (!all.some((n) => n['Index Name'] === index)) return `no scan of ${index}`;
+    const walk = all.find((n) => SCANS.has(n['Node Type']) && n['Index Name'] !== index && !/\bid = /.test(n['Index Cond'] ?? ''));
+    return walk ? `a scan of ${walk['Relation Name']} not by id (${walk['Index Name'] ?? walk['Node Type']})` : undefined;
+  };
+
 const LOINC = 'http://loinc.org';
 const CASES: Array<{ search: string; check: Check; index: string }> = [
   // The default order (_lastUpdated, id) and `_sort=_lastUpdated`: the type's live rows in time order.
@@ -94,6 +122,18 @@ const CASES: Array<{ search: string; check: Check; index: string }> = [
   { search: `Observation?subject=Patient/plan-p2&code=${LOINC}|8302-2`, check: matchesThrough('search_reference_lookup'), index: 'search_reference_lookup' },
   { search: 'Encounter?subject=Patient/plan-p7&_sort=-date', check: matchesThrough('search_reference_lookup'), index: 'search_reference_lookup' },
   { search: 'Patient?family=Smith&_sort=family&_count=10', check: matchesThrough('search_string_lookup'), index: 'search_string_lookup' },
+];
+
+/**
+ * The bounded COUNT (a page with more after it, no `_total`) of searches with many matches. (A
+ * date range is an OR of bounds: read through a BitmapOr of its indexes, or here, with bitmaps
+ * off, the dates in id order; not pinned.)
+ */
+const COUNTS: Array<{ search: string; index: string }> = [
+  { search: `Observation?code=${LOINC}|8302-2`, index: 'search_token_lookup' },
+  { search: 'Patient?name=smith', index: 'search_string_lookup' },
+  { search: 'Observation?subject=Patient/plan-p2', index: 'search_reference_lookup' },
+  { search: `Observation?code=${LOINC}|8302-2&status=final`, index: 'search_token_lookup' },
 ];
 
 const FAMILIES = ['Smith', 'Garcia', 'Nguyen', 'Okafor', 'Kowalski', 'Haddad', 'Larsen', 'Moreau', 'Tanaka', 'Silva'];
@@ -128,8 +168,8 @@ function population(patients: number): unknown[] {
   return out;
 }
 
-async function explain(q: Queryable, sql: string, values: unknown[]): Promise<PlanNode> {
-  const res = await q.query<Record<string, unknown>>(`EXPLAIN (FORMAT JSON) ${sql}`, values);
+async function explain(q: Queryable, sql: string, values: unknown[], analyze = false): Promise<PlanNode> {
+  const res = await q.query<Record<string, unknown>>(`EXPLAIN (${analyze ? 'ANALYZE, ' : ''}FORMAT JSON) ${sql}`, values);
   const cell = Object.values(res.rows[0] ?? {})[0];
   const plan = (typeof cell === 'string' ? JSON.parse(cell) : cell) as Array<{ Plan: PlanNode }>;
   return plan[0].Plan;
@@ -155,8 +195,11 @@ for (const driver of drivers) {
     });
     after(() => server.stop());
 
-    /** The plan of the search's page (or its bounded COUNT), seqscan off, with `drop` dropped first; always rolled back. */
-    async function planOf(search: string, options: { drop?: string; count?: boolean } = {}): Promise<PlanNode> {
+    /**
+     * The plan of the search's page (or its COUNT of at most `count` matches; `again`: its second
+     * statement), seqscan off, with `drop` dropped first, run when `analyze`; always rolled back.
+     */
+    async function planOf(search: string, options: { drop?: string; count?: number; again?: boolean; analyze?: boolean } = {}): Promise<PlanNode> {
       const [type, qs] = search.split('?');
       const scope = scopeFor({ projectId: server.projectId, superAdmin: false, projectAdmin: false, membershipId: server.member?.membershipId });
       let plan: PlanNode | undefined;
@@ -168,8 +211,9 @@ for (const driver of drivers) {
           for (const method of ['seqscan', 'bitmapscan', 'hashjoin', 'mergejoin']) await tx.query(`SET LOCAL enable_${method} = off`);
           if (options.drop) await tx.query(`DROP INDEX ${options.drop}`);
           const built = await buildSearch(tx, scope, { resourceType: type, params: [...new URLSearchParams(qs)] });
-          const statement = options.count ? built.count(1001) : built.page;
-          plan = await explain(tx, statement.sql, statement.values);
+          const count = options.count === undefined ? undefined : built.count(options.count);
+          const statement = count ? { sql: (options.again ? count.again : undefined) ?? count.sql, values: count.values } : built.page;
+          plan = await explain(tx, statement.sql, statement.values, options.analyze);
           throw ROLLBACK;
         })
         .catch((err: unknown) => {
@@ -187,10 +231,39 @@ for (const driver of drivers) {
       });
     }
 
-    test('the total of a search with many matches counts at most 1,001 of them (a Limit under the count)', async () => {
-      const plan = await planOf('Observation?code=http://loinc.org|8302-2', { count: true });
-      assert.equal(plan['Node Type'], 'Aggregate');
-      assert.equal(plan.Plans?.[0]['Node Type'], 'Limit');
+    for (const { search, index } of COUNTS) {
+      test(`the bounded COUNT of ${search} streams from ${index} (no hash or sort of every match); without it the check fails`, async () => {
+        for (const again of [false, true]) {
+          const plan = await planOf(search, { count: 1001, again });
+          assert.equal(countedThrough(index)(plan), undefined, outline(plan));
+          const without = await planOf(search, { count: 1001, again, drop: index });
+          assert.notEqual(countedThrough(index)(without), undefined, `still passes without ${index}:\n${outline(without)}`);
+        }
+      });
+    }
+
+    test('the bounded COUNT reads about as many rows as it counts, however many match', async () => {
+      // 288 Observations have the code; counting 25 of them reads 25 token rows and probes 25
+      // resources (the form before read the Observations in order until 25 matched, ~125).
+      const plan = await planOf(`Observation?code=${LOINC}|8302-2`, { count: 25, analyze: true });
+      const read = nodes(plan)
+        .filter((n) => SCANS.has(n['Node Type']))
+        .reduce((sum, n) => sum + ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 1), 0);
+      assert.ok(read <= 3 * 25, `${read} rows read to count 25:\n${outline(plan)}`);
+    });
+
+    test('the bounded COUNT is exact up to its bound when a resource has several matching rows (name: family and text)', async () => {
+      const scope = scopeFor({ projectId: server.projectId, superAdmin: false, projectAdmin: false, membershipId: server.member?.membershipId });
+      const count = async (maxCounted: number) => {
+        const result = await runSearch(server.app.db, scope, { resourceType: 'Patient', params: [['name', 'smith'], ['_count', '1']] }, { ...DEFAULT_SEARCH_LIMITS, maxCounted });
+        return [result.total, result.totalKind];
+      };
+      // 12 Smiths, 24 matching name rows: the first 21 rows are of fewer than 21 Patients, so
+      // the count is taken again, one row per Patient.
+      assert.deepEqual(await count(20), [12, 'exact']);
+      assert.deepEqual(await count(12), [12, 'exact']);
+      assert.deepEqual(await count(11), [2, 'lower']);
+      assert.deepEqual(await count(3), [2, 'lower']);
     });
   });
 }

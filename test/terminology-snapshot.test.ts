@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { projectRoot } from '../src/paths.js';
 import { importRf2 } from '../src/terminology/store/rf2-import.js';
 import { terminologyCache } from '../src/terminology/providers/fhir/index-cache.js';
+import { snapshotFolder } from '../src/terminology/providers/fhir/index-snapshot.js';
 import { drivers, sharedStorage, startServer, type StartOptions, type TestServer } from './harness.js';
 
 /**
@@ -22,7 +23,7 @@ const SCT = 'http://snomed.info/sct';
 const FIXTURE = join(projectRoot, 'test', 'fixtures', 'rf2');
 const quiet = () => new Writable({ write: (_c, _e, done) => done() });
 
-type Line = { msg?: string; url?: string; source?: string; reason?: string; level?: number };
+type Line = { msg?: string; url?: string; source?: string; from?: string; reason?: string; level?: number };
 const parsed = (lines: string[]): Line[] => lines.map((l) => JSON.parse(l) as Line);
 /** `<message> <source>` of the SNOMED CT load lines. */
 const loads = (lines: string[]) =>
@@ -30,6 +31,13 @@ const loads = (lines: string[]) =>
     .filter((l) => l.url === SCT && /loaded$/.test(l.msg ?? ''))
     .map((l) => `${l.msg} ${l.source}`)
     .sort();
+/** Where the index's snapshots were read from (`file` / `database`), then the graph's, each in the order of the log. */
+const sources = (lines: string[]) =>
+  ['terminology index loaded', 'SNOMED CT graph loaded'].flatMap((msg) =>
+    parsed(lines)
+      .filter((l) => l.url === SCT && l.msg === msg)
+      .map((l) => l.from),
+  );
 const unusable = (lines: string[]) =>
   parsed(lines)
     .filter((l) => l.url === SCT && /snapshot unusable/.test(l.msg ?? ''))
@@ -67,6 +75,7 @@ for (const driver of drivers) {
   describe(`persisted terminology indexes (${driver})`, () => {
     test('an import persists; a restart answers from the snapshot; corrupt → rebuilt; a new import replaces it', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'lattice-snapshot-'));
+      const folders: string[] = [];
       try {
         const { storage } = await sharedStorage(driver, dir);
         let server = await restart(driver, storage, []);
@@ -97,15 +106,16 @@ for (const driver of drivers) {
           assert.equal(terminologyCache(server.app.db).stats().snapshotLoads, 1);
           // Corruption: a flipped byte in the index, an unknown format in the graph.
           await server.app.db.query("UPDATE tx_index_snapshot_chunk SET data = set_byte(data, 40, (get_byte(data, 40) + 1) % 256) WHERE section = 'index' AND seq = 0");
-          // PGlite: and its file copy beside the data folder.
-          if (storage.dataDir) {
-            const folder = `${storage.dataDir}-tx-index`;
-            const files = readdirSync(folder).filter((f) => f.endsWith('.index.snapshot'));
-            assert.equal(files.length, 1, files.join());
-            const bytes = readFileSync(join(folder, files[0]));
-            bytes[40] = (bytes[40] + 1) % 256;
-            writeFileSync(join(folder, files[0]), bytes);
-          }
+          // And its file copy (PGlite: beside the data folder; PostgreSQL: one folder per database).
+          const folder = snapshotFolder(server.config);
+          assert.equal(folder, driver === 'pglite' ? `${storage.dataDir}-tx-index` : folder && join(tmpdir(), 'lattice-tx-index', basename(folder)));
+          folders.push(folder as string);
+          const files = readdirSync(folder as string).filter((f) => f.endsWith('.snapshot'));
+          assert.deepEqual(files.map((f) => f.replace(/^\d+/, '')).sort(), ['.index.snapshot', '.snomed.snapshot']);
+          const index = join(folder as string, files.find((f) => f.endsWith('.index.snapshot')) as string);
+          const bytes = readFileSync(index);
+          bytes[40] = (bytes[40] + 1) % 256;
+          writeFileSync(index, bytes);
           await server.app.db.query("UPDATE tx_index_snapshot SET format = format + 100 WHERE section = 'snomed'");
         } finally {
           await server.stop();
@@ -124,12 +134,43 @@ for (const driver of drivers) {
           await server.stop();
         }
 
-        // Written again by the rebuild: the next start reads it.
+        // Written again by the rebuild: the next start reads it (from the file copy).
         lines = [];
         server = await restart(driver, storage, lines);
         try {
           assert.deepEqual(await answers(server), reference);
           assert.deepEqual(loads(lines), ['SNOMED CT graph loaded snapshot', 'terminology index loaded snapshot']);
+          assert.deepEqual(sources(lines), ['file', 'file']);
+          // A stale file copy — a valid snapshot, but not the one the database's header describes — is not read.
+          const folder = snapshotFolder(server.config) as string;
+          const files = readdirSync(folder).filter((f) => f.endsWith('.snapshot'));
+          const [graph, index] = ['.snomed.snapshot', '.index.snapshot'].map((end) => join(folder, files.find((f) => f.endsWith(end)) as string));
+          await server.stop();
+          copyFileSync(graph, index);
+          lines = [];
+          server = await restart(driver, storage, lines);
+          assert.deepEqual(await answers(server), reference);
+          assert.deepEqual(loads(lines), ['SNOMED CT graph loaded snapshot', 'terminology index loaded snapshot']);
+          assert.deepEqual(sources(lines), ['database', 'file']);
+
+          // A part changed in the file, its head intact: the index opens, the background read of
+          // its ancestors finds the part is not the one written, drops the index and removes the
+          // file; the next question reads the database's copy (and writes the file again).
+          await server.stop();
+          const bytes = readFileSync(index);
+          const headerLength = bytes.readUInt32LE(0);
+          const header = JSON.parse(bytes.subarray(4, 4 + headerLength).toString('utf8')) as { parts: Array<{ name: string; offset: number }> };
+          const at = ((4 + headerLength + 7) & ~7) + (header.parts.find((p) => p.name === 'ancestorList')?.offset ?? NaN);
+          bytes[at] ^= 1;
+          writeFileSync(index, bytes);
+          lines = [];
+          server = await restart(driver, storage, lines);
+          const first = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1008006&property=*`);
+          assert.equal(first.status, 200);
+          await terminologyCache(server.app.db).settled();
+          assert.match(unusable(lines).join('\n'), /checksum mismatch in part ancestorList/);
+          assert.deepEqual(await answers(server), reference);
+          assert.deepEqual(sources(lines), ['file', 'database', 'file', 'file']);
 
           // A new import of the same edition version (a term changed): its own snapshot replaces the old one.
           const next = join(dir, 'next');
@@ -154,6 +195,7 @@ for (const driver of drivers) {
         }
       } finally {
         rmSync(dir, { recursive: true, force: true });
+        for (const folder of folders) rmSync(folder, { recursive: true, force: true });
       }
     });
   });

@@ -175,8 +175,9 @@ export interface SystemRepository extends ResourceRepository {
   inTransaction(tx: Queryable): ResourceRepository;
   /**
    * Stores resources whose ids are not stored yet as their first version, inside `tx` (a bulk
-   * load, docs/rest.md#bulk-load): one statement for all of them (resource, history and index
-   * rows), or one write each for types a hook mirrors. `projectId` owns them (shared when absent).
+   * load, docs/rest.md#bulk-load): one COPY per table for all of them where `tx` can COPY
+   * (resource, history and index rows; storage/copy-load.ts), else one statement, or one write
+   * each for types a hook mirrors. `projectId` owns them (shared when absent).
    * `indexed`: search-index rows the storage layer computed ahead for some of `resources` (a
    * bulk load extracts the next batch while the database writes the previous one); used for
    * types no hook sees, computed here for the others.

@@ -8,8 +8,10 @@ import { INDEX_TABLES, type IndexRows } from './search/index-rows.js';
 /**
  * Bulk load of clinical resources (`lattice import`, docs/rest.md#bulk-load): resources are
  * collected into batches; each batch is ONE transaction — the new resources, their history
- * and search-index rows in one statement (`SystemRepository.insertNew`), resources whose id is
- * already stored written as a new version — so a batch is stored whole or not at all.
+ * and search-index rows COPYed (`SystemRepository.insertNew`, copy-load.ts), resources whose id
+ * is already stored written as a new version — so a batch is stored whole or not at all. The
+ * indexes stay in place while a load runs: a server may answer searches meanwhile, and each
+ * committed batch is searchable (docs/rest.md#bulk-load).
  *
  * References are checked per batch, before anything of it is written: a relative reference
  * (`Type/id`) must name a resource of this load (earlier, or anywhere in the same batch) or one
@@ -39,8 +41,18 @@ export class BulkLoader implements BulkLoad {
   /** `urn:uuid:…` full URLs of the current Bundle → `Type/id`. */
   private readonly urns = new Map<string, string>();
   private readonly size: number;
-  /** The batch being written: the next one is read and checked meanwhile (PostgreSQL works in parallel). */
+  /**
+   * The last batch handed to the database and the one before it. A batch's promise settles
+   * after every earlier batch's did (its failure is the one reported), resolving once it is
+   * committed. The next batch is read and checked meanwhile.
+   */
   private writing: Promise<void> = Promise.resolve();
+  private before: Promise<void> = Promise.resolve();
+  /**
+   * Batches written at once: 2 on PostgreSQL (each on its own connection, so the server's work
+   * on one overlaps the other's, and they commit in input order), 1 on PGlite (one engine).
+   */
+  private readonly inFlight: number;
   stored = 0;
 
   constructor(
@@ -49,6 +61,7 @@ export class BulkLoader implements BulkLoad {
     private readonly options: BulkLoadOptions = {},
   ) {
     this.size = Math.max(1, options.batchSize ?? DEFAULT_BATCH);
+    this.inFlight = db.driver === 'pg' ? 2 : 1;
   }
 
   /** Takes one resource; `where` names its place in the input (`line 12`, `entry 3`); `fullUrl` its Bundle entry's. */
@@ -92,7 +105,7 @@ export class BulkLoader implements BulkLoad {
 
   /** Waits for the batch in flight, if any, whatever its outcome (before closing the database). */
   async settle(): Promise<void> {
-    await this.writing.catch(() => undefined);
+    await this.writing.catch(() => undefined); // settles after `before` (see write)
   }
 
   private async flush(): Promise<void> {
@@ -119,15 +132,32 @@ export class BulkLoader implements BulkLoad {
     // The search-index rows are extracted now, while the database still writes the previous
     // batch (on PostgreSQL the two run in parallel: docs/rest.md#bulk-load).
     const indexed = new Map<Resource, IndexRows>(batch.map((b) => [b.resource, extractRows(b.resource)]));
-    // One batch in flight at a time: its failure stops the load before the next one is written.
-    await this.writing;
-    const writing = this.write(batch, wanted, indexed);
-    writing.catch(() => undefined); // awaited (and so reported) by the next flush or by finish
+    // At most `inFlight` batches written at once: a failure stops the load before more are written.
+    await (this.inFlight > 1 ? this.before : this.writing);
+    const previous = this.writing;
+    const writing = this.write(batch, wanted, indexed, previous);
+    writing.catch(() => undefined); // awaited (and so reported) by a later flush or by finish
+    this.before = previous;
     this.writing = writing;
   }
 
-  /** Writes one batch in one transaction, after checking the references it makes outside the load. */
-  private async write(batch: Pending[], wanted: Map<string, string>, indexed: ReadonlyMap<Resource, IndexRows>): Promise<void> {
+  /**
+   * Writes one batch in one transaction, after checking the references it makes outside the
+   * load, and commits it only once `previous` (the batch before it) is committed: stored batches
+   * are always the first ones of the input, and a reference to an earlier batch never dangles.
+   */
+  private async write(batch: Pending[], wanted: Map<string, string>, indexed: ReadonlyMap<Resource, IndexRows>, previous: Promise<void>): Promise<void> {
+    try {
+      await this.transaction(batch, wanted, indexed, previous);
+    } catch (err) {
+      await previous; // an earlier batch's failure is the one reported
+      throw err;
+    }
+    this.stored += batch.length;
+    this.options.progress?.(this.stored);
+  }
+
+  private async transaction(batch: Pending[], wanted: Map<string, string>, indexed: ReadonlyMap<Resource, IndexRows>, previous: Promise<void>): Promise<void> {
     const projectId = this.options.projectId;
     await this.db.transaction(async (tx) => {
       const keys = [...wanted.keys(), ...batch.map((b) => `${b.resource.resourceType}/${b.resource.id}`)];
@@ -154,9 +184,8 @@ export class BulkLoader implements BulkLoad {
         await repo.update({ ...resource, meta });
       }
       await this.system.insertNew(tx, fresh, projectId, indexed);
+      await previous; // rejected: this batch is rolled back
     });
-    this.stored += batch.length;
-    this.options.progress?.(this.stored);
   }
 }
 

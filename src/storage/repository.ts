@@ -4,6 +4,7 @@ import type { AuthInfo } from '../core/auth.js';
 import type { Database, Queryable } from '../core/database.js';
 import type { BulkLoad, BulkLoadOptions, ExportPage, ExportPageQuery, HistoryEntry, ResourceRepository, SearchQuery, SearchResult, SystemRepository, UpdateResult } from '../core/repository.js';
 import { BulkLoader } from './bulk-load.js';
+import { canCopy, copyNew } from './copy-load.js';
 import type { Scope } from '../core/scope.js';
 import { FhirError, badRequest, forbidden, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
 import type { ResourceHooks } from './resource-hooks.js';
@@ -241,6 +242,11 @@ export class Repository implements SystemRepository {
       this.cache?.invalidate(`${resource.resourceType}/${resource.id}`);
     }
     if (stored.length === 0) return;
+    if (canCopy(tx)) {
+      // Both drivers' transactions: COPY (storage/copy-load.ts); a Queryable without it gets the statement below.
+      const rows = stored.map((r, i) => indexRows[i] ?? withUcumBudget(this.ucum, () => this.searchIndex.extract(r)));
+      return copyNew(tx, { resources: stored, contents, rows, projectId, now });
+    }
     const params: unknown[] = [types, ids, contents, projectId ?? null, now];
     const rows = 'SELECT t, i, 1, $4::text, $5::timestamptz, false, c FROM unnest($1::text[], $2::text[], $3::text[]) AS u(t, i, c)';
     const columns = '(resource_type, id, version_id, project_id, last_updated, deleted, content)';

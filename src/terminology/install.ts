@@ -19,9 +19,8 @@ import { subsumesOperation } from './operations/subsumes.js';
 import { compareOperation } from './operations/compare.js';
 import { translateOperation } from './operations/translate.js';
 import { codeSystemValidateCodeOperation, valueSetValidateCodeOperation } from './operations/validate-code.js';
-import { resolve } from 'node:path';
 import { terminologyCache } from './providers/fhir/index-cache.js';
-import { useSnapshotFolder } from './providers/fhir/index-snapshot.js';
+import { snapshotFolder, useSnapshotFolder } from './providers/fhir/index-snapshot.js';
 import { providerFor } from './providers/select.js';
 import { pruneInlineCodeSystems } from './store/code-system-store.js';
 import { resolveCodeSystem } from './engine/resolve.js';
@@ -73,8 +72,9 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry,
   };
   // The in-memory index cache hears index changes from every node; until it listens it keeps nothing.
   const cache = terminologyCache(env.db, env.config.txCacheMb * 1024 * 1024, env.log);
-  // An embedded database keeps file copies of the persisted indexes beside its data folder.
-  if (!env.config.databaseUrl && !env.config.dataDir.startsWith('memory://')) useSnapshotFolder(env.db, `${resolve(env.config.dataDir)}-tx-index`);
+  // File copies of the persisted indexes (beside the data folder, or one per PostgreSQL database).
+  const folder = snapshotFolder(env.config);
+  if (folder) useSnapshotFolder(env.db, folder);
   background('index cache', async () => {
     await cache.start();
     // `config.txPreload`: indexes built now rather than on first use (start-up does not wait).

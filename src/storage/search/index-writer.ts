@@ -96,3 +96,35 @@ export async function removeRows(tx: Queryable, resourceType: string, id: string
 function deleteSql(table: string): string {
   return `DELETE FROM search_${table} WHERE resource_type = $1 AND id = $2`;
 }
+
+/** Index tables whose rows COPY can carry as they are (all but `text`: its tsvector is computed by the database). */
+export const COPY_INDEX_TABLES = INDEX_TABLES.filter((table) => table !== 'text');
+
+/**
+ * The index rows of many new resources in COPY's text format, one text per table of
+ * COPY_INDEX_TABLES that has rows (a bulk load, storage/copy-load.ts): each line is the
+ * resource type, the id and TABLE_COLUMNS' values. `field` writes one value as a COPY field.
+ * `text` rows are not among them: write those with `manyIndexCtes`.
+ */
+export function indexCopyText(
+  resources: Array<{ resourceType: string; id: string; rows: IndexRows }>,
+  field: (value: unknown) => string,
+): Array<{ table: string; columns: string[]; text: string }> {
+  const out: Array<{ table: string; columns: string[]; text: string }> = [];
+  for (const table of COPY_INDEX_TABLES) {
+    const columns = (TABLE_COLUMNS[table] as Array<[string, string]>).map(([c]) => c);
+    let text = '';
+    for (const { resourceType, id, rows } of resources) {
+      const list = rows[table] as Array<Record<string, unknown>>;
+      if (list.length === 0) continue;
+      const owner = `${field(resourceType)}\t${field(id)}`;
+      for (const row of list) {
+        text += owner;
+        for (const column of columns) text += `\t${field(row[column])}`;
+        text += '\n';
+      }
+    }
+    if (text.length > 0) out.push({ table: `search_${table}`, columns: ['resource_type', 'id', ...columns], text });
+  }
+  return out;
+}

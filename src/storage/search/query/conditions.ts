@@ -42,8 +42,12 @@ export const MODIFIERS: Record<IndexTable, string[]> = {
 export function criterionSql(p: SqlParams, owner: Owner, c: Criterion): string {
   const exists = (body?: (x: string) => string): string => {
     const x = p.alias('x');
-    const head = `SELECT 1 FROM search_${c.table} ${x} WHERE ${x}.resource_type = ${p.add(owner.type)} AND ${x}.id = ${owner.alias}.id AND ${x}.param = ${p.add(c.code)}`;
-    return `EXISTS (${head}${body ? ` AND (${body(x)})` : ''})`;
+    const [type, param] = [p.add(owner.type), p.add(c.code)];
+    const head = `SELECT 1 FROM search_${c.table} ${x} WHERE ${x}.resource_type = ${type} AND ${x}.id = ${owner.alias}.id AND ${x}.param = ${param}`;
+    const match = body ? ` AND (${body(x)})` : '';
+    const sql = `EXISTS (${head}${match})`;
+    p.indexed.set(sql, { table: c.table, alias: x, rows: `${x}.resource_type = ${type} AND ${x}.param = ${param}${match}` });
+    return sql;
   };
   if (c.modifier === 'missing') {
     if (c.values.length !== 1 || !['true', 'false'].includes(c.values[0])) {

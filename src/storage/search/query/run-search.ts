@@ -12,6 +12,7 @@ import { SqlParams } from './sql-params.js';
 import { sortTable, sortedPageSql } from './sorted-page.js';
 import { KEY_COLUMNS, afterCursorSql, encodeCursor, keysetOf, type Keyset } from './keyset.js';
 import { accessSql } from './access.js';
+import { boundedCountSql, driverOf, type CountCandidate } from './bounded-count.js';
 import { compartmentSql, compartmentTypes } from './compartment.js';
 import { FhirError, badRequest } from '../../../fhir/outcome.js';
 import { COLUMN_PARAMETERS } from '../parameters.js';
@@ -47,8 +48,12 @@ export interface SearchStatements {
   page: { sql: string; values: unknown[] };
   /** The page's keyset when its order allows keyset paging (its rows then have `key_time`, `key_id`). */
   keyset?: Keyset;
-  /** `SELECT count(*)::int AS n` of the matches, at most `upTo` when given. */
-  count(upTo?: number): { sql: string; values: unknown[] };
+  /**
+   * `SELECT count(*)::int AS n` of the matches, at most `upTo` when given. A bounded COUNT read
+   * from a criterion's index (bounded-count.ts) also gives `found`, and when `found` is `upTo`
+   * but `n` is less, `again` is the statement that answers.
+   */
+  count(upTo?: number): { sql: string; values: unknown[]; again?: string };
 }
 
 /**
@@ -78,6 +83,8 @@ export async function buildSearch(
   const typeSql = types.length === 1 ? `r.resource_type = ${p.add(types[0])}` : `r.resource_type = ANY(${p.add(types)}::text[])`;
   const where = [typeSql, 'NOT r.deleted', 'r.version_id > 0', p.visibility('r', 's', types.length === 1 ? types[0] : undefined)];
   if (query.compartment) where.push(compartmentSql(p, 'r', types, query.compartment));
+  // The criteria a bounded COUNT can read its matches from (bounded-count.ts).
+  const candidates: CountCandidate[] = [];
   for (const [name, value] of query.params) {
     if (CONTROL_PARAMETERS.has(splitModifier(name)[0])) continue;
     if (system && !COLUMN_PARAMETERS.has(splitModifier(name)[0])) {
@@ -89,7 +96,10 @@ export async function buildSearch(
       throw badRequest(`Search parameter ${splitModifier(name)[0]} is not supported across resource types`);
     }
     const sql = filterSql(p, { alias: 'r', type }, name, value);
-    if (sql !== undefined) where.push(sql);
+    if (sql === undefined) continue;
+    where.push(sql);
+    const criterion = p.indexed.get(sql.slice(1, -1));
+    if (criterion && type !== ANY_TYPE) candidates.push({ sql, criterion });
   }
   const whereSql = where.join(' AND ');
   const whereValues = [...p.values]; // ORDER BY adds its own values, which COUNT must not get
@@ -120,6 +130,8 @@ export async function buildSearch(
     page: { sql: pageSql, values: p.values },
     keyset,
     count(upTo?: number) {
+      const driver = upTo === undefined ? undefined : driverOf(candidates);
+      if (driver && upTo !== undefined) return { ...boundedCountSql(driver, where, upTo), values: whereValues };
       const from = upTo === undefined ? `resource r WHERE ${whereSql}` : `(SELECT 1 FROM resource r WHERE ${whereSql} LIMIT ${upTo}) AS counted`;
       return { sql: `SELECT count(*)::int AS n FROM ${from}`, values: whereValues };
     },
@@ -140,7 +152,9 @@ export async function runSearch(...args: Parameters<typeof buildSearch>): Promis
   const type = query.resourceType;
   const countTotal = async (upTo?: number): Promise<number> => {
     const count = built.count(upTo);
-    return (await q.query<{ n: number }>(count.sql, count.values)).rows[0]?.n ?? 0;
+    const row = (await q.query<{ n: number; found?: number }>(count.sql, count.values)).rows[0];
+    if (count.again && upTo !== undefined && row?.found === upTo && row.n < upTo) return (await q.query<{ n: number }>(count.again, count.values)).rows[0]?.n ?? 0;
+    return row?.n ?? 0;
   };
 
   if (controls.summaryCount || controls.count === 0) {

@@ -9,6 +9,18 @@ import { resourceTable } from '../../scope.js';
  */
 export type TermMatches = Map<string, Array<[system: string, code: string]>>;
 
+/**
+ * A criterion that is one EXISTS over one index table (conditions.ts `criterionSql`): its table,
+ * the alias of the index row, and the row's conditions besides the owner's id — what a bounded
+ * COUNT needs to read the matches from the table's index (bounded-count.ts).
+ */
+export interface IndexedCriterion {
+  table: string;
+  alias: string;
+  /** `<alias>.resource_type = $a AND <alias>.param = $b[ AND (<match>)]`. */
+  rows: string;
+}
+
 /** Builds the SQL of the caller's access rights for a row (access.ts), given to SqlParams by its creator. */
 export type AccessSqlBuilder = (p: SqlParams, scope: Scope, alias: string, interaction: Interaction, type?: string) => string | undefined;
 
@@ -21,6 +33,8 @@ export class SqlParams extends BindValues {
   private accessOff = 0;
   /** The stored codings of the search's terminology criteria (terminology.ts), when it has any. */
   terms?: TermMatches;
+  /** The criteria built as one EXISTS over an index table, by the SQL of that EXISTS. */
+  readonly indexed = new Map<string, IndexedCriterion>();
 
   constructor(
     private readonly scope: Scope,

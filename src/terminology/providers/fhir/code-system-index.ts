@@ -2,8 +2,8 @@ import type { Queryable } from '../../../core/database.js';
 import { computeClosure } from './closure.js';
 import type { CodeSystemRows, DesignationRow, PropertyRow } from './code-system-rows.js';
 import type { Concept, Designation, StoredProperty, TermContext } from '../../types.js';
-import { bytePart, CodeTable, intPart, PooledColumn, TextColumn } from './flat-columns.js';
-import type { SnapshotParts } from './snapshot-format.js';
+import { bytePart, CodeTable, intPart, Lazy, PooledColumn, TextColumn } from './flat-columns.js';
+import type { PartSource, SnapshotParts } from './snapshot-format.js';
 
 /**
  * One code-system version in memory (docs/terminology.md#in-memory-index): the hot path of
@@ -83,16 +83,24 @@ interface IndexColumns {
   statuses: PooledColumn<string | undefined>;
   flags: Uint8Array;
   byCode: CodeTable;
-  designationStart: Int32Array;
-  designation: { language: PooledColumn<string | undefined>; use: PooledColumn<Designation['use']>; value: TextColumn; extension: PooledColumn<Designation['extension']> };
+  /** Read when first needed from a snapshot (the largest parts; a `$subsumes` never needs them). */
+  designations: Lazy<DesignationColumns>;
   propertyStart: Int32Array;
   property: { code: PooledColumn<string>; type: PooledColumn<string>; value: TextColumn; system: PooledColumn<string | undefined>; display: PooledColumn<string | undefined> };
   parentStart: Int32Array;
   parentList: Int32Array;
   childStart: Int32Array;
   childList: Int32Array;
-  ancestorStart: Int32Array;
-  ancestorList: Int32Array;
+  /** Read when first needed from a snapshot (only ancestry questions need them). */
+  ancestors: Lazy<{ start: Int32Array; list: Int32Array }>;
+}
+
+interface DesignationColumns {
+  start: Int32Array;
+  language: PooledColumn<string | undefined>;
+  use: PooledColumn<Designation['use']>;
+  value: TextColumn;
+  extension: PooledColumn<Designation['extension']>;
 }
 
 /** The columns of an index built from rows. */
@@ -132,13 +140,13 @@ function columnsOf(source: IndexSource): IndexColumns {
     statuses: PooledColumn.of(statuses),
     flags,
     byCode: CodeTable.of(codeColumn, n, (id) => (flags[id] & EXISTS) !== 0),
-    designationStart: d.start,
-    designation: {
+    designations: Lazy.of({
+      start: d.start,
       language: PooledColumn.of(d.list.map((x) => x.language)),
       use: PooledColumn.of(d.list.map((x) => pool.use(x.use))),
       value: TextColumn.of(d.list.map((x) => x.value)),
       extension: PooledColumn.of(d.list.map((x) => x.extension)),
-    },
+    }),
     propertyStart: p.start,
     property: {
       code: PooledColumn.of(p.list.map((x) => x.code)),
@@ -151,13 +159,30 @@ function columnsOf(source: IndexSource): IndexColumns {
     parentList: parents.list,
     childStart: children.start,
     childList: children.list,
-    ancestorStart: ancestors.start,
-    ancestorList: ancestors.list,
+    ancestors: Lazy.of(ancestors),
   };
 }
 
 const TEXT_COLUMNS = ['codes', 'displays', 'definitions'] as const;
-const ARRAYS = ['designationStart', 'propertyStart', 'parentStart', 'parentList', 'childStart', 'childList', 'ancestorStart', 'ancestorList'] as const;
+const ARRAYS = ['propertyStart', 'parentStart', 'parentList', 'childStart', 'childList'] as const;
+const DESIGNATION_COLUMNS = ['language', 'use', 'value', 'extension'] as const;
+
+/** The designation columns of a snapshot (`designationStart`, `designation.*`). */
+function designationsOf(parts: PartSource): DesignationColumns {
+  return {
+    start: intPart(parts, 'designationStart'),
+    language: PooledColumn.load(parts, 'designation.language'),
+    use: PooledColumn.load(parts, 'designation.use'),
+    value: TextColumn.load(parts, 'designation.value'),
+    extension: PooledColumn.load(parts, 'designation.extension'),
+  };
+}
+
+/** The parts an index reads only when first needed (index-cache.ts reads them in the background after it opens one). */
+export const LAZY_PARTS = {
+  designations: ['designationStart', ...DESIGNATION_COLUMNS.flatMap((k) => (k === 'value' ? ['designation.value.text', 'designation.value.ends'] : [`designation.${k}.values`, `designation.${k}.at`]))],
+  ancestors: ['ancestorStart', 'ancestorList'],
+};
 
 export class CodeSystemIndex {
   readonly maxId: number;
@@ -172,13 +197,15 @@ export class CodeSystemIndex {
     const c = 'concepts' in source ? columnsOf(source) : source;
     this.c = c;
     this.maxId = c.maxId;
-    const pooled = [c.statuses, ...Object.values(c.designation), ...Object.values(c.property)];
+    const pooled = [c.statuses, ...Object.values(c.property)];
     this.bytes =
       [c.codes, c.displays, c.definitions].reduce((n, t) => n + t.bytes, 0) +
       pooled.reduce((n, col) => n + col.bytes, 0) +
       c.flags.byteLength +
       c.byCode.bytes +
-      ARRAYS.reduce((n, a) => n + c[a].byteLength, 0);
+      ARRAYS.reduce((n, a) => n + c[a].byteLength, 0) +
+      c.designations.bytes +
+      c.ancestors.bytes;
   }
 
   /** Its columns as snapshot parts (index-snapshot.ts). */
@@ -191,13 +218,21 @@ export class CodeSystemIndex {
     parts.set('flags', c.flags);
     c.byCode.save(parts, 'byCode');
     for (const a of ARRAYS) parts.set(a, c[a]);
-    for (const [k, col] of Object.entries(c.designation)) col.save(parts, `designation.${k}`);
+    const d = c.designations.get();
+    parts.set('designationStart', d.start);
+    for (const k of DESIGNATION_COLUMNS) d[k].save(parts, `designation.${k}`);
+    const a = c.ancestors.get();
+    parts.set('ancestorStart', a.start);
+    parts.set('ancestorList', a.list);
     for (const [k, col] of Object.entries(c.property)) col.save(parts, `property.${k}`);
     return parts;
   }
 
-  /** The index a snapshot holds (throws a TypeError when a part is missing). */
-  static fromParts(parts: SnapshotParts): CodeSystemIndex {
+  /**
+   * The index a snapshot holds (throws a TypeError when a part is missing). The designations
+   * and the ancestors are read from `parts` when first needed (`bytes`: what they take then).
+   */
+  static fromParts(parts: PartSource, bytes: (names: string[]) => number = () => 0): CodeSystemIndex {
     const arrays = Object.fromEntries(ARRAYS.map((a) => [a, intPart(parts, a)])) as Record<(typeof ARRAYS)[number], Int32Array>;
     return new CodeSystemIndex({
       maxId: intPart(parts, 'maxId')[0],
@@ -208,12 +243,8 @@ export class CodeSystemIndex {
       flags: bytePart(parts, 'flags'),
       byCode: CodeTable.load(parts, 'byCode'),
       ...arrays,
-      designation: {
-        language: PooledColumn.load(parts, 'designation.language'),
-        use: PooledColumn.load(parts, 'designation.use'),
-        value: TextColumn.load(parts, 'designation.value'),
-        extension: PooledColumn.load(parts, 'designation.extension'),
-      },
+      designations: Lazy.from(() => designationsOf(parts), bytes(LAZY_PARTS.designations)),
+      ancestors: Lazy.from(() => ({ start: intPart(parts, 'ancestorStart'), list: intPart(parts, 'ancestorList') }), bytes(LAZY_PARTS.ancestors)),
       property: {
         code: PooledColumn.load(parts, 'property.code'),
         type: PooledColumn.load(parts, 'property.type'),
@@ -222,6 +253,22 @@ export class CodeSystemIndex {
         display: PooledColumn.load(parts, 'property.display'),
       },
     });
+  }
+
+  /** Reads what `fromParts` left for later (the designations and the ancestors), if anything. */
+  loadAll(): void {
+    this.c.ancestors.get();
+    this.c.designations.get();
+  }
+
+  /** Whether a group `fromParts` left for later is read. */
+  loaded(group: keyof typeof LAZY_PARTS): boolean {
+    return this.c[group].loaded;
+  }
+
+  /** Reads a group `fromParts` left for later (if not yet read). */
+  load(group: keyof typeof LAZY_PARTS): void {
+    this.c[group].get();
   }
 
   /** The id of a code (exact), or of the same code up to case when `caseInsensitive`; 0 = none. */
@@ -275,9 +322,9 @@ export class CodeSystemIndex {
   }
 
   designations(id: number): Designation[] {
-    const dc = this.c.designation;
+    const dc = this.c.designations.get();
     const out: Designation[] = [];
-    for (let i = this.c.designationStart[id]; i < this.c.designationStart[id + 1]; i++) {
+    for (let i = dc.start[id]; i < dc.start[id + 1]; i++) {
       const d: Designation = { language: dc.language.get(i), use: dc.use.get(i), value: dc.value.text0(i) };
       const extension = dc.extension.get(i);
       if (extension) d.extension = extension;
@@ -307,15 +354,16 @@ export class CodeSystemIndex {
 
   /** Every proper ancestor, ascending ids. */
   ancestors(id: number): Int32Array {
-    return this.c.ancestorList.subarray(this.c.ancestorStart[id], this.c.ancestorStart[id + 1]);
+    const a = this.c.ancestors.get();
+    return a.list.subarray(a.start[id], a.start[id + 1]);
   }
 
   /** True when `ancestor` is a proper ancestor of `descendant` (binary search). */
   isAncestor(ancestor: number, descendant: number): boolean {
     if (descendant <= 0 || descendant > this.maxId) return false;
-    let lo = this.c.ancestorStart[descendant];
-    let hi = this.c.ancestorStart[descendant + 1] - 1;
-    const list = this.c.ancestorList;
+    const { start, list } = this.c.ancestors.get();
+    let lo = start[descendant];
+    let hi = start[descendant + 1] - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
       const v = list[mid];

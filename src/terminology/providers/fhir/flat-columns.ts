@@ -1,4 +1,4 @@
-import type { SnapshotParts } from './snapshot-format.js';
+import type { PartSource, SnapshotParts } from './snapshot-format.js';
 
 /**
  * Columns of an in-memory index without an object per row (docs/terminology.md#in-memory-index):
@@ -69,7 +69,7 @@ export class TextColumn {
     parts.set(`${name}.ends`, this.ends);
   }
 
-  static load(parts: SnapshotParts, name: string): TextColumn {
+  static load(parts: PartSource, name: string): TextColumn {
     return new TextColumn(textPart(parts, `${name}.text`), intPart(parts, `${name}.ends`));
   }
 
@@ -82,7 +82,8 @@ export class TextColumn {
 export class PooledColumn<T> {
   private constructor(
     readonly values: T[],
-    readonly at: Int32Array,
+    /** Bytes when there are at most 256 values (a quarter of the memory, and of a snapshot's reading). */
+    readonly at: Int32Array | Uint8Array,
   ) {}
 
   /** Rows of values; equal values (SameValueZero: strings by content, objects by identity) are kept once. */
@@ -100,7 +101,7 @@ export class PooledColumn<T> {
       }
       at[i] = k;
     }
-    return new PooledColumn(values, at);
+    return new PooledColumn(values, values.length <= 256 ? Uint8Array.from(at) : at);
   }
 
   get(i: number): T {
@@ -110,12 +111,14 @@ export class PooledColumn<T> {
   /** The distinct values are saved as JSON (`undefined` as null). */
   save(parts: SnapshotParts, name: string): void {
     parts.set(`${name}.values`, JSON.stringify(this.values.map((v) => v ?? null)));
-    parts.set(`${name}.at`, this.at);
+    parts.set(`${name}.at`, this.values.length <= 256 && this.at instanceof Int32Array ? Uint8Array.from(this.at) : this.at);
   }
 
-  static load<T>(parts: SnapshotParts, name: string): PooledColumn<T> {
+  static load<T>(parts: PartSource, name: string): PooledColumn<T> {
     const values = (JSON.parse(textPart(parts, `${name}.values`)) as unknown[]).map((v) => (v === null ? undefined : v)) as T[];
-    return new PooledColumn(values, intPart(parts, `${name}.at`));
+    const at = parts.get(`${name}.at`);
+    if (!(at instanceof Int32Array || at instanceof Uint8Array)) throw new TypeError(`snapshot part ${name}.at is missing`);
+    return new PooledColumn(values, at);
   }
 
   get bytes(): number {
@@ -156,7 +159,7 @@ export class CodeTable {
     return new CodeTable(slots);
   }
 
-  static load(parts: SnapshotParts, name: string): CodeTable {
+  static load(parts: PartSource, name: string): CodeTable {
     return new CodeTable(intPart(parts, name));
   }
 
@@ -178,20 +181,63 @@ export class CodeTable {
   }
 }
 
-export function intPart(parts: SnapshotParts, name: string): Int32Array {
+export function intPart(parts: PartSource, name: string): Int32Array {
   const p = parts.get(name);
   if (!(p instanceof Int32Array)) throw new TypeError(`snapshot part ${name} is missing`);
   return p;
 }
 
-export function bytePart(parts: SnapshotParts, name: string): Uint8Array {
+export function bytePart(parts: PartSource, name: string): Uint8Array {
   const p = parts.get(name);
   if (!(p instanceof Uint8Array)) throw new TypeError(`snapshot part ${name} is missing`);
   return p;
 }
 
-export function textPart(parts: SnapshotParts, name: string): string {
+export function textPart(parts: PartSource, name: string): string {
   const p = parts.get(name);
   if (typeof p !== 'string') throw new TypeError(`snapshot part ${name} is missing`);
   return p;
+}
+
+/**
+ * Columns made when first needed — a persisted index's large parts are read from its snapshot
+ * only when a question needs them (index-snapshot.ts) — or at hand from the start.
+ */
+export class Lazy<T> {
+  private constructor(
+    private value: T | undefined,
+    private load: (() => T) | undefined,
+    /** What the columns take in memory (an estimate, for the cache budget). */
+    readonly bytes: number,
+  ) {}
+
+  static of<T extends object>(value: T): Lazy<T> {
+    return new Lazy(value, undefined, columnBytes(value));
+  }
+
+  static from<T>(load: () => T, bytes: number): Lazy<T> {
+    return new Lazy<T>(undefined, load, bytes);
+  }
+
+  get(): T {
+    if (this.value === undefined) {
+      this.value = (this.load as () => T)();
+      this.load = undefined;
+    }
+    return this.value;
+  }
+
+  get loaded(): boolean {
+    return this.value !== undefined;
+  }
+}
+
+/** Estimated bytes of an object of columns and typed arrays. */
+function columnBytes(value: object): number {
+  let n = 0;
+  for (const v of Object.values(value)) {
+    if (ArrayBuffer.isView(v)) n += v.byteLength;
+    else if (v instanceof TextColumn || v instanceof PooledColumn) n += v.bytes;
+  }
+  return n;
 }

@@ -1,8 +1,10 @@
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../../../core/database.js';
 import { announceChange, subscribeChanges } from '../../../storage/change-feed.js';
-import { CodeSystemIndex, loadIndex } from './code-system-index.js';
-import { INDEX_SECTION, readSnapshot, snapshotKey, writeSnapshot, type SnapshotRead } from './index-snapshot.js';
+import { CodeSystemIndex, LAZY_PARTS, loadIndex } from './code-system-index.js';
+import { INDEX_SECTION, partBytes, readSnapshot, snapshotKey, writeSnapshot, type SnapshotRead } from './index-snapshot.js';
+import type { SnapshotFile } from './snapshot-file.js';
+import { SnapshotUnreadable } from './snapshot-format.js';
 import type { CodeSystemInfo } from '../../types.js';
 
 /**
@@ -157,10 +159,11 @@ export class TerminologyCache {
         const where = { url: cs.url, version: cs.version };
         const persisted = await this.fromSnapshot(cs);
         if (typeof persisted === 'object') {
-          const { index, from } = persisted;
+          const { index, from, file } = persisted;
           this.snapshotLoads++;
           this.log?.info({ ...where, source: 'snapshot', from, concepts: index.maxId, mb: Math.round(index.bytes / 1e6), ms: Date.now() - started }, 'terminology index loaded');
           if (!loading.stale) this.keep(cs.key, cs.resourceId, index);
+          if (file) this.readRest(cs, index, file);
           return index;
         }
         if (persisted !== undefined) this.log?.warn({ ...where, reason: persisted }, 'terminology index snapshot unusable: rebuilt from the tables');
@@ -195,21 +198,62 @@ export class TerminologyCache {
    * The index of `cs` from its persisted snapshot; undefined when none was written, else why
    * the one written cannot be used (it is then rebuilt from the tables).
    */
-  private async fromSnapshot(cs: CodeSystemInfo): Promise<{ index: CodeSystemIndex; from: string } | string | undefined> {
+  private async fromSnapshot(cs: CodeSystemInfo): Promise<{ index: CodeSystemIndex; from: string; file?: SnapshotFile } | string | undefined> {
     let read: SnapshotRead;
     try {
-      read = await readSnapshot(this.db, cs.key, INDEX_SECTION, snapshotKey(cs));
+      read = await readSnapshot(this.db, cs.key, INDEX_SECTION, snapshotKey(cs), true);
     } catch (err) {
       return `not read: ${String(err)}`;
     }
     if ('missing' in read) return undefined;
     if ('unusable' in read) return read.unusable;
+    const { file } = read;
     try {
-      return { index: CodeSystemIndex.fromParts(read.parts), from: read.from };
+      // From a file copy, what every question needs is read now, the rest when first needed (readRest).
+      const later = [...LAZY_PARTS.designations, ...LAZY_PARTS.ancestors];
+      if (file) await file.prefetch([...file.layout.entries.keys()].filter((name) => !later.includes(name)));
+      const index = CodeSystemIndex.fromParts(read.parts, (names) => partBytes(read, names));
+      if (!file) index.loadAll();
+      return { index, from: read.from, file };
     } catch (err) {
-      if (err instanceof TypeError || err instanceof RangeError) return err.message;
+      await file?.discard();
+      await file?.close();
+      if (err instanceof TypeError || err instanceof RangeError || err instanceof SnapshotUnreadable) return err.message;
       throw err;
     }
+  }
+
+  /**
+   * Reads the parts of an index opened from a file copy that it left for later (designations,
+   * ancestors), in the background; a question that needs one sooner reads it itself. A part
+   * that is not what the snapshot's head says drops the index (rebuilt on next use from the
+   * database's copy) and removes the file.
+   */
+  private readRest(cs: CodeSystemInfo, index: CodeSystemIndex, file: SnapshotFile): void {
+    const job = (async () => {
+      try {
+        // Ancestors first (smaller); a group a question read meanwhile is not read again.
+        for (const group of ['ancestors', 'designations'] as const) {
+          if (!index.loaded(group)) await file.prefetch(LAZY_PARTS[group]);
+          index.load(group);
+        }
+        await file.close();
+      } catch (err) {
+        await file.discard();
+        this.log?.warn({ url: cs.url, version: cs.version, reason: String(err) }, 'terminology index snapshot unusable: its file removed, the index read again on next use');
+        this.drop(cs.key, index);
+      }
+    })();
+    this.writes.add(job);
+    void job.finally(() => this.writes.delete(job));
+  }
+
+  /** Forgets the kept index of `key` if it is `index`. */
+  private drop(key: number, index: CodeSystemIndex): void {
+    const kept = this.indexes.get(key);
+    if (kept?.index !== index) return;
+    this.indexes.delete(key);
+    this.used -= index.bytes;
   }
 
   /** Keeps an index (negative keys: request-supplied code systems, by content hash). */

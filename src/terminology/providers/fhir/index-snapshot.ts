@@ -1,8 +1,11 @@
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { Database, Queryable } from '../../../core/database.js';
 import type { CodeSystemInfo } from '../../types.js';
-import { checksum, decodeSnapshot, encodeSnapshot, SNAPSHOT_FORMAT, SnapshotUnreadable, type SnapshotParts } from './snapshot-format.js';
+import { checksum, decodeSnapshot, encodeSnapshot, SNAPSHOT_FORMAT, SnapshotUnreadable, type PartSource, type SnapshotPart, type SnapshotParts } from './snapshot-format.js';
+import { SnapshotFile } from './snapshot-file.js';
 
 /**
  * Persisted in-memory indexes (docs/terminology.md#persisted-indexes): what building an index
@@ -27,8 +30,12 @@ export function snapshotKey(cs: Pick<CodeSystemInfo, 'url' | 'version' | 'concep
   return `${cs.url}|${cs.version ?? ''}|${cs.conceptCount}`;
 }
 
-/** A snapshot read back, or why none was read (`missing`: none written; else the reason it was not usable). */
-export type SnapshotRead = { parts: SnapshotParts; bytes: number; ms: number; from: 'file' | 'database' } | { missing: true } | { unusable: string };
+/**
+ * A snapshot read back, or why none was read (`missing`: none written; else the reason it was
+ * not usable). `file`: the parts are read from the file copy when asked for (`lazy` reads);
+ * otherwise they are all in memory.
+ */
+export type SnapshotRead = { parts: PartSource; file?: SnapshotFile; bytes: number; ms: number; from: 'file' | 'database' } | { missing: true } | { unusable: string };
 
 /**
  * Embedded databases (PGlite) keep a copy of each snapshot in a folder beside their data
@@ -43,10 +50,32 @@ export function useSnapshotFolder(db: Database, folder: string): void {
   folders.set(db, folder);
 }
 
+/**
+ * Where the file copies of snapshots live (docs/terminology.md#persisted-indexes):
+ * `LATTICE_TX_INDEX_DIR` (`off`: nowhere), else `<data folder>-tx-index` beside a PGlite data
+ * folder, else, on PostgreSQL, `lattice-tx-index/<database>` under the system's temporary
+ * folder — named after the server's host, port and database, so two databases never share
+ * one. An in-memory database keeps none.
+ */
+export function snapshotFolder(config: { dataDir: string; databaseUrl?: string; txIndexDir?: string }): string | undefined {
+  if (config.txIndexDir === 'off') return undefined;
+  if (config.txIndexDir) return resolve(config.txIndexDir);
+  if (config.databaseUrl) {
+    const url = new URL(config.databaseUrl);
+    const where = `${url.hostname}:${url.port || '5432'}${url.pathname}|${url.searchParams.get('host') ?? ''}`;
+    return join(tmpdir(), 'lattice-tx-index', createHash('sha256').update(where).digest('hex').slice(0, 16));
+  }
+  return config.dataDir.startsWith('memory://') ? undefined : `${resolve(config.dataDir)}-tx-index`;
+}
+
 const fileOf = (folder: string, csKey: number, section: string) => join(folder, `${csKey}.${section}.snapshot`);
 
-/** Reads the snapshot of `section` of index `csKey` if it is there and valid. */
-export async function readSnapshot(db: Database, csKey: number, section: string, key: string): Promise<SnapshotRead> {
+/**
+ * Reads the snapshot of `section` of index `csKey` if it is there and valid. From a file copy,
+ * `lazy` returns the file open, its parts read when asked for (the caller closes it); else
+ * every part is read now.
+ */
+export async function readSnapshot(db: Database, csKey: number, section: string, key: string, lazy = false): Promise<SnapshotRead> {
   const started = performance.now();
   const head = await db.query<{ format: number; key: string; chunks: number; bytes: string | number; crc: string | number }>(
     'SELECT format, key, chunks, bytes, crc FROM tx_index_snapshot WHERE cs_key = $1 AND section = $2',
@@ -57,24 +86,28 @@ export async function readSnapshot(db: Database, csKey: number, section: string,
   if (h.format !== SNAPSHOT_FORMAT) return { unusable: `format ${h.format}, this version writes ${SNAPSHOT_FORMAT}` };
   if (h.key !== key) return { unusable: `written for ${h.key}, the code system is ${key}` };
   const folder = folders.get(db);
-  let chunks: Uint8Array[] | undefined;
-  let from: 'file' | 'database' = 'file';
-  if (folder) {
-    const file = await readFile(fileOf(folder, csKey, section)).catch(() => undefined);
-    if (file && file.length === Number(h.bytes) && checksum([file]) === Number(h.crc)) chunks = [file];
-  }
-  if (!chunks) {
-    from = 'database';
+  try {
+    const file = folder ? await SnapshotFile.open(fileOf(folder, csKey, section), Number(h.bytes), Number(h.crc)) : undefined;
+    if (file && lazy) return { parts: file, file, bytes: Number(h.bytes), ms: performance.now() - started, from: 'file' };
+    if (file) {
+      try {
+        const names = [...file.layout.entries.keys()];
+        await file.prefetch(names);
+        return { parts: new Map(names.map((n) => [n, file.get(n) as SnapshotPart])), bytes: Number(h.bytes), ms: performance.now() - started, from: 'file' };
+      } catch (err) {
+        if (!(err instanceof SnapshotUnreadable)) throw err;
+        await file.discard(); // a part is not what the head says: read the database's copy, write the file again
+      } finally {
+        await file.close();
+      }
+    }
     const read = await db.readPass((q) => readChunks(q, csKey, section, h.chunks));
     if (typeof read === 'string') return { unusable: read };
-    chunks = read;
-    const bytes = chunks.reduce((n, c) => n + c.length, 0);
+    const bytes = read.reduce((n, c) => n + c.length, 0);
     if (bytes !== Number(h.bytes)) return { unusable: `${bytes} bytes stored, the header says ${h.bytes}` };
-    if (checksum(chunks) !== Number(h.crc)) return { unusable: 'checksum mismatch' };
-    if (folder) await writeCopy(db, folder, csKey, section, Buffer.concat(chunks)).catch(() => undefined);
-  }
-  try {
-    return { parts: decodeSnapshot(chunks), bytes: Number(h.bytes), ms: performance.now() - started, from };
+    const parts = decodeSnapshot(read, Number(h.crc));
+    if (folder) await writeCopy(db, folder, csKey, section, Buffer.concat(read)).catch(() => undefined);
+    return { parts, bytes, ms: performance.now() - started, from: 'database' };
   } catch (err) {
     if (err instanceof SnapshotUnreadable) return { unusable: err.message };
     throw err;
@@ -114,7 +147,8 @@ async function writeCopy(db: Database, folder: string, csKey: number, section: s
 export async function writeSnapshot(db: Database, csKey: number, section: string, key: string, parts: SnapshotParts): Promise<number> {
   const buffers = encodeSnapshot(parts);
   const whole = Buffer.concat(buffers);
-  const crc = checksum([whole]);
+  // The head's checksum: the head lists each part's (snapshot-format.ts).
+  const crc = checksum([buffers[0]]);
   // The old header goes first: until the new one is written, no reader takes a mixture.
   await db.query('DELETE FROM tx_index_snapshot WHERE cs_key = $1 AND section = $2', [csKey, section]);
   let seq = 0;
@@ -136,4 +170,15 @@ export async function writeSnapshot(db: Database, csKey: number, section: string
   const folder = folders.get(db);
   if (folder) await writeCopy(db, folder, csKey, section, whole);
   return whole.length;
+}
+
+/** Bytes the parts `names` of a snapshot read take in memory (read or not yet). */
+export function partBytes(read: { parts: PartSource; file?: SnapshotFile }, names: string[]): number {
+  if (read.file) return read.file.bytes(names);
+  let n = 0;
+  for (const name of names) {
+    const p = read.parts.get(name);
+    n += p === undefined ? 0 : typeof p === 'string' ? p.length * 2 : p.byteLength;
+  }
+  return n;
 }

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import type { CodeSystem } from '@medplum/fhirtypes';
 import { codeSystemRows } from './code-system-rows.js';
 import { CodeSystemIndex, indexFromRows } from './code-system-index.js';
-import { decodeSnapshot, encodeSnapshot, SnapshotUnreadable, type SnapshotParts } from './snapshot-format.js';
+import { checksum, decodeSnapshot, encodeSnapshot, SnapshotUnreadable, type SnapshotParts } from './snapshot-format.js';
 
 /**
  * The binary form of persisted indexes (docs/terminology.md#persisted-indexes): parts come back
@@ -11,12 +11,13 @@ import { decodeSnapshot, encodeSnapshot, SnapshotUnreadable, type SnapshotParts 
  * read back answers every question as the one it was written from.
  */
 
-/** The encoded bytes cut into chunks of `size` bytes (as the database returns them). */
-function chunked(parts: SnapshotParts, size: number): Uint8Array[] {
-  const whole = Buffer.concat(encodeSnapshot(parts));
+/** The encoded bytes cut into chunks of `size` bytes (as the database returns them), decoded. */
+function roundTrip(parts: SnapshotParts, size: number): SnapshotParts {
+  const buffers = encodeSnapshot(parts);
+  const whole = Buffer.concat(buffers);
   const out: Uint8Array[] = [];
   for (let at = 0; at < whole.length; at += size) out.push(whole.subarray(at, at + size));
-  return out;
+  return decodeSnapshot(out, checksum([buffers[0]]));
 }
 
 describe('snapshot format', () => {
@@ -29,18 +30,28 @@ describe('snapshot format', () => {
       ['odd', 'a\uD800b'],
     ]);
     for (const size of [1, 3, 7, 64, 1 << 20]) {
-      const back = decodeSnapshot(chunked(parts, size));
+      const back = roundTrip(parts, size);
       assert.deepEqual([...back.keys()].sort(), [...parts.keys()].sort());
       for (const [name, part] of parts) assert.deepEqual(back.get(name), part, `${name} (chunks of ${size})`);
     }
   });
 
-  test('a truncated buffer, or one of another format, is refused', () => {
-    const whole = Buffer.concat(encodeSnapshot(new Map([['ints', Int32Array.from([1, 2, 3])]])));
-    assert.throws(() => decodeSnapshot([whole.subarray(0, whole.length - 4)]), SnapshotUnreadable);
-    assert.throws(() => decodeSnapshot([whole.subarray(0, 2)]), SnapshotUnreadable);
-    const header = whole.toString('latin1').replace('"format":1', '"format":9');
-    assert.throws(() => decodeSnapshot([Buffer.from(header, 'latin1')]), /format 9/);
+  test('a truncated buffer, one of another format, a changed part or another head is refused', () => {
+    const buffers = encodeSnapshot(new Map<string, Int32Array | string>([['ints', Int32Array.from([1, 2, 3])], ['text', 'abc']]));
+    const crc = checksum([buffers[0]]);
+    const whole = Buffer.concat(buffers);
+    assert.throws(() => decodeSnapshot([whole.subarray(0, whole.length - 4)], crc), SnapshotUnreadable);
+    assert.throws(() => decodeSnapshot([whole.subarray(0, 2)], crc), SnapshotUnreadable);
+    const header = Buffer.from(whole.toString('latin1').replace('"format":2', '"format":9'), 'latin1');
+    assert.throws(() => decodeSnapshot([header], checksum([header.subarray(0, buffers[0].length)])), /format 9/);
+    assert.throws(() => decodeSnapshot([header], crc), /checksum mismatch/);
+    // A byte of a part changed: its own checksum (listed in the head) refuses it.
+    const changed = Buffer.from(whole);
+    changed[buffers[0].length] ^= 1;
+    assert.throws(() => decodeSnapshot([changed], crc), /checksum mismatch in part ints/);
+    changed[buffers[0].length] ^= 1;
+    changed[changed.length - 1] ^= 1;
+    assert.throws(() => decodeSnapshot([changed], crc), /checksum mismatch in part text/);
   });
 
   test('an index read back answers as the one written', () => {
@@ -62,7 +73,7 @@ describe('snapshot format', () => {
       ],
     };
     const written = indexFromRows(codeSystemRows(cs));
-    const read = CodeSystemIndex.fromParts(decodeSnapshot(chunked(written.toParts(), 5)));
+    const read = CodeSystemIndex.fromParts(roundTrip(written.toParts(), 5));
     assert.equal(read.maxId, written.maxId);
     for (let id = 1; id <= written.maxId; id++) {
       assert.deepEqual(read.concept(id), written.concept(id));

@@ -1,30 +1,43 @@
 import { crc32 } from 'node:zlib';
+import { FhirError, issue } from '../../../fhir/outcome.js';
 
 /**
  * The binary form of a persisted in-memory index (docs/terminology.md#persisted-indexes): named
  * parts, each an Int32Array, a Uint8Array or a string, laid out so that reading it back makes
- * typed arrays over one buffer and one string per text column — no object per concept.
+ * typed arrays and one string per text column — no object per concept — and so that a part
+ * can be read alone (a point answer reads only the parts it needs: snapshot-reader.ts).
  *
  * Layout: `u32 header length`, the header (JSON: format, byte order, each part's name, kind,
- * offset and length), padding to 8, then the numeric parts (each at an offset that is a
- * multiple of 8), then the text parts (UTF-8, or UTF-16LE for a string that is not
- * well-formed, whose lone surrogates UTF-8 cannot carry).
+ * offset, length and CRC-32), padding to 8, then the numeric parts (each at an offset that is
+ * a multiple of 8), then the text parts (UTF-8, or UTF-16LE for a string that is not
+ * well-formed, whose lone surrogates UTF-8 cannot carry). The snapshot's checksum is the
+ * CRC-32 of its head (length word, header, padding): the header lists every part's checksum,
+ * so a head that matches vouches for each part, checked when that part is read.
  */
 
 /** Bumped whenever the layout of the parts any index writes changes: older snapshots are rebuilt. */
-export const SNAPSHOT_FORMAT = 1;
+export const SNAPSHOT_FORMAT = 2;
 
 export type SnapshotPart = Int32Array | Uint8Array | string;
 export type SnapshotParts = Map<string, SnapshotPart>;
 
-interface PartEntry {
-  name: string;
-  kind: 'i32' | 'u8' | 'utf8' | 'utf16';
-  offset: number;
-  length: number;
+/** What the loaders read parts from: the parts in memory (a Map), or a snapshot read part by part. */
+export interface PartSource {
+  get(name: string): SnapshotPart | undefined;
 }
 
-interface Header {
+export interface PartEntry {
+  name: string;
+  kind: 'i32' | 'u8' | 'utf8' | 'utf16';
+  /** From the start of the numeric section. */
+  offset: number;
+  /** Elements (numeric) or bytes (text). */
+  length: number;
+  /** CRC-32 of the part's bytes (without padding). */
+  crc: number;
+}
+
+export interface Header {
   format: number;
   littleEndian: boolean;
   numeric: number;
@@ -34,7 +47,7 @@ interface Header {
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 const align8 = (n: number) => (n + 7) & ~7;
 
-/** The parts as bytes (a list of buffers to write one after the other). */
+/** The parts as bytes (a list of buffers to write one after the other; the first is the head, whose checksum is the snapshot's). */
 export function encodeSnapshot(parts: SnapshotParts): Buffer[] {
   const entries: PartEntry[] = [];
   const numeric: Buffer[] = [];
@@ -43,7 +56,7 @@ export function encodeSnapshot(parts: SnapshotParts): Buffer[] {
   for (const [name, part] of parts) {
     if (typeof part === 'string') continue;
     const bytes = Buffer.from(part.buffer, part.byteOffset, part.byteLength);
-    entries.push({ name, kind: part instanceof Int32Array ? 'i32' : 'u8', offset, length: part.length });
+    entries.push({ name, kind: part instanceof Int32Array ? 'i32' : 'u8', offset, length: part.length, crc: checksum([bytes]) });
     numeric.push(bytes, Buffer.alloc(align8(bytes.length) - bytes.length));
     offset += align8(bytes.length);
   }
@@ -52,7 +65,7 @@ export function encodeSnapshot(parts: SnapshotParts): Buffer[] {
     if (typeof part !== 'string') continue;
     const wellFormed = (part as string & { isWellFormed?: () => boolean }).isWellFormed?.() ?? !/[\uD800-\uDFFF]/.test(part);
     const bytes = Buffer.from(part, wellFormed ? 'utf8' : 'utf16le');
-    entries.push({ name, kind: wellFormed ? 'utf8' : 'utf16', offset, length: bytes.length });
+    entries.push({ name, kind: wellFormed ? 'utf8' : 'utf16', offset, length: bytes.length, crc: checksum([bytes]) });
     texts.push(bytes);
     offset += bytes.length;
   }
@@ -63,22 +76,39 @@ export function encodeSnapshot(parts: SnapshotParts): Buffer[] {
   return [head, ...numeric, ...texts];
 }
 
-/** Why bytes are not a snapshot this code can read (undefined: they are). */
-export class SnapshotUnreadable extends Error {}
+/**
+ * Why bytes are not a snapshot this code can read. Met by a request (a part read when first
+ * needed), it answers 503 `transient`: the index is dropped and read again from the database.
+ */
+export class SnapshotUnreadable extends FhirError {
+  constructor(readonly reason: string) {
+    super(503, [issue('transient', `A terminology index file was unreadable (${reason}); it is read again from the database: try again`)], { 'Retry-After': '1' });
+    this.name = 'SnapshotUnreadable';
+  }
+}
+
+/** Where a snapshot's parts are: its header, and the offset its numeric parts start at. */
+export interface SnapshotLayout {
+  header: Header;
+  /** Offset of the numeric parts (the text parts follow them, at `base + header.numeric`). */
+  base: number;
+  /** Parts by name. */
+  entries: Map<string, PartEntry>;
+}
 
 /**
- * The parts of a snapshot given as consecutive chunks. Numeric parts are views over one fresh
- * buffer holding only them (the text bytes are not kept); texts are decoded once each.
+ * The layout of a snapshot of `total` bytes from its head (`headBytes` of its first 4 bytes),
+ * when the head's CRC-32 is `crc`. Throws SnapshotUnreadable when it is not, or the head is not
+ * a snapshot this code reads, or describes another size.
  */
-export function decodeSnapshot(chunks: Uint8Array[]): SnapshotParts {
-  const total = chunks.reduce((n, c) => n + c.length, 0);
-  const at = new ChunkReader(chunks);
-  if (total < 4) throw new SnapshotUnreadable('truncated');
-  const headerLength = bufferOf(at.read(0, 4)).readUInt32LE(0);
-  if (4 + headerLength > total) throw new SnapshotUnreadable('truncated header');
+export function snapshotLayout(head: Uint8Array, total: number, crc: number): SnapshotLayout {
+  if (head.length < 4 || total < 4) throw new SnapshotUnreadable('truncated');
+  const headerLength = bufferOf(head).readUInt32LE(0);
+  if (4 + headerLength > total || align8(4 + headerLength) !== head.length) throw new SnapshotUnreadable('truncated header');
+  if (checksum([head]) !== crc) throw new SnapshotUnreadable('checksum mismatch');
   let header: Header;
   try {
-    header = JSON.parse(bufferOf(at.read(4, headerLength)).toString('utf8')) as Header;
+    header = JSON.parse(bufferOf(head.subarray(4, 4 + headerLength)).toString('utf8')) as Header;
   } catch {
     throw new SnapshotUnreadable('unreadable header');
   }
@@ -86,14 +116,53 @@ export function decodeSnapshot(chunks: Uint8Array[]): SnapshotParts {
   if (header.littleEndian !== LITTLE_ENDIAN) throw new SnapshotUnreadable('written on a machine of the other byte order');
   const base = align8(4 + headerLength);
   const end = header.parts.reduce((n, p) => Math.max(n, p.offset + partBytes(p)), 0);
-  if (base + end !== total) throw new SnapshotUnreadable(`size ${total}, the header describes ${base + end}`);
-  const numeric = new Uint8Array(new ArrayBuffer(header.numeric));
-  at.copyInto(numeric, base);
+  if (base + end !== total || header.numeric > end) throw new SnapshotUnreadable(`size ${total}, the header describes ${base + end}`);
+  return { header, base, entries: new Map(header.parts.map((p) => [p.name, p])) };
+}
+
+/** Bytes of a snapshot's head (length word, header, padding) given its first 4 bytes. */
+export function headBytes(first4: Uint8Array): number {
+  return align8(4 + bufferOf(first4).readUInt32LE(0));
+}
+
+/** Where part `p`'s bytes are in the snapshot, and how many (without padding). */
+export function partRange(layout: SnapshotLayout, p: PartEntry): { at: number; bytes: number } {
+  return { at: layout.base + p.offset, bytes: p.kind === 'i32' ? p.length * 4 : p.length };
+}
+
+/**
+ * Part `p` from its bytes (`bytes`: exactly its range; a numeric part becomes a view over
+ * them, so give it a buffer of its own), after checking their CRC-32 against the header's.
+ */
+export function partOf(p: PartEntry, bytes: Uint8Array): SnapshotPart {
+  if (checksum([bytes]) !== p.crc) throw new SnapshotUnreadable(`checksum mismatch in part ${p.name}`);
+  if (p.kind === 'i32') {
+    if (bytes.byteOffset % 4 !== 0) bytes = bytes.slice();
+    return new Int32Array(bytes.buffer, bytes.byteOffset, p.length);
+  }
+  if (p.kind === 'u8') return bytes;
+  return bufferOf(bytes).toString(p.kind === 'utf8' ? 'utf8' : 'utf16le');
+}
+
+/**
+ * The parts of a snapshot given as consecutive chunks (the database's copy), each checked, when
+ * its head's checksum is `crc`. Numeric parts are copied into buffers of their own (the chunks
+ * are not kept); texts are decoded once each.
+ */
+export function decodeSnapshot(chunks: Uint8Array[], crc: number): SnapshotParts {
+  const total = chunks.reduce((n, c) => n + c.length, 0);
+  const at = new ChunkReader(chunks);
+  if (total < 4) throw new SnapshotUnreadable('truncated');
+  const headLength = headBytes(at.read(0, 4));
+  if (headLength > total) throw new SnapshotUnreadable('truncated header');
+  const layout = snapshotLayout(at.read(0, headLength), total, crc);
   const parts: SnapshotParts = new Map();
-  for (const p of header.parts) {
-    if (p.kind === 'i32') parts.set(p.name, new Int32Array(numeric.buffer, p.offset, p.length));
-    else if (p.kind === 'u8') parts.set(p.name, new Uint8Array(numeric.buffer, p.offset, p.length));
-    else parts.set(p.name, bufferOf(at.read(base + p.offset, p.length)).toString(p.kind === 'utf8' ? 'utf8' : 'utf16le'));
+  for (const p of layout.header.parts) {
+    const { at: from, bytes } = partRange(layout, p);
+    const numeric = p.kind === 'i32' || p.kind === 'u8';
+    const own = numeric ? new Uint8Array(bytes) : at.read(from, bytes);
+    if (numeric) at.copyInto(own, from);
+    parts.set(p.name, partOf(p, own));
   }
   return parts;
 }

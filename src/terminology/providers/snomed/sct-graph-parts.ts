@@ -1,6 +1,6 @@
 import type { CodeSystemIndex } from '../fhir/code-system-index.js';
 import { bytePart, intPart, TextColumn, textPart } from '../fhir/flat-columns.js';
-import type { SnapshotParts } from '../fhir/snapshot-format.js';
+import type { PartSource, SnapshotParts } from '../fhir/snapshot-format.js';
 import { SCTID } from './sct-meta.js';
 
 /**
@@ -185,7 +185,7 @@ export function saveGraphParts(g: GraphParts): SnapshotParts {
 }
 
 /** The graph's arrays from a snapshot (a TypeError when a part is missing). */
-export function loadGraphParts(parts: SnapshotParts): GraphParts {
+export function loadGraphParts(parts: PartSource): GraphParts {
   const csr = (c: string): Csr => ({ start: intPart(parts, `${c}.start`), list: intPart(parts, `${c}.list`), width: intPart(parts, `${c}.width`)[0] });
   return {
     all: intPart(parts, 'all'),

@@ -350,19 +350,27 @@ export async function persistSnomedGraph(db: Database, cs: Pick<CodeSystemInfo, 
 }
 
 /**
+ * The graph's snapshot, read (started before the edition's index is there, so that both are
+ * read at once: snomedGraph's `early`).
+ */
+export function readGraphSnapshot(db: Database, cs: CodeSystemInfo): Promise<SnapshotRead> {
+  return readSnapshot(db, cs.key, SECTION, snapshotKey(cs)).catch((err: unknown) => ({ unusable: String(err) }));
+}
+
+/**
  * The SNOMED CT graph of an edition whose code-system index is `index` (kept in the index's
  * memo: dropped, and rebuilt, with the index): read from its persisted snapshot when there is a
  * valid one (docs/terminology.md#persisted-indexes), else built from the tables — and then
  * persisted, in the background, for the next start.
  */
-export function snomedGraph(db: Database, cs: CodeSystemInfo, index: CodeSystemIndex, log?: Logger): Promise<SnomedGraph> {
+export function snomedGraph(db: Database, cs: CodeSystemInfo, index: CodeSystemIndex, log?: Logger, early?: Promise<SnapshotRead>): Promise<SnomedGraph> {
   const memo = index.memo.get('snomed') as Promise<SnomedGraph> | undefined;
   if (memo) return memo;
   const readAcceptability = () => db.readPass((q) => loadAcceptability(q, cs.key, index.maxId));
   const where = { url: cs.url, version: cs.version };
   const loading = (async () => {
     const started = Date.now();
-    let read: SnapshotRead = await readSnapshot(db, cs.key, SECTION, snapshotKey(cs)).catch((err: unknown) => ({ unusable: String(err) }));
+    let read: SnapshotRead = await (early ?? readGraphSnapshot(db, cs));
     if ('parts' in read) {
       try {
         const graph = new SnomedGraph(index, loadGraphParts(read.parts), readAcceptability);

@@ -6,7 +6,7 @@ import type { CodeSystemProvider, ConceptSelection } from '../provider.js';
 import { terminologyCache } from '../fhir/index-cache.js';
 import { terminologyLimits } from '../../limits.js';
 import { IndexProvider } from '../fhir/index-provider.js';
-import { snomedGraph, type SnomedGraph } from './sct-index.js';
+import { readGraphSnapshot, snomedGraph, type SnomedGraph } from './sct-index.js';
 import { evaluateEclFilter, SortedIds } from './sct-ecl.js';
 import { normalFormTerse, normalFormText } from './sct-normal-form.js';
 import { DESCRIPTION_MARKER, DIALECT_TAGS, editionNameOf, SCTID } from './sct-meta.js';
@@ -92,8 +92,11 @@ export class SnomedProvider implements CodeSystemProvider {
   /** The edition's index and graph (built on first use, then cached with the index). */
   edition(): Promise<{ base: IndexProvider; graph: SnomedGraph }> {
     this.loaded ??= (async () => {
-      const index = await terminologyCache(this.tc.db).index(this.cs);
-      const graph = await snomedGraph(this.tc.db, this.cs, index, this.tc.log);
+      const cache = terminologyCache(this.tc.db);
+      // Neither in memory yet: the graph's snapshot is read while the index is.
+      const early = cache.peek(this.cs.key)?.memo.has('snomed') ? undefined : readGraphSnapshot(this.tc.db, this.cs);
+      const index = await cache.index(this.cs);
+      const graph = await snomedGraph(this.tc.db, this.cs, index, this.tc.log, early);
       return { base: new IndexProvider(this.tc, this.cs, index), graph };
     })();
     return this.loaded;

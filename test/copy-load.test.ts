@@ -1,0 +1,188 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Resource } from '@medplum/fhirtypes';
+import type { Database, Queryable } from '../src/core/database.js';
+import { BulkLoader, BulkLoadError } from '../src/storage/bulk-load.js';
+import { drivers, startServer, type TestServer } from './harness.js';
+
+/**
+ * The bulk load writes its batches with COPY on both drivers (src/storage/copy-load.ts,
+ * docs/rest.md#bulk-load): the same rows and search answers as the statement it replaced
+ * (still used where a transaction cannot COPY), and each batch all or nothing.
+ */
+
+const NARRATIVE = '<div xmlns="http://www.w3.org/1999/xhtml">Asthma with a back\\slash, a\ttab and "quotes"</div>';
+
+/** Resources whose rows cover every index table and the characters COPY's text format escapes. */
+function resources(prefix: string): Resource[] {
+  return [
+    {
+      resourceType: 'Patient',
+      id: `${prefix}-p1`,
+      text: { status: 'generated', div: NARRATIVE },
+      name: [{ family: 'Back\\slash', given: ['Tab\there', 'New\nline', 'Ñúñez "q"'] }],
+      birthDate: '1980-02-03',
+      identifier: [{ system: 'http://example.org/mrn', value: 'MRN\\1' }],
+      telecom: [{ system: 'email', value: 'ann@example.org' }],
+    },
+    { resourceType: 'Patient', id: `${prefix}-p2`, name: [{ family: 'Plain', given: ['Ann'] }], gender: 'female' },
+    {
+      resourceType: 'Observation',
+      id: `${prefix}-o1`,
+      status: 'final',
+      code: { coding: [{ system: 'http://loinc.org', code: '8302-2', display: 'Body height' }], text: 'height\r\nline' },
+      subject: { reference: `Patient/${prefix}-p1` },
+      effectivePeriod: { start: '2015-01-01T10:00:00+02:00', end: '2015-01-02' },
+      valueQuantity: { value: 170.25, unit: 'cm', system: 'http://unitsofmeasure.org', code: 'cm' },
+    },
+    {
+      resourceType: 'RiskAssessment',
+      id: `${prefix}-r1`,
+      status: 'final',
+      subject: { reference: `Patient/${prefix}-p2` },
+      prediction: [{ probabilityDecimal: 0.25 }],
+    },
+    { resourceType: 'Library', id: `${prefix}-l1`, status: 'active', type: { text: 'logic' }, url: 'http://example.org/Library/a\\b' },
+  ] as Resource[];
+}
+
+const TABLES = ['resource', 'resource_history', 'search_string', 'search_token', 'search_reference', 'search_date', 'search_number', 'search_quantity', 'search_uri', 'search_text'];
+
+/** `db` whose transactions record the tables they COPY into (`copies`), or cannot COPY at all (`copies` undefined: the statement path). */
+function observed(db: Database, copies?: string[]): Database {
+  const wrap = (tx: Queryable): Queryable => ({
+    query: (sql, params) => tx.query(sql, params),
+    ...(copies && tx.copyRows
+      ? {
+          copyRows: (table: string, columns: string[], text: string) => {
+            copies.push(table);
+            return (tx.copyRows as NonNullable<Queryable['copyRows']>)(table, columns, text);
+          },
+        }
+      : {}),
+  });
+  return { ...db, transaction: ((fn: (tx: Queryable) => Promise<unknown>, options?: { timeoutMs?: number }) => db.transaction((tx) => fn(wrap(tx)), options)) as Database['transaction'] };
+}
+
+for (const driver of drivers) {
+  describe(`bulk load through COPY (${driver})`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startServer(driver);
+    });
+    after(() => server.stop());
+
+    const load = async (db: Database, items: Resource[], batchSize = 100) => {
+      const loader = new BulkLoader(db, server.app.system, { projectId: server.projectId, batchSize });
+      try {
+        for (const [i, r] of items.entries()) await loader.add(r, `line ${i + 1}`);
+        return await loader.finish();
+      } finally {
+        await loader.settle();
+      }
+    };
+    /** Every row of `prefix`'s resources in every table, with the ids' prefix and last_updated taken out. */
+    const snapshot = async (prefix: string) => {
+      const out: Record<string, string[]> = {};
+      for (const table of TABLES) {
+        const res = await server.app.db.query<{ row: string }>(
+          `SELECT (to_jsonb(t) - 'last_updated')::text AS row FROM ${table} t WHERE t.id LIKE $1`,
+          [`${prefix}-%`],
+        );
+        // The ids' prefix and the stored meta.lastUpdated differ between the two loads.
+        out[table] = res.rows.map((r) => r.row.split(prefix).join('X').replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, 'T')).sort();
+      }
+      return out;
+    };
+    const ids = async (path: string) => {
+      const res = await server.fhir('GET', path, { token: server.adminToken });
+      assert.equal(res.status, 200, res.text);
+      return ((res.body.entry ?? []) as Array<{ resource: { id: string } }>).map((e) => e.resource.id.split('-').pop()).sort();
+    };
+    const searches = (prefix: string) => [
+      `/Patient?family=back\\\\slash&_id=${prefix}-p1,${prefix}-p2`,
+      `/Patient?given=%C3%91%C3%BA%C3%B1ez&_id=${prefix}-p1,${prefix}-p2`,
+      `/Patient?identifier=http://example.org/mrn|MRN\\\\1&_id=${prefix}-p1`,
+      `/Patient?_content=asthma&_id=${prefix}-p1,${prefix}-p2`,
+      `/Observation?value-quantity=170.25||cm&subject=Patient/${prefix}-p1`,
+      `/Observation?date=ge2015-01-01&subject=Patient/${prefix}-p1`,
+      `/RiskAssessment?probability=0.25&subject=Patient/${prefix}-p2`,
+      `/Library?url=http://example.org/Library/a\\\\b&_id=${prefix}-l1`,
+    ];
+
+    test('each batch is COPYed into the resource, history and index tables', async () => {
+      const copies: string[] = [];
+      assert.equal(await load(observed(server.app.db, copies), resources('cpy'), 3), 5);
+      // Two batches (3 + 2 resources), each COPYed into resource and history, and into the
+      // index tables it has rows for; search_text keeps its statement (a tsvector).
+      assert.equal(copies.filter((t) => t === 'resource').length, 2, copies.join());
+      assert.equal(copies.filter((t) => t === 'resource_history').length, 2, copies.join());
+      for (const table of ['search_string', 'search_token', 'search_reference', 'search_date', 'search_quantity', 'search_number', 'search_uri']) {
+        assert.ok(copies.includes(table), `${table} in ${copies.join()}`);
+      }
+      assert.ok(!copies.includes('search_text'));
+    });
+
+    test('COPY stores the same rows and answers the same searches as the statement path', async () => {
+      assert.equal(await load(observed(server.app.db), resources('stm')), 5);
+      assert.equal(await load(server.app.db, resources('cop')), 5);
+      const [byStatement, byCopy] = [await snapshot('stm'), await snapshot('cop')];
+      for (const table of TABLES) assert.ok(byCopy[table].length > 0, `${table} has rows`);
+      assert.deepEqual(byCopy, byStatement);
+      for (const [i, path] of searches('cop').entries()) {
+        const found = await ids(path);
+        assert.ok(found.length > 0, `${path} finds the loaded resource`);
+        assert.deepEqual(found, await ids(searches('stm')[i]), path);
+      }
+      assert.deepEqual(await ids(`/Patient?_content=asthma&_id=cop-p1,cop-p2`), ['p1']);
+    });
+
+    test('a batch is all or nothing: a duplicate id, a dangling reference, a row the database refuses mid-batch', async () => {
+      const patient = (id: string) => ({ resourceType: 'Patient', id, name: [{ family: 'Whole' }] }) as Resource;
+      const count = async (prefix: string) =>
+        (await server.app.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource WHERE id LIKE $1`, [`${prefix}-%`])).rows[0].n;
+
+      // A duplicate id in the second batch: refused before it is written; the first batch stays.
+      await assert.rejects(load(server.app.db, [patient('dup-1'), patient('dup-2'), patient('dup-3'), patient('dup-3')], 2), (err: unknown) => {
+        assert.ok(err instanceof BulkLoadError);
+        assert.equal(err.message, 'line 4: Patient/dup-3 appears twice in the load');
+        return true;
+      });
+      assert.equal(await count('dup'), 2);
+
+      // A dangling reference in the second batch.
+      const dangling = { resourceType: 'Observation', id: 'bad-o', status: 'final', code: { text: 'x' }, subject: { reference: 'Patient/bad-none' } } as Resource;
+      await assert.rejects(load(server.app.db, [patient('bad-1'), patient('bad-2'), patient('bad-3'), dangling], 2), /line 4: reference Patient\/bad-none is to a resource neither/);
+      assert.equal(await count('bad'), 2);
+
+      // The database refuses the second batch's history COPY (a stray history row holds the key
+      // of cut-4) after its resource rows were COPYed: the whole batch is rolled back, and so is
+      // the third (on PostgreSQL written meanwhile; its reference to cut-3 would dangle).
+      await server.app.db.query(
+        `INSERT INTO resource_history (resource_type, id, version_id, last_updated, content) VALUES ('Patient', 'cut-4', 1, now(), '{}')`,
+      );
+      const third = { resourceType: 'Observation', id: 'cut-o', status: 'final', code: { text: 'x' }, subject: { reference: 'Patient/cut-3' } } as Resource;
+      await assert.rejects(load(server.app.db, [patient('cut-1'), patient('cut-2'), patient('cut-3'), patient('cut-4'), patient('cut-5'), third], 2), /duplicate key/);
+      assert.equal(await count('cut'), 2);
+      const history = await server.app.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource_history WHERE id LIKE 'cut-%'`);
+      assert.equal(history.rows[0].n, 3);
+      const indexed = await server.app.db.query<{ n: number }>(`SELECT count(DISTINCT id)::int AS n FROM search_string WHERE id LIKE 'cut-%'`);
+      assert.equal(indexed.rows[0].n, 2);
+    });
+
+    test('an id stored before becomes a new version; new ids in the same batch are COPYed', async () => {
+      assert.equal(await load(server.app.db, [{ resourceType: 'Patient', id: 'ver-1', name: [{ family: 'First' }] }]), 1);
+      const copies: string[] = [];
+      const second = [
+        { resourceType: 'Patient', id: 'ver-1', name: [{ family: 'Second' }] },
+        { resourceType: 'Patient', id: 'ver-2', name: [{ family: 'Second' }] },
+      ] as Resource[];
+      assert.equal(await load(observed(server.app.db, copies), second), 2);
+      assert.ok(copies.includes('resource'));
+      const read = await server.fhir('GET', '/Patient/ver-1', { token: server.adminToken });
+      assert.equal(read.body.meta.versionId, '2');
+      assert.deepEqual(await ids('/Patient?family=second&_id=ver-1,ver-2'), ['1', '2']);
+      assert.deepEqual(await ids('/Patient?family=first&_id=ver-1,ver-2'), []);
+    });
+  });
+}
