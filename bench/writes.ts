@@ -84,7 +84,8 @@ async function post(fhir: string, headers: Record<string, string>, bundle: unkno
   await res.arrayBuffer();
 }
 
-function sharedResources(): unknown {
+/** A transaction Bundle of the Organizations and Practitioners the patients' Bundles refer to by identifier. */
+export function sharedResources(): unknown {
   const entry: unknown[] = [];
   for (let i = 0; i < ORGANIZATIONS; i++) {
     entry.push({ resource: { resourceType: 'Organization', identifier: [{ system: ORG_SYSTEM, value: `ORG${i}` }], name: `Clinic ${i}` }, request: { method: 'POST', url: 'Organization' } });
@@ -119,6 +120,23 @@ function patientEntries(p: number, shape: SyntheaShape): { entries: unknown[]; c
   return { entries, conditional };
 }
 
+/**
+ * A Synthea-shaped transaction Bundle of `size` entries: whole patients (one Encounter per 40
+ * entries, 5 Observations each) from `nextPatient()` on, cut at `size`; `conditional` counts its
+ * conditional references (bench/cpu-per-transaction.mjs uses it too).
+ */
+export function transactionBundle(size: number, nextPatient: () => number): { bundle: unknown; conditional: number } {
+  const shape = { patients: 1, encounters: Math.max(1, Math.round(size / 40)), observations: 5 };
+  const entry: unknown[] = [];
+  let conditional = 0;
+  while (entry.length < size) {
+    const made = patientEntries(nextPatient(), shape);
+    entry.push(...made.entries.slice(0, size - entry.length));
+    conditional += made.conditional;
+  }
+  return { bundle: { resourceType: 'Bundle', type: 'transaction', entry }, conditional };
+}
+
 /** POSTs Bundles of `size` entries for `seconds` (at least one each), `inFlight` at a time. */
 async function transactions(
   fhir: string,
@@ -132,21 +150,13 @@ async function transactions(
   let resources = 0;
   let conditional = 0;
   const started = performance.now();
-  const shape = { patients: 1, encounters: Math.max(1, Math.round(size / 40)), observations: 5 };
   const sender = async () => {
     while (performance.now() - started < seconds * 1000 || bundles === 0) {
-      const entry: unknown[] = [];
-      let refs = 0;
-      while (entry.length < size) {
-        const made = patientEntries(nextPatient(), shape);
-        const room = size - entry.length;
-        entry.push(...made.entries.slice(0, room));
-        refs += made.conditional;
-      }
-      await post(fhir, headers, { resourceType: 'Bundle', type: 'transaction', entry });
+      const made = transactionBundle(size, nextPatient);
+      await post(fhir, headers, made.bundle);
       bundles++;
-      resources += entry.length;
-      conditional = refs;
+      resources += size;
+      conditional = made.conditional;
     }
   };
   await Promise.all(Array.from({ length: inFlight }, sender));

@@ -200,6 +200,36 @@ for (const driver of drivers) {
       assert.deepEqual(await post(100, 'Hundred'), { statements: 5, transactions: 1 });
     });
 
+    test('a transaction searches the conditional references of types it does not write first, then sends its creates in batches of 200', async () => {
+      const system = 'http://example.org/counted-batches';
+      for (const value of ['B0', 'B1', 'B2', 'B3']) {
+        const org = await server.fhir('POST', '/Organization', { body: { resourceType: 'Organization', identifier: [{ system, value }] } });
+        assert.equal(org.status, 201, org.text);
+      }
+      // 400 Patients; every 100 of them name another Organization (as a Synthea Bundle's patients
+      // name their own). Before: each new criteria's search wrote the creates held before it
+      // (4 searches, 4 writes); now the 4 searches come first and the creates go in 2 batches.
+      const bundle = (entries: number, family: string) => ({
+        resourceType: 'Bundle',
+        type: 'transaction',
+        entry: Array.from({ length: entries }, (_, i) => ({
+          resource: { ...patient, name: [{ family, given: [`N${i}`] }], managingOrganization: { reference: `Organization?identifier=${system}|B${Math.floor(i / 100)}` } },
+          request: { method: 'POST', url: 'Patient' },
+        })),
+      });
+      assert.equal((await server.fhir('POST', '', { body: bundle(2, 'Warmbatches') })).status, 200); // loads what validation needs
+      let res: { status: number; text: string; body: { entry: Array<{ resource: { managingOrganization: { reference: string } } }> } } | undefined;
+      const counted = await cost(async () => {
+        res = await server.fhir('POST', '', { body: bundle(400, 'Batchcounted') });
+      });
+      assert.equal(res?.status, 200, res?.text);
+      // BEGIN, 4 searches, whether the project checks references, 2 batches of creates, COMMIT.
+      assert.deepEqual(counted, { statements: 9, transactions: 1 });
+      const orgs = new Set(res?.body.entry.map((e) => e.resource.managingOrganization.reference));
+      assert.equal(orgs.size, 4);
+      assert.equal((await server.fhir('GET', '/Patient?family=batchcounted&_summary=count')).body.total, 400);
+    });
+
     test('an Observation indexes no composite item whose components cannot all match, and a code text once', async () => {
       const observation = {
         resourceType: 'Observation',

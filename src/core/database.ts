@@ -68,6 +68,12 @@ export interface Database extends Queryable {
    */
   readPass<T>(fn: (q: Queryable, consistent: boolean) => Promise<T>): Promise<T>;
   /**
+   * PGlite: whether the calling code holds the database's turn (runs inside a transaction or
+   * query of its own). A write it waits for must not queue behind others that wait for that turn
+   * (storage/create-group.ts). Absent on PostgreSQL, whose pool has no turn.
+   */
+  holdsTurn?(): boolean;
+  /**
    * Subscribes to NOTIFY messages on a channel (cache invalidation across API nodes). When the
    * listening connection is lost, every handler is called with `-` (nothing is heard until it
    * is back: a cache must not serve meanwhile); when it is re-established, every handler is

@@ -9,7 +9,7 @@ import { resourceTypesIn } from '../fhir/validation/bindings.js';
 import { FhirError, badRequest, internalError, preconditionFailed } from '../fhir/outcome.js';
 import { conditionalMatches, conditionalQuery, ifNoneExistParams } from './conditional.js';
 import { createResource } from './crud.js';
-import { ResolvedReferences, resolveConditionalReference, resolveConditionalReferences } from './conditional-references.js';
+import { ResolvedReferences, referencesIn, resolveAhead, resolveConditionalReference, resolveConditionalReferences } from './conditional-references.js';
 import { versionHeaders } from './headers.js';
 import { fhirRoute, type FhirRoute } from './route.js';
 
@@ -116,6 +116,8 @@ export async function bundleInteraction(
     const { ids } = targets;
     const resolved = new ResolvedReferences();
     const ordered = [...parsed].sort((a, b) => ORDER[a.method] - ORDER[b.method] || a.index - b.index);
+    const written = new Set(parsed.flatMap((e) => (e.method !== 'GET' && e.method !== 'HEAD' && e.type ? [e.type] : [])));
+    await resolveAhead(repo, ordered.flatMap((e) => (e.resource ? referencesIn(e.resource) : [])), written, resolved);
     for (const entry of ordered) {
       out[entry.index] = await atEntry(entry.index, async () => {
         const first = targets.sameAs.get(entry.index);
@@ -314,22 +316,30 @@ function urnsIn(text: string): string[] {
 /**
  * Rewrites every `reference` inside a resource: a fullUrl of the Bundle → `Type/id`; an unknown
  * `urn:uuid:` → 400; `Type?search` (a conditional reference) → its single match (400 otherwise).
+ * The references are resolved in document order (the first that fails is the one reported),
+ * then the resource is copied with them replaced.
  */
 async function resolveReferences(repo: ResourceRepository, value: unknown, ids: Map<string, string>, resolved: ResolvedReferences): Promise<unknown> {
-  // One element at a time: the lookups share the transaction's connection (no concurrent queries on it).
-  if (Array.isArray(value)) return sequentially(value, (v) => resolveReferences(repo, v, ids, resolved));
-  if (!isObject(value)) return value;
-  const out: JsonObject = {};
-  for (const [key, v] of Object.entries(value)) {
-    if (key === 'reference' && typeof v === 'string') out[key] = await resolveReference(repo, v, ids, resolved);
-    else out[key] = await resolveReferences(repo, v, ids, resolved);
+  const targets = new Map<string, string>();
+  let changed = false;
+  // One at a time: the lookups share the transaction's connection (no concurrent queries on it).
+  for (const reference of referencesIn(value)) {
+    if (targets.has(reference)) continue;
+    const target = await resolveReference(repo, reference, ids, resolved);
+    targets.set(reference, target);
+    changed ||= target !== reference;
   }
-  return out;
+  return changed ? replaceReferences(value, targets) : value;
 }
 
-async function sequentially<T>(items: unknown[], fn: (item: unknown) => Promise<T>): Promise<T[]> {
-  const out: T[] = [];
-  for (const item of items) out.push(await fn(item));
+function replaceReferences(value: unknown, targets: Map<string, string>): unknown {
+  if (Array.isArray(value)) return value.map((v) => replaceReferences(v, targets));
+  if (!isObject(value)) return value;
+  const out: JsonObject = {};
+  for (const key in value) {
+    const v = value[key];
+    out[key] = key === 'reference' && typeof v === 'string' ? (targets.get(v) ?? v) : typeof v === 'object' && v !== null ? replaceReferences(v, targets) : v;
+  }
   return out;
 }
 

@@ -17,6 +17,10 @@ type Json = Record<string, unknown>;
  */
 export class ResolvedReferences {
   private readonly byType = new Map<string, Map<string, string>>();
+  /** What a reference's search refused (no match, several), kept like a match until its type is written. */
+  private readonly failures = new Map<string, Map<string, FhirError>>();
+  /** The same, by the reference as written (no parse of its search for a repeated one). */
+  private readonly byReference = new Map<string, Map<string, string>>();
 
   get(type: string, key: string): string | undefined {
     return this.byType.get(type)?.get(key);
@@ -28,9 +32,34 @@ export class ResolvedReferences {
     resolved.set(key, target);
   }
 
+  /** The match of `reference` (as written) resolved before, if its type was not written since. */
+  known(type: string, reference: string): string | undefined {
+    return this.byReference.get(type)?.get(reference);
+  }
+
+  remember(type: string, reference: string, target: string): void {
+    let resolved = this.byReference.get(type);
+    if (!resolved) this.byReference.set(type, (resolved = new Map<string, string>()));
+    resolved.set(reference, target);
+  }
+
+  /** The refusal of `reference` (as written) searched ahead (`resolveAhead`), thrown when an entry uses it. */
+  failure(type: string, reference: string): FhirError | undefined {
+    return this.failures.get(type)?.get(reference);
+  }
+
+  failed(type: string, reference: string, err: FhirError): void {
+    let failed = this.failures.get(type);
+    if (!failed) this.failures.set(type, (failed = new Map<string, FhirError>()));
+    failed.set(reference, err);
+  }
+
   /** An entry wrote (created, updated, patched or deleted) a resource of `type`. */
   written(type: string | undefined): void {
-    if (type) this.byType.delete(type);
+    if (!type) return;
+    this.byType.delete(type);
+    this.byReference.delete(type);
+    this.failures.delete(type);
   }
 }
 
@@ -43,16 +72,59 @@ export async function resolveConditionalReference(repo: ResourceRepository, refe
   const conditional = CONDITIONAL_REFERENCE.exec(reference);
   if (!conditional) return reference;
   const [, type, search] = conditional;
+  const again = resolved?.known(type, reference);
+  if (again) return again;
+  const refused = resolved?.failure(type, reference);
+  if (refused) throw refused;
   const query = conditionalQuery(type, [...new URLSearchParams(search)], `Conditional reference '${reference}'`);
   const key = new URLSearchParams(query.params).toString();
-  const known = resolved?.get(type, key);
-  if (known) return known;
-  const result = await repo.search({ resourceType: type, params: [...query.params, ['_count', '2']] });
-  if (result.resources.length === 0) throw badRequest(`conditional reference '${reference}' matches no resource`);
-  if (result.resources.length > 1) throw new FhirError(412, [issue('conflict', `conditional reference '${reference}' matches several resources`)]);
-  const target = `${type}/${result.resources[0].id}`;
-  resolved?.set(type, key, target);
+  let target = resolved?.get(type, key);
+  if (!target) {
+    const result = await repo.search({ resourceType: type, params: [...query.params, ['_count', '2']] });
+    if (result.resources.length === 0) throw badRequest(`conditional reference '${reference}' matches no resource`);
+    if (result.resources.length > 1) throw new FhirError(412, [issue('conflict', `conditional reference '${reference}' matches several resources`)]);
+    target = `${type}/${result.resources[0].id}`;
+    resolved?.set(type, key, target);
+  }
+  resolved?.remember(type, reference, target);
   return target;
+}
+
+/**
+ * Resolves, before any entry is processed, the conditional references of a transaction whose
+ * type no entry writes (docs/rest.md#conditional-references): what they match cannot change
+ * within the Bundle, so searching them first gives the same answers, and the creates are not
+ * interrupted by a search (each of which writes the creates held before it). A reference that
+ * matches nothing or several (or whose criteria are refused) is refused when an entry uses it,
+ * as before. `references` in processing order; each distinct criteria is searched once.
+ */
+export async function resolveAhead(repo: ResourceRepository, references: Iterable<string>, written: ReadonlySet<string>, resolved: ResolvedReferences): Promise<void> {
+  for (const reference of references) {
+    const conditional = CONDITIONAL_REFERENCE.exec(reference);
+    if (!conditional || written.has(conditional[1])) continue;
+    const type = conditional[1];
+    if (resolved.known(type, reference) || resolved.failure(type, reference)) continue;
+    try {
+      await resolveConditionalReference(repo, reference, resolved);
+    } catch (err) {
+      if (!(err instanceof FhirError)) throw err;
+      resolved.failed(type, reference, err); // thrown when an entry resolves it, with the entry's index
+    }
+  }
+}
+
+/** Every `reference` string inside a value, in document order. */
+export function referencesIn(value: unknown, out: string[] = []): string[] {
+  if (Array.isArray(value)) {
+    for (const item of value) referencesIn(item, out);
+  } else if (isObject(value)) {
+    for (const key in value) {
+      const v = value[key];
+      if (key === 'reference' && typeof v === 'string') out.push(v);
+      else if (typeof v === 'object' && v !== null) referencesIn(v, out);
+    }
+  }
+  return out;
 }
 
 /**

@@ -153,6 +153,7 @@ export async function openPgliteDatabase(
       wrote();
     },
     analyzed: () => analyzer?.idle() ?? Promise.resolve(),
+    holdsTurn: () => holding.getStore()?.active === true,
     transaction: (fn, options) => withTurn(() => transaction(fn, options?.timeoutMs)),
     // Each statement its own turn, behind waiting requests (TurnLock), without the request
     // deadline (see Database.readPass).

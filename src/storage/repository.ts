@@ -4,6 +4,7 @@ import type { AuthInfo } from '../core/auth.js';
 import type { Database, Queryable } from '../core/database.js';
 import type { BulkLoad, BulkLoadOptions, ExportPage, ExportPageQuery, HistoryEntry, ResourceRepository, SearchQuery, SearchResult, SystemRepository, UpdateResult } from '../core/repository.js';
 import { BulkLoader } from './bulk-load.js';
+import { CreateGroup, groupLimit } from './create-group.js';
 import { canCopy, copyNew } from './copy-load.js';
 import type { Scope } from '../core/scope.js';
 import { FhirError, badRequest, forbidden, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
@@ -36,28 +37,82 @@ interface HeldCreate {
   resource: Resource;
   projectId: string | null;
   now: string;
+  /** Its index rows, when extracted ahead (a grouped create: with its own request's budget). */
+  rows?: IndexRows;
+}
+
+/** A plain create waiting in its database's group (create-group.ts). */
+interface GroupedCreate extends HeldCreate {
+  writer: Repository;
+}
+
+/** The group commit of each database's plain creates (create-group.ts). */
+const createGroups = new WeakMap<Database, CreateGroup<GroupedCreate>>();
+
+function createGroupOf(db: Database): CreateGroup<GroupedCreate> {
+  let group = createGroups.get(db);
+  if (!group) {
+    group = new CreateGroup<GroupedCreate>(db, (q, items) => items[0].writer.heldWrite(q, items)(), groupLimit(db));
+    createGroups.set(db, group);
+  }
+  return group;
+}
+
+/** Plain creates of `db` waiting for a statement in flight (tests: they are sent together). */
+export function waitingCreates(db: Database): number {
+  return createGroups.get(db)?.queued ?? 0;
 }
 
 interface HeldCreates {
+  tx: Queryable;
   items: HeldCreate[];
+  /** `Type/id` of every create held by this transaction so far (written or not): what its references may name. */
+  keys: Set<string>;
   writer: Repository;
   /**
    * Whether each project checks references on write, as this transaction read it: asked once,
    * not once per entry (docs/rest.md#cost-of-a-request). Forgotten when the transaction writes a Project.
    */
   checksReferences: Map<string, boolean>;
+  /** The batches sent and not yet answered, chained in order; the transaction's next statement waits for them. */
+  writing?: Promise<void>;
 }
 
 /** The held-back creates of each open transaction that batches them. */
 const heldCreates = new WeakMap<Queryable, HeldCreates>();
 
-/** Writes the creates `tx` holds back, if any (one statement). */
-async function flushCreates(tx: Queryable): Promise<void> {
-  const batch = heldCreates.get(tx);
-  if (!batch || batch.items.length === 0) return;
+/**
+ * Creates held back before a batch is sent on its own (docs/rest.md#cost-of-a-request): the
+ * database writes one batch while the next one is validated and indexed (a large transaction
+ * Bundle's work overlaps), and a Bundle of up to this many creates is still one statement.
+ */
+export const HELD_BATCH = 200;
+
+/**
+ * Sends the creates `batch` holds as one statement, after the batches sent before it, without
+ * waiting for its answer (its SQL and index rows are built now). A failure is seen by the
+ * next `flushCreates`, which the transaction's next statement and its end wait for.
+ */
+function sendHeld(batch: HeldCreates): void {
+  if (batch.items.length === 0) return;
   const items = batch.items;
   batch.items = [];
-  await batch.writer.writeHeld(tx, items);
+  const write = batch.writer.heldWrite(batch.tx, items);
+  const previous = batch.writing;
+  const sent = previous ? previous.then(write) : write();
+  sent.catch(() => undefined); // seen by flushCreates
+  batch.writing = sent;
+}
+
+/** Writes the creates `tx` holds back, if any (one statement), and waits for every batch sent before. */
+async function flushCreates(tx: Queryable): Promise<void> {
+  const batch = heldCreates.get(tx);
+  if (!batch) return;
+  sendHeld(batch);
+  const writing = batch.writing;
+  if (!writing) return;
+  await writing;
+  if (batch.writing === writing) batch.writing = undefined;
 }
 
 /** A row of the `resource` table. */
@@ -145,23 +200,42 @@ export class Repository implements SystemRepository {
     return joined;
   }
 
-  /** Holds back a create in a transaction that batches them: the stored resource as the write will store it. */
-  private holdCreate(batch: HeldCreates, input: Resource): Resource {
+  /** A new resource's first version as a create will store it (meta's versionId, lastUpdated, project). */
+  private firstVersion(input: Resource): HeldCreate {
     const now = new Date().toISOString();
     const projectId = this.scope.ownerOfNew(input.resourceType, input.id, input.meta?.project);
     const meta = { ...(input.meta ?? {}), versionId: '1', lastUpdated: now } as Record<string, unknown>;
     if (projectId) meta.project = projectId;
     else delete meta.project;
-    const resource = { ...input, meta } as Resource;
-    batch.items.push({ resource, projectId: projectId ?? null, now });
-    return this.redact(resource);
+    return { resource: { ...input, meta }, projectId: projectId ?? null, now };
+  }
+
+  /** Holds back a create in a transaction that batches them: the stored resource as the write will store it. */
+  private holdCreate(batch: HeldCreates, input: Resource): Resource {
+    const item = this.firstVersion(input);
+    batch.items.push(item);
+    batch.keys.add(`${item.resource.resourceType}/${item.resource.id}`);
+    if (batch.items.length >= HELD_BATCH) sendHeld(batch);
+    return this.redact(item.resource);
   }
 
   /**
-   * Writes held-back creates (new ids) in ONE statement: resource and history rows, their
-   * search-index rows and, on PostgreSQL, the change announcement of each (docs/rest.md#cost-of-a-request).
+   * A plain create outside a transaction, written with the creates of other requests that wait
+   * at the same time (group commit, create-group.ts); answered once its statement committed.
    */
-  async writeHeld(tx: Queryable, items: HeldCreate[]): Promise<void> {
+  private async createInGroup(input: Resource): Promise<Resource> {
+    const item = this.firstVersion(input);
+    item.rows = withUcumBudget(this.ucum, () => this.searchIndex.extract(item.resource));
+    await createGroupOf(this.db).add({ ...item, writer: this });
+    return this.redact(item.resource);
+  }
+
+  /**
+   * The write of held-back creates (new ids) as ONE statement: resource and history rows, their
+   * search-index rows and, on PostgreSQL, the change announcement of each (docs/rest.md#cost-of-a-request).
+   * The statement is built now; the function returned sends it.
+   */
+  heldWrite(tx: Queryable, items: HeldCreate[]): () => Promise<void> {
     const resources = items.map((i) => i.resource);
     const params: unknown[] = [
       resources.map((r) => r.resourceType),
@@ -173,15 +247,18 @@ export class Repository implements SystemRepository {
     const rows = 'SELECT t, i, 1, p, l::timestamptz, false, c FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(t, i, c, p, l)';
     const columns = '(resource_type, id, version_id, project_id, last_updated, deleted, content)';
     const parts = [`w AS (INSERT INTO resource ${columns} ${rows})`, `h AS (INSERT INTO resource_history ${columns} ${rows})`];
-    parts.push(...withUcumBudget(this.ucum, () => this.searchIndex.manyIndexCtes(resources, params)));
+    parts.push(...withUcumBudget(this.ucum, () => this.searchIndex.manyIndexCtes(resources, params, items.map((i) => i.rows))));
     const keys = resources.map((r) => `${r.resourceType}/${r.id}`);
     const cache = this.cache;
     for (const key of keys) cache?.invalidate(key);
     const announcement = cache?.shared ? changeAnnouncements(params, ROWS_CHANNEL, keys) : undefined;
     if (announcement) tx.afterEnd?.(() => keys.forEach((key) => cache?.invalidate(key)));
-    await tx.query(`WITH ${parts.join(', ')} SELECT ${announcement ? announcement.sql : '1'}`, params);
-    announcement?.emit();
-    if (announcement) for (const key of keys) cache?.invalidate(key);
+    const sql = `WITH ${parts.join(', ')} SELECT ${announcement ? announcement.sql : '1'}`;
+    return async () => {
+      await tx.query(sql, params);
+      announcement?.emit();
+      if (announcement) for (const key of keys) cache?.invalidate(key);
+    };
   }
 
   /** Creates a resource with a new server-assigned id (a client-supplied id is replaced). */
@@ -203,8 +280,13 @@ export class Repository implements SystemRepository {
     if (batch && this.writesAlone(candidate.resourceType, 'c')) {
       return this.holdCreate(batch, candidate) as T;
     }
-    // Nothing to check or mirror after the write: its one statement is the whole change.
-    if (this.writesAlone(candidate.resourceType, 'c')) return (await this.writeVersion(this.db, candidate, 1, undefined, 'insert')) as T;
+    // Nothing to check or mirror after the write: its one statement is the whole change, shared
+    // with the creates of other requests waiting at the same time (group commit).
+    if (this.writesAlone(candidate.resourceType, 'c')) {
+      // (Not from code that holds PGlite's turn: the group's statement may wait for that turn.)
+      if (!this.joined && !this.db.holdsTurn?.()) return (await this.createInGroup(candidate)) as T;
+      return (await this.writeVersion(this.db, candidate, 1, undefined, 'insert')) as T;
+    }
     return this.db.transaction(async (tx) => {
       const stored = (await this.writeVersion(tx, candidate, 1, undefined, 'insert')) as Resource;
       await this.checkWritten(tx, stored, 'c');
@@ -482,11 +564,17 @@ export class Repository implements SystemRepository {
     if (this.joined) return fn(this);
     if (!options?.batchCreates) return this.db.transaction((tx) => fn(this.inTransaction(tx)), options);
     return this.db.transaction(async (tx) => {
-      heldCreates.set(tx, { items: [], writer: this, checksReferences: new Map() });
+      const batch: HeldCreates = { tx, items: [], keys: new Set(), writer: this, checksReferences: new Map() };
+      heldCreates.set(tx, batch);
       try {
         const result = await fn(this.inTransaction(tx));
         await flushCreates(tx); // before the commit
         return result;
+      } catch (err) {
+        // No batch may still be on its way when the transaction is rolled back (on PostgreSQL
+        // it would reach the connection after the ROLLBACK, outside the transaction).
+        await batch.writing?.catch(() => undefined);
+        throw err;
       } finally {
         heldCreates.delete(tx);
       }
@@ -507,8 +595,7 @@ export class Repository implements SystemRepository {
   /** docs/rest.md#referential-integrity: the creates this transaction still holds count as written. */
   private async checkReferences(resource: Resource, projectId: string | undefined): Promise<void> {
     const held = this.joined && this.tx ? heldCreates.get(this.tx) : undefined;
-    const pending = new Set((held?.items ?? []).map((i) => `${i.resource.resourceType}/${i.resource.id}`));
-    await checkReferencesExist(this.db, resource, projectId, pending, held?.checksReferences);
+    await checkReferencesExist(this.db, resource, projectId, held?.keys ?? new Set(), held?.checksReferences);
   }
 
   /** A write of `resourceType` in this transaction: a Project's may change whether it checks references. */

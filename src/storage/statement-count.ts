@@ -50,5 +50,6 @@ export function countStatements(db: Database): Database {
     caughtUp: (since) => db.caughtUp(since),
     close: () => db.close(),
     ...(db.dumpDataDir ? { dumpDataDir: () => (db.dumpDataDir as NonNullable<Database['dumpDataDir']>)() } : {}),
+    ...(db.holdsTurn ? { holdsTurn: () => (db.holdsTurn as NonNullable<Database['holdsTurn']>)() } : {}),
   };
 }
