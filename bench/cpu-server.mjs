@@ -11,13 +11,16 @@ const PASSWORD = 'admin-password-123';
 
 /**
  * Runs `use` against a started, logged-in server and stops it afterwards. `use` gets
- * `{ base, headers, rounds, cpuMs }`: `headers` carry the bearer token, `rounds(options, label)` runs
+ * `{ base, headers, rounds, cpuMs, pid, idle }`: `headers` carry the bearer token, `rounds(options, label)` runs
  * 3 autocannon rounds of `options` and answers the server CPU µs per request of each; `cpuMs()`
- * is the server process's CPU time so far (every thread), `pid` its process id.
+ * is the server process's CPU time so far (every thread), `pid` its process id; `idle()`
+ * resolves once the server is idle (background index builds done).
  */
 export async function withMeasuredServer({ dir, port, env = {}, startTries, nodeArgs = [] }, use) {
   const base = `http://127.0.0.1:${port}`;
-  const server = spawn(process.execPath, [...nodeArgs, `${dir}/dist/lattice.js`, 'serve'], {
+  // BENCH_NODE_ARGS: more options for the server's node (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+  const extraArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const server = spawn(process.execPath, [...nodeArgs, ...extraArgs, `${dir}/dist/lattice.js`, 'serve'], {
     env: { ...process.env, PORT: String(port), LATTICE_DATA_DIR: 'memory://', LATTICE_ADMIN_PASSWORD: PASSWORD, LATTICE_PASSWORD_COST: '10', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -51,8 +54,18 @@ export async function withMeasuredServer({ dir, port, env = {}, startTries, node
       }
       return figures;
     };
-    await use({ base, headers, rounds, cpuMs, pid: server.pid });
+    // `idle()`: resolves once the server spends under 2% of a core for a second (background index builds done).
+    const idle = async () => {
+      for (let i = 0; i < 300; i++) {
+        const before = cpuMs();
+        await new Promise((r) => setTimeout(r, 1000));
+        if (cpuMs() - before <= 20) return;
+      }
+    };
+    await use({ base, headers, rounds, cpuMs, pid: server.pid, idle });
   } finally {
+    const exited = new Promise((r) => server.once('exit', r));
     server.kill('SIGTERM');
+    await exited; // a profile is written as the process ends
   }
 }

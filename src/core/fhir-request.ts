@@ -33,4 +33,6 @@ export interface FhirResult {
   headers?: Record<string, string>;
   /** Content instead of a JSON body (a Binary read as its own type, docs/rest.md#binary). */
   raw?: RawContent;
+  /** The body already serialised (a kept answer, src/core/reusable-answer.ts): written as is unless pretty-printed. */
+  json?: string;
 }

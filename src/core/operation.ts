@@ -1,6 +1,7 @@
 import type { OperationDefinition } from '@medplum/fhirtypes';
 import type { RequestContext } from './context.js';
 import type { FhirRequest, FhirResult } from './fhir-request.js';
+import type { PreparedAnswer } from './reusable-answer.js';
 
 /**
  * An operation = an OperationDefinition (data) + a typed handler. The framework
@@ -14,7 +15,8 @@ import type { FhirRequest, FhirResult } from './fhir-request.js';
  * - resource-typed parameter → the resource;
  * - an operation whose only out-parameter is `return` → the handler returns `{ return: resource }`
  *   and the framework answers with that resource as the body.
- * Absent values are `undefined` (outputs: omitted).
+ * Absent values are `undefined` (outputs: omitted). A handler may also return a kept answer,
+ * already formatted and serialised (a {@link PreparedAnswer}).
  */
 export type OperationValues = Record<string, unknown>;
 
@@ -31,7 +33,7 @@ export type OperationHandler<I extends OperationValues = any, O extends Operatio
   ctx: RequestContext,
   input: I,
   target: OperationTarget,
-) => Promise<O>;
+) => Promise<O | PreparedAnswer>;
 
 export interface Operation {
   definition: OperationDefinition;

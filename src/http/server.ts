@@ -212,6 +212,8 @@ async function handleFhir(services: HttpDeps, request: FastifyRequest, reply: Fa
   );
   void reply.status(result.status).headers(result.headers ?? {});
   if (result.raw) return sendRaw(request, reply, result.raw);
+  // A kept answer comes serialised (src/core/reusable-answer.ts).
+  if (result.json !== undefined && !info.pretty) return void reply.type(FHIR_CONTENT_TYPE).send(result.json);
   if (result.body === undefined) return void reply.send();
   void reply.type(FHIR_CONTENT_TYPE).send(info.pretty ? JSON.stringify(result.body, null, 2) : JSON.stringify(result.body));
 }

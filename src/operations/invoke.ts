@@ -7,6 +7,7 @@ import { inputFromParameters } from './parameters-input.js';
 import { buildInput } from './parse-input.js';
 import { parseQueryInput } from './query-input.js';
 import { isObject } from '../fhir/json.js';
+import { PreparedAnswer } from '../core/reusable-answer.js';
 
 /** The input of a POST: a Parameters body, or (for `resourceInput`, docs/operations.md#post) a bare resource. */
 function postedInput(operation: Operation, body: unknown): OperationValues {
@@ -38,12 +39,25 @@ export async function invokeOperation(req: FhirRequest, operation: Operation, ta
   if (operation.respond) return operation.respond(req, input, target);
   const output: unknown = await operation.handler(req.ctx, input, target);
   try {
+    // A kept answer (src/core/reusable-answer.ts) is already formatted and serialised.
+    if (output instanceof PreparedAnswer) return preparedResult(output);
     return { status: 200, body: formatOutput(definition, output) };
   } catch (err) {
     if (!(err instanceof OutputViolation)) throw err;
     req.ctx.log.error({ err, operation: definition.id, target }, `Operation $${definition.code} returned output that violates its definition`);
     throw internalError();
   }
+}
+
+/** The result of a kept answer: its text, and a fresh copy of its body for whoever reads one (a batch entry). */
+function preparedResult(answer: PreparedAnswer): FhirResult {
+  return {
+    status: 200,
+    json: answer.json,
+    get body() {
+      return answer.body();
+    },
+  };
 }
 
 /** Names of supplied inputs the definition does not declare (Operation.reportUndeclared), once each, in order. */

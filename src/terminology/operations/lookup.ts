@@ -8,6 +8,7 @@ import { lookupCode } from '../engine/lookup.js';
 import { acceptLanguage, termContext } from '../engine/request-context.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
 import { instanceCodeSystem, requireCodeSystem } from './target.js';
+import { cachedAnswer } from './answer-cache.js';
 
 interface LookupInput {
   code?: string;
@@ -21,8 +22,9 @@ interface LookupInput {
 
 /** `CodeSystem/$lookup` (docs/terminology.md#lookup), type and instance level. */
 export function lookupOperation(env: TerminologyEnv): Operation {
+  const definition = loadDefinition('CodeSystem-lookup');
   return {
-    definition: loadDefinition('CodeSystem-lookup'),
+    definition,
     alsoInstance: true,
     async handler(ctx, input: LookupInput, target) {
       const tc = await termContext(env, ctx, input);
@@ -39,23 +41,27 @@ export function lookupOperation(env: TerminologyEnv): Operation {
         cs = await requireCodeSystem(tc, system, input.version ?? input.coding?.version);
       }
       if (!code) throw badRequest('No code specified');
-      const r = await lookupCode(tc, cs, code, parseRequestLanguages(input.displayLanguage ?? acceptLanguage(ctx), input.displayLanguage), input.property);
-      return {
-        name: r.name,
-        version: r.version,
-        // The seed makes display required: a concept without one is shown by its code.
-        display: r.display ?? r.code,
-        definition: r.definition,
-        designation: r.designation.length > 0 ? r.designation : undefined,
-        property:
-          r.property.length > 0
-            ? r.property.map((p) => ({ code: p.code, 'code-display': p.codeDisplay, value: typed(p.value.type, p.value.value), description: p.description }))
-            : undefined,
-        abstract: r.abstract,
-        code: r.code,
-        system: r.system,
-        'used-supplement': r.usedSupplements.length > 0 ? r.usedSupplements : undefined,
-      };
+      const language = input.displayLanguage ?? acceptLanguage(ctx);
+      const question = `lookup\u0000${code}\u0000${input.displayLanguage ?? ''}\u0000${language ?? ''}\u0000${input.property?.join('\u0001') ?? ''}`;
+      return cachedAnswer(tc, cs, definition, question, async () => {
+        const r = await lookupCode(tc, cs, code, parseRequestLanguages(language, input.displayLanguage), input.property);
+        return {
+          name: r.name,
+          version: r.version,
+          // The seed makes display required: a concept without one is shown by its code.
+          display: r.display ?? r.code,
+          definition: r.definition,
+          designation: r.designation.length > 0 ? r.designation : undefined,
+          property:
+            r.property.length > 0
+              ? r.property.map((p) => ({ code: p.code, 'code-display': p.codeDisplay, value: typed(p.value.type, p.value.value), description: p.description }))
+              : undefined,
+          abstract: r.abstract,
+          code: r.code,
+          system: r.system,
+          'used-supplement': r.usedSupplements.length > 0 ? r.usedSupplements : undefined,
+        };
+      });
     },
   };
 }

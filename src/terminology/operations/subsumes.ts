@@ -6,6 +6,7 @@ import { termContext } from '../engine/request-context.js';
 import { subsumes } from '../engine/subsumes.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
 import { instanceCodeSystem, requireCodeSystem } from './target.js';
+import { cachedAnswer } from './answer-cache.js';
 
 interface SubsumesInput {
   system?: string;
@@ -19,8 +20,9 @@ interface SubsumesInput {
 
 /** `CodeSystem/$subsumes` (docs/terminology.md#subsumes), type and instance level. */
 export function subsumesOperation(env: TerminologyEnv): Operation {
+  const definition = loadDefinition('CodeSystem-subsumes');
   return {
-    definition: loadDefinition('CodeSystem-subsumes'),
+    definition,
     alsoInstance: true,
     async handler(ctx, input: SubsumesInput, target) {
       const tc = await termContext(env, ctx, input);
@@ -38,7 +40,7 @@ export function subsumesOperation(env: TerminologyEnv): Operation {
         if (!system) throw badRequest('No code system specified');
         cs = await requireCodeSystem(tc, system, input.version ?? input.codingA?.version ?? input.codingB?.version);
       }
-      return { outcome: await subsumes(tc, cs, codeA, codeB) };
+      return cachedAnswer(tc, cs, definition, `subsumes\u0000${codeA}\u0000${codeB}`, async () => ({ outcome: await subsumes(tc, cs, codeA, codeB) }));
     },
   };
 }

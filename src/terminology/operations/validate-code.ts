@@ -9,6 +9,7 @@ import { acceptLanguage, termContext } from '../engine/request-context.js';
 import { validateInCodeSystem, validateInValueSet, type ValidateRequest, type ValidateResult } from '../engine/validate.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
 import { instanceCodeSystem, requireValueSet } from './target.js';
+import { cachedAnswer } from './answer-cache.js';
 import { messageOf, txIssueOutcome } from '../issues.js';
 import { msg } from '../messages.js';
 import type { TxIssue } from '../types.js';
@@ -52,8 +53,9 @@ export function valueSetValidateCodeOperation(env: TerminologyEnv): Operation {
 
 /** `CodeSystem/$validate-code` (docs/terminology.md#codesystem-validate-code), type and instance level. */
 export function codeSystemValidateCodeOperation(env: TerminologyEnv): Operation {
+  const definition = loadDefinition('CodeSystem-validate-code');
   return {
-    definition: loadDefinition('CodeSystem-validate-code'),
+    definition,
     alsoInstance: true,
     async handler(ctx, input: ValidateInput, target) {
       checkCodeableConcept(input.codeableConcept, terminologyLimits(env)); // before any work
@@ -73,9 +75,13 @@ export function codeSystemValidateCodeOperation(env: TerminologyEnv): Operation 
       const split = splitCanonical(url);
       const wanted = version ?? split.version;
       const cs = (await resolveCodeSystem(tc, url, version)) ?? (wanted !== undefined ? await resolveCodeSystem(tc, split.url) : undefined);
-      const req = request(input, input.displayLanguage ?? acceptLanguage(ctx));
-      if (cs && wanted !== undefined && cs.version !== undefined && !versionMatches(cs.version, wanted)) req.options.systemVersion = wanted;
-      return output(await validateInCodeSystem(tc, cs, cs ? cs.url : url, req));
+      const language = input.displayLanguage ?? acceptLanguage(ctx);
+      const answer = async () => {
+        const req = request(input, language);
+        if (cs && wanted !== undefined && cs.version !== undefined && !versionMatches(cs.version, wanted)) req.options.systemVersion = wanted;
+        return output(await validateInCodeSystem(tc, cs, cs ? cs.url : url, req));
+      };
+      return cs && wanted === undefined && onlyAbout(cs.url, input) ? cachedAnswer(tc, cs, definition, `validate\u0000${language ?? ''}\u0000${JSON.stringify(input)}`, answer) : answer();
     },
   };
 }
@@ -97,6 +103,15 @@ function instanceMismatch(url: string, input: ValidateInput): ValidateResult | u
     codeableConcept: input.codeableConcept,
     issues: txIssueOutcome(issues),
   };
+}
+
+/**
+ * A code or Coding of `url` only (no CodeableConcept, no other system named): its answer
+ * depends on that code system alone, so it may be kept with it (answer-cache.ts).
+ */
+function onlyAbout(url: string, input: ValidateInput): boolean {
+  if (input.codeableConcept !== undefined || input.coding?.version !== undefined) return false;
+  return [input.url, input.system, input.coding?.system].every((s) => s === undefined || s === url);
 }
 
 /** Needs code (+system), a coding, or a codeableConcept with at least one coding. */
