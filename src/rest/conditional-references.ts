@@ -16,50 +16,44 @@ type Json = Record<string, unknown>;
  * type: the next reference to it searches again and sees the write.
  */
 export class ResolvedReferences {
-  private readonly byType = new Map<string, Map<string, string>>();
-  /** What a reference's search refused (no match, several), kept like a match until its type is written. */
-  private readonly failures = new Map<string, Map<string, FhirError>>();
-  /** The same, by the reference as written (no parse of its search for a repeated one). */
-  private readonly byReference = new Map<string, Map<string, string>>();
+  /** Per type: matches by normalised criteria, matches and refusals by the reference as written. */
+  private readonly types = new Map<string, { byKey: Map<string, string>; byReference: Map<string, string>; failures: Map<string, FhirError> }>();
+
+  private of(type: string) {
+    let held = this.types.get(type);
+    if (!held) this.types.set(type, (held = { byKey: new Map(), byReference: new Map(), failures: new Map() }));
+    return held;
+  }
 
   get(type: string, key: string): string | undefined {
-    return this.byType.get(type)?.get(key);
+    return this.types.get(type)?.byKey.get(key);
   }
 
   set(type: string, key: string, target: string): void {
-    let resolved = this.byType.get(type);
-    if (!resolved) this.byType.set(type, (resolved = new Map<string, string>()));
-    resolved.set(key, target);
+    this.of(type).byKey.set(key, target);
   }
 
-  /** The match of `reference` (as written) resolved before, if its type was not written since. */
+  /** The match of `reference` (as written) resolved before, if its type was not written since (no parse of its search again). */
   known(type: string, reference: string): string | undefined {
-    return this.byReference.get(type)?.get(reference);
+    return this.types.get(type)?.byReference.get(reference);
   }
 
   remember(type: string, reference: string, target: string): void {
-    let resolved = this.byReference.get(type);
-    if (!resolved) this.byReference.set(type, (resolved = new Map<string, string>()));
-    resolved.set(reference, target);
+    this.of(type).byReference.set(reference, target);
   }
 
-  /** The refusal of `reference` (as written) searched ahead (`resolveAhead`), thrown when an entry uses it. */
+  /** What a reference's search refused (no match, several), searched ahead (`resolveAhead`): thrown when an entry uses it, until its type is written. */
   failure(type: string, reference: string): FhirError | undefined {
-    return this.failures.get(type)?.get(reference);
+    return this.types.get(type)?.failures.get(reference);
   }
 
   failed(type: string, reference: string, err: FhirError): void {
-    let failed = this.failures.get(type);
-    if (!failed) this.failures.set(type, (failed = new Map<string, FhirError>()));
-    failed.set(reference, err);
+    this.of(type).failures.set(reference, err);
   }
 
   /** An entry wrote (created, updated, patched or deleted) a resource of `type`. */
   written(type: string | undefined): void {
-    if (!type) return;
-    this.byType.delete(type);
-    this.byReference.delete(type);
-    this.failures.delete(type);
+    if (type) this.types.delete(type);
   }
 }
 
