@@ -123,6 +123,20 @@ for (const driver of drivers) {
       const found = await server.fhir('GET', `/Observation?component-value-quantity=1|${UCUM}|${encodeURIComponent(inGrams)}&_elements=identifier`);
       assert.equal(found.status, 200, found.text.slice(0, 300));
       assert.deepEqual(found.body.entry?.map((e: { resource: { identifier: Array<{ value: string }> } }) => e.resource.identifier[0].value), ['second-half']);
+
+      // In a transaction the budget is the Bundle's, and the entry that passes it is named (its
+      // creates are held and written together: their index rows were built only when sent).
+      const bundle = {
+        resourceType: 'Bundle',
+        type: 'transaction',
+        entry: [observation('tx-a', 200, 75), observation('tx-b', 275, 75), observation('tx-c', 350, 10)].map((resource) => ({ resource, request: { method: 'POST', url: 'Observation' } })),
+      };
+      const tx = await server.fhir('POST', '/', { body: bundle });
+      assert.equal(tx.status, 400, tx.text.slice(0, 300));
+      assert.equal(tx.body.issue[0].code, 'too-costly');
+      assert.match(ooText(tx.body) ?? '', /^Bundle\.entry\[1\]: The search index converts at most 4000 characters of UCUM unit codes/);
+      const none = await server.fhir('GET', '/Observation?identifier=urn:ucum-budget|tx-a');
+      assert.equal(none.body.total ?? none.body.entry?.length ?? 0, 0);
     });
   });
 }

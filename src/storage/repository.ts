@@ -213,6 +213,8 @@ export class Repository implements SystemRepository {
   /** Holds back a create in a transaction that batches them: the stored resource as the write will store it. */
   private holdCreate(batch: HeldCreates, input: Resource): Resource {
     const item = this.firstVersion(input);
+    // Its index rows now, not when the batch is sent: what refuses them (the UCUM budget) is this entry's error.
+    item.rows = withUcumBudget(this.ucum, () => this.searchIndex.extract(item.resource));
     batch.items.push(item);
     batch.keys.add(`${item.resource.resourceType}/${item.resource.id}`);
     if (batch.items.length >= HELD_BATCH) sendHeld(batch);
