@@ -1,5 +1,5 @@
 import type { AccessPolicy, Expression, Resource } from '@medplum/fhirtypes';
-import fhirpath_ from 'fhirpath';
+import fhirpathEngine from 'fhirpath';
 import r4 from 'fhirpath/fhir-context/r4';
 import { EvaluationTimeout, EvaluatorBusy, WAIT_FACTOR, type FhirPathEvaluator } from '../fhir/fhirpath-evaluator.js';
 import { FhirError, issue } from '../fhir/outcome.js';
@@ -128,7 +128,7 @@ async function satisfied(constraint: Expression, before: Resource | undefined, a
   const vars = { before: before ?? null, after };
   if (!fhirpath) {
     try {
-      const result = fhirpath_.evaluate(after, constraint.expression, vars, r4, { resolveInternalTypes: false });
+      const result = fhirpathEngine.evaluate(after, constraint.expression, vars, r4, { resolveInternalTypes: false });
       return result.length === 1 && result[0] === true;
     } catch {
       return false;
