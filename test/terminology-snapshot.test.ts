@@ -59,8 +59,15 @@ async function answers(server: TestServer): Promise<string[]> {
   return [lookup, subsumes, ecl, dialect, member].map((r) => `${r.status} ${strip(r.body)}`);
 }
 
-async function restart(driver: (typeof drivers)[number], storage: StartOptions, lines: string[]): Promise<TestServer> {
-  return startServer(driver, { ...storage, logLines: lines, env: { LATTICE_DB_STATEMENT_TIMEOUT: '0' } });
+/** A start on `storage` (statement limit off, its log lines collected), `fn`, then the stop. */
+async function started<T>(driver: (typeof drivers)[number], storage: StartOptions, fn: (server: TestServer, lines: string[]) => Promise<T>): Promise<T> {
+  const lines: string[] = [];
+  const server = await startServer(driver, { ...storage, logLines: lines, env: { LATTICE_DB_STATEMENT_TIMEOUT: '0' } });
+  try {
+    return await fn(server, lines);
+  } finally {
+    await server.stop();
+  }
 }
 
 async function sections(server: TestServer): Promise<string[]> {
@@ -78,29 +85,24 @@ for (const driver of drivers) {
       const folders: string[] = [];
       try {
         const { storage } = await sharedStorage(driver, dir);
-        let server = await restart(driver, storage, []);
-        let reference: string[];
-        try {
+        const reference = await started(driver, storage, async (server) => {
           await importRf2(FIXTURE, server.app, { out: quiet() });
           assert.deepEqual(await sections(server), ['index', 'snomed']);
           // The reference: the answers of indexes built from the tables (the snapshot set aside).
           await server.app.db.query('UPDATE tx_index_snapshot SET format = -1');
           terminologyCache(server.app.db).clear();
-          reference = await answers(server);
-          assert.match(reference[0], /^200 .*"Heart illness"/);
-          assert.match(reference[1], /^200 .*"subsumes"/);
-          assert.match(reference[2], /^200 .*"1008006".*"1010008"/);
-          assert.match(reference[3], /^200 .*"1012000"/);
-          assert.match(reference[4], /^200 .*"result","valueBoolean":true/);
+          const built = await answers(server);
+          assert.match(built[0], /^200 .*"Heart illness"/);
+          assert.match(built[1], /^200 .*"subsumes"/);
+          assert.match(built[2], /^200 .*"1008006".*"1010008"/);
+          assert.match(built[3], /^200 .*"1012000"/);
+          assert.match(built[4], /^200 .*"result","valueBoolean":true/);
           await terminologyCache(server.app.db).settled();
-        } finally {
-          await server.stop();
-        }
+          return built;
+        });
 
         // Restart: the snapshot the rebuild wrote again is read, nothing is built from the tables.
-        let lines: string[] = [];
-        server = await restart(driver, storage, lines);
-        try {
+        await started(driver, storage, async (server, lines) => {
           assert.deepEqual(await answers(server), reference);
           assert.deepEqual(loads(lines), ['SNOMED CT graph loaded snapshot', 'terminology index loaded snapshot']);
           assert.equal(terminologyCache(server.app.db).stats().snapshotLoads, 1);
@@ -117,54 +119,45 @@ for (const driver of drivers) {
           bytes[40] = (bytes[40] + 1) % 256;
           writeFileSync(index, bytes);
           await server.app.db.query("UPDATE tx_index_snapshot SET format = format + 100 WHERE section = 'snomed'");
-        } finally {
-          await server.stop();
-        }
+        });
 
-        lines = [];
-        server = await restart(driver, storage, lines);
-        try {
+        await started(driver, storage, async (server, lines) => {
           assert.deepEqual(await answers(server), reference);
           assert.deepEqual(loads(lines), ['SNOMED CT graph loaded tables', 'terminology index loaded tables']);
           assert.equal(unusable(lines).length, 2, unusable(lines).join('\n'));
           assert.match(unusable(lines).join('\n'), /checksum mismatch/);
           assert.match(unusable(lines).join('\n'), /format 10\d/);
           await terminologyCache(server.app.db).settled();
-        } finally {
-          await server.stop();
-        }
+        });
 
         // Written again by the rebuild: the next start reads it (from the file copy).
-        lines = [];
-        server = await restart(driver, storage, lines);
-        try {
+        const [graph, index] = await started(driver, storage, async (server, lines) => {
           assert.deepEqual(await answers(server), reference);
           assert.deepEqual(loads(lines), ['SNOMED CT graph loaded snapshot', 'terminology index loaded snapshot']);
           assert.deepEqual(sources(lines), ['file', 'file']);
-          // A stale file copy — a valid snapshot, but not the one the database's header describes — is not read.
           const folder = snapshotFolder(server.config) as string;
           const files = readdirSync(folder).filter((f) => f.endsWith('.snapshot'));
-          const [graph, index] = ['.snomed.snapshot', '.index.snapshot'].map((end) => join(folder, files.find((f) => f.endsWith(end)) as string));
-          await server.stop();
-          copyFileSync(graph, index);
-          lines = [];
-          server = await restart(driver, storage, lines);
+          return ['.snomed.snapshot', '.index.snapshot'].map((end) => join(folder, files.find((f) => f.endsWith(end)) as string));
+        });
+
+        // A stale file copy — a valid snapshot, but not the one the database's header describes — is not read.
+        copyFileSync(graph, index);
+        await started(driver, storage, async (server, lines) => {
           assert.deepEqual(await answers(server), reference);
           assert.deepEqual(loads(lines), ['SNOMED CT graph loaded snapshot', 'terminology index loaded snapshot']);
           assert.deepEqual(sources(lines), ['database', 'file']);
+        });
 
-          // A part changed in the file, its head intact: the index opens, the background read of
-          // its ancestors finds the part is not the one written, drops the index and removes the
-          // file; the next question reads the database's copy (and writes the file again).
-          await server.stop();
-          const bytes = readFileSync(index);
-          const headerLength = bytes.readUInt32LE(0);
-          const header = JSON.parse(bytes.subarray(4, 4 + headerLength).toString('utf8')) as { parts: Array<{ name: string; offset: number }> };
-          const at = ((4 + headerLength + 7) & ~7) + (header.parts.find((p) => p.name === 'ancestorList')?.offset ?? NaN);
-          bytes[at] ^= 1;
-          writeFileSync(index, bytes);
-          lines = [];
-          server = await restart(driver, storage, lines);
+        // A part changed in the file, its head intact: the index opens, the background read of
+        // its ancestors finds the part is not the one written, drops the index and removes the
+        // file; the next question reads the database's copy (and writes the file again).
+        const bytes = readFileSync(index);
+        const headerLength = bytes.readUInt32LE(0);
+        const header = JSON.parse(bytes.subarray(4, 4 + headerLength).toString('utf8')) as { parts: Array<{ name: string; offset: number }> };
+        const at = ((4 + headerLength + 7) & ~7) + (header.parts.find((p) => p.name === 'ancestorList')?.offset ?? NaN);
+        bytes[at] ^= 1;
+        writeFileSync(index, bytes);
+        await started(driver, storage, async (server, lines) => {
           const first = await server.fhir('GET', `/CodeSystem/$lookup?system=${SCT}&code=1008006&property=*`);
           assert.equal(first.status, 200);
           await terminologyCache(server.app.db).settled();
@@ -179,20 +172,14 @@ for (const driver of drivers) {
           for (const file of walk(next)) if (/sct2_Description/.test(file)) writeFileSync(file, readFileSync(file, 'utf8').replace('\tHeart illness\t', '\tHeart sickness\t'));
           await importRf2(next, server.app, { out: quiet() });
           assert.deepEqual(await sections(server), ['index', 'snomed']);
-        } finally {
-          await server.stop();
-        }
+        });
 
-        lines = [];
-        server = await restart(driver, storage, lines);
-        try {
+        await started(driver, storage, async (server, lines) => {
           // The changed term, and otherwise the same answers.
           assert.deepEqual(await answers(server), reference.map((a) => a.replaceAll('"Heart illness"', '"Heart sickness"')));
           assert.notDeepEqual(reference.map((a) => a.replaceAll('"Heart illness"', '"Heart sickness"')), reference);
           assert.deepEqual(loads(lines), ['SNOMED CT graph loaded snapshot', 'terminology index loaded snapshot']);
-        } finally {
-          await server.stop();
-        }
+        });
       } finally {
         rmSync(dir, { recursive: true, force: true });
         for (const folder of folders) rmSync(folder, { recursive: true, force: true });
