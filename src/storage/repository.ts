@@ -37,8 +37,8 @@ interface HeldCreate {
   resource: Resource;
   projectId: string | null;
   now: string;
-  /** Its index rows, when extracted ahead (a grouped create: with its own request's budget). */
-  rows?: IndexRows;
+  /** Its index rows, built with its own request's UCUM budget (`firstVersion`). */
+  rows: IndexRows;
 }
 
 /** A plain create waiting in its database's group (create-group.ts). */
@@ -200,21 +200,24 @@ export class Repository implements SystemRepository {
     return joined;
   }
 
-  /** A new resource's first version as a create will store it (meta's versionId, lastUpdated, project). */
+  /**
+   * A new resource's first version as a create will store it (meta's versionId, lastUpdated,
+   * project), with its index rows: built now, with this request's UCUM budget, so what refuses
+   * them is this create's error, not that of the batch or group it is written with.
+   */
   private firstVersion(input: Resource): HeldCreate {
     const now = new Date().toISOString();
     const projectId = this.scope.ownerOfNew(input.resourceType, input.id, input.meta?.project);
     const meta = { ...(input.meta ?? {}), versionId: '1', lastUpdated: now } as Record<string, unknown>;
     if (projectId) meta.project = projectId;
     else delete meta.project;
-    return { resource: { ...input, meta }, projectId: projectId ?? null, now };
+    const resource = { ...input, meta } as Resource;
+    return { resource, projectId: projectId ?? null, now, rows: withUcumBudget(this.ucum, () => this.searchIndex.extract(resource)) };
   }
 
   /** Holds back a create in a transaction that batches them: the stored resource as the write will store it. */
   private holdCreate(batch: HeldCreates, input: Resource): Resource {
     const item = this.firstVersion(input);
-    // Its index rows now, not when the batch is sent: what refuses them (the UCUM budget) is this entry's error.
-    item.rows = withUcumBudget(this.ucum, () => this.searchIndex.extract(item.resource));
     batch.items.push(item);
     batch.keys.add(`${item.resource.resourceType}/${item.resource.id}`);
     if (batch.items.length >= HELD_BATCH) sendHeld(batch);
@@ -227,7 +230,6 @@ export class Repository implements SystemRepository {
    */
   private async createInGroup(input: Resource): Promise<Resource> {
     const item = this.firstVersion(input);
-    item.rows = withUcumBudget(this.ucum, () => this.searchIndex.extract(item.resource));
     await createGroupOf(this.db).add({ ...item, writer: this });
     return this.redact(item.resource);
   }
