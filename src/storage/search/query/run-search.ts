@@ -12,7 +12,7 @@ import { SqlParams } from './sql-params.js';
 import { sortTable, sortedPageSql } from './sorted-page.js';
 import { KEY_COLUMNS, afterCursorSql, encodeCursor, keysetOf, type Keyset } from './keyset.js';
 import { accessSql } from './access.js';
-import { boundedCountSql, driverOf, type CountCandidate } from './bounded-count.js';
+import { boundedCountSql, chooseCountForm, driverOf, walkCountSql, type CountCandidate, type CountForm } from './bounded-count.js';
 import { compartmentSql, compartmentTypes } from './compartment.js';
 import { FhirError, badRequest } from '../../../fhir/outcome.js';
 import { COLUMN_PARAMETERS } from '../parameters.js';
@@ -44,6 +44,8 @@ export interface SearchStatements {
   types: string[];
   whereSql: string;
   whereValues: unknown[];
+  /** The part of `whereSql` that is not the search's parameters: the type's live rows the caller sees. */
+  baseSql: string;
   /** The page: its rows are `content`, one more than `_count` (whether a next page exists). */
   page: { sql: string; values: unknown[] };
   /** The page's keyset when its order allows keyset paging (its rows then have `key_time`, `key_id`). */
@@ -51,9 +53,12 @@ export interface SearchStatements {
   /**
    * `SELECT count(*)::int AS n` of the matches, at most `upTo` when given. A bounded COUNT read
    * from a criterion's index (bounded-count.ts) also gives `found`, and when `found` is `upTo`
-   * but `n` is less, `again` is the statement that answers.
+   * but `n` is less, `again` is the statement that answers. `form: 'walk'` counts by walking the
+   * type's rows instead (bounded-count.ts `walkCountSql`; the choice: `chooseCountForm`).
    */
-  count(upTo?: number): { sql: string; values: unknown[]; again?: string };
+  count(upTo?: number, form?: CountForm): { sql: string; values: unknown[]; again?: string };
+  /** Whether the bounded COUNT has a criterion to read its matches from (and so two forms). */
+  driven: boolean;
 }
 
 /**
@@ -82,6 +87,7 @@ export async function buildSearch(
   if (criteria.length > 0) p.terms = await resolveTermCriteria(q, criteria, limits.maxCodes, engines.terminology, engines.repo);
   const typeSql = types.length === 1 ? `r.resource_type = ${p.add(types[0])}` : `r.resource_type = ANY(${p.add(types)}::text[])`;
   const where = [typeSql, 'NOT r.deleted', 'r.version_id > 0', p.visibility('r', 's', types.length === 1 ? types[0] : undefined)];
+  const baseSql = where.join(' AND ');
   if (query.compartment) where.push(compartmentSql(p, 'r', types, query.compartment));
   // The criteria a bounded COUNT can read its matches from (bounded-count.ts).
   const candidates: CountCandidate[] = [];
@@ -127,10 +133,13 @@ export async function buildSearch(
     types,
     whereSql,
     whereValues,
+    baseSql,
     page: { sql: pageSql, values: p.values },
     keyset,
-    count(upTo?: number) {
+    driven: driverOf(candidates) !== undefined,
+    count(upTo?: number, form: CountForm = 'driver') {
       const driver = upTo === undefined ? undefined : driverOf(candidates);
+      if (driver && upTo !== undefined && form === 'walk') return { sql: walkCountSql(where, upTo), values: whereValues };
       if (driver && upTo !== undefined) return { ...boundedCountSql(driver, where, upTo), values: whereValues };
       const from = upTo === undefined ? `resource r WHERE ${whereSql}` : `(SELECT 1 FROM resource r WHERE ${whereSql} LIMIT ${upTo}) AS counted`;
       return { sql: `SELECT count(*)::int AS n FROM ${from}`, values: whereValues };
@@ -151,7 +160,9 @@ export async function runSearch(...args: Parameters<typeof buildSearch>): Promis
   const { controls, directives, types, whereSql, whereValues } = built;
   const type = query.resourceType;
   const countTotal = async (upTo?: number): Promise<number> => {
-    const count = built.count(upTo);
+    // A bounded COUNT with a driving criterion has two forms; the planner's estimate picks one.
+    const form = upTo !== undefined && built.driven ? await chooseCountForm((sql, values) => q.query(sql, values), built.baseSql, whereSql, whereValues) : 'driver';
+    const count = built.count(upTo, form);
     const row = (await q.query<{ n: number; found?: number }>(count.sql, count.values)).rows[0];
     if (count.again && upTo !== undefined && row?.found === upTo && row.n < upTo) return (await q.query<{ n: number }>(count.again, count.values)).rows[0]?.n ?? 0;
     return row?.n ?? 0;
