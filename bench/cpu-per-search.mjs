@@ -9,8 +9,11 @@
 // BENCH_DATA_DIR=<folder>: the population is loaded into that PGlite folder when it does not exist
 // yet, else a copy of it is served (not loaded again; the server's migrations run on the copy).
 // Besides the process's CPU, the main thread's (HTTP, JSON, SQL building; the rest is PGlite's).
+// BENCH_PG=1: the server on a private PostgreSQL (bench/postgres.ts) instead; PostgreSQL's CPU
+// (its postmaster and backends, found by the port in the postmaster's command line) is then
+// reported beside the server's.
 // Usage: node bench/cpu-per-search.mjs [checkout dir, default .] [port] [patients, default 312 ≈ 20,000 resources] [requests per round, default 1000]
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,7 +31,26 @@ const dataDir = process.env.BENCH_DATA_DIR;
 const prepared = dataDir !== undefined && existsSync(dataDir);
 const served = prepared ? mkdtempSync(join(tmpdir(), 'lattice-cpu-search-')) : dataDir;
 if (prepared) cpSync(dataDir, served, { recursive: true });
-const env = { LATTICE_BASE_TERMINOLOGY: 'lazy', ...(served ? { LATTICE_DATA_DIR: served } : {}) };
+const postgres = process.env.BENCH_PG === '1' ? await (await import(resolve(here, '../dist/bench/postgres.js'))).benchPostgres() : undefined;
+const env = { LATTICE_BASE_TERMINOLOGY: 'lazy', ...(served ? { LATTICE_DATA_DIR: served } : {}), ...(postgres ? { DATABASE_URL: postgres.url } : {}) };
+/** PostgreSQL's CPU so far (ms): its postmaster's own and reaped children's, and its live children's. */
+const postgresMs = () => {
+  if (!postgres) return 0;
+  const port = new URL(postgres.url).port;
+  const stats = readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .flatMap((pid) => {
+      try {
+        return [{ pid, cmd: readFileSync(`/proc/${pid}/cmdline`, 'utf8'), stat: readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ') }];
+      } catch {
+        return [];
+      }
+    });
+  const master = stats.find((p) => p.cmd.includes(`-p ${port}`) && p.cmd.startsWith('/'));
+  if (!master) return 0;
+  const ticks = (f, withChildren) => Number(f[11]) + Number(f[12]) + (withChildren ? Number(f[13]) + Number(f[14]) : 0);
+  return 10 * stats.filter((p) => p.stat[1] === master.pid).reduce((sum, p) => sum + ticks(p.stat, false), ticks(master.stat, true));
+};
 /** The CPU time of thread `tid` of process `pid` so far, ms. */
 const threadMs = (pid, tid) => {
   const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
@@ -38,6 +60,14 @@ const threadMs = (pid, tid) => {
 await withMeasuredServer({ dir, port, env, startTries: 300 }, async ({ base, headers: auth, rounds, pid }) => {
   const headers = { ...auth, 'content-type': 'application/fhir+json' };
   if (!prepared) await load(base, headers);
+  if (postgres) {
+    // What autovacuum would do in a while, now: statistics and the visibility map of the load.
+    const { default: pg } = await import('pg');
+    const client = new pg.Client({ connectionString: postgres.url });
+    await client.connect();
+    await client.query('VACUUM ANALYZE');
+    await client.end();
+  }
   const searches = [
     '/fhir/R4/Patient?family=Smith&_count=10',
     '/fhir/R4/Observation?subject=Patient/syn-p2&code=http://loinc.org|8302-2',
@@ -49,13 +79,15 @@ await withMeasuredServer({ dir, port, env, startTries: 300 }, async ({ base, hea
   const cases = [['GET Patient/<id>', '/fhir/R4/Patient/syn-p1'], ...searches.flatMap((path) => [[`GET ${path.slice(9)}`, path], [`  … &_total=none`, `${path}&_total=none`]])];
   for (const [name, path] of cases) {
     if (only && !path.includes(only)) continue;
-    const main = threadMs(pid, pid);
+    const [main, database] = [threadMs(pid, pid), postgresMs()];
     const figures = await rounds({ connections: 8, amount, headers, requests: [{ method: 'GET', path }] }, name);
-    const mainMicros = Math.round(((threadMs(pid, pid) - main) * 1000) / (3 * amount));
-    console.log(`server CPU per ${name}, µs, three rounds: ${figures.join(', ')} (main thread: ${mainMicros} a request)`);
+    const per = (ms) => Math.round((ms * 1000) / (3 * amount));
+    const pgMicros = postgres ? `, PostgreSQL: ${per(postgresMs() - database)} a request` : '';
+    console.log(`server CPU per ${name}, µs, three rounds: ${figures.join(', ')} (main thread: ${per(threadMs(pid, pid) - main)} a request${pgMicros})`);
   }
 });
 if (prepared) rmSync(served, { recursive: true, force: true });
+await postgres?.stop();
 
 /** Loads the population by transaction Bundles of 500 PUTs. */
 async function load(base, headers) {
