@@ -32,7 +32,7 @@ const prepared = dataDir !== undefined && existsSync(dataDir);
 const served = prepared ? mkdtempSync(join(tmpdir(), 'lattice-cpu-search-')) : dataDir;
 if (prepared) cpSync(dataDir, served, { recursive: true });
 const postgres = process.env.BENCH_PG === '1' ? await (await import(resolve(here, '../dist/bench/postgres.js'))).benchPostgres() : undefined;
-const env = { LATTICE_BASE_TERMINOLOGY: 'lazy', ...(served ? { LATTICE_DATA_DIR: served } : {}), ...(postgres ? { DATABASE_URL: postgres.url } : {}) };
+const env = { LATTICE_BASE_TERMINOLOGY: 'lazy', ...(served ? { LATTICE_DATA_DIR: served } : {}), ...(postgres ? { DATABASE_URL: postgres.url, LATTICE_WORKERS: '1' } : {}) };
 /** PostgreSQL's CPU so far (ms): its postmaster's own and reaped children's, and its live children's. */
 const postgresMs = () => {
   if (!postgres) return 0;

@@ -60,12 +60,10 @@ export function boundedCountSql(driver: CountCandidate, where: string[], upTo: n
 
 /**
  * The other form of the bounded COUNT: `count(*)` over the search's own WHERE with the `LIMIT`,
- * the plan left to the planner — a walk of the type's rows probing each for the criteria when
- * most rows match (it stops after about `upTo` / share rows), or a hash of the criterion's
- * matches when they are few (a small hash, and the `resource` rows read in physical order rather
- * than probed one by one by primary key: 1,650 buffers where the driver read 4,739 for 1,560
- * matching Encounters). Each resource is seen once: no second statement. Its columns are the
- * driver form's (`n`, `found`).
+ * the plan left to the planner — for few matches a hash of the criterion's matching ids, the
+ * `resource` rows read in physical order rather than probed one by one by primary key (1,470
+ * buffers where the driver form read 4,036 for 1,560 matching Encounters). Each resource is seen
+ * once: no second statement. Its columns are the driver form's (`n`, `found`).
  */
 export function plannedCountSql(whereSql: string, upTo: number): string {
   return `SELECT count(*)::int AS n, count(*)::int AS found FROM (SELECT 1 FROM resource r WHERE ${whereSql} LIMIT ${upTo}) AS counted`;
@@ -89,45 +87,41 @@ export function driverRowsSql(driver: CountCandidate): string {
 }
 
 /**
- * Which form of the bounded COUNT reads less, by the planner's estimates of the rows of the type
- * the caller sees (`baseSql`) and of the driver's index rows (`driverRowsSql`, from the column
- * statistics of its table: closer to the truth than the estimate of the whole search, which
- * multiplies the selectivities of its sub-selects and came out 2.5–12 times too low), read by
- * ONE `EXPLAIN` of them side by side (`UNION ALL`: each an input of the Append node with its own
- * row estimate; the search's WHERE is a third input, so that every bind value has a use).
- * The planned form (`plannedCountSql`) when at least {@link WALK_SHARE} of the type's rows match
- * (the planner then walks the type and stops early) or when the matches are estimated at most
- * {@link SMALL_HASH} × `upTo` (a hash of that many ids is cheap); the driver form otherwise —
- * many matches that are a minority of the type, where the planned form hashed every match (a
- * code of 30,770 of 153,850 Observations: 552 ms). The answer is the same either way; only the
- * cost differs, so the choice is kept for the same statement and values for a minute (a search
- * repeated, a result paged) and costs no statement then. An estimate far below the truth can
- * still pick the planned form for many matches: the cost of before for that search.
+ * Which form of the bounded COUNT reads less, by the planner's estimate of the driver's index
+ * rows (`driverRowsSql`, from the column statistics of its table: closer to the truth than the
+ * estimate of the whole search, which multiplies the selectivities of its sub-selects and came
+ * out 2.5–12 times too low), read by ONE `EXPLAIN` (the search's WHERE beside it in a
+ * `UNION ALL`, so that every bind value has a use; the first input of the Append is the
+ * driver's): the planned form (`plannedCountSql`) when they are estimated at most
+ * {@link SMALL_HASH} × `upTo` — a hash of that many ids is cheap —, the driver form otherwise,
+ * where the planned form may hash every match (a code of 30,770 of 153,850 Observations:
+ * 552 ms). A search most of whose type matches stays on the driver form: the planner may then
+ * hash the whole index table, which was not measured at scale. The answer is the same either
+ * way; only the cost differs, so the choice is kept for the same statement and values for a
+ * minute (a search repeated, a result paged) and costs no statement then. An estimate far below
+ * the truth can still pick the planned form for many matches: the cost of before, for that search.
  */
 export async function chooseCountForm(
   query: (sql: string, values: unknown[]) => Promise<{ rows: Array<Record<string, unknown>> }>,
-  sql: { baseSql: string; whereSql: string; driverSql: string },
+  sql: { whereSql: string; driverSql: string },
   values: unknown[],
   upTo: number,
   now = Date.now(),
 ): Promise<CountForm> {
-  const { baseSql, whereSql, driverSql } = sql;
+  const { whereSql, driverSql } = sql;
   const key = `${upTo}\u0000${whereSql}\u0000${JSON.stringify(values)}`;
   const known = choices.get(key);
   if (known && now - known.at < CHOICE_MS) return known.form;
-  const res = await query(`EXPLAIN (FORMAT JSON) (SELECT 1 FROM resource r WHERE ${baseSql}) UNION ALL (${driverSql}) UNION ALL (SELECT 1 FROM resource r WHERE ${whereSql})`, values);
+  const res = await query(`EXPLAIN (FORMAT JSON) (${driverSql}) UNION ALL (SELECT 1 FROM resource r WHERE ${whereSql})`, values);
   const cell = Object.values(res.rows[0] ?? {})[0];
   const plan = (typeof cell === 'string' ? JSON.parse(cell) : cell) as Array<{ Plan?: PlanRows }> | undefined;
-  const [seen, matching] = appendInputs(plan?.[0]?.Plan);
-  const estimated = seen !== undefined && matching !== undefined;
-  const form: CountForm = estimated && (matching <= SMALL_HASH * upTo || matching >= WALK_SHARE * seen) ? 'planned' : 'driver';
+  const matching = firstInput(plan?.[0]?.Plan)?.['Plan Rows'];
+  const form: CountForm = matching !== undefined && matching <= SMALL_HASH * upTo ? 'planned' : 'driver';
   if (choices.size >= MAX_CHOICES) choices.clear();
   choices.set(key, { form, at: now });
   return form;
 }
 
-/** The share of a type's rows matching from which the planner's walk of the type counts. */
-const WALK_SHARE = 0.5;
 /** Estimated matches, in multiples of the bound, up to which a hash of them is cheap. */
 const SMALL_HASH = 2;
 
@@ -141,10 +135,9 @@ interface PlanRows {
   Plans?: PlanRows[];
 }
 
-/** The row estimates of the first two inputs of the plan's Append (the first node with several inputs). */
-function appendInputs(plan: PlanRows | undefined): [number | undefined, number | undefined] {
+/** The first input of the plan's Append (the first node with several inputs). */
+function firstInput(plan: PlanRows | undefined): PlanRows | undefined {
   let node = plan;
   while (node && (node.Plans?.length ?? 0) === 1) node = node.Plans?.[0];
-  const [a, b] = node?.Plans ?? [];
-  return [a?.['Plan Rows'], b?.['Plan Rows']];
+  return node?.Plans?.[0];
 }

@@ -44,8 +44,6 @@ export interface SearchStatements {
   types: string[];
   whereSql: string;
   whereValues: unknown[];
-  /** The part of `whereSql` that is not the search's parameters: the type's live rows the caller sees. */
-  baseSql: string;
   /** The page: its rows are `content`, one more than `_count` (whether a next page exists). */
   page: { sql: string; values: unknown[] };
   /** The page's keyset when its order allows keyset paging (its rows then have `key_time`, `key_id`). */
@@ -87,7 +85,6 @@ export async function buildSearch(
   if (criteria.length > 0) p.terms = await resolveTermCriteria(q, criteria, limits.maxCodes, engines.terminology, engines.repo);
   const typeSql = types.length === 1 ? `r.resource_type = ${p.add(types[0])}` : `r.resource_type = ANY(${p.add(types)}::text[])`;
   const where = [typeSql, 'NOT r.deleted', 'r.version_id > 0', p.visibility('r', 's', types.length === 1 ? types[0] : undefined)];
-  const baseSql = where.join(' AND ');
   if (query.compartment) where.push(compartmentSql(p, 'r', types, query.compartment));
   // The criteria a bounded COUNT can read its matches from (bounded-count.ts).
   const candidates: CountCandidate[] = [];
@@ -133,7 +130,6 @@ export async function buildSearch(
     types,
     whereSql,
     whereValues,
-    baseSql,
     page: { sql: pageSql, values: p.values },
     keyset,
     driverSql: candidates.length > 0 ? driverRowsSql(driverOf(candidates) as CountCandidate) : undefined,
@@ -161,8 +157,8 @@ export async function runSearch(...args: Parameters<typeof buildSearch>): Promis
   const type = query.resourceType;
   const countTotal = async (upTo?: number): Promise<number> => {
     // A bounded COUNT with a driving criterion has two forms; the planner's estimates pick one.
-    const { driverSql, baseSql } = built;
-    const form = upTo !== undefined && driverSql !== undefined ? await chooseCountForm((sql, values) => q.query(sql, values), { baseSql, whereSql, driverSql }, whereValues, upTo) : 'driver';
+    const { driverSql } = built;
+    const form = upTo !== undefined && driverSql !== undefined ? await chooseCountForm((sql, values) => q.query(sql, values), { whereSql, driverSql }, whereValues, upTo) : 'driver';
     const count = built.count(upTo, form);
     const row = (await q.query<{ n: number; found?: number }>(count.sql, count.values)).rows[0];
     if (count.again && upTo !== undefined && row?.found === upTo && row.n < upTo) return (await q.query<{ n: number }>(count.again, count.values)).rows[0]?.n ?? 0;
