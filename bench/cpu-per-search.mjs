@@ -41,7 +41,7 @@ const postgresMs = () => {
     .filter((d) => /^\d+$/.test(d))
     .flatMap((pid) => {
       try {
-        return [{ pid, cmd: readFileSync(`/proc/${pid}/cmdline`, 'utf8'), stat: readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ') }];
+        return [{ pid, cmd: readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '), stat: readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ') }];
       } catch {
         return [];
       }
