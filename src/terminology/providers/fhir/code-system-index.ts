@@ -271,6 +271,16 @@ export class CodeSystemIndex {
     this.c[group].get();
   }
 
+  /** `read` reads a group `fromParts` left for later in the background: `whenLoaded` waits for it. */
+  loadingInBackground(group: keyof typeof LAZY_PARTS, read: Promise<unknown>): void {
+    this.c[group].readInBackground(read);
+  }
+
+  /** Resolves when a group `fromParts` left for later is read (by the background read when one runs, else now). */
+  async whenLoaded(group: keyof typeof LAZY_PARTS): Promise<void> {
+    await this.c[group].ready();
+  }
+
   /** The id of a code (exact), or of the same code up to case when `caseInsensitive`; 0 = none. */
   idOf(code: string, caseInsensitive: boolean): number {
     const exact = this.c.byCode.find(this.c.codes, code);

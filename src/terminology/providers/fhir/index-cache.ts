@@ -230,13 +230,26 @@ export class TerminologyCache {
    * database's copy) and removes the file.
    */
   private readRest(cs: CodeSystemInfo, index: CodeSystemIndex, file: SnapshotFile): void {
+    // Ancestors first (smaller); a group a question read meanwhile is not read again. A
+    // question that needs a group waits for its read (CodeSystemIndex.whenLoaded) instead of
+    // reading it again; point reads of designations answer from the database meanwhile
+    // (index-provider.ts).
+    let previous: Promise<void> = Promise.resolve(this.heldBackground).then(
+      () => undefined,
+      () => undefined,
+    );
+    const reads = (['ancestors', 'designations'] as const).map((group) => {
+      const read = previous.then(async () => {
+        if (!index.loaded(group)) await file.prefetch(LAZY_PARTS[group]);
+        index.load(group);
+      });
+      index.loadingInBackground(group, read);
+      previous = read;
+      return read;
+    });
     const job = (async () => {
       try {
-        // Ancestors first (smaller); a group a question read meanwhile is not read again.
-        for (const group of ['ancestors', 'designations'] as const) {
-          if (!index.loaded(group)) await file.prefetch(LAZY_PARTS[group]);
-          index.load(group);
-        }
+        await Promise.all(reads);
         await file.close();
       } catch (err) {
         await file.discard();
@@ -246,6 +259,14 @@ export class TerminologyCache {
     })();
     this.writes.add(job);
     void job.finally(() => this.writes.delete(job));
+  }
+
+  /** Background reads of persisted parts (readRest) start when this resolves (tests: a question answered while a part is not yet read). */
+  private heldBackground: Promise<unknown> | undefined;
+
+  /** Holds the background reads of indexes opened from now on until `until` resolves (tests). */
+  holdBackgroundReads(until: Promise<unknown>): void {
+    this.heldBackground = until;
   }
 
   /** Forgets the kept index of `key` if it is `index`. */
