@@ -13,11 +13,11 @@ import { drivers, sharedStorage, startServer, type StartOptions, type TestServer
 
 /**
  * The first answers after a restart (docs/terminology.md#persisted-indexes): an index opened
- * from its file copy reads its designations — the largest part — in the background; the
- * questions that need the designations of a few concepts (`$lookup`, a page of an expansion
- * with its displays and designations, `$validate-code` of a display) do not wait for that read:
- * with it held, they are answered (from the database's rows), and their answers are those the
- * index gives once its designations are read. For a SNOMED CT edition and for LOINC.
+ * from its file copy reads its properties and designations — the largest parts — in the
+ * background; the questions that need those of a few concepts (`$lookup`, a page of an
+ * expansion with its displays and designations, `$validate-code` of a display) do not wait for
+ * that read: with it held, they are answered (from the database's rows), and their answers are
+ * those the index gives once the parts are read. For a SNOMED CT edition and for LOINC.
  */
 
 const SCT = 'http://snomed.info/sct';
@@ -73,7 +73,7 @@ async function started<T>(driver: (typeof drivers)[number], storage: StartOption
 
 for (const driver of drivers) {
   describe(`first answers from a persisted index (${driver})`, () => {
-    test('a $lookup, ECL $expand and $validate-code answered while the designations are not yet read equal the answers once they are', async () => {
+    test('a $lookup, ECL $expand and $validate-code answered while the properties and designations are not yet read equal the answers once they are', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'lattice-snapshot-first-'));
       let folder: string | undefined;
       try {
@@ -94,10 +94,11 @@ for (const driver of drivers) {
           // Opened from the file copies, their designations held back: the answers did not read them.
           const opens = lines.filter((l) => /terminology index loaded/.test(l));
           assert.deepEqual(opens.map((l) => (JSON.parse(l) as { from?: string }).from), ['file', 'file'], opens.join('\n'));
-          assert.deepEqual(opened.map((i) => i.loaded('designations')), [false, false]);
+          const groups = (i: (typeof opened)[number]) => `properties ${i.loaded('properties')}, designations ${i.loaded('designations')}`;
+          assert.deepEqual(opened.map(groups), ['properties false, designations false', 'properties false, designations false']);
           release();
           await cache.settled();
-          assert.deepEqual(opened.map((i) => i.loaded('designations')), [true, true]);
+          assert.deepEqual(opened.map(groups), ['properties true, designations true', 'properties true, designations true']);
           const warm = await questions(server);
           assert.deepEqual(first, warm);
           assert.match(warm[0], /^200 .*"Heart illness \(disorder\)".*"Cardiac illness"/);

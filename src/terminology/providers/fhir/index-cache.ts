@@ -210,7 +210,7 @@ export class TerminologyCache {
     const { file } = read;
     try {
       // From a file copy, what every question needs is read now, the rest when first needed (readRest).
-      const later = [...LAZY_PARTS.designations, ...LAZY_PARTS.ancestors];
+      const later = Object.values(LAZY_PARTS).flat();
       if (file) await file.prefetch([...file.layout.entries.keys()].filter((name) => !later.includes(name)));
       const index = CodeSystemIndex.fromParts(read.parts, (names) => partBytes(read, names));
       if (!file) index.loadAll();
@@ -230,15 +230,15 @@ export class TerminologyCache {
    * database's copy) and removes the file.
    */
   private readRest(cs: CodeSystemInfo, index: CodeSystemIndex, file: SnapshotFile): void {
-    // Ancestors first (smaller); a group a question read meanwhile is not read again. A
+    // The smaller groups first; a group a question read meanwhile is not read again. A
     // question that needs a group waits for its read (CodeSystemIndex.whenLoaded) instead of
-    // reading it again; point reads of designations answer from the database meanwhile
-    // (index-provider.ts).
+    // reading it again; point reads of properties and designations answer from the database
+    // meanwhile (index-provider.ts).
     let previous: Promise<void> = Promise.resolve(this.heldBackground).then(
       () => undefined,
       () => undefined,
     );
-    const reads = (['ancestors', 'designations'] as const).map((group) => {
+    const reads = (['properties', 'ancestors', 'designations'] as const).map((group) => {
       const read = previous.then(async () => {
         if (!index.loaded(group)) await file.prefetch(LAZY_PARTS[group]);
         index.load(group);

@@ -4,7 +4,7 @@ import { supplementCanonical, supplementsOf, type CodeSystemProvider, type Conce
 import { requestIndex, type CodeSystemIndex } from './code-system-index.js';
 import { compileInclude } from './index-filters.js';
 import { terminologyCache } from './index-cache.js';
-import { storedDesignations } from './sql-provider.js';
+import { storedDesignations, storedProperties } from './sql-provider.js';
 
 /**
  * The code systems stored as FHIR resources (and those a request supplies inline), answered from
@@ -88,13 +88,16 @@ export class IndexProvider implements CodeSystemProvider {
     return out;
   }
 
+  /** The stored properties, then those of its namesakes in the supplements; like designations, from the database while a persisted index reads them. */
   async properties(id: number): Promise<StoredProperty[]> {
     const { index } = this;
     if (!index.has(id)) return [];
-    const list = index.properties(id);
+    const list = index.loaded('properties') ? index.properties(id) : await storedProperties(this.tc.db, this.cs.key, id);
     for (const s of await this.supplementIndexes()) {
       const sid = s.idOf(index.code(id), false);
-      if (sid > 0) list.push(...s.properties(sid));
+      if (sid === 0) continue;
+      await s.whenLoaded('properties');
+      list.push(...s.properties(sid));
     }
     return list;
   }

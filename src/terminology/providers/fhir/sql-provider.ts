@@ -231,3 +231,12 @@ export async function storedDesignations(q: Queryable, key: number, ids: number[
   }
   return out;
 }
+
+/** The stored properties of concept `id` of code system `key` (not its supplements'), as the in-memory index has them (same rows, same order). */
+export async function storedProperties(q: Queryable, key: number, id: number): Promise<StoredProperty[]> {
+  const res = await q.query<{ code: string; type: string; value: string; system: string | null; display: string | null }>(
+    'SELECT code, type, value, system, display FROM tx_concept_property WHERE cs_key = $1 AND concept = $2',
+    [key, id],
+  );
+  return res.rows.map((r) => ({ code: r.code, type: r.type, value: r.value, system: r.system ?? undefined, display: r.display ?? undefined }));
+}
