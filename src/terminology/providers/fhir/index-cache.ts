@@ -5,6 +5,7 @@ import { CodeSystemIndex, LAZY_PARTS, loadIndex } from './code-system-index.js';
 import { INDEX_SECTION, partBytes, readSnapshot, snapshotKey, writeSnapshot, type SnapshotRead } from './index-snapshot.js';
 import type { SnapshotFile } from './snapshot-file.js';
 import { SnapshotUnreadable } from './snapshot-format.js';
+import { warmStoredReads } from './sql-provider.js';
 import type { CodeSystemInfo } from '../../types.js';
 
 /**
@@ -208,6 +209,8 @@ export class TerminologyCache {
     if ('missing' in read) return undefined;
     if ('unusable' in read) return read.unusable;
     const { file } = read;
+    // The point reads that answer while the lazy parts load (index-provider.ts), made ready meanwhile.
+    if (file) void warmStoredReads(this.db, cs.key).catch(() => undefined);
     try {
       // From a file copy, what every question needs is read now, the rest when first needed (readRest).
       const later = Object.values(LAZY_PARTS).flat();

@@ -240,3 +240,14 @@ export async function storedProperties(q: Queryable, key: number, id: number): P
   );
   return res.rows.map((r) => ({ code: r.code, type: r.type, value: r.value, system: r.system ?? undefined, display: r.display ?? undefined }));
 }
+
+/**
+ * Runs the point reads above once for concept 1 of code system `key`, answers unused: while a
+ * persisted index opens, the database (PGlite: in its own thread) opens the tables and index
+ * pages the first answers then read (index-cache.ts) — on PGlite the first read of a table
+ * after a start took as long as the rest of a `$lookup`.
+ */
+export async function warmStoredReads(q: Queryable, key: number): Promise<void> {
+  await storedDesignations(q, key, [1]);
+  await storedProperties(q, key, 1);
+}
