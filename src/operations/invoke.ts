@@ -49,15 +49,23 @@ export async function invokeOperation(req: FhirRequest, operation: Operation, ta
   }
 }
 
-/** The result of a kept answer: its text, and a fresh copy of its body for whoever reads one (a batch entry). */
+/**
+ * The result of a kept answer: its text, and a fresh copy of its body for whoever reads one (a
+ * batch entry). A class: its getter lives on the prototype, not on every result.
+ */
+class PreparedResult implements FhirResult {
+  status = 200;
+  readonly json: string;
+  constructor(private readonly answer: PreparedAnswer) {
+    this.json = answer.json;
+  }
+  get body(): unknown {
+    return this.answer.body();
+  }
+}
+
 function preparedResult(answer: PreparedAnswer): FhirResult {
-  return {
-    status: 200,
-    json: answer.json,
-    get body() {
-      return answer.body();
-    },
-  };
+  return new PreparedResult(answer);
 }
 
 /** Names of supplied inputs the definition does not declare (Operation.reportUndeclared), once each, in order. */
