@@ -31,6 +31,25 @@ for (const driver of drivers) {
       assertUnauthorized(await server.fhir('GET', '/Patient', { token: member.token }));
     });
 
+    test('a member given an access policy: its token, used before, follows the policy on its next request', async () => {
+      // The authorized caller of a token is kept between requests (src/auth/access-state.ts):
+      // a changed membership must replace it at once.
+      const p = await createProject(server, 'Policy later');
+      const member = await createMember(server, p.projectId);
+      for (let i = 0; i < 3; i++) assert.equal((await server.fhir('GET', '/Patient', { token: member.token })).status, 200);
+      const policy = await server.fhir('POST', '/AccessPolicy', { token: p.adminToken, body: { resourceType: 'AccessPolicy', resource: [{ resourceType: 'Observation' }] } });
+      assert.equal(policy.status, 201, policy.text);
+      const members = `/admin/projects/${p.projectId}/members/${member.membershipId}`;
+      const stored = await server.request('GET', members, { token: p.adminToken });
+      assert.equal(stored.status, 200, stored.text);
+      const set = await server.request('POST', members, { token: p.adminToken, body: { ...stored.body, accessPolicy: { reference: `AccessPolicy/${policy.body.id}` } }, contentType: 'application/json' });
+      assert.equal(set.status, 200, set.text);
+      const refused = await server.fhir('GET', '/Patient', { token: member.token });
+      assert.equal(refused.status, 403, refused.text);
+      assert.equal(ooText(refused.body), 'Forbidden');
+      assert.equal((await server.fhir('GET', '/Observation', { token: member.token })).status, 200);
+    });
+
     test('a demoted admin cannot invite an admin with the old token', async () => {
       const p = await createProject(server, 'Demotion');
       const admin = p.admin;

@@ -40,6 +40,13 @@ export class AccessState {
   private readonly memberships = new Map<string, MembershipState>();
   private readonly revokedLogins = new Map<string, boolean>();
   private readonly policies = new Map<string, AccessPolicy>();
+  /**
+   * The answer of `authorize` per verified token (the frozen AuthInfo access-token.ts keeps per
+   * token string), with the generation it was computed in: used again only while no change has
+   * been heard since — any membership, policy or login change, or a lost connection, makes
+   * every entry stale at once. A repeated request then costs one lookup, no chain of checks.
+   */
+  private readonly authorized = new WeakMap<AuthInfo, { generation: number; result: AuthInfo }>();
   private generation = 0;
   /** Changes are heard (PostgreSQL: the listening connection is up): entries may be kept and used. */
   private listening = false;
@@ -67,9 +74,20 @@ export class AccessState {
    */
   async authorize(auth: AuthInfo, since?: number): Promise<AuthInfo | undefined> {
     if (!auth.membershipId) return undefined;
-    const cached = this.memberships.has(auth.membershipId) || (auth.loginId !== undefined && this.revokedLogins.has(auth.loginId));
+    const kept = this.listening ? this.authorized.get(auth) : undefined;
+    // Used once every change committed before the request has been heard, and none since it was kept.
+    if (kept?.generation === this.generation && (await this.caughtUp(since)) && kept.generation === this.generation) return kept.result;
+    const seen = this.generation;
+    const result = await this.check(auth, auth.membershipId, since);
+    if (result && seen === this.generation && this.listening) this.authorized.set(auth, { generation: seen, result });
+    return result;
+  }
+
+  /** `authorize` without its kept answers: the membership, login and policy, each from its cache when it may be used. */
+  private async check(auth: AuthInfo, membershipId: string, since: number | undefined): Promise<AuthInfo | undefined> {
+    const cached = this.memberships.has(membershipId) || (auth.loginId !== undefined && this.revokedLogins.has(auth.loginId));
     const useCache = cached && (await this.caughtUp(since));
-    const m = await this.membership(auth.membershipId, useCache);
+    const m = await this.membership(membershipId, useCache);
     if (!m.exists || m.projectId !== auth.projectId) return undefined;
     if (auth.projectAdmin && !m.admin) return undefined; // demoted: the token claims more than it has
     // Given another profile (docs/auth.md#managing-members): the token speaks for the old one.

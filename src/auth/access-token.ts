@@ -54,7 +54,12 @@ interface LatticeClaims extends JWTPayload {
  * token seen before costs one Map lookup — no signature check, no database.
  */
 export class AccessTokens {
-  private readonly cache = new Map<string, { auth: AuthInfo; expiresAt: number }>();
+  /**
+   * Verified tokens by their signature (the JWT's last part, ~86 characters): a Map look-up
+   * hashes its key, and hashing the whole ~800-character token was a visible share of a cheap
+   * request. A hit counts only when the whole token is the one kept (`token`).
+   */
+  private readonly cache = new Map<string, { token: string; auth: AuthInfo; expiresAt: number }>();
 
   constructor(
     private readonly keys: KeyStore,
@@ -97,17 +102,18 @@ export class AccessTokens {
    */
   async verify(token: string): Promise<AuthInfo | undefined> {
     const now = Date.now();
-    const cached = this.cache.get(token);
-    if (cached) {
+    const key = token.slice(token.lastIndexOf('.') + 1);
+    const cached = this.cache.get(key);
+    if (cached?.token === token) {
       if (cached.expiresAt > now) return cached.auth;
-      this.cache.delete(token);
+      this.cache.delete(key);
     }
     const claims = await this.verifySignature(token);
     if (!claims) return undefined;
     const auth = toAuthInfo(claims);
     if (!auth) return undefined;
     if (this.cache.size >= CACHE_LIMIT) this.evict(now);
-    this.cache.set(token, { auth, expiresAt: (claims.exp as number) * 1000 });
+    this.cache.set(key, { token, auth, expiresAt: (claims.exp as number) * 1000 });
     return auth;
   }
 
@@ -134,12 +140,12 @@ export class AccessTokens {
 
   /** Drops expired entries; if the cache is still full, the oldest tenth. */
   private evict(now: number): void {
-    for (const [token, entry] of this.cache) if (entry.expiresAt <= now) this.cache.delete(token);
+    for (const [key, entry] of this.cache) if (entry.expiresAt <= now) this.cache.delete(key);
     if (this.cache.size < CACHE_LIMIT) return;
     let drop = Math.ceil(CACHE_LIMIT / 10);
-    for (const token of this.cache.keys()) {
+    for (const key of this.cache.keys()) {
       if (drop-- <= 0) break;
-      this.cache.delete(token);
+      this.cache.delete(key);
     }
   }
 }

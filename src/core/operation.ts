@@ -68,6 +68,20 @@ export interface Operation {
    * calls this instead of `handler` and writes what it returns.
    */
   respond?(req: FhirRequest, input: OperationValues, target: OperationTarget): Promise<FhirResult>;
+  /**
+   * Answers given again to the same GET request line before its input is read
+   * (src/core/reusable-answer.ts; docs/terminology.md#answer-cache).
+   */
+  keptAnswers?: KeptAnswers;
+}
+
+/** Kept answers of an operation, by request line (see `Operation.keptAnswers`). */
+export interface KeptAnswers {
+  /**
+   * The answer kept for this request, or `keep`: called with the answer the handler then gives
+   * when it is a PreparedAnswer (undefined: this request's answer is not kept).
+   */
+  find(req: FhirRequest, target: OperationTarget): Promise<{ answer: PreparedAnswer } | { keep(answer: PreparedAnswer): void } | undefined>;
 }
 
 /** The input key under which a `reportUndeclared` operation receives the undeclared input names. */

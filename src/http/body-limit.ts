@@ -40,6 +40,8 @@ export function binaryTooLarge(limit: number): FhirError {
 export function enforceBodyLimit(app: FastifyInstance, limit: number, binaryLimit: number): void {
   const bound = limit * DRAIN_FACTOR;
   app.addHook('preParsing', (request, reply, payload, done) => {
+    // No body (most requests: GETs): nothing to limit, and no route options to build.
+    if (request.headers['content-length'] === undefined && request.headers['transfer-encoding'] === undefined) return done(null, payload);
     const config = request.routeOptions.config as BodyLimitRouteConfig | undefined;
     if (config?.streamedBody) return done(null, payload);
     if (config?.binaryContent && !FHIR_JSON_BODY.test(String(request.headers['content-type'] ?? ''))) {

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 // Content-Range, Content-Disposition, Accept-Ranges and the request headers after If-None-Exist:
 // Binary content read and uploaded from a browser (docs/rest.md#binary), as MedplumClient does.
@@ -9,23 +9,18 @@ const ALLOWED_HEADERS =
 /**
  * CORS for browser apps (SMART apps, admin UIs on another origin). Any origin may call: access
  * is decided by the bearer token, never by cookies, so there are no credentials to protect.
- * A preflight (`OPTIONS` with `Access-Control-Request-Method`) is answered here, 204.
+ * Called by the server's one `onRequest` hook for a request with an `Origin`; a preflight
+ * (`OPTIONS` with `Access-Control-Request-Method`) is answered here, 204, and true returned:
+ * the request goes no further.
  */
-export function registerCors(app: FastifyInstance): void {
-  // Callback style, not async: this runs on every request and most have no Origin.
-  app.addHook('onRequest', (request, reply, done) => {
-    if (!request.headers.origin) return done();
-    void reply.header('Access-Control-Allow-Origin', '*').header('Access-Control-Expose-Headers', EXPOSED);
-    if (request.method === 'OPTIONS' && request.headers['access-control-request-method']) {
-      // Answered here: no `done()`, the request goes no further.
-      void reply
-        .status(204)
-        .header('Access-Control-Allow-Methods', 'GET, HEAD, POST, PUT, PATCH, DELETE')
-        .header('Access-Control-Allow-Headers', ALLOWED_HEADERS)
-        .header('Access-Control-Max-Age', '600')
-        .send();
-      return;
-    }
-    done();
-  });
+export function answerCors(request: FastifyRequest, reply: FastifyReply): boolean {
+  void reply.header('Access-Control-Allow-Origin', '*').header('Access-Control-Expose-Headers', EXPOSED);
+  if (request.method !== 'OPTIONS' || !request.headers['access-control-request-method']) return false;
+  void reply
+    .status(204)
+    .header('Access-Control-Allow-Methods', 'GET, HEAD, POST, PUT, PATCH, DELETE')
+    .header('Access-Control-Allow-Headers', ALLOWED_HEADERS)
+    .header('Access-Control-Max-Age', '600')
+    .send();
+  return true;
 }

@@ -16,7 +16,7 @@ import { FhirError, badRequest, issue, notFound, unsupportedMediaType } from '..
 import type { FhirRouter } from '../rest/router.js';
 import { checkMethod } from '../rest/route.js';
 import { enforceBodyLimit, type BodyLimitRouteConfig } from './body-limit.js';
-import { registerCors } from './cors.js';
+import { answerCors } from './cors.js';
 import { attachSocketRoutes } from './websocket.js';
 import { errorResponse } from './errors.js';
 import { lazySchemaCompilers } from './lazy-schema-compilers.js';
@@ -103,7 +103,14 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
 
   registerBodyParsers(app);
   enforceBodyLimit(app, services.config.bodyLimit, services.config.binary.limit);
-  registerCors(app);
+  // The one hook every request runs (callback style: no promise each): its id on the answer —
+  // set before anything can fail, so error answers (kept headers) and a CORS preflight carry it
+  // too — and CORS for a request with an Origin.
+  app.addHook('onRequest', (request, reply, done) => {
+    void reply.header('X-Request-Id', request.id);
+    if (request.headers.origin && answerCors(request, reply)) return;
+    done();
+  });
   // Where fhirRequestInfo keeps a FHIR request's parsed URL (declared up front: one object shape).
   app.decorateRequest('fhirInfo', null);
   // Hooks run on every request: callback style (no promise each), and the request log line
@@ -117,10 +124,6 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
       done();
     });
   }
-  app.addHook('onSend', (request, reply, payload, done) => {
-    void reply.header('X-Request-Id', request.id);
-    done(null, payload);
-  });
   app.setErrorHandler((err, request, reply) => {
     const { status, body, headers } = errorResponse(err, request);
     void reply.status(status).headers(headers).type(FHIR_CONTENT_TYPE).send(JSON.stringify(body));
@@ -230,6 +233,7 @@ function sendRaw(request: FastifyRequest, reply: FastifyReply, raw: RawContent):
 
 /** True when an `Accept` header names XML and no JSON (nor a wildcard that covers it). */
 function acceptsOnlyXml(accept: string | string[] | undefined): boolean {
+  if (accept === undefined || (typeof accept === 'string' && !/xml/i.test(accept))) return false; // most requests
   const types = (Array.isArray(accept) ? accept.join(',') : (accept ?? '')).split(',').map((t) => t.split(';')[0].trim().toLowerCase()).filter(Boolean);
   return types.some((t) => t.includes('xml')) && !types.some((t) => t.includes('json') || t === '*/*' || t === 'application/*');
 }

@@ -27,6 +27,9 @@ function postedInput(operation: Operation, body: unknown): OperationValues {
 export async function invokeOperation(req: FhirRequest, operation: Operation, target: OperationTarget): Promise<FhirResult> {
   const { definition } = operation;
   const { method } = req; // a HEAD arrives as GET
+  // The same request line asked again: its kept answer, before the input is even read.
+  const kept = method === 'GET' && operation.keptAnswers ? await operation.keptAnswers.find(req, target) : undefined;
+  if (kept && 'answer' in kept) return preparedResult(kept.answer);
   let input: OperationValues;
   const fromQuery = method === 'GET' || (method === 'POST' && req.body === undefined && operation.emptyPost === true);
   if (fromQuery) input = buildInput(paramsOf(definition.parameter, 'in'), parseQueryInput(definition, req.query));
@@ -40,7 +43,10 @@ export async function invokeOperation(req: FhirRequest, operation: Operation, ta
   const output: unknown = await operation.handler(req.ctx, input, target);
   try {
     // A kept answer (src/core/reusable-answer.ts) is already formatted and serialised.
-    if (output instanceof PreparedAnswer) return preparedResult(output);
+    if (output instanceof PreparedAnswer) {
+      kept?.keep(output);
+      return preparedResult(output);
+    }
     return { status: 200, body: formatOutput(definition, output) };
   } catch (err) {
     if (!(err instanceof OutputViolation)) throw err;
@@ -49,15 +55,23 @@ export async function invokeOperation(req: FhirRequest, operation: Operation, ta
   }
 }
 
-/** The result of a kept answer: its text, and a fresh copy of its body for whoever reads one (a batch entry). */
+/**
+ * The result of a kept answer: its text, and a fresh copy of its body for whoever reads one (a
+ * batch entry). A class: its getter lives on the prototype, not on every result.
+ */
+class PreparedResult implements FhirResult {
+  status = 200;
+  readonly json: string;
+  constructor(private readonly answer: PreparedAnswer) {
+    this.json = answer.json;
+  }
+  get body(): unknown {
+    return this.answer.body();
+  }
+}
+
 function preparedResult(answer: PreparedAnswer): FhirResult {
-  return {
-    status: 200,
-    json: answer.json,
-    get body() {
-      return answer.body();
-    },
-  };
+  return new PreparedResult(answer);
 }
 
 /** Names of supplied inputs the definition does not declare (Operation.reportUndeclared), once each, in order. */

@@ -5,10 +5,22 @@ export function versionHeaders(resource: Resource, fhirBaseUrl?: string): Record
   const headers: Record<string, string> = {};
   const vid = resource.meta?.versionId;
   if (vid) headers['ETag'] = `W/"${vid}"`;
-  if (resource.meta?.lastUpdated) headers['Last-Modified'] = new Date(resource.meta.lastUpdated).toUTCString();
+  if (resource.meta?.lastUpdated) headers['Last-Modified'] = httpDate(resource.meta.lastUpdated);
   if (fhirBaseUrl && vid) headers['Location'] = `${fhirBaseUrl}/${resource.resourceType}/${resource.id}/_history/${vid}`;
   return headers;
 }
+
+/** `lastUpdated` as an HTTP date, remembered for the instants seen lately (a read asked again parses no date). */
+function httpDate(instant: string): string {
+  let date = httpDates.get(instant);
+  if (date === undefined) {
+    if (httpDates.size >= 1024) httpDates.clear();
+    httpDates.set(instant, (date = new Date(instant).toUTCString()));
+  }
+  return date;
+}
+
+const httpDates = new Map<string, string>();
 
 /**
  * A conditional read (docs/rest.md#conditional-read): true when the client's copy is current, so

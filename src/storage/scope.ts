@@ -58,8 +58,15 @@ export function resourceTable(alias: string): ScopedTable {
 
 /** The tenancy rule for one caller. */
 export function scopeFor(auth: AuthInfo): Scope {
-  return new CallerScope(auth);
+  // A frozen caller (a verified token's, src/auth) cannot change: its scope — the parsed SMART
+  // scopes and policy grants — is built once, not per request.
+  if (!Object.isFrozen(auth)) return new CallerScope(auth);
+  let scope = frozenScopes.get(auth);
+  if (!scope) frozenScopes.set(auth, (scope = new CallerScope(auth)));
+  return scope;
 }
+
+const frozenScopes = new WeakMap<AuthInfo, Scope>();
 
 class CallerScope implements Scope {
   /** The access layers (access-rights.ts); empty = the membership's full rights. */

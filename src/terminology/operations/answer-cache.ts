@@ -1,8 +1,10 @@
 import type { OperationDefinition } from '@medplum/fhirtypes';
-import type { OperationValues } from '../../core/operation.js';
+import type { KeptAnswers, OperationValues } from '../../core/operation.js';
+import { FhirError } from '../../fhir/outcome.js';
+import { terminologyCache } from '../providers/fhir/index-cache.js';
 import { PreparedAnswer } from '../../core/reusable-answer.js';
 import { formatOutput } from '../../operations/format-output.js';
-import type { CodeSystemInfo, TermContext } from '../types.js';
+import type { CodeSystemInfo, TermContext, TerminologyEnv } from '../types.js';
 
 /**
  * Recent answers of the point operations on one code system (`$lookup`, `$subsumes`,
@@ -67,6 +69,49 @@ export async function cachedAnswer(
   answers.set(key, { cs, answer });
   return answer;
 }
+
+/**
+ * The same answers by request line (`Operation.keptAnswers`): a GET asked again word for word —
+ * the operation, its target, its query, the request's `Accept-Language`, the caller's project and
+ * super-admin rights — is answered before its input is read, its code system resolved or a
+ * context built. An answer is kept here only when the operation gave a kept answer
+ * (`cachedAnswer` above) to that request line, with the terminology cache's stamp taken before
+ * the request was answered; it is given again only while that stamp is current (no terminology
+ * change heard since, on any node — the same changes that replace the code system objects the
+ * answers above belong to) and once every change committed before the request has been heard.
+ */
+export function keptAnswers(env: TerminologyEnv, code: string): KeptAnswers {
+  return {
+    async find(req, target) {
+      const cache = terminologyCache(env.db);
+      if (cache.stamp() === undefined) return undefined;
+      const caughtUp = await env.db.caughtUp(req.ctx.since).then(
+        () => true,
+        (err: unknown) => {
+          if (err instanceof FhirError) throw err;
+          return false; // not listening: nothing kept is used
+        },
+      );
+      const stamp = cache.stamp();
+      if (!caughtUp || stamp === undefined) return undefined;
+      const { auth, acceptLanguage } = req.ctx;
+      const key = `${code}\u0000${target.resourceType ?? ''}\u0000${target.id ?? ''}\u0000${auth.projectId ?? ''}\u0000${auth.superAdmin ? 1 : 0}\u0000${acceptLanguage ?? ''}\u0000${JSON.stringify(req.query)}`;
+      const kept = byRequest.get(key);
+      if (kept?.stamp === stamp) {
+        hits++;
+        return { answer: kept.answer };
+      }
+      return {
+        keep(answer) {
+          if (byRequest.size >= ANSWER_LIMIT) byRequest.clear();
+          byRequest.set(key, { stamp, answer });
+        },
+      };
+    },
+  };
+}
+
+const byRequest = new Map<string, { stamp: number; answer: PreparedAnswer }>();
 
 /** Answers given from the cache since the start (tests pin that an answer was or was not reused). */
 export function answerCacheHits(): number {

@@ -8,7 +8,7 @@ import { lookupCode } from '../engine/lookup.js';
 import { acceptLanguage, termContext } from '../engine/request-context.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
 import { instanceCodeSystem, requireCodeSystem } from './target.js';
-import { cachedAnswer } from './answer-cache.js';
+import { cachedAnswer, keptAnswers } from './answer-cache.js';
 
 interface LookupInput {
   code?: string;
@@ -26,6 +26,7 @@ export function lookupOperation(env: TerminologyEnv): Operation {
   return {
     definition,
     alsoInstance: true,
+    keptAnswers: keptAnswers(env, 'lookup'),
     async handler(ctx, input: LookupInput, target) {
       const tc = await termContext(env, ctx, input);
       const code = input.code ?? input.coding?.code;

@@ -6,7 +6,7 @@ import { termContext } from '../engine/request-context.js';
 import { subsumes } from '../engine/subsumes.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
 import { instanceCodeSystem, requireCodeSystem } from './target.js';
-import { cachedAnswer } from './answer-cache.js';
+import { cachedAnswer, keptAnswers } from './answer-cache.js';
 
 interface SubsumesInput {
   system?: string;
@@ -24,6 +24,7 @@ export function subsumesOperation(env: TerminologyEnv): Operation {
   return {
     definition,
     alsoInstance: true,
+    keptAnswers: keptAnswers(env, 'subsumes'),
     async handler(ctx, input: SubsumesInput, target) {
       const tc = await termContext(env, ctx, input);
       const codeA = input.codeA ?? input.codingA?.code;

@@ -9,7 +9,7 @@ import { acceptLanguage, termContext } from '../engine/request-context.js';
 import { validateInCodeSystem, validateInValueSet, type ValidateRequest, type ValidateResult } from '../engine/validate.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
 import { instanceCodeSystem, requireValueSet } from './target.js';
-import { cachedAnswer } from './answer-cache.js';
+import { cachedAnswer, keptAnswers } from './answer-cache.js';
 import { messageOf, txIssueOutcome } from '../issues.js';
 import { msg } from '../messages.js';
 import type { TxIssue } from '../types.js';
@@ -57,6 +57,7 @@ export function codeSystemValidateCodeOperation(env: TerminologyEnv): Operation 
   return {
     definition,
     alsoInstance: true,
+    keptAnswers: keptAnswers(env, 'validate-code'),
     async handler(ctx, input: ValidateInput, target) {
       checkCodeableConcept(input.codeableConcept, terminologyLimits(env)); // before any work
       const tc = await termContext(env, ctx, input);

@@ -105,6 +105,15 @@ export class TerminologyCache {
     this.clear();
   }
 
+  /**
+   * A stamp that changes with every terminology change this node hears (any node's); undefined
+   * while changes are not heard (nothing may be kept then). What was computed under one stamp
+   * holds while it is current (operations/answer-cache.ts).
+   */
+  stamp(): number | undefined {
+    return this.listening ? this.generation : undefined;
+  }
+
   stats(): IndexCacheStats {
     return { indexes: this.indexes.size, bytes: this.used, budget: this.budget, loads: this.loads, snapshotLoads: this.snapshotLoads, evictions: this.evictions };
   }
