@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Queryable } from '../src/core/database.js';
 import { buildSearch, runSearch } from '../src/storage/search/query/run-search.js';
+import { chooseCountForm, forgetCountForms } from '../src/storage/search/query/bounded-count.js';
 import { DEFAULT_SEARCH_LIMITS } from '../src/storage/search/query/limits.js';
 import { scopeFor } from '../src/storage/scope.js';
 import { drivers, startServer, type TestServer } from './harness.js';
@@ -206,9 +207,11 @@ for (const driver of drivers) {
      * The plan of the search's page (or its COUNT of at most `count` matches; `again`: its second
      * statement), seqscan off, with `drop` dropped first, run when `analyze`; always rolled back.
      */
+    const scopeOf = () => scopeFor({ projectId: server.projectId, superAdmin: false, projectAdmin: false, membershipId: server.member?.membershipId });
+
     async function planOf(search: string, options: { drop?: string; count?: number; again?: boolean; analyze?: boolean } = {}): Promise<PlanNode> {
       const [type, qs] = search.split('?');
-      const scope = scopeFor({ projectId: server.projectId, superAdmin: false, projectAdmin: false, membershipId: server.member?.membershipId });
+      const scope = scopeOf();
       let plan: PlanNode | undefined;
       await server.app.db
         .transaction(async (tx) => {
@@ -249,6 +252,43 @@ for (const driver of drivers) {
       });
     }
 
+    /** The form of the bounded COUNT of at most `upTo` matches of `search` the planner's estimates pick (normal planner settings). */
+    async function formOf(search: string, upTo: number): Promise<string> {
+      const [type, qs] = search.split('?');
+      const built = await buildSearch(server.app.db, scopeOf(), { resourceType: type, params: [...new URLSearchParams(qs)] });
+      forgetCountForms(); // the other driver's server may have asked the same
+      const { whereSql, driverSql } = built;
+      assert.ok(driverSql);
+      return chooseCountForm((sql, values) => server.app.db.query(sql, values), { whereSql, driverSql }, built.whereValues, upTo);
+    }
+
+    test('the bounded COUNT is left to the planner when its driver\'s rows are estimated few (at most twice the bound), and read from the driver otherwise', async () => {
+      // status=final: all 1,440 Observations; code 8302-2: 288 of them; subject plan-p2: 12.
+      assert.equal(await formOf('Observation?status=final', 5), 'driver');
+      assert.equal(await formOf('Observation?status=final', 1001), 'planned');
+      assert.equal(await formOf(`Observation?code=${LOINC}|8302-2`, 5), 'driver');
+      assert.equal(await formOf(`Observation?code=${LOINC}|8302-2`, 1001), 'planned');
+      assert.equal(await formOf('Observation?subject=Patient/plan-p2', 100), 'planned');
+    });
+
+    test('both forms of the bounded COUNT give the same figures', async () => {
+      for (const search of ['Observation?status=final', `Observation?code=${LOINC}|8302-2`, 'Patient?name=smith', 'Encounter?date=ge2015-01-01', 'Observation?subject=Patient/plan-p2&status=final']) {
+        const [type, qs] = search.split('?');
+        const built = await buildSearch(server.app.db, scopeOf(), { resourceType: type, params: [...new URLSearchParams(qs)] });
+        for (const upTo of [5, 30, 100_000]) {
+          const driver = built.count(upTo);
+          const first = (await server.app.db.query<{ n: number; found: number }>(driver.sql, driver.values)).rows[0];
+          const byDriver = driver.again && first.found === upTo && first.n < upTo ? (await server.app.db.query<{ n: number }>(driver.again, driver.values)).rows[0].n : first.n;
+          const planned = built.count(upTo, 'planned');
+          const byPlanner = (await server.app.db.query<{ n: number }>(planned.sql, planned.values)).rows[0].n;
+          const all = built.count();
+          const every = (await server.app.db.query<{ n: number }>(all.sql, all.values)).rows[0].n;
+          assert.equal(byPlanner, byDriver, `${search} up to ${upTo}`);
+          assert.equal(byPlanner, Math.min(every, upTo), `${search} up to ${upTo}`);
+        }
+      }
+    });
+
     test('the bounded COUNT reads about as many rows as it counts, however many match', async () => {
       // 288 Observations have the code; counting 25 of them reads 25 token rows and probes 25
       // resources (the form before read the Observations in order until 25 matched, ~125).
@@ -260,7 +300,7 @@ for (const driver of drivers) {
     });
 
     test('the bounded COUNT is exact up to its bound when a resource has several matching rows (name: family and text)', async () => {
-      const scope = scopeFor({ projectId: server.projectId, superAdmin: false, projectAdmin: false, membershipId: server.member?.membershipId });
+      const scope = scopeOf();
       const count = async (maxCounted: number) => {
         const result = await runSearch(server.app.db, scope, { resourceType: 'Patient', params: [['name', 'smith'], ['_count', '1']] }, { ...DEFAULT_SEARCH_LIMITS, maxCounted });
         return [result.total, result.totalKind];

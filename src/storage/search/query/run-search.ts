@@ -12,7 +12,7 @@ import { SqlParams } from './sql-params.js';
 import { sortTable, sortedPageSql } from './sorted-page.js';
 import { KEY_COLUMNS, afterCursorSql, encodeCursor, keysetOf, type Keyset } from './keyset.js';
 import { accessSql } from './access.js';
-import { boundedCountSql, driverOf, type CountCandidate } from './bounded-count.js';
+import { boundedCountSql, chooseCountForm, driverOf, driverRowsSql, plannedCountSql, type CountCandidate, type CountForm } from './bounded-count.js';
 import { compartmentSql, compartmentTypes } from './compartment.js';
 import { FhirError, badRequest } from '../../../fhir/outcome.js';
 import { COLUMN_PARAMETERS } from '../parameters.js';
@@ -51,9 +51,12 @@ export interface SearchStatements {
   /**
    * `SELECT count(*)::int AS n` of the matches, at most `upTo` when given. A bounded COUNT read
    * from a criterion's index (bounded-count.ts) also gives `found`, and when `found` is `upTo`
-   * but `n` is less, `again` is the statement that answers.
+   * but `n` is less, `again` is the statement that answers. `form: 'planned'` counts with the
+   * search's own WHERE instead (bounded-count.ts `plannedCountSql`; the choice: `chooseCountForm`).
    */
-  count(upTo?: number): { sql: string; values: unknown[]; again?: string };
+  count(upTo?: number, form?: CountForm): { sql: string; values: unknown[]; again?: string };
+  /** The driving criterion's index rows (bounded-count.ts), when the bounded COUNT has one (and so two forms). */
+  driverSql?: string;
 }
 
 /**
@@ -129,8 +132,10 @@ export async function buildSearch(
     whereValues,
     page: { sql: pageSql, values: p.values },
     keyset,
-    count(upTo?: number) {
+    driverSql: candidates.length > 0 ? driverRowsSql(driverOf(candidates) as CountCandidate) : undefined,
+    count(upTo?: number, form: CountForm = 'driver') {
       const driver = upTo === undefined ? undefined : driverOf(candidates);
+      if (driver && upTo !== undefined && form === 'planned') return { sql: plannedCountSql(whereSql, upTo), values: whereValues };
       if (driver && upTo !== undefined) return { ...boundedCountSql(driver, where, upTo), values: whereValues };
       const from = upTo === undefined ? `resource r WHERE ${whereSql}` : `(SELECT 1 FROM resource r WHERE ${whereSql} LIMIT ${upTo}) AS counted`;
       return { sql: `SELECT count(*)::int AS n FROM ${from}`, values: whereValues };
@@ -151,7 +156,10 @@ export async function runSearch(...args: Parameters<typeof buildSearch>): Promis
   const { controls, directives, types, whereSql, whereValues } = built;
   const type = query.resourceType;
   const countTotal = async (upTo?: number): Promise<number> => {
-    const count = built.count(upTo);
+    // A bounded COUNT with a driving criterion has two forms; the planner's estimates pick one.
+    const { driverSql } = built;
+    const form = upTo !== undefined && driverSql !== undefined ? await chooseCountForm((sql, values) => q.query(sql, values), { whereSql, driverSql }, whereValues, upTo) : 'driver';
+    const count = built.count(upTo, form);
     const row = (await q.query<{ n: number; found?: number }>(count.sql, count.values)).rows[0];
     if (count.again && upTo !== undefined && row?.found === upTo && row.n < upTo) return (await q.query<{ n: number }>(count.again, count.values)).rows[0]?.n ?? 0;
     return row?.n ?? 0;
