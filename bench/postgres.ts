@@ -15,6 +15,8 @@ import { freePort } from './server-process.js';
  */
 export interface BenchPostgres {
   url: string;
+  /** The private server's data folder (its postmaster.pid names the server process); undefined for DATABASE_URL. */
+  dataDir?: string;
   /** Size of the benchmark's database on disk. */
   size(): Promise<number>;
   stop(): Promise<void>;
@@ -42,6 +44,7 @@ export async function benchPostgres(): Promise<BenchPostgres> {
   const url = await createDatabase(`postgres://postgres@127.0.0.1:${port}/postgres`);
   return {
     url,
+    dataDir: data,
     size: () => databaseSize(url),
     stop: async () => {
       try {

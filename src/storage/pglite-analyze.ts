@@ -19,6 +19,17 @@ const GROWTH = 0.1;
 const SLACK_PAGES = 4;
 /** How long after a write the check runs: writes in a burst share one check. */
 export const ANALYZE_DELAY_MS = 1000;
+/**
+ * Most of the database thread's time the checks may take while writes go on: after a check
+ * whose statements ran `t` ms, the next waits `t × (1 − SHARE) / SHARE` (at least
+ * {@link ANALYZE_DELAY_MS}, at most {@link MAX_ANALYZE_DELAY_MS}). PGlite has one thread: an
+ * ANALYZE of a large index table (~0.1–0.7 s) holds every request behind it, and under a steady
+ * stream of creates the tables grew 10 % again within seconds — the checks took a fifth of the
+ * thread's time and put their length into the creates' p99 (docs/benchmarks.md).
+ */
+export const ANALYZE_SHARE = 0.1;
+/** Longest wait between two checks while writes go on. */
+export const MAX_ANALYZE_DELAY_MS = 60_000;
 
 /** The tables of the schema whose statistics are stale. */
 const STALE_TABLES = `
@@ -37,23 +48,33 @@ export interface AutoAnalyze {
   stop(): void;
 }
 
+/** The wait before the check that follows one whose statements ran `spentMs` (see {@link ANALYZE_SHARE}). */
+export function analyzeDelay(spentMs: number): number {
+  return Math.min(MAX_ANALYZE_DELAY_MS, Math.max(ANALYZE_DELAY_MS, (spentMs * (1 - ANALYZE_SHARE)) / ANALYZE_SHARE));
+}
+
 /**
- * `run` sends one statement as background work (behind waiting requests, no request deadline).
- * `onError` hears a failed check (logged by the caller; the next write schedules another).
+ * `run` sends one statement as background work (behind waiting requests, no request deadline)
+ * and answers its rows and `ms`, how long the statement itself ran (its wait for the turn not
+ * counted). `onError` hears a failed check (logged by the caller; the next write schedules another).
  */
-export function autoAnalyze(run: (sql: string) => Promise<{ rows: Array<Record<string, unknown>> }>, onError: (err: unknown) => void): AutoAnalyze {
+export function autoAnalyze(run: (sql: string) => Promise<{ rows: Array<Record<string, unknown>>; ms: number }>, onError: (err: unknown) => void): AutoAnalyze {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let stopped = false;
   let again = false;
+  /** How long the last check's statements ran. */
+  let spent = 0;
 
   const check = async () => {
     timer = undefined;
+    spent = 0;
     try {
-      const { rows } = await run(STALE_TABLES);
-      for (const row of rows) {
+      const stale = await run(STALE_TABLES);
+      spent += stale.ms;
+      for (const row of stale.rows) {
         if (stopped) return;
-        await run(`ANALYZE ${String(row.name)}`);
+        spent += (await run(`ANALYZE ${String(row.name)}`)).ms;
       }
     } catch (err) {
       if (!stopped) onError(err);
@@ -73,7 +94,7 @@ export function autoAnalyze(run: (sql: string) => Promise<{ rows: Array<Record<s
           schedule();
         }
       });
-    }, ANALYZE_DELAY_MS);
+    }, analyzeDelay(spent));
     timer.unref();
   };
   return {

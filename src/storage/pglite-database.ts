@@ -118,7 +118,15 @@ export async function openPgliteDatabase(
   };
   // PGlite has no autovacuum: statistics are refreshed in the background after writes.
   const analyzer: AutoAnalyze | undefined = options.autoAnalyze
-    ? autoAnalyze((sql) => withTurn(() => pg.query<Record<string, unknown>>(sql, []), true, 0), options.onAnalyzeError ?? (() => undefined))
+    ? autoAnalyze(
+        (sql) =>
+          withTurn(async () => {
+            const started = performance.now();
+            const { rows } = await pg.query<Record<string, unknown>>(sql, []);
+            return { rows, ms: performance.now() - started };
+          }, true, 0),
+        options.onAnalyzeError ?? (() => undefined),
+      )
     : undefined;
   const wrote = () => analyzer?.noteWrite();
   const transaction = async <T>(fn: (tx: Queryable) => Promise<T>, timeoutMs?: number): Promise<T> => {

@@ -21,10 +21,31 @@ export interface FastNode {
 }
 
 type Step =
-  | { kind: 'member'; name: string }
+  | { kind: 'member'; name: Member }
   | { kind: 'ofType'; type: string }
-  | { kind: 'whereEquals'; name: string; value: string }
-  | { kind: 'whereMatches'; name: string; regex: RegExp };
+  | { kind: 'whereEquals'; name: Member; value: string }
+  | { kind: 'whereMatches'; name: Member; regex: RegExp };
+
+/**
+ * An element name of an expression, with what the R4 model says about it under each parent
+ * path it was read from (`children` looks the model up once per parent path, not per node).
+ */
+interface Member {
+  name: string;
+  byParent: Map<string, Child>;
+}
+
+/** Where child `name` of a parent path is found: its JSON fields (one per choice type, else the name), each typed. */
+interface Child {
+  fields: Array<{ field: string; extension: string; type: string | null; next: string }>;
+}
+
+/** Parent paths remembered per member at most. */
+const MAX_PARENTS = 64;
+
+function member(name: string): Member {
+  return { name, byParent: new Map() };
+}
 
 /** Evaluates from the resource (its type must be the expression's first name); undefined: ask the engine. */
 export type FastExpression = (resource: unknown) => FastNode[] | undefined;
@@ -129,44 +150,43 @@ function run(start: FastNode[], steps: Step[]): FastNode[] {
   return nodes;
 }
 
-/** The child nodes `name` of `parent`, typed as the engine types them (its makeChildResNodes). */
-function children(parent: FastNode, name: string): FastNode[] {
+/** The child nodes `member` of `parent`, typed as the engine types them (its makeChildResNodes). */
+function children(parent: FastNode, member: Member): FastNode[] {
   const data = parent.data;
   if (data === null || typeof data !== 'object' || Array.isArray(data)) return [];
   const object = data as Record<string, unknown>;
-  let path = parent.path + '.' + name;
-  path = MODEL.pathsDefinedElsewhere[path] ?? path;
-  let value: unknown;
-  const choices = MODEL.choiceTypePaths[path];
-  if (choices) {
-    let found = false;
-    for (const t of choices) {
-      const field = name + t;
-      if (object['_' + field] !== undefined) throw UNSUPPORTED;
-      if (object[field] !== undefined) {
-        value = object[field];
-        path += t;
-        found = true;
-        break;
-      }
-    }
-    if (!found) return [];
-  } else {
-    if (object['_' + name] !== undefined) throw UNSUPPORTED;
-    value = object[name];
-    if (name === 'extension') path = 'Extension';
+  let child = member.byParent.get(parent.path);
+  if (!child) {
+    child = resolveChild(parent.path, member.name);
+    // A contained resource's path is its resourceType, which the data names: kept within bounds.
+    if (member.byParent.size < MAX_PARENTS) member.byParent.set(parent.path, child);
   }
-  if (value === undefined || value === null) return [];
-  const type = MODEL.path2Type[path] ?? null;
-  const next = MODEL.path2TypeWithoutElements[path] ?? path;
-  if (!Array.isArray(value)) return [node(value, next, type)];
-  const out: FastNode[] = [];
-  for (const item of value) if (item !== null && item !== undefined) out.push(node(item, next, type));
-  return out;
+  // A choice element takes the first of its types present (`value` → `valueQuantity`, …).
+  for (const { field, extension, type, next } of child.fields) {
+    if (object[extension] !== undefined) throw UNSUPPORTED;
+    const value = object[field];
+    if (value === undefined) continue;
+    if (value === null) return [];
+    if (!Array.isArray(value)) return [node(value, next, type)];
+    const out: FastNode[] = [];
+    for (const item of value) if (item !== null && item !== undefined) out.push(node(item, next, type));
+    return out;
+  }
+  return [];
+}
+
+/** What the R4 model says about child `name` of `parentPath` (see {@link Child}). */
+function resolveChild(parentPath: string, name: string): Child {
+  let path = parentPath + '.' + name;
+  path = MODEL.pathsDefinedElsewhere[path] ?? path;
+  const typed = (field: string, at: string) => ({ field, extension: '_' + field, type: MODEL.path2Type[at] ?? null, next: MODEL.path2TypeWithoutElements[at] ?? at });
+  const choices = MODEL.choiceTypePaths[path];
+  if (choices) return { fields: choices.map((t) => typed(name + t, path + t)) };
+  return { fields: [typed(name, name === 'extension' ? 'Extension' : path)] };
 }
 
 /** The one string value of child `name` (a `where` condition's operand); undefined when absent. */
-function singleString(n: FastNode, name: string): string | undefined {
+function singleString(n: FastNode, name: Member): string | undefined {
   const values = children(n, name);
   if (values.length === 0) return undefined;
   if (values.length > 1 || typeof values[0].data !== 'string') throw UNSUPPORTED;
@@ -192,9 +212,9 @@ function parse(expression: string): { root: string; steps: Step[] } | undefined 
   const steps: Step[] = [];
   for (const segment of segments.slice(1)) {
     let m: RegExpExecArray | null;
-    if (NAME.test(segment) && !KEYWORDS.has(segment)) steps.push({ kind: 'member', name: segment });
+    if (NAME.test(segment) && !KEYWORDS.has(segment)) steps.push({ kind: 'member', name: member(segment) });
     else if ((m = OF_TYPE.exec(segment))) steps.push({ kind: 'ofType', type: m[1] });
-    else if ((m = WHERE_EQUALS.exec(segment))) steps.push({ kind: 'whereEquals', name: m[1], value: m[2] });
+    else if ((m = WHERE_EQUALS.exec(segment))) steps.push({ kind: 'whereEquals', name: member(m[1]), value: m[2] });
     else if ((m = WHERE_MATCHES.exec(segment))) {
       let regex: RegExp;
       try {
@@ -202,7 +222,7 @@ function parse(expression: string): { root: string; steps: Step[] } | undefined 
       } catch {
         return undefined;
       }
-      steps.push({ kind: 'whereMatches', name: m[1], regex });
+      steps.push({ kind: 'whereMatches', name: member(m[1]), regex });
     } else return undefined;
   }
   return { root: segments[0], steps };
