@@ -23,6 +23,7 @@ import { earlyAnswer } from './cli/help.js';
 import { copyCommand } from './cli/copy-to-postgres.js';
 import { dataFolderInUseHint, importForbiddenHint } from './cli/refusals.js';
 import { importPackage } from './cli/import-package.js';
+import { isPrepareWorker, runPrepareWorker } from './storage/bulk-prepare/worker.js';
 import { PackageError } from './profiles/package/package-error.js';
 
 /** A command-line process (import, admin) is no server node: it sends no e-mail (the server's outbox sender does). */
@@ -178,7 +179,9 @@ async function importCommand(args: string[]): Promise<void> {
   const app = await createApp({ ...config, baseTerminology: 'lazy', database: { ...config.database, statementTimeoutMs: 0, autoAnalyze: false } }, CLI_APP);
   // Terminology is indexed by the terminology import; every other resource goes to the
   // clinical bulk load, in batches of one transaction each (docs/rest.md#bulk-load).
-  const loader = app.system.bulkLoad({ projectId, validate: validateResource, batchSize: config.importBatch });
+  // Its batches are prepared by worker threads running this module (docs/rest.md#bulk-load).
+  const workers = config.importWorkers > 0 ? { entry: new URL(import.meta.url), threads: config.importWorkers } : undefined;
+  const loader = app.system.bulkLoad({ projectId, validate: validateResource, batchSize: config.importBatch, workers });
   try {
     if (fhirPackage) {
       const packageDirs = options['--package-dir'] ? [options['--package-dir']] : [];
@@ -304,7 +307,9 @@ async function serve(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-main(process.argv.slice(2)).catch((err) => {
+// A bulk load's preparing thread runs this module too (storage/bulk-prepare): it only prepares batches.
+if (isPrepareWorker()) runPrepareWorker();
+else main(process.argv.slice(2)).catch((err) => {
   console.error(err instanceof DataFolderInUse || err instanceof ListenUnsupported || err instanceof WorkersRefused ? err.message : err);
   if (err instanceof DataFolderInUse) console.error(dataFolderInUseHint(process.argv[2]));
   process.exit(1);

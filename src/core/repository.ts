@@ -183,6 +183,12 @@ export interface SystemRepository extends ResourceRepository {
    * types no hook sees, computed here for the others.
    */
   insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined, indexed?: ReadonlyMap<Resource, unknown>): Promise<void>;
+  /**
+   * Whether a new resource of `resourceType` is stored as its rows alone — no hook takes part in
+   * its write, no access check follows it — so a bulk load may COPY rows it made itself
+   * (storage/bulk-prepare); otherwise it goes through insertNew.
+   */
+  writesRows(resourceType: string): Promise<boolean>;
   /** A clinical bulk load into this storage, in batches of one transaction each (docs/rest.md#bulk-load). */
   bulkLoad(options?: BulkLoadOptions): BulkLoad;
 }
@@ -199,6 +205,14 @@ export interface BulkLoadOptions {
   validate?: (resource: Resource) => OperationOutcomeIssue[];
   /** Called after each stored batch with the number of resources stored so far. */
   progress?: (stored: number) => void;
+  /**
+   * Worker threads that prepare the batches (validation, index rows, COPY text: storage/bulk-prepare)
+   * while the database writes: `entry` is the program's entry module, which runs a worker's loop
+   * when started as one (src/main.ts); `threads` how many (`LATTICE_IMPORT_WORKERS`). Used when
+   * `validate` is the structural validation (validate-resource.ts) or absent; else, or without
+   * this, batches are prepared in the caller's thread.
+   */
+  workers?: { entry: URL | string; threads: number };
 }
 
 /** A bulk load in progress (storage/bulk-load.ts): resources in, batches stored as they fill. */

@@ -342,6 +342,12 @@ export class Repository implements SystemRepository {
     await tx.query(`WITH ${parts.join(', ')} SELECT 1`, params);
   }
 
+  async writesRows(resourceType: string): Promise<boolean> {
+    await this.hooks.ready(this.db, this.since);
+    // As insertNew decides: no hook (beforeWrite included) and nothing to check after the write.
+    return this.hooks.for(resourceType).length === 0 && this.writesAlone(resourceType, 'c');
+  }
+
   bulkLoad(options: BulkLoadOptions = {}): BulkLoad {
     return new BulkLoader(this.db, this, options);
   }
