@@ -178,17 +178,12 @@ export interface SystemRepository extends ResourceRepository {
    * load, docs/rest.md#bulk-load): one COPY per table for all of them where `tx` can COPY
    * (resource, history and index rows; storage/copy-load.ts), else one statement, or one write
    * each for types a hook mirrors. `projectId` owns them (shared when absent).
-   * `indexed`: search-index rows the storage layer computed ahead for some of `resources` (a
-   * bulk load extracts the next batch while the database writes the previous one); used for
-   * types no hook sees, computed here for the others.
+   * `prepared`: what the storage layer made ahead for some of `resources` (a bulk load's worker
+   * threads prepare the next batches while the database writes: storage/bulk-prepare) — their
+   * stored JSON and index rows, with `now` their meta.lastUpdated; used for types no hook sees,
+   * made here for the others.
    */
-  insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined, indexed?: ReadonlyMap<Resource, unknown>): Promise<void>;
-  /**
-   * Whether a new resource of `resourceType` is stored as its rows alone — no hook takes part in
-   * its write, no access check follows it — so a bulk load may COPY rows it made itself
-   * (storage/bulk-prepare); otherwise it goes through insertNew.
-   */
-  writesRows(resourceType: string): Promise<boolean>;
+  insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined, prepared?: { now: string; rows: ReadonlyMap<Resource, unknown> }): Promise<void>;
   /** A clinical bulk load into this storage, in batches of one transaction each (docs/rest.md#bulk-load). */
   bulkLoad(options?: BulkLoadOptions): BulkLoad;
 }

@@ -6,7 +6,7 @@ import { addedSearchParameters } from '../fhir/definitions.js';
 import { validateResource } from '../fhir/validation/validate-resource.js';
 import { PreparePool } from './bulk-prepare/pool.js';
 import { RELATIVE, firstProblem, prepareBatch, type Prepared, type PrepareInput } from './bulk-prepare/prepare.js';
-import { canCopy, copyReady, type CopyReady } from './copy-load.js';
+import type { CopyReady } from './copy-load.js';
 import { INDEX_TABLES } from './search/index-rows.js';
 
 /**
@@ -236,31 +236,25 @@ export class BulkLoader implements BulkLoad {
           throw new BulkLoadError(`${where} is to a resource neither in the database nor in the load`);
         }
       }
-      const copied: CopyReady[] = [];
-      const others: Resource[] = [];
-      const rowsAlone = new Map<string, boolean>();
+      const fresh: Resource[] = [];
+      const rows = new Map<Resource, CopyReady>();
       const repo = this.system.inTransaction(tx);
       for (let i = 0; i < batch.length; i++) {
         const { resource, where } = batch[i];
-        const type = resource.resourceType;
-        const row = stored.get(`${type}/${resource.id}`);
+        const row = stored.get(`${resource.resourceType}/${resource.id}`);
         if (!row) {
-          // New: COPYed as prepared, unless a hook takes part in its write (then insertNew writes it).
-          let alone = rowsAlone.get(type);
-          if (alone === undefined) rowsAlone.set(type, (alone = canCopy(tx) && (await this.system.writesRows(type))));
-          if (alone) copied.push({ resourceType: type, id: resource.id as string, ...prepared.resources[i] });
-          else others.push(resource);
+          fresh.push(resource);
+          rows.set(resource, { resourceType: resource.resourceType, id: resource.id as string, ...prepared.resources[i] });
           continue;
         }
         // Worded as a PUT of another project's id is answered (not found): the load learns no more
         // than a PUT would (docs/rest.md#bulk-load).
-        if (row.project_id !== (projectId ?? null)) throw new BulkLoadError(`${where}: ${type}/${resource.id} cannot be written: Not found`);
+        if (row.project_id !== (projectId ?? null)) throw new BulkLoadError(`${where}: ${resource.resourceType}/${resource.id} cannot be written: Not found`);
         const meta = { ...(resource.meta ?? {}), project: projectId };
         if (!projectId) delete meta.project;
         await repo.update({ ...resource, meta });
       }
-      if (copied.length > 0 && canCopy(tx)) await copyReady(tx, copied, projectId, now);
-      if (others.length > 0) await this.system.insertNew(tx, others, projectId);
+      await this.system.insertNew(tx, fresh, projectId, { now, rows });
       await previous; // rejected: this batch is rolled back
     });
   }

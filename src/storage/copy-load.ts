@@ -14,17 +14,6 @@ import { COPY_INDEX_TABLES, indexCopyText, manyIndexCtes } from './search/index-
  * The text of each resource is made apart from the write (`copyReady`): a bulk load makes it in
  * its worker threads (storage/bulk-prepare), and this thread only joins and sends it.
  */
-export interface NewVersions {
-  resources: Resource[];
-  /** The stored JSON of each resource (with its meta). */
-  contents: string[];
-  /** The index rows of each resource. */
-  rows: IndexRows[];
-  projectId: string | undefined;
-  /** `last_updated` of them all. */
-  now: string;
-}
-
 /** One new resource ready to COPY: its stored JSON and its index rows as COPY text. */
 export interface CopyReady {
   resourceType: string;
@@ -51,16 +40,13 @@ export function canCopy(tx: Queryable): tx is CopyQueryable {
   return typeof tx.copyRows === 'function';
 }
 
-/** Writes `batch` (resources new to the database) in `tx`: resource, history and index rows. */
-export async function copyNew(tx: CopyQueryable, batch: NewVersions): Promise<void> {
-  const ready = batch.resources.map((resource, i) => {
-    const id = resource.id as string;
-    return { resourceType: resource.resourceType, id, content: batch.contents[i], copy: copyLines(resource.resourceType, id, batch.rows[i]), text: batch.rows[i].text };
-  });
-  await copyReady(tx, ready, batch.projectId, batch.now);
+/** A new resource ready to COPY from its stored JSON and index rows (made in this thread). */
+export function copyReadyOf(resource: Resource, content: string, rows: IndexRows): CopyReady {
+  const id = resource.id as string;
+  return { resourceType: resource.resourceType, id, content, copy: copyLines(resource.resourceType, id, rows), text: rows.text };
 }
 
-/** Writes resources new to the database whose rows were made ahead (`copyLines`) in `tx`. */
+/** Writes resources new to the database (resource, history and index rows) in `tx`, in one COPY per table. */
 export async function copyReady(tx: CopyQueryable, resources: CopyReady[], projectId: string | undefined, now: string): Promise<void> {
   if (resources.length === 0) return;
   const tail = `\t1\t${copyField(projectId ?? null)}\t${copyField(now)}\tf\t`;
