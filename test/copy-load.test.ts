@@ -213,6 +213,29 @@ for (const driver of drivers) {
       assert.equal(indexed.rows[0].n, 2);
     });
 
+    test('on PostgreSQL each batch commits without waiting for the disk, and the load ends with a commit that does', { skip: driver !== 'pg' }, async () => {
+      const statements: string[] = [];
+      const recording: Database = {
+        ...server.app.db,
+        transaction: ((fn: (tx: Queryable) => Promise<unknown>, options?: { timeoutMs?: number }) =>
+          server.app.db.transaction((tx) => {
+            statements.push('BEGIN');
+            return fn({
+              query: (sql, params) => (statements.push(sql), tx.query(sql, params)),
+              copyRows: (table: string, columns: string[], text: string) => (tx.copyRows as NonNullable<Queryable['copyRows']>)(table, columns, text),
+            });
+          }, options)) as Database['transaction'],
+      };
+      assert.equal(await load(recording, resources('dur'), 2), 5);
+      const transactions = statements.join('\n').split('BEGIN\n').slice(1);
+      // Three batches (2 + 2 + 1), each with its transaction's own setting; then the barrier.
+      assert.equal(transactions.length, 4, transactions.map((t) => t.slice(0, 60)).join(' | '));
+      for (const batch of transactions.slice(0, 3)) assert.match(batch, /^SET LOCAL synchronous_commit = off\n/);
+      assert.equal(transactions[3].trim(), 'SELECT txid_current()');
+      // The setting was the batches' own (SET LOCAL): a connection of the pool is back to the default.
+      assert.equal((await server.app.db.query<{ s: string }>("SELECT current_setting('synchronous_commit') AS s")).rows[0].s, 'on');
+    });
+
     test('an id stored before becomes a new version; new ids in the same batch are COPYed', async () => {
       assert.equal(await load(server.app.db, [{ resourceType: 'Patient', id: 'ver-1', name: [{ family: 'First' }] }]), 1);
       const copies: string[] = [];

@@ -72,6 +72,8 @@ export class BulkLoader implements BulkLoad {
   private readonly depth: number;
   private readonly pool: PreparePool | undefined;
   stored = 0;
+  /** `stored` when the last barrier (`durable`) committed. */
+  private durableUpTo = 0;
 
   constructor(
     private readonly db: Database,
@@ -123,14 +125,36 @@ export class BulkLoader implements BulkLoad {
     } finally {
       await this.pool?.close();
     }
-    if (this.stored > 0) await this.db.query(`ANALYZE resource, resource_history, ${INDEX_TABLES.map((t) => `search_${t}`).join(', ')}`);
+    if (this.stored > 0) {
+      await this.durable();
+      await this.db.query(`ANALYZE resource, resource_history, ${INDEX_TABLES.map((t) => `search_${t}`).join(', ')}`);
+    }
     return this.stored;
   }
 
-  /** Waits for the batches in flight, if any, whatever their outcome (before closing the database). */
+  /** Waits for the batches in flight, if any, whatever their outcome (before closing the database), and makes the stored ones durable. */
   async settle(): Promise<void> {
     await this.writing.catch(() => undefined); // settles after every earlier batch's write (see write)
     await this.pool?.close();
+    if (this.stored > 0) await this.durable().catch(() => undefined);
+  }
+
+  /**
+   * Returns once every committed batch is on disk. On PostgreSQL the batches commit with
+   * `synchronous_commit = off` (their transaction only: docs/rest.md#bulk-load): a crash may lose
+   * the last ones committed, never part of one (each is still one transaction, and the log is
+   * replayed in order). Here one transaction that writes a commit record commits with the
+   * session's setting (on, unless the server is configured otherwise): PostgreSQL flushes the log
+   * in order, so its flush carries every batch committed before it. Only then does the load
+   * report what it stored. PGlite writes no differently (it runs without fsync anyway).
+   */
+  private async durable(): Promise<void> {
+    if (this.db.driver !== 'pg' || this.durableUpTo === this.stored) return;
+    const stored = this.stored;
+    await this.db.transaction(async (tx) => {
+      await tx.query('SELECT txid_current()'); // an xid, so a commit record to flush
+    });
+    this.durableUpTo = stored;
   }
 
   /**
@@ -228,6 +252,9 @@ export class BulkLoader implements BulkLoad {
       }
     });
     await this.db.transaction(async (tx) => {
+      // This batch's commit does not wait for its write-ahead log to reach the disk: the load's
+      // last commit (or the barrier of `durable`) does, for every batch before it (see `durable`).
+      if (this.db.driver === 'pg') await tx.query('SET LOCAL synchronous_commit = off');
       const keys = [...wanted.keys(), ...batch.map((b) => `${b.resource.resourceType}/${b.resource.id}`)];
       const stored = await storedRows(tx, keys);
       for (const [key, where] of wanted) {
