@@ -122,9 +122,11 @@ export class BulkLoader implements BulkLoad {
     try {
       await this.flush();
       await this.writing;
-    } finally {
-      await this.pool?.close();
+    } catch (err) {
+      await this.settle(); // the batches before the failure are still written (their preparation included)
+      throw err;
     }
+    await this.pool?.close();
     if (this.stored > 0) {
       await this.durable();
       await this.db.query(`ANALYZE resource, resource_history, ${INDEX_TABLES.map((t) => `search_${t}`).join(', ')}`);
