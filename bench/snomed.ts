@@ -21,11 +21,13 @@ import { restartRows } from './snomed-restart.js';
  *
  * BENCH_SNOMED_DIR keeps the release, the PGlite data and the PostgreSQL database URL in that
  * folder and reuses them on the next run (no generation, no import): for measuring restarts
- * again after a change. BENCH_SECONDS=0 skips the rows under load.
+ * again after a change. BENCH_SECONDS=0 skips the rows under load; BENCH_SNOMED_RESTART_ONLY=1
+ * measures only the restarts (no ECL or latency rows).
  */
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = 32;
+const RESTART_ONLY = process.env.BENCH_SNOMED_RESTART_ONLY === '1';
 
 interface Req {
   method: 'GET' | 'POST' | 'PUT';
@@ -184,7 +186,7 @@ export async function benchSnomed(size: number): Promise<string> {
       rows.push(`| pglite | import (goal ≤ 3 min, ≤ 2 GiB) | ${imported.seconds.toFixed(0)} s, peak RSS ${(imported.peakRss / 2 ** 30).toFixed(2)} GiB, data folder ${(folderBytes(pgliteDir) / 2 ** 30).toFixed(2)} GiB |`);
     }
     await restartRows({ ...ADMIN, LATTICE_DATA_DIR: pgliteDir }, model, release, rows, 'pglite', token);
-    await measureServer({ LATTICE_DATA_DIR: pgliteDir }, model, release, rows, 'pglite');
+    if (!RESTART_ONLY) await measureServer({ LATTICE_DATA_DIR: pgliteDir }, model, release, rows, 'pglite');
     if (process.env.BENCH_SNOMED_PG !== '0') await benchSnomedPostgres(dir, reuse, model, release, rows);
     return rows.join('\n');
   } finally {
@@ -208,7 +210,7 @@ async function benchSnomedPostgres(dir: string, reuse: boolean, model: SnomedLik
       if (kept) writeFileSync(urlFile, url);
     }
     await restartRows({ ...ADMIN, DATABASE_URL: url }, model, release, rows, 'pg', token);
-    await measureServer({ DATABASE_URL: url }, model, release, rows, 'pg');
+    if (!RESTART_ONLY) await measureServer({ DATABASE_URL: url }, model, release, rows, 'pg');
   } finally {
     // A kept database stays up for the next run (stop it with pg_ctl when done).
     if (!kept) await postgres?.stop();

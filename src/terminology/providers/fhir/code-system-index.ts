@@ -85,14 +85,23 @@ interface IndexColumns {
   byCode: CodeTable;
   /** Read when first needed from a snapshot (the largest parts; a `$subsumes` never needs them). */
   designations: Lazy<DesignationColumns>;
-  propertyStart: Int32Array;
-  property: { code: PooledColumn<string>; type: PooledColumn<string>; value: TextColumn; system: PooledColumn<string | undefined>; display: PooledColumn<string | undefined> };
+  /** Read when first needed from a snapshot (a point read answers from the database meanwhile: index-provider.ts). */
+  properties: Lazy<PropertyColumns>;
   parentStart: Int32Array;
   parentList: Int32Array;
   childStart: Int32Array;
   childList: Int32Array;
   /** Read when first needed from a snapshot (only ancestry questions need them). */
   ancestors: Lazy<{ start: Int32Array; list: Int32Array }>;
+}
+
+interface PropertyColumns {
+  start: Int32Array;
+  code: PooledColumn<string>;
+  type: PooledColumn<string>;
+  value: TextColumn;
+  system: PooledColumn<string | undefined>;
+  display: PooledColumn<string | undefined>;
 }
 
 interface DesignationColumns {
@@ -147,14 +156,14 @@ function columnsOf(source: IndexSource): IndexColumns {
       value: TextColumn.of(d.list.map((x) => x.value)),
       extension: PooledColumn.of(d.list.map((x) => x.extension)),
     }),
-    propertyStart: p.start,
-    property: {
+    properties: Lazy.of({
+      start: p.start,
       code: PooledColumn.of(p.list.map((x) => x.code)),
       type: PooledColumn.of(p.list.map((x) => x.type)),
       value: TextColumn.of(p.list.map((x) => x.value)),
       system: PooledColumn.of(p.list.map((x) => x.system)),
       display: PooledColumn.of(p.list.map((x) => x.display)),
-    },
+    }),
     parentStart: parents.start,
     parentList: parents.list,
     childStart: children.start,
@@ -164,8 +173,24 @@ function columnsOf(source: IndexSource): IndexColumns {
 }
 
 const TEXT_COLUMNS = ['codes', 'displays', 'definitions'] as const;
-const ARRAYS = ['propertyStart', 'parentStart', 'parentList', 'childStart', 'childList'] as const;
+const ARRAYS = ['parentStart', 'parentList', 'childStart', 'childList'] as const;
 const DESIGNATION_COLUMNS = ['language', 'use', 'value', 'extension'] as const;
+const PROPERTY_COLUMNS = ['code', 'type', 'value', 'system', 'display'] as const;
+
+/** The parts of text column `name` (TextColumn.save) or of pooled column `name` (PooledColumn.save). */
+const columnParts = (name: string, text: boolean) => (text ? [`${name}.text`, `${name}.ends`] : [`${name}.values`, `${name}.at`]);
+
+/** The property columns of a snapshot (`propertyStart`, `property.*`). */
+function propertiesOf(parts: PartSource): PropertyColumns {
+  return {
+    start: intPart(parts, 'propertyStart'),
+    code: PooledColumn.load(parts, 'property.code'),
+    type: PooledColumn.load(parts, 'property.type'),
+    value: TextColumn.load(parts, 'property.value'),
+    system: PooledColumn.load(parts, 'property.system'),
+    display: PooledColumn.load(parts, 'property.display'),
+  };
+}
 
 /** The designation columns of a snapshot (`designationStart`, `designation.*`). */
 function designationsOf(parts: PartSource): DesignationColumns {
@@ -180,7 +205,8 @@ function designationsOf(parts: PartSource): DesignationColumns {
 
 /** The parts an index reads only when first needed (index-cache.ts reads them in the background after it opens one). */
 export const LAZY_PARTS = {
-  designations: ['designationStart', ...DESIGNATION_COLUMNS.flatMap((k) => (k === 'value' ? ['designation.value.text', 'designation.value.ends'] : [`designation.${k}.values`, `designation.${k}.at`]))],
+  properties: ['propertyStart', ...PROPERTY_COLUMNS.flatMap((k) => columnParts(`property.${k}`, k === 'value'))],
+  designations: ['designationStart', ...DESIGNATION_COLUMNS.flatMap((k) => columnParts(`designation.${k}`, k === 'value'))],
   ancestors: ['ancestorStart', 'ancestorList'],
 };
 
@@ -197,13 +223,13 @@ export class CodeSystemIndex {
     const c = 'concepts' in source ? columnsOf(source) : source;
     this.c = c;
     this.maxId = c.maxId;
-    const pooled = [c.statuses, ...Object.values(c.property)];
     this.bytes =
       [c.codes, c.displays, c.definitions].reduce((n, t) => n + t.bytes, 0) +
-      pooled.reduce((n, col) => n + col.bytes, 0) +
+      c.statuses.bytes +
       c.flags.byteLength +
       c.byCode.bytes +
       ARRAYS.reduce((n, a) => n + c[a].byteLength, 0) +
+      c.properties.bytes +
       c.designations.bytes +
       c.ancestors.bytes;
   }
@@ -224,13 +250,16 @@ export class CodeSystemIndex {
     const a = c.ancestors.get();
     parts.set('ancestorStart', a.start);
     parts.set('ancestorList', a.list);
-    for (const [k, col] of Object.entries(c.property)) col.save(parts, `property.${k}`);
+    const pr = c.properties.get();
+    parts.set('propertyStart', pr.start);
+    for (const k of PROPERTY_COLUMNS) pr[k].save(parts, `property.${k}`);
     return parts;
   }
 
   /**
-   * The index a snapshot holds (throws a TypeError when a part is missing). The designations
-   * and the ancestors are read from `parts` when first needed (`bytes`: what they take then).
+   * The index a snapshot holds (throws a TypeError when a part is missing). The properties,
+   * the designations and the ancestors are read from `parts` when first needed (`bytes`: what
+   * they take then).
    */
   static fromParts(parts: PartSource, bytes: (names: string[]) => number = () => 0): CodeSystemIndex {
     const arrays = Object.fromEntries(ARRAYS.map((a) => [a, intPart(parts, a)])) as Record<(typeof ARRAYS)[number], Int32Array>;
@@ -245,18 +274,13 @@ export class CodeSystemIndex {
       ...arrays,
       designations: Lazy.from(() => designationsOf(parts), bytes(LAZY_PARTS.designations)),
       ancestors: Lazy.from(() => ({ start: intPart(parts, 'ancestorStart'), list: intPart(parts, 'ancestorList') }), bytes(LAZY_PARTS.ancestors)),
-      property: {
-        code: PooledColumn.load(parts, 'property.code'),
-        type: PooledColumn.load(parts, 'property.type'),
-        value: TextColumn.load(parts, 'property.value'),
-        system: PooledColumn.load(parts, 'property.system'),
-        display: PooledColumn.load(parts, 'property.display'),
-      },
+      properties: Lazy.from(() => propertiesOf(parts), bytes(LAZY_PARTS.properties)),
     });
   }
 
-  /** Reads what `fromParts` left for later (the designations and the ancestors), if anything. */
+  /** Reads what `fromParts` left for later (the properties, designations and ancestors), if anything. */
   loadAll(): void {
+    this.c.properties.get();
     this.c.ancestors.get();
     this.c.designations.get();
   }
@@ -269,6 +293,16 @@ export class CodeSystemIndex {
   /** Reads a group `fromParts` left for later (if not yet read). */
   load(group: keyof typeof LAZY_PARTS): void {
     this.c[group].get();
+  }
+
+  /** `read` reads a group `fromParts` left for later in the background: `whenLoaded` waits for it. */
+  loadingInBackground(group: keyof typeof LAZY_PARTS, read: Promise<unknown>): void {
+    this.c[group].readInBackground(read);
+  }
+
+  /** Resolves when a group `fromParts` left for later is read (by the background read when one runs, else now). */
+  async whenLoaded(group: keyof typeof LAZY_PARTS): Promise<void> {
+    await this.c[group].ready();
   }
 
   /** The id of a code (exact), or of the same code up to case when `caseInsensitive`; 0 = none. */
@@ -334,9 +368,9 @@ export class CodeSystemIndex {
   }
 
   properties(id: number): StoredProperty[] {
-    const pc = this.c.property;
+    const pc = this.c.properties.get();
     const out: StoredProperty[] = [];
-    for (let i = this.c.propertyStart[id]; i < this.c.propertyStart[id + 1]; i++) {
+    for (let i = pc.start[id]; i < pc.start[id + 1]; i++) {
       out.push({ code: pc.code.get(i), type: pc.type.get(i), value: pc.value.text0(i), system: pc.system.get(i), display: pc.display.get(i) });
     }
     return out;

@@ -223,8 +223,26 @@ export class Lazy<T> {
     if (this.value === undefined) {
       this.value = (this.load as () => T)();
       this.load = undefined;
+      this.background = undefined;
     }
     return this.value;
+  }
+
+  /** The background read of the columns' parts (index-cache.ts), which `ready` waits for rather than reading them again. */
+  private background: Promise<unknown> | undefined;
+
+  readInBackground(read: Promise<unknown>): void {
+    if (this.value === undefined) this.background = read;
+  }
+
+  /**
+   * The columns, once read: after the background read when one runs (its failure is the
+   * background's to report: the columns are then read here, and a part that is not what was
+   * written throws), else read now.
+   */
+  async ready(): Promise<T> {
+    if (this.value === undefined && this.background) await this.background.catch(() => undefined);
+    return this.get();
   }
 
   get loaded(): boolean {

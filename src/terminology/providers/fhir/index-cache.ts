@@ -5,6 +5,7 @@ import { CodeSystemIndex, LAZY_PARTS, loadIndex } from './code-system-index.js';
 import { INDEX_SECTION, partBytes, readSnapshot, snapshotKey, writeSnapshot, type SnapshotRead } from './index-snapshot.js';
 import type { SnapshotFile } from './snapshot-file.js';
 import { SnapshotUnreadable } from './snapshot-format.js';
+import { warmStoredReads } from './sql-provider.js';
 import type { CodeSystemInfo } from '../../types.js';
 
 /**
@@ -208,9 +209,11 @@ export class TerminologyCache {
     if ('missing' in read) return undefined;
     if ('unusable' in read) return read.unusable;
     const { file } = read;
+    // The point reads that answer while the lazy parts load (index-provider.ts), made ready meanwhile.
+    if (file) void warmStoredReads(this.db, cs.key).catch(() => undefined);
     try {
       // From a file copy, what every question needs is read now, the rest when first needed (readRest).
-      const later = [...LAZY_PARTS.designations, ...LAZY_PARTS.ancestors];
+      const later = Object.values(LAZY_PARTS).flat();
       if (file) await file.prefetch([...file.layout.entries.keys()].filter((name) => !later.includes(name)));
       const index = CodeSystemIndex.fromParts(read.parts, (names) => partBytes(read, names));
       if (!file) index.loadAll();
@@ -230,13 +233,26 @@ export class TerminologyCache {
    * database's copy) and removes the file.
    */
   private readRest(cs: CodeSystemInfo, index: CodeSystemIndex, file: SnapshotFile): void {
+    // The smaller groups first; a group a question read meanwhile is not read again. A
+    // question that needs a group waits for its read (CodeSystemIndex.whenLoaded) instead of
+    // reading it again; point reads of properties and designations answer from the database
+    // meanwhile (index-provider.ts).
+    let previous: Promise<void> = Promise.resolve(this.heldBackground).then(
+      () => undefined,
+      () => undefined,
+    );
+    const reads = (['properties', 'ancestors', 'designations'] as const).map((group) => {
+      const read = previous.then(async () => {
+        if (!index.loaded(group)) await file.prefetch(LAZY_PARTS[group]);
+        index.load(group);
+      });
+      index.loadingInBackground(group, read);
+      previous = read;
+      return read;
+    });
     const job = (async () => {
       try {
-        // Ancestors first (smaller); a group a question read meanwhile is not read again.
-        for (const group of ['ancestors', 'designations'] as const) {
-          if (!index.loaded(group)) await file.prefetch(LAZY_PARTS[group]);
-          index.load(group);
-        }
+        await Promise.all(reads);
         await file.close();
       } catch (err) {
         await file.discard();
@@ -246,6 +262,14 @@ export class TerminologyCache {
     })();
     this.writes.add(job);
     void job.finally(() => this.writes.delete(job));
+  }
+
+  /** Background reads of persisted parts (readRest) start when this resolves (tests: a question answered while a part is not yet read). */
+  private heldBackground: Promise<unknown> | undefined;
+
+  /** Holds the background reads of indexes opened from now on until `until` resolves (tests). */
+  holdBackgroundReads(until: Promise<unknown>): void {
+    this.heldBackground = until;
   }
 
   /** Forgets the kept index of `key` if it is `index`. */

@@ -92,6 +92,8 @@ export async function filterMatcher(
   const property = f.property ?? '';
   if (typeof f.value !== 'string' || f.value === '') throw invalidValueSet(msg.filterNoValue(cs.url, property, op), path, 'UNABLE_TO_HANDLE_SYSTEM_FILTER_WITH_NO_VALUE');
   const value = f.value;
+  // Filters on properties read them all (a persisted index reads them in the background: wait for that read).
+  await index.whenLoaded('properties');
   const list = () => value.split(',').map((v) => v.trim()).filter(Boolean);
   const insensitive = !cs.caseSensitive;
   const norm = (v: string) => (insensitive ? v.toLowerCase() : v);

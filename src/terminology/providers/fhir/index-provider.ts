@@ -4,6 +4,7 @@ import { supplementCanonical, supplementsOf, type CodeSystemProvider, type Conce
 import { requestIndex, type CodeSystemIndex } from './code-system-index.js';
 import { compileInclude } from './index-filters.js';
 import { terminologyCache } from './index-cache.js';
+import { storedDesignations, storedProperties } from './sql-provider.js';
 
 /**
  * The code systems stored as FHIR resources (and those a request supplies inline), answered from
@@ -19,6 +20,12 @@ import { terminologyCache } from './index-cache.js';
  * away.
  */
 const SLICE_MS = 10;
+
+/**
+ * Most concepts whose designations are read from the database while a persisted index reads
+ * its own (a `$lookup`, a page of an expansion); a question about more waits for the index.
+ */
+const STORED_DESIGNATIONS_AT_MOST = 1_000;
 
 /** The in-memory index of `cs`: request-supplied, or the cached copy of the database index (waits for its build). */
 export function indexOf(tc: TermContext, cs: CodeSystemInfo): Promise<CodeSystemIndex> {
@@ -52,15 +59,26 @@ export class IndexProvider implements CodeSystemProvider {
     return [...new Set(ids)].filter((id) => index.has(id)).sort((a, b) => a - b).map((id) => index.concept(id));
   }
 
-  /** Designations of the concepts and of their namesakes (same code) in the requested supplements. */
+  /**
+   * Designations of the concepts and of their namesakes (same code) in the requested
+   * supplements. While a persisted index reads its designations in the background (the largest
+   * part of its snapshot: docs/terminology.md#persisted-indexes), those of a few concepts are
+   * read from the database — the rows the index holds, in its order — rather than waiting.
+   */
   async designations(ids: number[]): Promise<Map<number, Designation[]>> {
     const { index } = this;
     const out = new Map<number, Designation[]>();
     const supplements = supplementsOf(this.tc, this.cs);
     const sups = await this.supplementIndexes();
+    for (const s of sups) await s.whenLoaded('designations');
+    let stored: Map<number, Designation[]> | undefined;
+    if (!index.loaded('designations')) {
+      if (ids.length <= STORED_DESIGNATIONS_AT_MOST) stored = await storedDesignations(this.tc.db, this.cs.key, ids.filter((id) => index.has(id)));
+      else await index.whenLoaded('designations');
+    }
     for (const id of ids) {
       if (out.has(id) || !index.has(id)) continue;
-      const list = index.designations(id);
+      const list = stored ? [...(stored.get(id) ?? [])] : index.designations(id);
       sups.forEach((s, i) => {
         const sid = s.idOf(index.code(id), false);
         if (sid > 0) list.push(...s.designations(sid).map((d) => ({ ...d, source: supplementCanonical(supplements[i]) })));
@@ -70,13 +88,16 @@ export class IndexProvider implements CodeSystemProvider {
     return out;
   }
 
+  /** The stored properties, then those of its namesakes in the supplements; like designations, from the database while a persisted index reads them. */
   async properties(id: number): Promise<StoredProperty[]> {
     const { index } = this;
     if (!index.has(id)) return [];
-    const list = index.properties(id);
+    const list = index.loaded('properties') ? index.properties(id) : await storedProperties(this.tc.db, this.cs.key, id);
     for (const s of await this.supplementIndexes()) {
       const sid = s.idOf(index.code(id), false);
-      if (sid > 0) list.push(...s.properties(sid));
+      if (sid === 0) continue;
+      await s.whenLoaded('properties');
+      list.push(...s.properties(sid));
     }
     return list;
   }
@@ -88,6 +109,7 @@ export class IndexProvider implements CodeSystemProvider {
   }
 
   async isAncestor(ancestor: number, descendant: number): Promise<boolean> {
+    await this.index.whenLoaded('ancestors');
     return this.index.isAncestor(ancestor, descendant);
   }
 
@@ -105,6 +127,7 @@ export class IndexProvider implements CodeSystemProvider {
     const { index } = this;
     const match = await compileInclude(this.tc, this.cs, index, selection.include, selection.path, selection.activeOnly);
     const matches = selection.text ? textFilterMatcher(selection.text) : undefined;
+    if (selection.text) await index.whenLoaded('designations');
     const textMatch = (id: number) => !matches || matches(index.code(id), [index.display(id) ?? '', ...index.designations(id).map((d) => d.value)]);
     const out: number[] = [];
     if (within) {

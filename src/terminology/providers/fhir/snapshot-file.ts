@@ -1,6 +1,6 @@
 import { readSync } from 'node:fs';
 import { open, rm, type FileHandle } from 'node:fs/promises';
-import { headBytes, partOf, partRange, snapshotLayout, SnapshotUnreadable, type PartEntry, type PartSource, type SnapshotLayout, type SnapshotPart } from './snapshot-format.js';
+import { headBytes, partOf, partOfInSlices, partRange, snapshotLayout, SnapshotUnreadable, type PartEntry, type PartSource, type SnapshotLayout, type SnapshotPart } from './snapshot-format.js';
 
 /**
  * A snapshot's file copy read part by part (docs/terminology.md#persisted-indexes): opening it
@@ -48,7 +48,7 @@ export class SnapshotFile implements PartSource {
     }
     if (this.closed) throw new SnapshotUnreadable(`part ${name} asked for after the file was closed`);
     const { at, bytes } = partRange(this.layout, p);
-    const out = new Uint8Array(new ArrayBuffer(bytes));
+    const out = uninitialised(bytes);
     for (let done = 0; done < bytes; ) {
       const n = readSync(this.handle.fd, out, done, bytes - done, at + done);
       if (n === 0) throw new SnapshotUnreadable(`part ${name} is truncated`);
@@ -68,7 +68,7 @@ export class SnapshotFile implements PartSource {
 
   private async read(p: PartEntry): Promise<SnapshotPart> {
     const { at, bytes } = partRange(this.layout, p);
-    return partOf(p, await readAt(this.handle, at, bytes));
+    return partOfInSlices(p, await readAt(this.handle, at, bytes));
   }
 
   /** Bytes parts take in memory once read (texts as UTF-16 at most). */
@@ -102,11 +102,20 @@ export class SnapshotFile implements PartSource {
 
 /** `length` bytes of a file from `position`, in a buffer of their own. */
 async function readAt(handle: FileHandle, position: number, length: number): Promise<Uint8Array> {
-  const out = new Uint8Array(new ArrayBuffer(length));
+  const out = uninitialised(length);
   for (let done = 0; done < length; ) {
     const { bytesRead } = await handle.read(out, done, length - done, position + done);
     if (bytesRead === 0) throw new SnapshotUnreadable('truncated file');
     done += bytesRead;
   }
   return out;
+}
+
+/**
+ * `length` bytes of memory of their own, not zeroed (every byte is read into before use): zeroing
+ * the tens of MB of a large part took as long as reading them.
+ */
+function uninitialised(length: number): Uint8Array {
+  const b = Buffer.allocUnsafeSlow(length);
+  return new Uint8Array(b.buffer, b.byteOffset, length);
 }

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import type { CodeSystem } from '@medplum/fhirtypes';
 import { codeSystemRows } from './code-system-rows.js';
 import { CodeSystemIndex, indexFromRows } from './code-system-index.js';
-import { checksum, decodeSnapshot, encodeSnapshot, SnapshotUnreadable, type SnapshotParts } from './snapshot-format.js';
+import { checksum, decodeSnapshot, encodeSnapshot, partOf, partOfInSlices, partRange, snapshotLayout, SnapshotUnreadable, type SnapshotParts } from './snapshot-format.js';
 
 /**
  * The binary form of persisted indexes (docs/terminology.md#persisted-indexes): parts come back
@@ -33,6 +33,32 @@ describe('snapshot format', () => {
       const back = roundTrip(parts, size);
       assert.deepEqual([...back.keys()].sort(), [...parts.keys()].sort());
       for (const [name, part] of parts) assert.deepEqual(back.get(name), part, `${name} (chunks of ${size})`);
+    }
+  });
+
+  test('a part read in slices (background reads) is the part read at once; a changed byte is refused the same way', async () => {
+    // Texts of several MiB whose slices would cut multi-byte characters and surrogate pairs.
+    const long = 'ab – 心臓病 😀 '.repeat(300_000);
+    const parts: SnapshotParts = new Map<string, Int32Array | string>([
+      ['ints', Int32Array.from({ length: 600_000 }, (_, i) => i * 7)],
+      ['text', long],
+      ['odd', `${'😀'.repeat(700_000)}\uD800${'x'.repeat(3)}`],
+    ]);
+    const buffers = encodeSnapshot(parts);
+    const whole = Buffer.concat(buffers);
+    const layout = snapshotLayout(whole.subarray(0, buffers[0].length), whole.length, checksum([buffers[0]]));
+    const bytesOf = (name: string) => {
+      const { at, bytes } = partRange(layout, layout.entries.get(name)!);
+      return new Uint8Array(whole.subarray(at, at + bytes));
+    };
+    for (const name of parts.keys()) {
+      const entry = layout.entries.get(name)!;
+      const sliced = await partOfInSlices(entry, bytesOf(name));
+      assert.deepEqual(sliced, partOf(entry, bytesOf(name)), name);
+      assert.deepEqual(sliced, parts.get(name), name);
+      const changed = bytesOf(name);
+      changed[changed.length >> 1] ^= 1;
+      await assert.rejects(partOfInSlices(entry, changed), new RegExp(`checksum mismatch in part ${name}`));
     }
   });
 

@@ -145,6 +145,41 @@ export function partOf(p: PartEntry, bytes: Uint8Array): SnapshotPart {
 }
 
 /**
+ * `partOf` in slices of at most SLICE bytes, giving the event loop back after each: a part read
+ * in the background (tens of MB: the checksum and the decoding of its text) never holds a
+ * request up for more than a slice. The same part, the same checks.
+ */
+export async function partOfInSlices(p: PartEntry, bytes: Uint8Array): Promise<SnapshotPart> {
+  let crc = 0;
+  for (let at = 0; at < bytes.length; at += SLICE) {
+    crc = crc32(bytes.subarray(at, Math.min(at + SLICE, bytes.length)), crc);
+    await turn();
+  }
+  if (crc >>> 0 !== p.crc) throw new SnapshotUnreadable(`checksum mismatch in part ${p.name}`);
+  if (p.kind === 'i32' || p.kind === 'u8') return partOf(p, bytes);
+  const buffer = bufferOf(bytes);
+  const pieces: string[] = [];
+  for (let at = 0; at < bytes.length; ) {
+    let end = Math.min(at + SLICE, bytes.length);
+    // Cut between characters: UTF-8 not inside a sequence (continuation bytes are 10xxxxxx), UTF-16 at a code unit.
+    let cut = end;
+    if (p.kind === 'utf8') while (cut < bytes.length && cut > at + 4 && (bytes[cut] & 0xc0) === 0x80) cut--;
+    else cut -= (cut - at) % 2;
+    if (cut > at) end = cut;
+    pieces.push(buffer.toString(p.kind === 'utf8' ? 'utf8' : 'utf16le', at, end));
+    at = end;
+    await turn();
+  }
+  // One flat string (a join copies the pieces into one), as `partOf` makes.
+  return pieces.length === 1 ? pieces[0] : pieces.join('');
+}
+
+/** Bytes checked or decoded between two turns of the event loop (~1 ms of work). */
+const SLICE = 1 << 20;
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
  * The parts of a snapshot given as consecutive chunks (the database's copy), each checked, when
  * its head's checksum is `crc`. Numeric parts are copied into buffers of their own (the chunks
  * are not kept); texts are decoded once each.

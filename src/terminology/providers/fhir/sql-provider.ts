@@ -3,6 +3,8 @@ import { regexError, textFilterMatcher } from '../filters.js';
 import { supplementCanonical, supplementsOf, type CodeSystemProvider, type ConceptSelection } from '../provider.js';
 import { BindValues } from '../../../storage/bind-values.js';
 import { includeConditions, textCondition } from './sql-filters.js';
+import { designationOf } from './code-system-index.js';
+import type { Queryable } from '../../../core/database.js';
 
 /**
  * The code systems stored as FHIR resources, answered straight from the database index
@@ -207,4 +209,45 @@ export class SqlProvider implements CodeSystemProvider {
       throw regexError(err) ?? err;
     }
   }
+}
+
+/**
+ * The stored designations of concepts `ids` of code system `key` (not its supplements'), as the
+ * in-memory index has them (code-system-index.ts#loadIndex reads the same rows in the same
+ * order: storage order within a concept): what a persisted index answers while it reads its
+ * designations in the background (index-provider.ts). One index probe per concept.
+ */
+export async function storedDesignations(q: Queryable, key: number, ids: number[]): Promise<Map<number, Designation[]>> {
+  const out = new Map<number, Designation[]>();
+  if (ids.length === 0) return out;
+  const res = await q.query<{ concept: number; language: string | null; use_system: string | null; use_code: string | null; use_display: string | null; value: string; extension: string | null }>(
+    'SELECT concept, language, use_system, use_code, use_display, value, extension FROM tx_designation WHERE cs_key = $1 AND concept = ANY($2::int[])',
+    [key, [...new Set(ids)]],
+  );
+  for (const r of res.rows) {
+    const list = out.get(r.concept) ?? [];
+    list.push(designationOf(r));
+    out.set(r.concept, list);
+  }
+  return out;
+}
+
+/** The stored properties of concept `id` of code system `key` (not its supplements'), as the in-memory index has them (same rows, same order). */
+export async function storedProperties(q: Queryable, key: number, id: number): Promise<StoredProperty[]> {
+  const res = await q.query<{ code: string; type: string; value: string; system: string | null; display: string | null }>(
+    'SELECT code, type, value, system, display FROM tx_concept_property WHERE cs_key = $1 AND concept = $2',
+    [key, id],
+  );
+  return res.rows.map((r) => ({ code: r.code, type: r.type, value: r.value, system: r.system ?? undefined, display: r.display ?? undefined }));
+}
+
+/**
+ * Runs the point reads above once for concept 1 of code system `key`, answers unused: while a
+ * persisted index opens, the database (PGlite: in its own thread) opens the tables and index
+ * pages the first answers then read (index-cache.ts) — on PGlite the first read of a table
+ * after a start took as long as the rest of a `$lookup`.
+ */
+export async function warmStoredReads(q: Queryable, key: number): Promise<void> {
+  await storedDesignations(q, key, [1]);
+  await storedProperties(q, key, 1);
 }

@@ -18,6 +18,7 @@ export async function evaluateEclFilter(graph: SnomedGraph, text: string, path: 
     // Description filters on description ids (or an edition loaded before the loader recorded
     // acceptability with each description) read the part of the graph read on first need.
     if (needsDescriptions(expression)) {
+      await graph.index.whenLoaded('designations');
       if (needsDescriptionIds(expression) || !graph.acceptabilityRecorded()) await graph.loadDescriptions();
       else graph.registerDialects();
     }

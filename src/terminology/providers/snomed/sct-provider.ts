@@ -224,6 +224,7 @@ export class SnomedProvider implements CodeSystemProvider {
     if (selection.text) {
       const matches = textFilterMatcher(selection.text);
       const index = graph.index;
+      await index.whenLoaded('designations');
       ids = ids.filter((id) => matches(index.code(id), [index.display(id) ?? '', ...index.designations(id).filter((d) => !sctDesignation(d).retired).map((d) => d.value)]));
     }
     const listed = (selection.include.concept ?? []).map((c) => c.code).filter((code) => isPostcoordinated(code));
