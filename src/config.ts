@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 /**
  * Bounds on the work one search may ask for (docs/rest.md#limits), checked by the search
  * (storage/search/query/limits.ts) before any SQL is built: a search's cost grows with its parameters, their values and its chains, and one
@@ -103,6 +104,11 @@ export interface Config {
   accessTokenLifetime: number;
   /** Resources per batch of a clinical bulk load (`lattice import`, `LATTICE_IMPORT_BATCH`). */
   importBatch: number;
+  /**
+   * Worker threads that prepare a clinical bulk load's batches (`LATTICE_IMPORT_WORKERS`; 0: in the
+   * import's own thread). Default: the cores but one (the database uses one), at most 4.
+   */
+  importWorkers: number;
   /** Most entries a batch/transaction Bundle may have (default 10000). */
   bundleMaxEntries: number;
   /** Time a transaction Bundle gets per entry beyond the transaction limit (ms, `LATTICE_BUNDLE_ENTRY_MS`). */
@@ -275,6 +281,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     fhirpathTimeoutMs: positiveIntOf(env.LATTICE_FHIRPATH_TIMEOUT, 1000, 'LATTICE_FHIRPATH_TIMEOUT'),
     importBatch: intOf(env.LATTICE_IMPORT_BATCH, 1000, 'LATTICE_IMPORT_BATCH') || 1000,
+    importWorkers: intOf(env.LATTICE_IMPORT_WORKERS, Math.max(1, Math.min(4, availableParallelism() - 1)), 'LATTICE_IMPORT_WORKERS'),
     bulkExport: {
       maxJobsPerCaller: intOf(env.LATTICE_EXPORT_MAX_JOBS, 2, 'LATTICE_EXPORT_MAX_JOBS') || 1,
       expirySeconds: intOf(env.LATTICE_EXPORT_EXPIRY, 86_400, 'LATTICE_EXPORT_EXPIRY'),

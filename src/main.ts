@@ -15,7 +15,7 @@ import { importRf2 } from './terminology/store/rf2-import.js';
 import { ReleaseFileError } from './terminology/store/release-file-error.js';
 import { rf2Upload } from './terminology/store/rf2-transfer.js';
 import { JsonStreamError } from './terminology/store/json-stream.js';
-import { BulkLoadError } from './core/repository.js';
+import { BulkLoadError, storedNote } from './core/repository.js';
 import { validateResource } from './fhir/validation/validate-resource.js';
 import { checkPasswordStrength } from './auth/accounts.js';
 import { generatePassword, readNewPassword, setPasswordByEmail } from './auth/set-password-cli.js';
@@ -23,6 +23,7 @@ import { earlyAnswer } from './cli/help.js';
 import { copyCommand } from './cli/copy-to-postgres.js';
 import { dataFolderInUseHint, importForbiddenHint } from './cli/refusals.js';
 import { importPackage } from './cli/import-package.js';
+import { isPrepareWorker, runPrepareWorker } from './storage/bulk-prepare/worker.js';
 import { PackageError } from './profiles/package/package-error.js';
 
 /** A command-line process (import, admin) is no server node: it sends no e-mail (the server's outbox sender does). */
@@ -178,7 +179,9 @@ async function importCommand(args: string[]): Promise<void> {
   const app = await createApp({ ...config, baseTerminology: 'lazy', database: { ...config.database, statementTimeoutMs: 0, autoAnalyze: false } }, CLI_APP);
   // Terminology is indexed by the terminology import; every other resource goes to the
   // clinical bulk load, in batches of one transaction each (docs/rest.md#bulk-load).
-  const loader = app.system.bulkLoad({ projectId, validate: validateResource, batchSize: config.importBatch });
+  // Its batches are prepared by worker threads running this module (docs/rest.md#bulk-load).
+  const workers = config.importWorkers > 0 ? { entry: new URL(import.meta.url), threads: config.importWorkers } : undefined;
+  const loader = app.system.bulkLoad({ projectId, validate: validateResource, batchSize: config.importBatch, workers });
   try {
     if (fhirPackage) {
       const packageDirs = options['--package-dir'] ? [options['--package-dir']] : [];
@@ -213,7 +216,7 @@ async function importCommand(args: string[]): Promise<void> {
       return;
     }
     if (!(err instanceof BulkLoadError || err instanceof JsonStreamError || err instanceof SharedClinicalImport)) throw err;
-    console.error(`${file}: ${err.message} (${loader.stored} resources of earlier batches are stored)`);
+    console.error(`${file}: ${err.message} (${storedNote(loader, 'earlier batches')})`);
     process.exitCode = 1;
   } finally {
     await app.close();
@@ -304,7 +307,9 @@ async function serve(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-main(process.argv.slice(2)).catch((err) => {
+// A bulk load's preparing thread runs this module too (storage/bulk-prepare): it only prepares batches.
+if (isPrepareWorker()) runPrepareWorker();
+else main(process.argv.slice(2)).catch((err) => {
   console.error(err instanceof DataFolderInUse || err instanceof ListenUnsupported || err instanceof WorkersRefused ? err.message : err);
   if (err instanceof DataFolderInUse) console.error(dataFolderInUseHint(process.argv[2]));
   process.exit(1);

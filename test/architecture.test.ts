@@ -163,6 +163,20 @@ describe('architecture', () => {
     assert.deepEqual(up, []);
   });
 
+  test('src/storage/bulk-prepare (a bulk load\'s worker threads) stands on core, fhir, the search index and the COPY format; only the bulk load and the entry module reach it (src/storage/bulk-prepare/README.md)', () => {
+    const B = 'src/storage/bulk-prepare/';
+    const allowed = (m: string) =>
+      m.startsWith(B) || m.startsWith('src/core/') || m.startsWith('src/fhir/') || m.startsWith('src/storage/search/') || m === 'src/storage/copy-load.ts';
+    const down = [...graph]
+      .filter(([from]) => from.startsWith(B))
+      .flatMap(([from, { modules }]) => modules.filter((m) => !allowed(m)).map((m) => `${from} → ${m}`));
+    assert.deepEqual(down, []);
+    const up = [...graph]
+      .filter(([from]) => !from.startsWith(B) && from !== 'src/storage/bulk-load.ts' && from !== 'src/main.ts')
+      .flatMap(([from, { modules }]) => modules.filter((m) => m.startsWith(B)).map((m) => `${from} → ${m}`));
+    assert.deepEqual(up, []);
+  });
+
   test('no import cycles', () => {
     const cycles: string[] = [];
     const state = new Map<string, 'open' | 'done'>();

@@ -2,14 +2,20 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Resource } from '@medplum/fhirtypes';
 import type { Database, Queryable } from '../src/core/database.js';
+import { validateResource } from '../src/fhir/validation/validate-resource.js';
 import { BulkLoader, BulkLoadError } from '../src/storage/bulk-load.js';
+import { storedNote } from '../src/core/repository.js';
 import { drivers, startServer, type TestServer } from './harness.js';
 
 /**
  * The bulk load writes its batches with COPY on both drivers (src/storage/copy-load.ts,
  * docs/rest.md#bulk-load): the same rows and search answers as the statement it replaced
- * (still used where a transaction cannot COPY), and each batch all or nothing.
+ * (still used where a transaction cannot COPY), and each batch all or nothing — also when the
+ * batches are prepared by worker threads (src/storage/bulk-prepare).
  */
+
+/** Worker threads running the program's entry module, as `lattice import` starts them. */
+const WORKERS = { entry: new URL('../src/main.ts', import.meta.url), threads: 2 };
 
 const NARRATIVE = '<div xmlns="http://www.w3.org/1999/xhtml">Asthma with a back\\slash, a\ttab and "quotes"</div>';
 
@@ -72,8 +78,8 @@ for (const driver of drivers) {
     });
     after(() => server.stop());
 
-    const load = async (db: Database, items: Resource[], batchSize = 100) => {
-      const loader = new BulkLoader(db, server.app.system, { projectId: server.projectId, batchSize });
+    const load = async (db: Database, items: Resource[], batchSize = 100, options: { workers?: typeof WORKERS; validate?: typeof validateResource } = {}) => {
+      const loader = new BulkLoader(db, server.app.system, { projectId: server.projectId, batchSize, ...options });
       try {
         for (const [i, r] of items.entries()) await loader.add(r, `line ${i + 1}`);
         return await loader.finish();
@@ -137,6 +143,44 @@ for (const driver of drivers) {
       assert.deepEqual(await ids(`/Patient?_content=asthma&_id=cop-p1,cop-p2`), ['p1']);
     });
 
+    test('batches prepared by worker threads store the same rows and answer the same searches as those prepared in this thread', async () => {
+      assert.equal(await load(server.app.db, resources('thr'), 2), 5);
+      const copies: string[] = [];
+      assert.equal(await load(observed(server.app.db, copies), resources('wrk'), 2, { workers: WORKERS, validate: validateResource }), 5);
+      assert.equal(copies.filter((t) => t === 'resource').length, 3, copies.join());
+      const [inThread, inWorkers] = [await snapshot('thr'), await snapshot('wrk')];
+      for (const table of TABLES) assert.ok(inWorkers[table].length > 0, `${table} has rows`);
+      assert.deepEqual(inWorkers, inThread);
+      for (const [i, path] of searches('wrk').entries()) {
+        const found = await ids(path);
+        assert.ok(found.length > 0, `${path} finds the loaded resource`);
+        assert.deepEqual(found, await ids(searches('thr')[i]), path);
+      }
+    });
+
+    test('with worker threads, the first refusal in input order is reported, after the batches before it are stored', async () => {
+      const patient = (id: string, extra: object = {}) => ({ resourceType: 'Patient', id, name: [{ family: 'Order' }], ...extra }) as Resource;
+      const count = async (prefix: string) =>
+        (await server.app.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource WHERE id LIKE $1`, [`${prefix}-%`])).rows[0].n;
+      const options = { workers: WORKERS, validate: validateResource };
+      // An invalid resource (found by a worker) in the second batch comes before a duplicate id
+      // (found when read) in the third: the invalid one is named; the first batch is stored.
+      const items = [patient('ord-1'), patient('ord-2'), patient('ord-3'), patient('ord-4', { birthDate: 'yesterday' }), patient('ord-5'), patient('ord-5')];
+      await assert.rejects(load(server.app.db, items, 2, options), (err: unknown) => {
+        assert.ok(err instanceof BulkLoadError, String(err));
+        assert.match(err.message, /^line 4: .*birthDate/);
+        return true;
+      });
+      assert.equal(await count('ord'), 2);
+      // Invalid and duplicate in the same batch: the invalid one, earlier in the input, is named.
+      await assert.rejects(load(server.app.db, [patient('odd-1'), patient('odd-2', { birthDate: 'yesterday' }), patient('odd-1')], 10, options), /: line 2: .*birthDate/);
+      assert.equal(await count('odd'), 0);
+      // A dangling reference of the second batch: the first is stored.
+      const dangling = { resourceType: 'Observation', id: 'dng-o', status: 'final', code: { text: 'x' }, subject: { reference: 'Patient/dng-none' } } as Resource;
+      await assert.rejects(load(server.app.db, [patient('dng-1'), patient('dng-2'), dangling], 2, options), /line 3: reference Patient\/dng-none is to a resource neither/);
+      assert.equal(await count('dng'), 2);
+    });
+
     test('a batch is all or nothing: a duplicate id, a dangling reference, a row the database refuses mid-batch', async () => {
       const patient = (id: string) => ({ resourceType: 'Patient', id, name: [{ family: 'Whole' }] }) as Resource;
       const count = async (prefix: string) =>
@@ -168,6 +212,61 @@ for (const driver of drivers) {
       assert.equal(history.rows[0].n, 3);
       const indexed = await server.app.db.query<{ n: number }>(`SELECT count(DISTINCT id)::int AS n FROM search_string WHERE id LIKE 'cut-%'`);
       assert.equal(indexed.rows[0].n, 2);
+    });
+
+    // PostgreSQL only: PGlite runs without fsync, so its batches commit as they always did.
+    if (driver === 'pg') test('on PostgreSQL each batch commits without waiting for the disk, and the load ends with a commit that does', async () => {
+      const statements: string[] = [];
+      const recording: Database = {
+        ...server.app.db,
+        transaction: ((fn: (tx: Queryable) => Promise<unknown>, options?: { timeoutMs?: number }) =>
+          server.app.db.transaction((tx) => {
+            statements.push('BEGIN');
+            return fn({
+              query: (sql, params) => (statements.push(sql), tx.query(sql, params)),
+              copyRows: (table: string, columns: string[], text: string) => (tx.copyRows as NonNullable<Queryable['copyRows']>)(table, columns, text),
+            });
+          }, options)) as Database['transaction'],
+      };
+      assert.equal(await load(recording, resources('dur'), 2), 5);
+      const transactions = statements.join('\n').split('BEGIN\n').slice(1);
+      // Three batches (2 + 2 + 1), each with its transaction's own setting; then the barrier.
+      assert.equal(transactions.length, 4, transactions.map((t) => t.slice(0, 60)).join(' | '));
+      for (const batch of transactions.slice(0, 3)) assert.match(batch, /^SET LOCAL synchronous_commit = off\n/);
+      assert.equal(transactions[3].trim(), 'SELECT txid_current()');
+    });
+
+    if (driver === 'pg') test('a load that fails, and whose closing barrier fails too, does not claim its last batches are on disk', async () => {
+      // The database lost at the load's end: the batches committed without waiting for the disk
+      // cannot be confirmed, and the report says so instead of "N are stored".
+      const failing: Database = {
+        ...server.app.db,
+        transaction: ((fn: (tx: Queryable) => Promise<unknown>, options?: { timeoutMs?: number }) =>
+          server.app.db.transaction(
+            (tx) =>
+              fn({
+                query: (sql, params) => (sql.includes('txid_current') ? Promise.reject(new Error('connection lost')) : tx.query(sql, params)),
+                copyRows: (table: string, columns: string[], text: string) => (tx.copyRows as NonNullable<Queryable['copyRows']>)(table, columns, text),
+              }),
+            options,
+          )) as Database['transaction'],
+      };
+      const loader = new BulkLoader(failing, server.app.system, { projectId: server.projectId, batchSize: 2 });
+      for (const [i, r] of resources('lost').slice(0, 4).entries()) await loader.add(r, `line ${i + 1}`);
+      await loader.endBundle();
+      await loader.settle(); // both batches committed; the barrier after them fails
+      assert.equal(loader.stored, 4);
+      assert.equal(loader.unconfirmed, 4);
+      assert.equal(storedNote(loader, 'earlier batches'), '4 resources of earlier batches are stored; the last 4 were committed but not confirmed on disk (the database failed at the load\'s end: check them)');
+    });
+
+    test('a load whose barrier committed reports what it stored, nothing unconfirmed', async () => {
+      const loader = new BulkLoader(server.app.db, server.app.system, { projectId: server.projectId, batchSize: 2 });
+      for (const [i, r] of resources('kept').slice(0, 3).entries()) await loader.add(r, `line ${i + 1}`);
+      assert.equal(await loader.finish(), 3);
+      await loader.settle();
+      assert.equal(loader.unconfirmed, 0);
+      assert.equal(storedNote(loader, 'earlier batches'), '3 resources of earlier batches are stored');
     });
 
     test('an id stored before becomes a new version; new ids in the same batch are COPYed', async () => {

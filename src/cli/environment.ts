@@ -116,6 +116,7 @@ export const ENVIRONMENT: Array<[group: string, variables: Array<[name: string, 
     'lattice import',
     [
       ['LATTICE_IMPORT_BATCH', 'resources per transaction of a clinical import (1000)'],
+      ['LATTICE_IMPORT_WORKERS', 'threads preparing a clinical import\'s batches; 0: none (the cores but one, at most 4)'],
       ['LATTICE_TX_IMPORT_MAX_LINE', 'longest line of an RF2/LOINC release file in bytes (1000000)'],
       ['LATTICE_TOKEN', 'bearer token of --url imports (instead of --token)'],
       ['LATTICE_CLIENT_ID', 'client id of --url imports (instead of --client-id)'],

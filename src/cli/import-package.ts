@@ -1,5 +1,5 @@
 import type { Resource } from '@medplum/fhirtypes';
-import { BulkLoadError, type SystemRepository } from '../core/repository.js';
+import { BulkLoadError, storedNote, type SystemRepository } from '../core/repository.js';
 import { FhirError } from '../fhir/outcome.js';
 import { PackageError } from '../profiles/package/package-error.js';
 import { validateResource } from '../fhir/validation/validate-resource.js';
@@ -67,7 +67,7 @@ export async function importPackage(path: string, app: TerminologyEnv & { system
       // A resource refused (the bulk load's check, the terminology import's, a write's): name its file.
       const text = err instanceof BulkLoadError ? err.message : `${at.file}: ${(err as Error).message}`;
       if (!(err instanceof BulkLoadError || err instanceof FhirError)) throw err;
-      throw new PackageError(`${manifest.path}: ${text} (${loader.stored} resources of the package's earlier batches are stored)`);
+      throw new PackageError(`${manifest.path}: ${text} (${storedNote(loader, "the package's earlier batches")})`);
     }
   }
   return summaries;

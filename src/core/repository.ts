@@ -178,11 +178,12 @@ export interface SystemRepository extends ResourceRepository {
    * load, docs/rest.md#bulk-load): one COPY per table for all of them where `tx` can COPY
    * (resource, history and index rows; storage/copy-load.ts), else one statement, or one write
    * each for types a hook mirrors. `projectId` owns them (shared when absent).
-   * `indexed`: search-index rows the storage layer computed ahead for some of `resources` (a
-   * bulk load extracts the next batch while the database writes the previous one); used for
-   * types no hook sees, computed here for the others.
+   * `prepared`: what the storage layer made ahead for some of `resources` (a bulk load's worker
+   * threads prepare the next batches while the database writes: storage/bulk-prepare) — their
+   * stored JSON and index rows, with `now` their meta.lastUpdated; used for types no hook sees,
+   * made here for the others.
    */
-  insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined, indexed?: ReadonlyMap<Resource, unknown>): Promise<void>;
+  insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined, prepared?: { now: string; rows: ReadonlyMap<Resource, unknown> }): Promise<void>;
   /** A clinical bulk load into this storage, in batches of one transaction each (docs/rest.md#bulk-load). */
   bulkLoad(options?: BulkLoadOptions): BulkLoad;
 }
@@ -199,12 +200,35 @@ export interface BulkLoadOptions {
   validate?: (resource: Resource) => OperationOutcomeIssue[];
   /** Called after each stored batch with the number of resources stored so far. */
   progress?: (stored: number) => void;
+  /**
+   * Worker threads that prepare the batches (validation, index rows, COPY text: storage/bulk-prepare)
+   * while the database writes: `entry` is the program's entry module, which runs a worker's loop
+   * when started as one (src/main.ts); `threads` how many (`LATTICE_IMPORT_WORKERS`). Used when
+   * `validate` is the structural validation (validate-resource.ts) or absent; else, or without
+   * this, batches are prepared in the caller's thread.
+   */
+  workers?: { entry: URL | string; threads: number };
+}
+
+/**
+ * What a refused or failed load says it kept: `N resources of <what> are stored`, and when the last
+ * ones' flush to disk could not be confirmed, that too (a report must not claim more than it knows).
+ */
+export function storedNote(load: BulkLoad, what: string): string {
+  const note = `${load.stored} resources of ${what} are stored`;
+  if (load.unconfirmed === 0) return note;
+  return `${note}; the last ${load.unconfirmed} were committed but not confirmed on disk (the database failed at the load's end: check them)`;
 }
 
 /** A bulk load in progress (storage/bulk-load.ts): resources in, batches stored as they fill. */
 export interface BulkLoad {
   /** Resources stored so far (whole batches). */
   readonly stored: number;
+  /**
+   * Of `stored`, those committed whose flush to disk `settle` could not confirm (PostgreSQL: the
+   * batches commit without waiting for the disk and the closing barrier failed); 0 otherwise.
+   */
+  readonly unconfirmed: number;
   /** Takes one resource; `where` names its place in the input (`line 12`), `fullUrl` its Bundle entry's. Throws BulkLoadError. */
   add(value: unknown, where: string, fullUrl?: string): Promise<void>;
   /** A Bundle ended: its `urn:uuid:` full URLs mean nothing to the next one. */

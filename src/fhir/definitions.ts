@@ -236,6 +236,8 @@ export function searchParameterMap(): Map<string, Map<string, SearchParameter>> 
 }
 
 let storedGeneration = 0;
+/** Every SearchParameter addSearchParameters added, in order (a bulk load's worker threads add the same: storage/bulk-prepare). */
+const addedParameters: SearchParameter[] = [];
 
 /**
  * Adds SearchParameters held as shared content (an implementation guide's, docs/profiles.md#searchparameters)
@@ -261,7 +263,13 @@ export function addSearchParameters(list: SearchParameter[]): SearchParameter[] 
     if (used) added.push(sp);
   }
   if (added.length > 0) storedGeneration++;
+  addedParameters.push(...added);
   return added;
+}
+
+/** The SearchParameters addSearchParameters added so far (beside R4's), in the order added. */
+export function addedSearchParameters(): SearchParameter[] {
+  return [...addedParameters];
 }
 
 /** Changes whenever addSearchParameters added one: what is derived from the map (compiled expressions) is derived again. */

@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { OperationOutcomeIssue, Resource } from '@medplum/fhirtypes';
+import type { Resource } from '@medplum/fhirtypes';
 import type { Database, Queryable } from '../core/database.js';
 import { BulkLoadError, type BulkLoad, type BulkLoadOptions, type SystemRepository } from '../core/repository.js';
-import { extractRows } from './search/extract.js';
-import { INDEX_TABLES, type IndexRows } from './search/index-rows.js';
+import { addedSearchParameters } from '../fhir/definitions.js';
+import { validateResource } from '../fhir/validation/validate-resource.js';
+import { PreparePool } from './bulk-prepare/pool.js';
+import { RELATIVE, firstProblem, prepareBatch, type Prepared, type PrepareInput } from './bulk-prepare/prepare.js';
+import type { CopyReady } from './copy-load.js';
+import { INDEX_TABLES } from './search/index-rows.js';
 
 /**
  * Bulk load of clinical resources (`lattice import`, docs/rest.md#bulk-load): resources are
@@ -18,8 +22,15 @@ import { INDEX_TABLES, type IndexRows } from './search/index-rows.js';
  * stored (not deleted) in the same project or shared. A Bundle entry's `urn:uuid:` full URL
  * gives the resource that id (a UUID is a valid FHIR id) and references to it become `Type/id`.
  *
- * Memory: one batch of resources, plus the `Type/id` keys of the resources loaded so far (about
- * 80 bytes each: the reference check needs them) and, within one Bundle, its full URLs.
+ * The per-resource work — validation, the references a resource makes, its search-index rows,
+ * their COPY text and the stored JSON — is done by worker threads (bulk-prepare/, `workers`
+ * option), a batch per thread, while the database writes earlier batches; this thread reads the
+ * input, checks ids, keeps the order and writes. Refusals are reported as if each resource were
+ * checked as it is read: the first one in input order, after every batch before it is stored.
+ *
+ * Memory: `depth` batches (being prepared or written), plus the `Type/id` keys of the resources
+ * loaded so far (about 80 bytes each: the reference check needs them) and, within one Bundle,
+ * its full URLs. A batch is read only when a slot is free: the database's pace holds the input.
  */
 
 export { BulkLoadError };
@@ -28,7 +39,6 @@ export { BulkLoadError };
 export const DEFAULT_BATCH = 1000;
 
 const FHIR_ID = /^[A-Za-z0-9\-.]{1,64}$/;
-const RELATIVE = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(\/_history\/[^/]+)?$/;
 
 interface Pending {
   resource: Resource;
@@ -37,23 +47,34 @@ interface Pending {
 
 export class BulkLoader implements BulkLoad {
   private batch: Pending[] = [];
-  private readonly loaded = new Set<string>();
+  /** `Type/id` of each resource of the load → the number of its batch (a later batch's is not stored yet when a batch is written). */
+  private readonly loaded = new Map<string, number>();
   /** `urn:uuid:…` full URLs of the current Bundle → `Type/id`. */
   private readonly urns = new Map<string, string>();
   private readonly size: number;
+  private batches = 0;
   /**
-   * The last batch handed to the database and the one before it. A batch's promise settles
-   * after every earlier batch's did (its failure is the one reported), resolving once it is
-   * committed. The next batch is read and checked meanwhile.
+   * The writes of the batches sent and not yet seen committed, oldest first: at most `depth`. A
+   * batch's write settles after every earlier one's did (its failure is the one reported),
+   * resolving once it is committed.
    */
+  private readonly sent: Array<Promise<void>> = [];
+  /** The last batch's write. */
   private writing: Promise<void> = Promise.resolve();
-  private before: Promise<void> = Promise.resolve();
+  /** Rejects with the first refusal found by the preparation of the batches sent so far, in input order. */
+  private checked: Promise<void> = Promise.resolve();
   /**
    * Batches written at once: 2 on PostgreSQL (each on its own connection, so the server's work
    * on one overlaps the other's, and they commit in input order), 1 on PGlite (one engine).
    */
   private readonly inFlight: number;
+  /** Batches between being sent and committed: those written plus one being prepared per thread. */
+  private readonly depth: number;
+  private readonly pool: PreparePool | undefined;
   stored = 0;
+  /** `stored` when the last barrier (`durable`) committed. */
+  private durableUpTo = 0;
+  unconfirmed = 0;
 
   constructor(
     private readonly db: Database,
@@ -62,23 +83,25 @@ export class BulkLoader implements BulkLoad {
   ) {
     this.size = Math.max(1, options.batchSize ?? DEFAULT_BATCH);
     this.inFlight = db.driver === 'pg' ? 2 : 1;
+    const workers = options.workers;
+    // The threads validate with the structural validation: another `validate` keeps the batches here.
+    const threads = workers && (options.validate === undefined || options.validate === validateResource) ? workers.threads : 0;
+    this.pool = workers && threads > 0 ? new PreparePool(workers.entry, threads, { searchParameters: addedSearchParameters() }) : undefined;
+    this.depth = this.inFlight + (this.pool?.size ?? 1);
   }
 
   /** Takes one resource; `where` names its place in the input (`line 12`, `entry 3`); `fullUrl` its Bundle entry's. */
   async add(value: unknown, where: string, fullUrl?: string): Promise<void> {
     if (value === null || typeof value !== 'object' || Array.isArray(value) || typeof (value as Resource).resourceType !== 'string') {
-      throw new BulkLoadError(`${where}: not a FHIR resource (a JSON object with a resourceType)`);
+      throw await this.refusal(new BulkLoadError(`${where}: not a FHIR resource (a JSON object with a resourceType)`), this.batch);
     }
     const resource = { ...(value as Resource) };
     const urn = fullUrl?.startsWith('urn:uuid:') ? fullUrl : undefined;
     if (resource.id === undefined) resource.id = urn ? urn.slice('urn:uuid:'.length) : randomUUID();
-    if (typeof resource.id !== 'string' || !FHIR_ID.test(resource.id)) throw new BulkLoadError(`${where}: invalid id '${String(resource.id)}'`);
-    const problems = this.options.validate?.(resource) ?? [];
-    const first = problems.find((p) => p.severity === 'error' || p.severity === 'fatal');
-    if (first) throw new BulkLoadError(`${where}: ${issueText(first)}`);
+    if (typeof resource.id !== 'string' || !FHIR_ID.test(resource.id)) throw await this.refusal(new BulkLoadError(`${where}: invalid id '${String(resource.id)}'`), this.batch);
     const key = `${resource.resourceType}/${resource.id}`;
-    if (this.loaded.has(key)) throw new BulkLoadError(`${where}: ${key} appears twice in the load`);
-    this.loaded.add(key);
+    if (this.loaded.has(key)) throw await this.refusal(new BulkLoadError(`${where}: ${key} appears twice in the load`), [...this.batch, { resource, where }]);
+    this.loaded.set(key, this.batches);
     if (urn) this.urns.set(urn, key);
     this.batch.push({ resource, where });
     if (this.batch.length >= this.size) await this.flush();
@@ -97,58 +120,124 @@ export class BulkLoader implements BulkLoad {
    * resources). Returns the number of resources stored by this load.
    */
   async finish(): Promise<number> {
-    await this.flush();
-    await this.writing;
-    if (this.stored > 0) await this.db.query(`ANALYZE resource, resource_history, ${INDEX_TABLES.map((t) => `search_${t}`).join(', ')}`);
+    try {
+      await this.flush();
+      await this.writing;
+    } catch (err) {
+      await this.settle(); // the batches before the failure are still written (their preparation included)
+      throw err;
+    }
+    await this.pool?.close();
+    if (this.stored > 0) {
+      await this.durable();
+      await this.db.query(`ANALYZE resource, resource_history, ${INDEX_TABLES.map((t) => `search_${t}`).join(', ')}`);
+    }
     return this.stored;
   }
 
-  /** Waits for the batch in flight, if any, whatever its outcome (before closing the database). */
+  /** Waits for the batches in flight, if any, whatever their outcome (before closing the database), and makes the stored ones durable. */
   async settle(): Promise<void> {
-    await this.writing.catch(() => undefined); // settles after `before` (see write)
+    await this.writing.catch(() => undefined); // settles after every earlier batch's write (see write)
+    await this.pool?.close();
+    if (this.stored > 0) {
+      await this.durable().catch(() => {
+        this.unconfirmed = this.stored - this.durableUpTo; // the report says so (core/repository.ts storedNote)
+      });
+    }
+  }
+
+  /**
+   * Returns once every committed batch is on disk. On PostgreSQL the batches commit with
+   * `synchronous_commit = off` (their transaction only: docs/rest.md#bulk-load): a crash may lose
+   * the last ones committed, never part of one (each is still one transaction, and the log is
+   * replayed in order). Here one transaction that writes a commit record commits with the
+   * session's setting (on, unless the server is configured otherwise): PostgreSQL flushes the log
+   * in order, so its flush carries every batch committed before it. Only then does the load
+   * report what it stored. PGlite writes no differently (it runs without fsync anyway).
+   */
+  private async durable(): Promise<void> {
+    if (this.db.driver !== 'pg' || this.durableUpTo === this.stored) return;
+    const stored = this.stored;
+    await this.db.transaction(async (tx) => {
+      await tx.query('SELECT txid_current()'); // an xid, so a commit record to flush
+    });
+    this.durableUpTo = stored;
+  }
+
+  /**
+   * The refusal to report for `err`, found at the end of `pending` (the resources read since the
+   * last batch sent): a refusal of a batch sent before, else the first invalid resource of
+   * `pending`, else `err` — as if each resource had been validated when it was read.
+   */
+  private async refusal(err: Error, pending: Pending[]): Promise<Error> {
+    try {
+      await this.checked;
+    } catch (earlier) {
+      return earlier as Error;
+    }
+    for (const { resource, where } of this.options.validate ? pending : []) {
+      const problem = firstProblem(this.options.validate?.(resource) ?? []);
+      if (problem) return new BulkLoadError(`${where}: ${problem}`);
+    }
+    return err;
   }
 
   private async flush(): Promise<void> {
     const batch = this.batch;
     if (batch.length === 0) return;
     this.batch = [];
-    // References: `urn:uuid:` ones rewritten; every relative one not of this load is looked up.
-    const wanted = new Map<string, string>(); // Type/id → where it is first referenced
-    for (const item of batch) {
-      item.resource = rewriteReferences(item.resource, (reference) => {
-        if (reference.startsWith('urn:uuid:')) {
-          const key = this.urns.get(reference);
-          if (!key) throw new BulkLoadError(`${item.where}: reference ${reference} is to no entry of the Bundle before it or in its batch`);
-          return key;
-        }
-        const m = RELATIVE.exec(reference);
-        if (m) {
-          const key = `${m[1]}/${m[2]}`;
-          if (!this.loaded.has(key) && !wanted.has(key)) wanted.set(key, `${item.where}: reference ${reference}`);
-        }
-        return reference;
-      });
+    const index = this.batches++;
+    // A Bundle's `urn:uuid:` references become `Type/id` (the preparation refuses one left).
+    if (this.urns.size > 0) {
+      try {
+        for (const item of batch) item.resource = rewriteReferences(item.resource, (reference) => this.urn(reference, item.where));
+      } catch (err) {
+        throw await this.refusal(err as Error, batch);
+      }
     }
-    // The search-index rows are extracted now, while the database still writes the previous
-    // batch (on PostgreSQL the two run in parallel: docs/rest.md#bulk-load).
-    const indexed = new Map<Resource, IndexRows>(batch.map((b) => [b.resource, extractRows(b.resource)]));
-    // At most `inFlight` batches written at once: a failure stops the load before more are written.
-    await (this.inFlight > 1 ? this.before : this.writing);
+    // A slot: the oldest batch's write settles first (its failure stops the load here).
+    while (this.sent.length >= this.depth) await this.sent.shift();
+    const input: PrepareInput = {
+      resources: batch.map((b) => b.resource),
+      wheres: batch.map((b) => b.where),
+      validate: this.options.validate !== undefined,
+      projectId: this.options.projectId,
+      now: new Date().toISOString(),
+    };
+    const prepared = (this.pool ? this.pool.run(input) : Promise.resolve().then(() => prepareBatch(input, this.options.validate))).then((p) => {
+      if (p.problem !== undefined) throw new BulkLoadError(p.problem);
+      return p;
+    });
+    this.checked = this.checked.then(() => prepared.then(() => undefined));
+    this.checked.catch(() => undefined); // reported by refusal or by the batch's write
     const previous = this.writing;
-    const writing = this.write(batch, wanted, indexed, previous);
+    // At most `inFlight` batches written at once: this one starts when the one `inFlight` before it settled.
+    const turn = this.sent.length >= this.inFlight ? this.sent[this.sent.length - this.inFlight] : undefined;
+    const writing = this.write(batch, index, prepared, input.now, turn, previous);
     writing.catch(() => undefined); // awaited (and so reported) by a later flush or by finish
-    this.before = previous;
+    this.sent.push(writing);
     this.writing = writing;
   }
 
+  /** `Type/id` of a Bundle entry's `urn:uuid:` full URL (other references unchanged). */
+  private urn(reference: string, where: string): string {
+    if (!reference.startsWith('urn:uuid:')) return reference;
+    const key = this.urns.get(reference);
+    if (!key) throw new BulkLoadError(`${where}: reference ${reference} is to no entry of the Bundle before it or in its batch`);
+    return key;
+  }
+
   /**
-   * Writes one batch in one transaction, after checking the references it makes outside the
-   * load, and commits it only once `previous` (the batch before it) is committed: stored batches
-   * are always the first ones of the input, and a reference to an earlier batch never dangles.
+   * Writes one batch in one transaction, once prepared, after checking the references it makes
+   * outside the load, and commits it only once `previous` (the batch before it) is committed:
+   * stored batches are always the first ones of the input, and a reference to an earlier batch
+   * never dangles.
    */
-  private async write(batch: Pending[], wanted: Map<string, string>, indexed: ReadonlyMap<Resource, IndexRows>, previous: Promise<void>): Promise<void> {
+  private async write(batch: Pending[], index: number, prepared: Promise<Prepared>, now: string, turn: Promise<void> | undefined, previous: Promise<void>): Promise<void> {
     try {
-      await this.transaction(batch, wanted, indexed, previous);
+      const ready = await prepared;
+      await turn;
+      await this.transaction(batch, index, ready, now, previous);
     } catch (err) {
       await previous; // an earlier batch's failure is the one reported
       throw err;
@@ -157,9 +246,22 @@ export class BulkLoader implements BulkLoad {
     this.options.progress?.(this.stored);
   }
 
-  private async transaction(batch: Pending[], wanted: Map<string, string>, indexed: ReadonlyMap<Resource, IndexRows>, previous: Promise<void>): Promise<void> {
+  private async transaction(batch: Pending[], index: number, prepared: Prepared, now: string, previous: Promise<void>): Promise<void> {
     const projectId = this.options.projectId;
+    // Relative references to resources neither of this load's batches up to this one: looked up.
+    const wanted = new Map<string, string>(); // Type/id → where it is first referenced
+    batch.forEach((item, i) => {
+      for (const reference of prepared.resources[i].refs) {
+        const m = RELATIVE.exec(reference) as RegExpExecArray;
+        const key = `${m[1]}/${m[2]}`;
+        const at = this.loaded.get(key);
+        if ((at === undefined || at > index) && !wanted.has(key)) wanted.set(key, `${item.where}: reference ${reference}`);
+      }
+    });
     await this.db.transaction(async (tx) => {
+      // This batch's commit does not wait for its write-ahead log to reach the disk: the load's
+      // last commit (or the barrier of `durable`) does, for every batch before it (see `durable`).
+      if (this.db.driver === 'pg') await tx.query('SET LOCAL synchronous_commit = off');
       const keys = [...wanted.keys(), ...batch.map((b) => `${b.resource.resourceType}/${b.resource.id}`)];
       const stored = await storedRows(tx, keys);
       for (const [key, where] of wanted) {
@@ -169,11 +271,14 @@ export class BulkLoader implements BulkLoad {
         }
       }
       const fresh: Resource[] = [];
+      const rows = new Map<Resource, CopyReady>();
       const repo = this.system.inTransaction(tx);
-      for (const { resource, where } of batch) {
+      for (let i = 0; i < batch.length; i++) {
+        const { resource, where } = batch[i];
         const row = stored.get(`${resource.resourceType}/${resource.id}`);
         if (!row) {
           fresh.push(resource);
+          rows.set(resource, { resourceType: resource.resourceType, id: resource.id as string, ...prepared.resources[i] });
           continue;
         }
         // Worded as a PUT of another project's id is answered (not found): the load learns no more
@@ -183,7 +288,7 @@ export class BulkLoader implements BulkLoad {
         if (!projectId) delete meta.project;
         await repo.update({ ...resource, meta });
       }
-      await this.system.insertNew(tx, fresh, projectId, indexed);
+      await this.system.insertNew(tx, fresh, projectId, { now, rows });
       await previous; // rejected: this batch is rolled back
     });
   }
@@ -220,10 +325,4 @@ function rewriteReferences<T>(value: T, map: (reference: string) => string): T {
     if (next !== child) (out ??= { ...(value as Record<string, unknown>) })[key] = next;
   }
   return (out ?? value) as T;
-}
-
-function issueText(issue: OperationOutcomeIssue): string {
-  const text = issue.diagnostics ?? issue.details?.text ?? issue.code;
-  const at = issue.expression?.[0];
-  return at ? `${text} (${at})` : text;
 }

@@ -1,7 +1,7 @@
 import type { Resource } from '@medplum/fhirtypes';
 import type { Queryable } from '../core/database.js';
-import { emptyRows, type IndexRows } from './search/index-rows.js';
-import { indexCopyText, manyIndexCtes } from './search/index-writer.js';
+import { TABLE_COLUMNS, emptyRows, type IndexRows } from './search/index-rows.js';
+import { COPY_INDEX_TABLES, indexCopyText, manyIndexCtes } from './search/index-writer.js';
 
 /**
  * The first versions of new resources written with COPY (a bulk load, docs/rest.md#bulk-load):
@@ -10,46 +10,71 @@ import { indexCopyText, manyIndexCtes } from './search/index-writer.js';
  * The rows travel in COPY's text format, read by the server's COPY parser; no array parameters
  * to build, send and unnest, and the server inserts them in multi-row groups. Search-text rows
  * (`search_text`: a tsvector the database computes) keep their INSERT statement.
+ *
+ * The text of each resource is made apart from the write (`copyReady`): a bulk load makes it in
+ * its worker threads (storage/bulk-prepare), and this thread only joins and sends it.
  */
-export interface NewVersions {
-  resources: Resource[];
-  /** The stored JSON of each resource (with its meta). */
-  contents: string[];
-  /** The index rows of each resource. */
-  rows: IndexRows[];
-  projectId: string | undefined;
-  /** `last_updated` of them all. */
-  now: string;
+/** One new resource ready to COPY: its stored JSON and its index rows as COPY text. */
+export interface CopyReady {
+  resourceType: string;
+  id: string;
+  /** The stored JSON (with its meta). */
+  content: string;
+  /** Per table of COPY_TABLES: this resource's lines, `''` for none. */
+  copy: string[];
+  /** Its `_text`/`_content` rows (the database computes their tsvector). */
+  text: IndexRows['text'];
 }
 
 type CopyQueryable = Queryable & { copyRows: NonNullable<Queryable['copyRows']> };
 
 const RESOURCE_COLUMNS = ['resource_type', 'id', 'version_id', 'project_id', 'last_updated', 'deleted', 'content'];
 
+/** The `search_*` tables COPY writes, in order. */
+export const COPY_TABLES = COPY_INDEX_TABLES.map((table) => `search_${table}`);
+/** Per table of COPY_TABLES: its COPY columns (as indexCopyText names them). */
+const COPY_COLUMNS = COPY_INDEX_TABLES.map((table) => ['resource_type', 'id', ...(TABLE_COLUMNS[table] as Array<[string, string]>).map(([c]) => c)]);
+
 /** Whether `tx` can COPY (both drivers' transactions can; a wrapper may not). */
 export function canCopy(tx: Queryable): tx is CopyQueryable {
   return typeof tx.copyRows === 'function';
 }
 
-/** Writes `batch` (resources new to the database) in `tx`: resource, history and index rows. */
-export async function copyNew(tx: CopyQueryable, batch: NewVersions): Promise<void> {
-  const { resources, contents, rows } = batch;
-  const tail = `\t1\t${copyField(batch.projectId ?? null)}\t${copyField(batch.now)}\tf\t`;
-  let text = '';
-  resources.forEach((resource, i) => {
-    text += `${copyField(resource.resourceType)}\t${copyField(resource.id)}${tail}${copyField(contents[i])}\n`;
-  });
+/** A new resource ready to COPY from its stored JSON and index rows (made in this thread). */
+export function copyReadyOf(resource: Resource, content: string, rows: IndexRows): CopyReady {
+  const id = resource.id as string;
+  return { resourceType: resource.resourceType, id, content, copy: copyLines(resource.resourceType, id, rows), text: rows.text };
+}
+
+/** Writes resources new to the database (resource, history and index rows) in `tx`, in one COPY per table. */
+export async function copyReady(tx: CopyQueryable, resources: CopyReady[], projectId: string | undefined, now: string): Promise<void> {
+  if (resources.length === 0) return;
+  const tail = `\t1\t${copyField(projectId ?? null)}\t${copyField(now)}\tf\t`;
+  const lines: string[] = [];
+  for (const r of resources) lines.push(`${copyField(r.resourceType)}\t${copyField(r.id)}${tail}${copyField(r.content)}\n`);
+  const text = lines.join('');
   // The same lines are the current version and the first history version.
   await tx.copyRows('resource', RESOURCE_COLUMNS, text);
   await tx.copyRows('resource_history', RESOURCE_COLUMNS, text);
-  const owned = resources.map((resource, i) => ({ resourceType: resource.resourceType, id: resource.id as string, rows: rows[i] }));
-  for (const table of indexCopyText(owned, copyField)) await tx.copyRows(table.table, table.columns, table.text);
+  for (let t = 0; t < COPY_TABLES.length; t++) {
+    const table = COPY_TABLES[t];
+    const parts: string[] = [];
+    for (const r of resources) if (r.copy[t]) parts.push(r.copy[t]);
+    if (parts.length > 0) await tx.copyRows(table, COPY_COLUMNS[t], parts.join(''));
+  }
   const params: unknown[] = [];
   const texts = manyIndexCtes(
-    owned.map((o) => ({ ...o, rows: { ...emptyRows(), text: o.rows.text } })),
+    resources.filter((r) => r.text.length > 0).map((r) => ({ resourceType: r.resourceType, id: r.id, rows: { ...emptyRows(), text: r.text } })),
     params,
   );
   if (texts.length > 0) await tx.query(`WITH ${texts.join(', ')} SELECT 1`, params);
+}
+
+/** One resource's index rows as COPY text: one entry per table of COPY_TABLES, `''` where it has none. */
+export function copyLines(resourceType: string, id: string, rows: IndexRows): string[] {
+  const out = COPY_TABLES.map(() => '');
+  for (const t of indexCopyText([{ resourceType, id, rows }], copyField)) out[COPY_TABLES.indexOf(t.table)] = t.text;
+  return out;
 }
 
 /** Characters that COPY's text format writes as backslash escapes (tested first: most values have none). */

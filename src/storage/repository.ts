@@ -5,7 +5,7 @@ import type { Database, Queryable } from '../core/database.js';
 import type { BulkLoad, BulkLoadOptions, ExportPage, ExportPageQuery, HistoryEntry, ResourceRepository, SearchQuery, SearchResult, SystemRepository, UpdateResult } from '../core/repository.js';
 import { BulkLoader } from './bulk-load.js';
 import { CreateGroup, groupLimit } from './create-group.js';
-import { canCopy, copyNew } from './copy-load.js';
+import { canCopy, copyReady, copyReadyOf, type CopyReady } from './copy-load.js';
 import type { Scope } from '../core/scope.js';
 import { FhirError, badRequest, forbidden, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
 import type { ResourceHooks } from './resource-hooks.js';
@@ -298,13 +298,13 @@ export class Repository implements SystemRepository {
     });
   }
 
-  async insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined, indexed?: ReadonlyMap<Resource, unknown>): Promise<void> {
-    const now = new Date().toISOString();
+  async insertNew(tx: Queryable, resources: Resource[], projectId: string | undefined, prepared?: { now: string; rows: ReadonlyMap<Resource, unknown> }): Promise<void> {
+    const now = prepared?.now ?? new Date().toISOString();
     const types: string[] = [];
     const ids: string[] = [];
     const contents: string[] = [];
     const stored: Resource[] = [];
-    const indexRows: Array<IndexRows | undefined> = [];
+    const ready: Array<CopyReady | undefined> = [];
     const joined = this.inTransaction(tx) as Repository;
     await this.hooks.ready(this.db, this.since);
     for (const input of resources) {
@@ -320,24 +320,25 @@ export class Repository implements SystemRepository {
       }
       types.push(resource.resourceType);
       ids.push(resource.id as string);
-      contents.push(JSON.stringify(resource));
+      // Stored JSON and rows made ahead from the input: the same as from `resource` (meta's
+      // versionId, lastUpdated and project are indexed by no parameter) unless a hook could change it.
+      const made = this.hooks.for(resource.resourceType).length === 0 ? (prepared?.rows.get(input) as CopyReady | undefined) : undefined;
+      contents.push(made?.content ?? JSON.stringify(resource));
       stored.push(resource);
-      // Rows computed ahead from the input: the same as from `resource` (meta's versionId,
-      // lastUpdated and project are indexed by no parameter) unless a hook could change it.
-      indexRows.push(this.hooks.for(resource.resourceType).length === 0 ? (indexed?.get(input) as IndexRows | undefined) : undefined);
+      ready.push(made);
       this.cache?.invalidate(`${resource.resourceType}/${resource.id}`);
     }
     if (stored.length === 0) return;
     if (canCopy(tx)) {
       // Both drivers' transactions: COPY (storage/copy-load.ts); a Queryable without it gets the statement below.
-      const rows = stored.map((r, i) => indexRows[i] ?? withUcumBudget(this.ucum, () => this.searchIndex.extract(r)));
-      return copyNew(tx, { resources: stored, contents, rows, projectId, now });
+      const rows = stored.map((r, i) => ready[i] ?? copyReadyOf(r, contents[i], withUcumBudget(this.ucum, () => this.searchIndex.extract(r))));
+      return copyReady(tx, rows, projectId, now);
     }
     const params: unknown[] = [types, ids, contents, projectId ?? null, now];
     const rows = 'SELECT t, i, 1, $4::text, $5::timestamptz, false, c FROM unnest($1::text[], $2::text[], $3::text[]) AS u(t, i, c)';
     const columns = '(resource_type, id, version_id, project_id, last_updated, deleted, content)';
     const parts = [`w AS (INSERT INTO resource ${columns} ${rows})`, `h AS (INSERT INTO resource_history ${columns} ${rows})`];
-    parts.push(...withUcumBudget(this.ucum, () => this.searchIndex.manyIndexCtes(stored, params, indexRows)));
+    parts.push(...withUcumBudget(this.ucum, () => this.searchIndex.manyIndexCtes(stored, params, [])));
     // New ids: no node holds them in its read cache, so there is no change to announce.
     await tx.query(`WITH ${parts.join(', ')} SELECT 1`, params);
   }

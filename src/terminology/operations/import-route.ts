@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Resource } from '@medplum/fhirtypes';
 import type { AppRoute } from '../../core/app-route.js';
 import type { FeatureEnv } from '../../core/feature.js';
-import { BulkLoadError } from '../../core/repository.js';
+import { BulkLoadError, storedNote } from '../../core/repository.js';
 import { badRequest, FhirError, forbidden, notFound } from '../../fhir/outcome.js';
 import { validateResource } from '../../fhir/validation/validate-resource.js';
 import { SharedClinicalImport, importStream } from '../store/import-file.js';
@@ -88,7 +88,7 @@ export function importRoute(env: FeatureEnv): AppRoute {
         await loader.settle();
         if (err instanceof JsonStreamError) throw badRequest(`Content could not be parsed: ${err.message}`);
         if (err instanceof SharedClinicalImport) throw badRequest(err.message);
-        if (err instanceof BulkLoadError) throw badRequest(`${err.message} (${loader.stored} resources of earlier batches are stored)`);
+        if (err instanceof BulkLoadError) throw badRequest(`${err.message} (${storedNote(loader, 'earlier batches')})`);
         throw err;
       }
     },
