@@ -96,13 +96,16 @@ for (const driver of drivers) {
       };
       const all = (await server.app.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM resource WHERE resource_type = 'Patient' AND NOT deleted AND content LIKE '%Counted%'`)).rows[0].n;
       // No _total: the page, the planner's estimates that choose the bounded COUNT's form
-      // (docs/rest.md#query-plans), the COUNT; the same search again within a minute keeps the choice.
+      // (docs/rest.md#query-plans), the COUNT; the same search again within a minute keeps the
+      // choice — the planner's own form for these few matches, so the page counts them itself.
       const bounded = await page('');
       assert.equal(bounded.statements, 3);
       assert.equal(bounded.page.body.total, all);
       const again = await page('');
-      assert.equal(again.statements, 2);
+      assert.equal(again.statements, 1);
       assert.equal(again.page.body.total, all);
+      const later = await server.fhir('GET', '/Patient?family=counted&_count=1&_offset=1');
+      assert.equal((later.body as Page['body']).total, all); // a later page counts the same way
       const accurate = await page('&_total=accurate');
       assert.equal(accurate.statements, 2); // the page, then the COUNT of all matches
       assert.equal(accurate.page.body.total, all);

@@ -109,7 +109,7 @@ export async function chooseCountForm(
   now = Date.now(),
 ): Promise<CountForm> {
   const { whereSql, driverSql } = sql;
-  const key = `${upTo}\u0000${whereSql}\u0000${JSON.stringify(values)}`;
+  const key = countKey(whereSql, values, upTo);
   const known = choices.get(key);
   if (known && now - known.at < CHOICE_MS) return known.form;
   const res = await query(`EXPLAIN (FORMAT JSON) (${driverSql}) UNION ALL (SELECT 1 FROM resource r WHERE ${whereSql})`, values);
@@ -121,6 +121,18 @@ export async function chooseCountForm(
   choices.set(key, { form, at: now });
   return form;
 }
+
+/**
+ * The form `chooseCountForm` chose for this statement and values within the last minute, without
+ * asking the planner (undefined when it has not chosen): a search asked again can then count its
+ * few matches in its page statement (run-search.ts), one statement instead of two.
+ */
+export function knownCountForm(whereSql: string, values: unknown[], upTo: number, now = Date.now()): CountForm | undefined {
+  const known = choices.get(countKey(whereSql, values, upTo));
+  return known && now - known.at < CHOICE_MS ? known.form : undefined;
+}
+
+const countKey = (whereSql: string, values: unknown[], upTo: number) => `${upTo}\u0000${whereSql}\u0000${JSON.stringify(values)}`;
 
 /** Estimated matches, in multiples of the bound, up to which a hash of them is cheap. */
 const SMALL_HASH = 2;

@@ -12,7 +12,7 @@ import { SqlParams } from './sql-params.js';
 import { sortTable, sortedPageSql } from './sorted-page.js';
 import { KEY_COLUMNS, afterCursorSql, encodeCursor, keysetOf, type Keyset } from './keyset.js';
 import { accessSql } from './access.js';
-import { boundedCountSql, chooseCountForm, driverOf, driverRowsSql, plannedCountSql, type CountCandidate, type CountForm } from './bounded-count.js';
+import { boundedCountSql, chooseCountForm, driverOf, driverRowsSql, knownCountForm, plannedCountSql, type CountCandidate, type CountForm } from './bounded-count.js';
 import { compartmentSql, compartmentTypes } from './compartment.js';
 import { FhirError, badRequest } from '../../../fhir/outcome.js';
 import { COLUMN_PARAMETERS } from '../parameters.js';
@@ -46,6 +46,12 @@ export interface SearchStatements {
   whereValues: unknown[];
   /** The page: its rows are `content`, one more than `_count` (whether a next page exists). */
   page: { sql: string; values: unknown[] };
+  /**
+   * The same page with every match counted (`matched`, `count(*) OVER ()`), when its matches are
+   * read through a filter's index and sorted anyway (not an index-order page, not from a cursor):
+   * for a search whose matches the planner expects to be few (runSearch).
+   */
+  countedPage?: { sql: string; values: unknown[] };
   /** The page's keyset when its order allows keyset paging (its rows then have `key_time`, `key_id`). */
   keyset?: Keyset;
   /**
@@ -121,9 +127,8 @@ export async function buildSearch(
   if (controls.cursor !== undefined && !keyset) throw badRequest(`Invalid value '${controls.cursor.slice(0, 100)}' for _cursor (a next link's cursor, for the same _sort)`);
   const from = controls.cursor !== undefined && keyset ? `${whereSql} AND ${afterCursorSql(p, keyset, controls.cursor)}` : whereSql;
   const offset = controls.cursor !== undefined ? 0 : controls.offset;
-  const pageSql =
-    sorted ??
-    `SELECT r.content${keyset ? `, ${KEY_COLUMNS}` : ''} FROM resource r WHERE ${from} ORDER BY ${orderBySql(p, type, controls.sort)} LIMIT ${limit} OFFSET ${offset}`;
+  const orderBy = sorted === undefined ? orderBySql(p, type, controls.sort) : undefined; // adds its values once
+  const pageSql = sorted ?? `SELECT r.content${keyset ? `, ${KEY_COLUMNS}` : ''} FROM resource r WHERE ${from} ORDER BY ${orderBy} LIMIT ${limit} OFFSET ${offset}`;
   return {
     controls,
     directives,
@@ -131,6 +136,10 @@ export async function buildSearch(
     whereSql,
     whereValues,
     page: { sql: pageSql, values: p.values },
+    countedPage:
+      sorted === undefined && controls.cursor === undefined
+        ? { sql: `SELECT r.content${keyset ? `, ${KEY_COLUMNS}` : ''}, count(*) OVER ()::int AS matched FROM resource r WHERE ${whereSql} ORDER BY ${orderBy} LIMIT ${limit} OFFSET ${offset}`, values: p.values }
+        : undefined,
     keyset,
     driverSql: candidates.length > 0 ? driverRowsSql(driverOf(candidates) as CountCandidate) : undefined,
     count(upTo?: number, form: CountForm = 'driver') {
@@ -168,7 +177,14 @@ export async function runSearch(...args: Parameters<typeof buildSearch>): Promis
   if (controls.summaryCount || controls.count === 0) {
     return { resources: [], total: await countTotal(), count: 0, offset: controls.offset };
   }
-  const rows = await q.query<{ content: string; key_time: string; key_id: string }>(built.page.sql, built.page.values);
+  // A search asked again whose bounded COUNT the planner chose to leave to it (few matches
+  // expected: bounded-count.ts) counts its matches in the page statement: they are all read and
+  // sorted for the page anyway. One statement instead of two; the first time, as below.
+  const counting =
+    controls.total === undefined && built.countedPage && built.driverSql !== undefined && knownCountForm(whereSql, whereValues, limits.maxCounted + 1) === 'planned';
+  const page = counting ? (built.countedPage as NonNullable<typeof built.countedPage>) : built.page;
+  const rows = await q.query<{ content: string; key_time: string; key_id: string; matched?: number }>(page.sql, page.values);
+  const matched = counting ? rows.rows[0]?.matched : undefined;
   const more = rows.rows.length > controls.count;
   const cursor = more && built.keyset ? encodeCursor(built.keyset, rows.rows[controls.count - 1]) : undefined;
   const matches = rows.rows.slice(0, controls.count).map((row) => JSON.parse(row.content) as Resource);
@@ -184,6 +200,7 @@ export async function runSearch(...args: Parameters<typeof buildSearch>): Promis
   else if (controls.total === 'none' && more) [total, totalKind] = [known, 'lower'];
   else if (controls.total === 'estimate') [total, totalKind] = [Math.max(known, await estimateTotal(q, whereSql, whereValues)), 'estimate'];
   else if (controls.total === 'accurate') total = await countTotal();
+  else if (matched !== undefined) [total, totalKind] = matched > limits.maxCounted ? [known, 'lower'] : [matched, 'exact'];
   else {
     // No `_total`: an exact total costs at most `maxCounted` rows; a larger result has none
     // (docs/rest.md#search), so a common search never pays for counting a whole table.
