@@ -74,6 +74,8 @@ export type CountForm = 'driver' | 'planned';
 interface Chosen {
   form: CountForm;
   at: number;
+  /** The planner's estimate of the driver's index rows. */
+  rows?: number;
 }
 
 /** How long a choice is kept (ms): statistics change slowly, the choice only moves the cost. */
@@ -118,18 +120,19 @@ export async function chooseCountForm(
   const matching = firstInput(plan?.[0]?.Plan)?.['Plan Rows'];
   const form: CountForm = matching !== undefined && matching <= SMALL_HASH * upTo ? 'planned' : 'driver';
   if (choices.size >= MAX_CHOICES) choices.clear();
-  choices.set(key, { form, at: now });
+  choices.set(key, { form, at: now, rows: matching });
   return form;
 }
 
 /**
- * The form `chooseCountForm` chose for this statement and values within the last minute, without
- * asking the planner (undefined when it has not chosen): a search asked again can then count its
- * few matches in its page statement (run-search.ts), one statement instead of two.
+ * Whether `chooseCountForm` found, within the last minute and without asking the planner again,
+ * that this statement and values have at most `few` matching index rows (and so the plain form):
+ * a search asked again can then count its matches in its page statement (run-search.ts), one
+ * statement instead of two.
  */
-export function knownCountForm(whereSql: string, values: unknown[], upTo: number, now = Date.now()): CountForm | undefined {
+export function knownFewMatches(whereSql: string, values: unknown[], upTo: number, few: number, now = Date.now()): boolean {
   const known = choices.get(countKey(whereSql, values, upTo));
-  return known && now - known.at < CHOICE_MS ? known.form : undefined;
+  return known !== undefined && now - known.at < CHOICE_MS && known.form === 'planned' && known.rows !== undefined && known.rows <= few;
 }
 
 const countKey = (whereSql: string, values: unknown[], upTo: number) => `${upTo}\u0000${whereSql}\u0000${JSON.stringify(values)}`;
