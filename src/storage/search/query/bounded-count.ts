@@ -104,7 +104,7 @@ export function driverRowsSql(driver: CountCandidate): string {
  * the truth can still pick the planned form for many matches: the cost of before, for that search.
  */
 export async function chooseCountForm(
-  query: (sql: string, values: unknown[]) => Promise<{ rows: Array<Record<string, unknown>> }>,
+  query: QueryFn,
   sql: { whereSql: string; driverSql: string },
   values: unknown[],
   upTo: number,
@@ -112,12 +112,9 @@ export async function chooseCountForm(
 ): Promise<CountForm> {
   const { whereSql, driverSql } = sql;
   const key = countKey(whereSql, values, upTo);
-  const known = choices.get(key);
-  if (known && now - known.at < CHOICE_MS) return known.form;
-  const res = await query(`EXPLAIN (FORMAT JSON) (${driverSql}) UNION ALL (SELECT 1 FROM resource r WHERE ${whereSql})`, values);
-  const cell = Object.values(res.rows[0] ?? {})[0];
-  const plan = (typeof cell === 'string' ? JSON.parse(cell) : cell) as Array<{ Plan?: PlanRows }> | undefined;
-  const matching = firstInput(plan?.[0]?.Plan)?.['Plan Rows'];
+  const known = keptChoice(key, now);
+  if (known) return known.form;
+  const matching = firstInput(await explainPlan(query, `(${driverSql}) UNION ALL (SELECT 1 FROM resource r WHERE ${whereSql})`, values))?.['Plan Rows'];
   const form: CountForm = matching !== undefined && matching <= SMALL_HASH * upTo ? 'planned' : 'driver';
   if (choices.size >= MAX_CHOICES) choices.clear();
   choices.set(key, { form, at: now, rows: matching });
@@ -131,8 +128,28 @@ export async function chooseCountForm(
  * statement instead of two.
  */
 export function knownFewMatches(whereSql: string, values: unknown[], upTo: number, few: number, now = Date.now()): boolean {
-  const known = choices.get(countKey(whereSql, values, upTo));
-  return known !== undefined && now - known.at < CHOICE_MS && known.form === 'planned' && known.rows !== undefined && known.rows <= few;
+  const known = keptChoice(countKey(whereSql, values, upTo), now);
+  return known?.form === 'planned' && known.rows !== undefined && known.rows <= few;
+}
+
+/** The choice kept for `key`, if made within the last minute. */
+function keptChoice(key: string, now: number): Chosen | undefined {
+  const known = choices.get(key);
+  return known && now - known.at < CHOICE_MS ? known : undefined;
+}
+
+type QueryFn = (sql: string, values: unknown[]) => Promise<{ rows: Array<Record<string, unknown>> }>;
+
+/**
+ * The root of the plan `EXPLAIN (FORMAT JSON) <sql>` gives (the same on PostgreSQL and PGlite:
+ * JSON text or an already parsed value): the planner's estimates from the table statistics,
+ * no row read.
+ */
+export async function explainPlan(query: QueryFn, sql: string, values: unknown[]): Promise<PlanRows | undefined> {
+  const res = await query(`EXPLAIN (FORMAT JSON) ${sql}`, values);
+  const cell = Object.values(res.rows[0] ?? {})[0];
+  const plan = (typeof cell === 'string' ? JSON.parse(cell) : cell) as Array<{ Plan?: PlanRows }> | undefined;
+  return plan?.[0]?.Plan;
 }
 
 const countKey = (whereSql: string, values: unknown[], upTo: number) => `${upTo}\u0000${whereSql}\u0000${JSON.stringify(values)}`;
@@ -145,7 +162,7 @@ export function forgetCountForms(): void {
   choices.clear();
 }
 
-interface PlanRows {
+export interface PlanRows {
   'Plan Rows'?: number;
   Plans?: PlanRows[];
 }

@@ -12,7 +12,7 @@ import { SqlParams } from './sql-params.js';
 import { sortTable, sortedPageSql } from './sorted-page.js';
 import { KEY_COLUMNS, afterCursorSql, encodeCursor, keysetOf, type Keyset } from './keyset.js';
 import { accessSql } from './access.js';
-import { boundedCountSql, chooseCountForm, driverOf, driverRowsSql, knownFewMatches, plannedCountSql, type CountCandidate, type CountForm } from './bounded-count.js';
+import { boundedCountSql, chooseCountForm, driverOf, driverRowsSql, explainPlan, knownFewMatches, plannedCountSql, type CountCandidate, type CountForm } from './bounded-count.js';
 import { compartmentSql, compartmentTypes } from './compartment.js';
 import { FhirError, badRequest } from '../../../fhir/outcome.js';
 import { COLUMN_PARAMETERS } from '../parameters.js';
@@ -128,7 +128,8 @@ export async function buildSearch(
   const from = controls.cursor !== undefined && keyset ? `${whereSql} AND ${afterCursorSql(p, keyset, controls.cursor)}` : whereSql;
   const offset = controls.cursor !== undefined ? 0 : controls.offset;
   const orderBy = sorted === undefined ? orderBySql(p, type, controls.sort) : undefined; // adds its values once
-  const pageSql = sorted ?? `SELECT r.content${keyset ? `, ${KEY_COLUMNS}` : ''} FROM resource r WHERE ${from} ORDER BY ${orderBy} LIMIT ${limit} OFFSET ${offset}`;
+  const select = (counted: string) => `SELECT r.content${keyset ? `, ${KEY_COLUMNS}` : ''}${counted} FROM resource r WHERE ${from} ORDER BY ${orderBy} LIMIT ${limit} OFFSET ${offset}`;
+  const pageSql = sorted ?? select('');
   return {
     controls,
     directives,
@@ -138,7 +139,7 @@ export async function buildSearch(
     page: { sql: pageSql, values: p.values },
     countedPage:
       sorted === undefined && controls.cursor === undefined
-        ? { sql: `SELECT r.content${keyset ? `, ${KEY_COLUMNS}` : ''}, count(*) OVER ()::int AS matched FROM resource r WHERE ${whereSql} ORDER BY ${orderBy} LIMIT ${limit} OFFSET ${offset}`, values: p.values }
+        ? { sql: select(', count(*) OVER ()::int AS matched'), values: p.values } // no cursor: `from` is the WHERE
         : undefined,
     keyset,
     driverSql: candidates.length > 0 ? driverRowsSql(driverOf(candidates) as CountCandidate) : undefined,
@@ -252,9 +253,6 @@ function acrossTypesSql(p: SqlParams, types: string[], name: string, value: stri
  * on PostgreSQL and PGlite): it reads the table statistics, not the rows.
  */
 async function estimateTotal(q: Queryable, whereSql: string, values: unknown[]): Promise<number> {
-  const res = await q.query<Record<string, unknown>>(`EXPLAIN (FORMAT JSON) SELECT 1 FROM resource r WHERE ${whereSql}`, values);
-  const cell = Object.values(res.rows[0] ?? {})[0];
-  const plan = (typeof cell === 'string' ? JSON.parse(cell) : cell) as Array<{ Plan?: { 'Plan Rows'?: unknown } }> | undefined;
-  const rows = plan?.[0]?.Plan?.['Plan Rows'];
+  const rows: unknown = (await explainPlan((sql, v) => q.query(sql, v), `SELECT 1 FROM resource r WHERE ${whereSql}`, values))?.['Plan Rows'];
   return typeof rows === 'number' && Number.isFinite(rows) ? Math.round(rows) : 0;
 }
