@@ -134,7 +134,11 @@ export interface Config {
   baseTerminology: 'background' | 'lazy';
   /** Memory budget of the in-memory terminology indexes, in MB (docs/terminology.md#in-memory-index). */
   txCacheMb: number;
-  /** Code-system canonicals whose in-memory index is built at start, in the background. */
+  /**
+   * Code-system canonicals whose in-memory index is built at start, in the background; the
+   * word `persisted` stands for every code system with a persisted index (the default), and an
+   * empty list (`LATTICE_TX_PRELOAD=none`) for none (docs/terminology.md#persisted-indexes).
+   */
   txPreload: string[];
   /**
    * `LATTICE_TX_INDEX_DIR`: folder of the file copies of persisted terminology indexes
@@ -223,7 +227,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     txCacheMb: intOf(env.LATTICE_TX_CACHE_MB, 1024, 'LATTICE_TX_CACHE_MB'),
     readCache: (env.LATTICE_READ_CACHE ?? 'on') !== 'off',
     workers: intOf(env.LATTICE_WORKERS, 0, 'LATTICE_WORKERS'),
-    txPreload: (env.LATTICE_TX_PRELOAD ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    txPreload: (env.LATTICE_TX_PRELOAD || 'persisted').split(',').map((s) => s.trim()).filter((s) => s !== '' && s !== 'none'),
     txIndexDir: env.LATTICE_TX_INDEX_DIR || undefined,
     txStagedImportAbove: intOf(env.LATTICE_TX_STAGED_IMPORT_ABOVE, 20_000, 'LATTICE_TX_STAGED_IMPORT_ABOVE'),
     terminologyLimits: {

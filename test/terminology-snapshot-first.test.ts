@@ -17,7 +17,8 @@ import { drivers, sharedStorage, startServer, type StartOptions, type TestServer
  * background; the questions that need those of a few concepts (`$lookup`, a page of an
  * expansion with its displays and designations, `$validate-code` of a display) do not wait for
  * that read: with it held, they are answered (from the database's rows), and their answers are
- * those the index gives once the parts are read. For a SNOMED CT edition and for LOINC.
+ * those the index gives once the parts are read. For a SNOMED CT edition and for LOINC. And by
+ * default (LATTICE_TX_PRELOAD unset) a start opens them before the first question.
  */
 
 const SCT = 'http://snomed.info/sct';
@@ -29,6 +30,9 @@ async function questions(server: TestServer): Promise<string[]> {
   const ecl = (e: string) => encodeURIComponent(`${SCT}?fhir_vs=ecl/${e}`);
   const asked = [
     `/CodeSystem/$lookup?system=${SCT}&code=1008006&property=*`,
+    `/CodeSystem/$subsumes?system=${SCT}&codeA=1001000&codeB=1010008`,
+    `/CodeSystem/$subsumes?system=${SCT}&codeA=1010008&codeB=1002007`,
+    `/CodeSystem/$subsumes?system=${SCT}&codeA=1010008&codeB=1012000`,
     `/ValueSet/$expand?url=${ecl('<< 1002007')}&includeDesignations=true&count=10`,
     `/ValueSet/$expand?url=${ecl('<< 1002007 : 1007001 = 1004008')}&displayLanguage=en-GB`,
     `/ValueSet/$validate-code?url=${ecl('<< 1002007')}&system=${SCT}&code=1008006&display=${encodeURIComponent('Cardiac illness')}`,
@@ -60,10 +64,11 @@ async function indexes(server: TestServer) {
   });
 }
 
-async function started<T>(driver: (typeof drivers)[number], storage: StartOptions, fn: (server: TestServer, lines: string[]) => Promise<T>): Promise<T> {
+async function started<T>(driver: (typeof drivers)[number], storage: StartOptions, fn: (server: TestServer, lines: string[]) => Promise<T>, env: Record<string, string> = {}): Promise<T> {
   const lines: string[] = [];
   // The LOINC fixture (25 concepts) imported as a large code system is, whose index is persisted.
-  const server = await startServer(driver, { ...storage, logLines: lines, env: { LATTICE_DB_STATEMENT_TIMEOUT: '0', LATTICE_TX_STAGED_IMPORT_ABOVE: '10' } });
+  // Opened on first use (LATTICE_TX_PRELOAD=none), unless `env` says otherwise.
+  const server = await startServer(driver, { ...storage, logLines: lines, env: { LATTICE_DB_STATEMENT_TIMEOUT: '0', LATTICE_TX_STAGED_IMPORT_ABOVE: '10', LATTICE_TX_PRELOAD: 'none', ...env } });
   try {
     return await fn(server, lines);
   } finally {
@@ -73,7 +78,7 @@ async function started<T>(driver: (typeof drivers)[number], storage: StartOption
 
 for (const driver of drivers) {
   describe(`first answers from a persisted index (${driver})`, () => {
-    test('a $lookup, ECL $expand and $validate-code answered while the properties and designations are not yet read equal the answers once they are', async () => {
+    test('a $lookup, $subsumes, ECL $expand and $validate-code answered while the properties, ancestors and designations are not yet read equal the answers once they are', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'lattice-snapshot-first-'));
       let folder: string | undefined;
       try {
@@ -94,19 +99,63 @@ for (const driver of drivers) {
           // Opened from the file copies, their designations held back: the answers did not read them.
           const opens = lines.filter((l) => /terminology index loaded/.test(l));
           assert.deepEqual(opens.map((l) => (JSON.parse(l) as { from?: string }).from), ['file', 'file'], opens.join('\n'));
-          const groups = (i: (typeof opened)[number]) => `properties ${i.loaded('properties')}, designations ${i.loaded('designations')}`;
-          assert.deepEqual(opened.map(groups), ['properties false, designations false', 'properties false, designations false']);
+          const groups = (i: (typeof opened)[number]) => `properties ${i.loaded('properties')}, ancestors ${i.loaded('ancestors')}, designations ${i.loaded('designations')}`;
+          assert.deepEqual(opened.map(groups), ['properties false, ancestors false, designations false', 'properties false, ancestors false, designations false']);
           release();
           await cache.settled();
-          assert.deepEqual(opened.map(groups), ['properties true, designations true', 'properties true, designations true']);
+          assert.deepEqual(opened.map(groups), ['properties true, ancestors true, designations true', 'properties true, ancestors true, designations true']);
           const warm = await questions(server);
           assert.deepEqual(first, warm);
           assert.match(warm[0], /^200 .*"Heart illness \(disorder\)".*"Cardiac illness"/);
-          assert.match(warm[1], /^200 .*"designation"/);
-          assert.match(warm[3], /^200 .*"result","valueBoolean":true/);
-          assert.match(warm[5], /^200 .*"designation"/);
-          assert.match(warm[6], /^200 .*"Zorbium \[Mass\/volume\] in Blood"/);
+          assert.deepEqual(warm.slice(1, 4).map((a) => /"valueCode":"([a-z-]+)"/.exec(a)?.[1]), ['subsumes', 'subsumed-by', 'not-subsumed']);
+          assert.match(warm[4], /^200 .*"designation"/);
+          assert.match(warm[6], /^200 .*"result","valueBoolean":true/);
+          assert.match(warm[8], /^200 .*"designation"/);
+          assert.match(warm[9], /^200 .*"Zorbium \[Mass\/volume\] in Blood"/);
         });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+        if (folder) rmSync(folder, { recursive: true, force: true });
+      }
+    });
+
+    test('by default a start opens the persisted indexes before any question: the first questions find them open', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'lattice-snapshot-start-'));
+      let folder: string | undefined;
+      try {
+        const { storage } = await sharedStorage(driver, dir);
+        const reference = await started(driver, storage, async (server) => {
+          await importRf2(join(projectRoot, 'test', 'fixtures', 'rf2'), server.app, { out: quiet() });
+          await importLoinc(join(projectRoot, 'test', 'fixtures', 'loinc'), server.app, { out: quiet() });
+          folder = snapshotFolder(server.config);
+          return questions(server);
+        });
+
+        await started(
+          driver,
+          storage,
+          async (server, lines) => {
+            const opened = () => lines.map((l) => JSON.parse(l) as { msg?: string; url?: string; source?: string }).filter((l) => /^(terminology index|SNOMED CT graph) loaded$/.test(l.msg ?? ''));
+            // Nothing asked yet: the start opens SNOMED CT (index and graph) and LOINC from their snapshots.
+            for (let waited = 0; opened().length < 3; waited += 50) {
+              assert.ok(waited < 60_000, `opened at start: ${JSON.stringify(opened())}`);
+              await new Promise((resolve) => setTimeout(resolve, 50));
+            }
+            assert.deepEqual(opened().map((l) => `${l.msg} ${l.url} ${l.source}`).sort(), [
+              `SNOMED CT graph loaded ${SCT} snapshot`,
+              `terminology index loaded ${LOINC} snapshot`,
+              `terminology index loaded ${SCT} snapshot`,
+            ]);
+            const cache = terminologyCache(server.app.db);
+            assert.equal(cache.stats().snapshotLoads, 2);
+            assert.equal((await indexes(server)).length, 2);
+            // The questions use what the start opened (nothing opened again), with the same answers.
+            assert.deepEqual(await questions(server), reference);
+            assert.equal(cache.stats().snapshotLoads, 2);
+            assert.equal(opened().length, 3);
+          },
+          { LATTICE_TX_PRELOAD: '' },
+        );
       } finally {
         rmSync(dir, { recursive: true, force: true });
         if (folder) rmSync(folder, { recursive: true, force: true });

@@ -100,7 +100,7 @@ export const ENVIRONMENT: Array<[group: string, variables: Array<[name: string, 
     [
       ['LATTICE_BASE_TERMINOLOGY', 'background | lazy: how the R4 base CodeSystems/ValueSets are written'],
       ['LATTICE_TX_CACHE_MB', 'memory budget of the terminology indexes in MB (1024)'],
-      ['LATTICE_TX_PRELOAD', 'code-system canonicals indexed right after start'],
+      ['LATTICE_TX_PRELOAD', 'code-system canonicals indexed right after start (persisted: those with a persisted index; none)'],
       ['LATTICE_TX_INDEX_DIR', 'folder of the file copies of persisted terminology indexes (off: none)'],
       ['LATTICE_TX_STAGED_IMPORT_ABOVE', 'concepts above which an import is staged (20000)'],
       ['LATTICE_TX_MAX_FILTERS', 'filters of one value set compose (50)'],

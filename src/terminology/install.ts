@@ -23,7 +23,7 @@ import { terminologyCache } from './providers/fhir/index-cache.js';
 import { snapshotFolder, useSnapshotFolder } from './providers/fhir/index-snapshot.js';
 import { providerFor } from './providers/select.js';
 import { pruneInlineCodeSystems } from './store/code-system-store.js';
-import { resolveCodeSystem } from './engine/resolve.js';
+import { persistedCodeSystems, resolveCodeSystem } from './engine/resolve.js';
 import { isBuiltin } from './providers/builtin.js';
 import type { TermContext } from './types.js';
 import { parseVersionRules } from './versions.js';
@@ -77,17 +77,21 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry,
   if (folder) useSnapshotFolder(env.db, folder);
   background('index cache', async () => {
     await cache.start();
-    // `config.txPreload`: indexes built now rather than on first use (start-up does not wait).
+    // `config.txPreload`: indexes opened or built now rather than on first use (start-up does
+    // not wait; a request meanwhile shares the load). `persisted`: every code system whose index
+    // was persisted (an imported SNOMED CT edition, LOINC): ready at start.
+    const tc: TermContext = { db: env.db, repo: env.system, env, log: env.log, inlineCodeSystems: [], inlineValueSets: [], supplements: [], memo: new Map(), versionRules: parseVersionRules({}) };
     for (const canonical of env.config.txPreload) {
       if (stopped) return;
-      const tc: TermContext = { db: env.db, repo: env.system, env, log: env.log, inlineCodeSystems: [], inlineValueSets: [], supplements: [], memo: new Map(), versionRules: parseVersionRules({}) };
-      const cs = await resolveCodeSystem(tc, canonical);
-      if (cs && isBuiltin(cs)) continue; // built in: nothing to index
-      if (cs) {
-        await cache.index(cs);
-        // A question to its provider builds what else it answers from (a SNOMED CT edition's graph).
-        await providerFor(tc, cs).findConcepts([]);
-      } else env.log.warn({ canonical }, 'terminology: LATTICE_TX_PRELOAD names an unknown code system');
+      const systems = canonical === 'persisted' ? await persistedCodeSystems(tc) : [await resolveCodeSystem(tc, canonical)];
+      if (canonical !== 'persisted' && systems[0] === undefined) env.log.warn({ canonical }, 'terminology: LATTICE_TX_PRELOAD names an unknown code system');
+      for (const cs of systems) {
+        if (stopped) return;
+        if (!cs || isBuiltin(cs)) continue; // built in: nothing to index
+        // A question to its provider builds what else it answers from (a SNOMED CT edition's
+        // graph, read at the same time as the index).
+        await Promise.all([cache.index(cs), providerFor(tc, cs).findConcepts([])]);
+      }
     }
   });
   background('prune', () => pruneInlineCodeSystems(env.db));

@@ -1,6 +1,7 @@
 import type { CodeSystemProperty, ValueSet } from '@medplum/fhirtypes';
 import { materializeBase } from '../store/base-terminology.js';
 import { terminologyCache } from '../providers/fhir/index-cache.js';
+import { INDEX_SECTION } from '../providers/fhir/index-snapshot.js';
 import { builtinCodeSystem } from '../providers/builtin.js';
 import { implicitValueSet as snomedImplicitValueSet, isImplicitValueSet } from '../providers/implicit-value-sets.js';
 import { LOINC_URL, loincImplicitCode, loincImplicitValueSet, providerFor } from '../providers/select.js';
@@ -62,6 +63,20 @@ export function resolveSupplement(tc: TermContext, canonical: string, version?: 
     const candidates = (await codeSystemCandidates(tc, split.url)).filter((c) => c.content === 'supplement');
     return pick(tc, candidates, wanted);
   });
+}
+
+/**
+ * The stored code systems (every project's) whose index has a persisted snapshot
+ * (docs/terminology.md#persisted-indexes), largest first: those opened at start by default.
+ */
+export async function persistedCodeSystems(tc: TermContext): Promise<CodeSystemInfo[]> {
+  const res = await tc.db.query<CodeSystemRow>(
+    `SELECT r.* FROM tx_code_system r WHERE r.scope IS NULL AND r.resource_id IS NOT NULL
+       AND EXISTS (SELECT 1 FROM tx_index_snapshot s WHERE s.cs_key = r.cs_key AND s.section = $1)
+     ORDER BY r.concept_count DESC, r.cs_key`,
+    [INDEX_SECTION],
+  );
+  return res.rows.map(toInfo);
 }
 
 /** Every visible version of a code system (newest first), e.g. for "valid versions" messages. */

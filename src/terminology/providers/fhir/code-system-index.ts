@@ -408,6 +408,27 @@ export class CodeSystemIndex {
     return false;
   }
 
+  /**
+   * `isAncestor` for one question without the ancestor lists (a persisted index reads them in
+   * the background: a `$subsumes` need not wait for them): a walk up the parents of
+   * `descendant`, each concept once. The same answer — the ancestors are what this walk
+   * reaches, and a concept in a cycle is not its own — at a cost of the ancestors' number.
+   */
+  reachesUp(ancestor: number, descendant: number): boolean {
+    if (ancestor === descendant || descendant <= 0 || descendant > this.maxId) return false;
+    const seen = new Set<number>([descendant]);
+    const stack = [descendant];
+    while (stack.length > 0) {
+      for (const p of this.parents(stack.pop() as number)) {
+        if (p === ancestor) return true;
+        if (seen.has(p)) continue;
+        seen.add(p);
+        stack.push(p);
+      }
+    }
+    return false;
+  }
+
   /** Every proper descendant of `id` (walks children; each concept once). */
   descendants(id: number): number[] {
     const seen = new Uint8Array(this.maxId + 1);

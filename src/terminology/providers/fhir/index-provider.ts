@@ -108,9 +108,10 @@ export class IndexProvider implements CodeSystemProvider {
     return [...(up ? index.parents(id) : index.children(id))].map((n) => index.concept(n));
   }
 
+  /** Answered at once: until a persisted index has read its ancestors, by a walk up the parents. */
   async isAncestor(ancestor: number, descendant: number): Promise<boolean> {
-    await this.index.whenLoaded('ancestors');
-    return this.index.isAncestor(ancestor, descendant);
+    const { index } = this;
+    return index.loaded('ancestors') ? index.isAncestor(ancestor, descendant) : index.reachesUp(ancestor, descendant);
   }
 
   async selected(selection: ConceptSelection, ids: number[]): Promise<Set<number>> {

@@ -354,8 +354,20 @@ export async function persistSnomedGraph(db: Database, cs: Pick<CodeSystemInfo, 
  * read at once: snomedGraph's `early`).
  */
 export function readGraphSnapshot(db: Database, cs: CodeSystemInfo): Promise<SnapshotRead> {
-  return readSnapshot(db, cs.key, SECTION, snapshotKey(cs)).catch((err: unknown) => ({ unusable: String(err) }));
+  // One read at a time per edition: a request arriving while the start-up opening reads it shares that read.
+  const reads = graphReads.get(db) ?? new Map<number, Promise<SnapshotRead>>();
+  graphReads.set(db, reads);
+  let read = reads.get(cs.key);
+  if (!read) {
+    read = readSnapshot(db, cs.key, SECTION, snapshotKey(cs)).catch((err: unknown) => ({ unusable: String(err) }));
+    reads.set(cs.key, read);
+    void read.finally(() => reads.delete(cs.key));
+  }
+  return read;
 }
+
+/** The graph snapshot reads in progress, per database and edition. */
+const graphReads = new WeakMap<Database, Map<number, Promise<SnapshotRead>>>();
 
 /**
  * The SNOMED CT graph of an edition whose code-system index is `index` (kept in the index's
