@@ -112,7 +112,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   closers.push(() => fhirpath.close());
   const repository = (auth: AuthInfo, since?: number) => new Repository(db, auth, hooks, searchIndex, rowCache, false, since, fhirpath);
   const system = repository(SYSTEM_AUTH);
-  const env: FeatureEnv = { config, log, db, system, onClose: (fn) => closers.push(fn) };
+  const listening: Array<() => void> = [];
+  const env: FeatureEnv = { config, log, db, system, onClose: (fn) => closers.push(fn), onListening: (fn) => listening.push(fn) };
 
   let http: HttpServer;
   let operations: OperationRegistry;
@@ -197,7 +198,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     routes,
     http,
     async listen() {
-      return http.listen({ port: config.port, host: config.host });
+      const address = await http.listen({ port: config.port, host: config.host });
+      for (const fn of listening.splice(0)) fn();
+      return address;
     },
     async close() {
       if (closed) return;

@@ -17,4 +17,6 @@ export interface FeatureEnv {
   system: SystemRepository;
   /** Background jobs and resources to stop on shutdown, in reverse order of registration. */
   onClose(fn: () => Promise<void> | void): void;
+  /** Work to start once the server listens (not before: start-up does not wait for it, nor share its CPU with it). */
+  onListening(fn: () => void): void;
 }

@@ -63,6 +63,8 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry,
   registry.register(batchValidateCodeOperation(validateCode));
 
   let stopped = false;
+  let stop = () => {};
+  const stoppedSignal = new Promise<void>((resolve) => (stop = resolve));
   const jobs: Array<Promise<unknown>> = [];
   const background = (name: string, job: () => Promise<unknown>) => {
     const run = job().catch((err) => {
@@ -75,11 +77,13 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry,
   // File copies of the persisted indexes (beside the data folder, or one per PostgreSQL database).
   const folder = snapshotFolder(env.config);
   if (folder) useSnapshotFolder(env.db, folder);
+  const listening = new Promise<void>((resolve) => env.onListening(resolve));
   background('index cache', async () => {
     await cache.start();
-    // `config.txPreload`: indexes opened or built now rather than on first use (start-up does
-    // not wait; a request meanwhile shares the load). `persisted`: every code system whose index
-    // was persisted (an imported SNOMED CT edition, LOINC): ready at start.
+    // `config.txPreload`: indexes opened or built once the server listens rather than on first
+    // use (a request meanwhile shares the load). `persisted`: every code system whose index was
+    // persisted (an imported SNOMED CT edition, LOINC): ready at start.
+    await Promise.race([listening, stoppedSignal]);
     const tc: TermContext = { db: env.db, repo: env.system, env, log: env.log, inlineCodeSystems: [], inlineValueSets: [], supplements: [], memo: new Map(), versionRules: parseVersionRules({}) };
     for (const canonical of env.config.txPreload) {
       if (stopped) return;
@@ -104,6 +108,7 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry,
   }
   env.onClose(async () => {
     stopped = true;
+    stop();
     clearInterval(timer);
     cache.stop();
     await Promise.allSettled(jobs);
