@@ -285,6 +285,17 @@ export class CodeSystemIndex {
     this.c.designations.get();
   }
 
+  /**
+   * Decodes the text columns `fromParts` kept as ASCII bytes (flat-columns.ts) into one string
+   * each: once, for the questions that read the values of many concepts (they wait for
+   * `whenLoaded`); a point question reads its few values from the bytes.
+   */
+  private decodeTexts(group: keyof typeof LAZY_PARTS): void {
+    for (const t of TEXT_COLUMNS) this.c[t].decode();
+    if (group === 'designations') this.c.designations.get().value.decode();
+    if (group === 'properties') this.c.properties.get().value.decode();
+  }
+
   /** Whether a group `fromParts` left for later is read. */
   loaded(group: keyof typeof LAZY_PARTS): boolean {
     return this.c[group].loaded;
@@ -303,6 +314,7 @@ export class CodeSystemIndex {
   /** Resolves when a group `fromParts` left for later is read (by the background read when one runs, else now). */
   async whenLoaded(group: keyof typeof LAZY_PARTS): Promise<void> {
     await this.c[group].ready();
+    this.decodeTexts(group);
   }
 
   /** The id of a code (exact), or of the same code up to case when `caseInsensitive`; 0 = none. */

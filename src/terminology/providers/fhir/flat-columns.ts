@@ -1,4 +1,4 @@
-import type { PartSource, SnapshotParts } from './snapshot-format.js';
+import { AsciiText, type PartSource, type SnapshotParts } from './snapshot-format.js';
 
 /**
  * Columns of an in-memory index without an object per row (docs/terminology.md#in-memory-index):
@@ -8,12 +8,18 @@ import type { PartSource, SnapshotParts } from './snapshot-format.js';
  * per column and typed arrays, not millions of small objects for every GC to mark.
  */
 
-/** Strings as one text: value `i` is `text.slice(end(i - 1), end(i))`; an absent one's end is stored as `~end`. */
+/**
+ * Strings as one text: value `i` is `text.slice(end(i - 1), end(i))`; an absent one's end is
+ * stored as `~end`. Opened from a snapshot, an all-ASCII text may stay its bytes (AsciiText:
+ * each value read from them, no decoding of the whole at open) until `decode` makes it one
+ * string — the same values either way.
+ */
 export class TextColumn {
   private constructor(
-    readonly text: string,
+    private text: string | undefined,
     /** `ends[0] = 0`; `ends[i + 1]` the end of value `i` (`~end` when absent). */
     readonly ends: Int32Array,
+    private ascii?: Buffer,
   ) {}
 
   static of(values: ArrayLike<string | undefined>): TextColumn {
@@ -38,16 +44,20 @@ export class TextColumn {
     return s < 0 ? ~s : s;
   }
 
+  private slice(from: number, to: number): string {
+    return this.text !== undefined ? this.text.slice(from, to) : (this.ascii as Buffer).toString('latin1', from, to);
+  }
+
   get(i: number): string | undefined {
     const e = this.ends[i + 1];
     if (e < 0) return undefined;
-    return this.text.slice(this.start(i), e);
+    return this.slice(this.start(i), e);
   }
 
   /** The value, `''` when absent. */
   text0(i: number): string {
     const e = this.ends[i + 1];
-    return e < 0 ? '' : this.text.slice(this.start(i), e);
+    return e < 0 ? '' : this.slice(this.start(i), e);
   }
 
   /** Whether value `i` is `s` (no string made). */
@@ -55,26 +65,51 @@ export class TextColumn {
     const e = this.ends[i + 1];
     if (e < 0) return false;
     const start = this.start(i);
-    return e - start === s.length && this.text.startsWith(s, start);
+    if (e - start !== s.length) return false;
+    if (this.text !== undefined) return this.text.startsWith(s, start);
+    const bytes = this.ascii as Buffer;
+    for (let k = 0; k < s.length; k++) if (bytes[start + k] !== s.charCodeAt(k)) return false;
+    return true;
   }
 
   /** Hash of value `i` (same as `hashText` of the value). */
   hash(i: number): number {
     const e = this.ends[i + 1];
-    return hashText(this.text, this.start(i), e < 0 ? ~e : e);
+    const to = e < 0 ? ~e : e;
+    if (this.text !== undefined) return hashText(this.text, this.start(i), to);
+    const bytes = this.ascii as Buffer;
+    let h = 0x811c9dc5 | 0;
+    for (let k = this.start(i); k < to; k++) h = Math.imul(h ^ bytes[k], 0x01000193);
+    return h;
+  }
+
+  /** Kept as ASCII bytes (opened from a snapshot, not decoded yet). */
+  get undecoded(): boolean {
+    return this.text === undefined;
+  }
+
+  /** Makes bytes kept as they were read one string (reading a value then slices it). */
+  decode(): void {
+    if (this.text !== undefined) return;
+    this.text = (this.ascii as Buffer).toString('latin1');
+    this.ascii = undefined;
   }
 
   save(parts: SnapshotParts, name: string): void {
-    parts.set(`${name}.text`, this.text);
+    parts.set(`${name}.text`, this.text ?? (this.ascii as Buffer).toString('latin1'));
     parts.set(`${name}.ends`, this.ends);
   }
 
   static load(parts: PartSource, name: string): TextColumn {
-    return new TextColumn(textPart(parts, `${name}.text`), intPart(parts, `${name}.ends`));
+    // A part is taken once (a file copy hands each over once: snapshot-file.ts).
+    const text = parts.get(`${name}.text`);
+    if (text instanceof AsciiText) return new TextColumn(undefined, intPart(parts, `${name}.ends`), text.bytes);
+    if (typeof text !== 'string') throw new TypeError(`snapshot part ${name}.text is missing`);
+    return new TextColumn(text, intPart(parts, `${name}.ends`));
   }
 
   get bytes(): number {
-    return this.text.length * 2 + this.ends.byteLength;
+    return (this.text !== undefined ? this.text.length * 2 : (this.ascii as Buffer).length) + this.ends.byteLength;
   }
 }
 
@@ -195,6 +230,7 @@ export function bytePart(parts: PartSource, name: string): Uint8Array {
 
 export function textPart(parts: PartSource, name: string): string {
   const p = parts.get(name);
+  if (p instanceof AsciiText) return p.toString();
   if (typeof p !== 'string') throw new TypeError(`snapshot part ${name} is missing`);
   return p;
 }

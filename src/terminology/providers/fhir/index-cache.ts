@@ -223,7 +223,8 @@ export class TerminologyCache {
     try {
       // From a file copy, what every question needs is read now, the rest when first needed (readRest).
       const later = Object.values(LAZY_PARTS).flat();
-      if (file) await file.prefetch([...file.layout.entries.keys()].filter((name) => !later.includes(name)));
+      // Its all-ASCII texts (codes, displays) as their bytes: decoded in the background (readRest).
+      if (file) await file.prefetch([...file.layout.entries.keys()].filter((name) => !later.includes(name)), true);
       const index = CodeSystemIndex.fromParts(read.parts, (names) => partBytes(read, names));
       if (!file) index.loadAll();
       return { index, from: read.from, file };
@@ -252,7 +253,7 @@ export class TerminologyCache {
     );
     const reads = (['properties', 'ancestors', 'designations'] as const).map((group) => {
       const read = previous.then(async () => {
-        if (!index.loaded(group)) await file.prefetch(LAZY_PARTS[group]);
+        if (!index.loaded(group)) await file.prefetch(LAZY_PARTS[group], true);
         index.load(group);
       });
       index.loadingInBackground(group, read);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Database, Queryable } from '../../../core/database.js';
 import type { CodeSystemInfo } from '../../types.js';
-import { checksum, decodeSnapshot, encodeSnapshot, SNAPSHOT_FORMAT, SnapshotUnreadable, type PartSource, type SnapshotPart, type SnapshotParts } from './snapshot-format.js';
+import { AsciiText, checksum, decodeSnapshot, encodeSnapshot, SNAPSHOT_FORMAT, SnapshotUnreadable, type PartSource, type SnapshotPart, type SnapshotParts } from './snapshot-format.js';
 import { SnapshotFile } from './snapshot-file.js';
 
 /**
@@ -178,7 +178,7 @@ export function partBytes(read: { parts: PartSource; file?: SnapshotFile }, name
   let n = 0;
   for (const name of names) {
     const p = read.parts.get(name);
-    n += p === undefined ? 0 : typeof p === 'string' ? p.length * 2 : p.byteLength;
+    n += p === undefined ? 0 : typeof p === 'string' ? p.length * 2 : p instanceof AsciiText ? p.bytes.length : p.byteLength;
   }
   return n;
 }

@@ -57,18 +57,21 @@ export class SnapshotFile implements PartSource {
     return partOf(p, out);
   }
 
-  /** Reads parts in the background, one after the other, for `get` to take. */
-  async prefetch(names: string[]): Promise<void> {
+  /**
+   * Reads parts in the background, one after the other, for `get` to take. `asciiAsBytes`: a
+   * text part that is all ASCII is kept as its bytes (AsciiText), not decoded.
+   */
+  async prefetch(names: string[], asciiAsBytes = false): Promise<void> {
     for (const name of names) {
       const p = this.layout.entries.get(name);
       if (!p || this.ready.has(name) || this.closed) continue;
-      this.ready.set(name, await this.read(p));
+      this.ready.set(name, await this.read(p, asciiAsBytes));
     }
   }
 
-  private async read(p: PartEntry): Promise<SnapshotPart> {
+  private async read(p: PartEntry, asciiAsBytes: boolean): Promise<SnapshotPart> {
     const { at, bytes } = partRange(this.layout, p);
-    return partOfInSlices(p, await readAt(this.handle, at, bytes));
+    return partOfInSlices(p, await readAt(this.handle, at, bytes), asciiAsBytes);
   }
 
   /** Bytes parts take in memory once read (texts as UTF-16 at most). */

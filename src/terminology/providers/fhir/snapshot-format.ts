@@ -1,3 +1,4 @@
+import { isAscii } from 'node:buffer';
 import { crc32 } from 'node:zlib';
 import { FhirError, issue } from '../../../fhir/outcome.js';
 
@@ -18,7 +19,20 @@ import { FhirError, issue } from '../../../fhir/outcome.js';
 /** Bumped whenever the layout of the parts any index writes changes: older snapshots are rebuilt. */
 export const SNAPSHOT_FORMAT = 2;
 
-export type SnapshotPart = Int32Array | Uint8Array | string;
+export type SnapshotPart = Int32Array | Uint8Array | string | AsciiText;
+
+/**
+ * A text part all of whose bytes are ASCII, kept as those bytes rather than decoded (its
+ * characters are its bytes, so a text column's offsets hold for both): what an index opens
+ * with, decoded later (flat-columns.ts TextColumn).
+ */
+export class AsciiText {
+  constructor(readonly bytes: Buffer) {}
+
+  toString(): string {
+    return this.bytes.toString('latin1');
+  }
+}
 export type SnapshotParts = Map<string, SnapshotPart>;
 
 /** What the loaders read parts from: the parts in memory (a Map), or a snapshot read part by part. */
@@ -54,15 +68,16 @@ export function encodeSnapshot(parts: SnapshotParts): Buffer[] {
   const texts: Buffer[] = [];
   let offset = 0;
   for (const [name, part] of parts) {
-    if (typeof part === 'string') continue;
+    if (typeof part === 'string' || part instanceof AsciiText) continue;
     const bytes = Buffer.from(part.buffer, part.byteOffset, part.byteLength);
     entries.push({ name, kind: part instanceof Int32Array ? 'i32' : 'u8', offset, length: part.length, crc: checksum([bytes]) });
     numeric.push(bytes, Buffer.alloc(align8(bytes.length) - bytes.length));
     offset += align8(bytes.length);
   }
   const numericBytes = offset;
-  for (const [name, part] of parts) {
-    if (typeof part !== 'string') continue;
+  for (const [name, given] of parts) {
+    if (!(typeof given === 'string' || given instanceof AsciiText)) continue;
+    const part = String(given);
     const wellFormed = (part as string & { isWellFormed?: () => boolean }).isWellFormed?.() ?? !/[\uD800-\uDFFF]/.test(part);
     const bytes = Buffer.from(part, wellFormed ? 'utf8' : 'utf16le');
     entries.push({ name, kind: wellFormed ? 'utf8' : 'utf16', offset, length: bytes.length, crc: checksum([bytes]) });
@@ -136,6 +151,11 @@ export function partRange(layout: SnapshotLayout, p: PartEntry): { at: number; b
  */
 export function partOf(p: PartEntry, bytes: Uint8Array): SnapshotPart {
   if (checksum([bytes]) !== p.crc) throw new SnapshotUnreadable(`checksum mismatch in part ${p.name}`);
+  return checkedPart(p, bytes);
+}
+
+/** `partOf` of bytes whose checksum was checked. */
+function checkedPart(p: PartEntry, bytes: Uint8Array): SnapshotPart {
   if (p.kind === 'i32') {
     if (bytes.byteOffset % 4 !== 0) bytes = bytes.slice();
     return new Int32Array(bytes.buffer, bytes.byteOffset, p.length);
@@ -149,15 +169,16 @@ export function partOf(p: PartEntry, bytes: Uint8Array): SnapshotPart {
  * in the background (tens of MB: the checksum and the decoding of its text) never holds a
  * request up for more than a slice. The same part, the same checks.
  */
-export async function partOfInSlices(p: PartEntry, bytes: Uint8Array): Promise<SnapshotPart> {
+export async function partOfInSlices(p: PartEntry, bytes: Uint8Array, asciiAsBytes = false): Promise<SnapshotPart> {
   let crc = 0;
   for (let at = 0; at < bytes.length; at += SLICE) {
     crc = crc32(bytes.subarray(at, Math.min(at + SLICE, bytes.length)), crc);
     await turn();
   }
   if (crc >>> 0 !== p.crc) throw new SnapshotUnreadable(`checksum mismatch in part ${p.name}`);
-  if (p.kind === 'i32' || p.kind === 'u8') return partOf(p, bytes);
+  if (p.kind === 'i32' || p.kind === 'u8') return checkedPart(p, bytes);
   const buffer = bufferOf(bytes);
+  if (asciiAsBytes && p.kind === 'utf8' && isAscii(buffer)) return new AsciiText(buffer);
   const pieces: string[] = [];
   for (let at = 0; at < bytes.length; ) {
     let end = Math.min(at + SLICE, bytes.length);
