@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import type { CodeSystem } from '@medplum/fhirtypes';
 import { codeSystemRows } from './code-system-rows.js';
 import { CodeSystemIndex, indexFromRows } from './code-system-index.js';
-import { checksum, decodeSnapshot, encodeSnapshot, partOf, partOfInSlices, partRange, snapshotLayout, SnapshotUnreadable, type SnapshotParts } from './snapshot-format.js';
+import { AsciiText, checksum, decodeSnapshot, encodeSnapshot, partOf, partOfInSlices, partRange, snapshotLayout, SnapshotUnreadable, type SnapshotParts } from './snapshot-format.js';
 
 /**
  * The binary form of persisted indexes (docs/terminology.md#persisted-indexes): parts come back
@@ -81,36 +81,64 @@ describe('snapshot format', () => {
   });
 
   test('an index read back answers as the one written', () => {
-    const cs: CodeSystem = {
-      resourceType: 'CodeSystem',
-      status: 'active',
-      content: 'complete',
-      concept: [
-        {
-          code: 'a',
-          display: 'Alpha',
-          designation: [{ language: 'de', value: 'Alfa' }, { use: { system: 'http://snomed.info/sct', code: '900000000000013009' }, value: 'A' }],
-          concept: [
-            { code: 'b', display: 'Beta', definition: 'The second', property: [{ code: 'status', valueCode: 'retired' }] },
-            { code: 'c', concept: [{ code: 'B', display: 'Big b' }] },
-          ],
-        },
-        { code: 'd', display: 'Δέλτα' },
-      ],
-    };
-    const written = indexFromRows(codeSystemRows(cs));
+    const written = indexFromRows(codeSystemRows(sample));
     const read = CodeSystemIndex.fromParts(roundTrip(written.toParts(), 5));
-    assert.equal(read.maxId, written.maxId);
-    for (let id = 1; id <= written.maxId; id++) {
-      assert.deepEqual(read.concept(id), written.concept(id));
-      assert.deepEqual(read.designations(id), written.designations(id));
-      assert.deepEqual(read.properties(id), written.properties(id));
-      assert.deepEqual([...read.parents(id)], [...written.parents(id)]);
-      assert.deepEqual([...read.ancestors(id)], [...written.ancestors(id)]);
+    sameAnswers(read, written);
+  });
+
+  test('opened with its all-ASCII texts kept as bytes, an index answers as the one written, before and after they are decoded; $subsumes by parents equals the ancestor lists', async () => {
+    const written = indexFromRows(codeSystemRows(sample));
+    const buffers = encodeSnapshot(written.toParts());
+    const whole = Buffer.concat(buffers);
+    const layout = snapshotLayout(whole.subarray(0, buffers[0].length), whole.length, checksum([buffers[0]]));
+    const parts: SnapshotParts = new Map();
+    for (const [name, entry] of layout.entries) {
+      const { at, bytes } = partRange(layout, entry);
+      parts.set(name, await partOfInSlices(entry, new Uint8Array(whole.subarray(at, at + bytes)), true));
     }
-    for (const code of ['a', 'b', 'B', 'd', 'x', '']) assert.equal(read.idOf(code, false), written.idOf(code, false), code);
-    assert.equal(read.idOf('b', true), written.idOf('b', true));
-    assert.ok(read.isAncestor(read.idOf('a', false), read.idOf('B', false)));
-    assert.equal(written.idOf('B', false) > 0 && written.idOf('b', false) !== written.idOf('B', false), true);
+    // The codes are ASCII (kept as bytes), the displays are not (`Δέλτα`: decoded), the designations are.
+    assert.ok(parts.get('codes.text') instanceof AsciiText);
+    assert.equal(typeof parts.get('displays.text'), 'string');
+    assert.ok(parts.get('designation.value.text') instanceof AsciiText);
+    const read = CodeSystemIndex.fromParts(parts);
+    for (let a = 0; a <= written.maxId + 1; a++) {
+      for (let b = 0; b <= written.maxId + 1; b++) assert.equal(read.reachesUp(a, b), written.isAncestor(a, b), `${a} ${b}`);
+    }
+    sameAnswers(read, written);
+    await read.whenLoaded('designations');
+    sameAnswers(read, written);
   });
 });
+
+const sample: CodeSystem = {
+  resourceType: 'CodeSystem',
+  status: 'active',
+  content: 'complete',
+  concept: [
+    {
+      code: 'a',
+      display: 'Alpha',
+      designation: [{ language: 'de', value: 'Alfa' }, { use: { system: 'http://snomed.info/sct', code: '900000000000013009' }, value: 'A' }],
+      concept: [
+        { code: 'b', display: 'Beta', definition: 'The second', property: [{ code: 'status', valueCode: 'retired' }] },
+        { code: 'c', concept: [{ code: 'B', display: 'Big b' }] },
+      ],
+    },
+    { code: 'd', display: 'Δέλτα' },
+  ],
+};
+
+function sameAnswers(read: CodeSystemIndex, written: CodeSystemIndex): void {
+  assert.equal(read.maxId, written.maxId);
+  for (let id = 1; id <= written.maxId; id++) {
+    assert.deepEqual(read.concept(id), written.concept(id));
+    assert.deepEqual(read.designations(id), written.designations(id));
+    assert.deepEqual(read.properties(id), written.properties(id));
+    assert.deepEqual([...read.parents(id)], [...written.parents(id)]);
+    assert.deepEqual([...read.ancestors(id)], [...written.ancestors(id)]);
+  }
+  for (const code of ['a', 'b', 'B', 'd', 'x', '']) assert.equal(read.idOf(code, false), written.idOf(code, false), code);
+  assert.equal(read.idOf('b', true), written.idOf('b', true));
+  assert.ok(read.isAncestor(read.idOf('a', false), read.idOf('B', false)));
+  assert.equal(written.idOf('B', false) > 0 && written.idOf('b', false) !== written.idOf('B', false), true);
+}
