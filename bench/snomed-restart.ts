@@ -7,7 +7,10 @@ import { procStatus, startLatticeProcess } from './server-process.js';
  * fresh server process on the imported data (nothing in memory), its time to answer /healthz,
  * then the time of its first answer of that kind — `$lookup`, `$subsumes`, an ECL `$expand`
  * and an ECL `$validate-code` — each on its own start, so each reads what it needs itself.
- * Also the server's peak RSS after that answer.
+ * Also the server's peak RSS after that answer. The question is sent after the bench has logged
+ * in (0.3–1.7 s on the shared machine); a server opens its persisted indexes as soon as it
+ * listens, so that opening runs while the bench logs in, and a question sent earlier would wait
+ * for the rest of it (docs/benchmarks.md records how long it takes).
  */
 export async function restartRows(
   env: Record<string, string>,
