@@ -78,9 +78,9 @@ function visibilityKey(scope: Scope): string {
   return key;
 }
 
-function toKept({ result, texts }: SearchAnswer): KeptAnswer {
-  const { resources: _resources, modes, ...rest } = result;
-  return { ...rest, ...(modes ? { modes: [...modes] } : {}), json: `[${texts().join(',')}]` };
+function toKept(answer: SearchAnswer): KeptAnswer {
+  const { resources: _resources, modes, ...rest } = answer.result;
+  return { ...rest, ...(modes ? { modes: [...modes] } : {}), json: `[${answer.texts().join(',')}]` };
 }
 
 /** A fresh copy of a kept answer: objects no other request holds. */
