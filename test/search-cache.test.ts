@@ -221,6 +221,32 @@ for (const driver of drivers) {
       assert.deepEqual(again?.modes, ['match']);
     });
 
+    test('code that holds an open transaction searches the database: it sees its own writes, and nothing of it is kept', async () => {
+      const query = { resourceType: 'Patient', params: [['family', 'RolledBack']] as Array<[string, string]> };
+      // On PGlite such a search runs inside the transaction (one connection) and finds the new
+      // row; on PostgreSQL it runs on another connection and does not.
+      const inside = driver === 'pglite' ? 1 : 0;
+      const rolledBack = async (): Promise<number> => {
+        let found = -1;
+        await assert.rejects(
+          server.app.db.transaction(async (tx) => {
+            await server.app.system.inTransaction(tx).create(patient('RolledBack'));
+            found = (await server.app.system.search(query)).resources.length;
+            throw new Error('rolled back');
+          }),
+          /rolled back/,
+        );
+        return found;
+      };
+      await server.app.db.caughtUp(); // as in `twice`
+      assert.equal(await rolledBack(), inside);
+      assert.equal((await server.app.system.search(query)).resources.length, 0, 'an answer of the rolled-back transaction was kept');
+      // Kept from outside the transaction: not given to code inside it.
+      assert.equal((await server.app.system.search(query)).resources.length, 0);
+      assert.equal(await rolledBack(), inside);
+      assert.equal((await server.app.system.search(query)).resources.length, 0);
+    });
+
     test('inside a transaction a search reads the database (its own writes included)', async () => {
       const path = '/Patient?family=Inside';
       assert.deepEqual(ids(await twice(server, path)), []);
