@@ -136,6 +136,15 @@ for (const driver of drivers) {
       assert.deepEqual(await seen(), []);
     });
 
+    test('a bulk load (what `lattice import` and the import route run: rows COPYed) is seen by the next search', async () => {
+      const path = '/Patient?family=Loaded&_sort=_id';
+      assert.deepEqual(ids(await twice(server, path)), []);
+      const loader = server.app.system.bulkLoad({ projectId: server.projectId });
+      for (const id of ['loaded-1', 'loaded-2']) await loader.add({ ...patient('Loaded'), id }, id);
+      assert.equal(await loader.finish(), 2);
+      assert.deepEqual(ids(await twice(server, path)), ['Patient/loaded-1', 'Patient/loaded-2']);
+    });
+
     test('a search-index rewrite without a resource write is seen: SQL on an index table, a re-index pass', async () => {
       const id = await create(patient('Reindexed'));
       const path = '/Patient?family=Reindexed';
