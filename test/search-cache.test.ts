@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 process.env.LATTICE_DEBUG_STATEMENTS = '1';
 import type { Bundle, Patient } from '@medplum/fhirtypes';
 import pino from 'pino';
+import { loadConfig } from '../src/config.js';
 import { statementCounts } from '../src/storage/statement-count.js';
 import { INDEX_TABLES } from '../src/storage/search/index-rows.js';
 import { reindexIfOutdated } from '../src/storage/search/reindex.js';
@@ -58,6 +59,14 @@ async function twice(server: TestServer, path: string, token?: string): Promise<
   assert.equal(again.statements, 0, `${path}: asked again, ${again.statements} statements`);
   return first.body;
 }
+
+test('LATTICE_SEARCH_CACHE: on (64 MB) by default, off, or a budget in MB; anything else stops the start', () => {
+  assert.equal(loadConfig({}).searchCacheMb, 64);
+  assert.equal(loadConfig({ LATTICE_SEARCH_CACHE: 'on' }).searchCacheMb, 64);
+  assert.equal(loadConfig({ LATTICE_SEARCH_CACHE: 'off' }).searchCacheMb, 0);
+  assert.equal(loadConfig({ LATTICE_SEARCH_CACHE: '256' }).searchCacheMb, 256);
+  assert.throws(() => loadConfig({ LATTICE_SEARCH_CACHE: '1GB' }), { message: "LATTICE_SEARCH_CACHE must be 'on', 'off' or a size in MB, got '1GB'" });
+});
 
 for (const driver of drivers) {
   describe(`search answer cache (${driver})`, () => {
