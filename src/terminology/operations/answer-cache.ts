@@ -1,5 +1,6 @@
 import type { OperationDefinition } from '@medplum/fhirtypes';
 import type { KeptAnswers, OperationValues } from '../../core/operation.js';
+import type { FhirRequest } from '../../core/fhir-request.js';
 import { FhirError } from '../../fhir/outcome.js';
 import { terminologyCache } from '../providers/fhir/index-cache.js';
 import { PreparedAnswer } from '../../core/reusable-answer.js';
@@ -95,7 +96,7 @@ export function keptAnswers(env: TerminologyEnv, code: string): KeptAnswers {
       const stamp = cache.stamp();
       if (!caughtUp || stamp === undefined) return undefined;
       const { auth, acceptLanguage } = req.ctx;
-      const key = `${code}\u0000${target.resourceType ?? ''}\u0000${target.id ?? ''}\u0000${auth.projectId ?? ''}\u0000${auth.superAdmin ? 1 : 0}\u0000${acceptLanguage ?? ''}\u0000${JSON.stringify(req.query)}`;
+      const key = `${code}\u0000${target.resourceType ?? ''}\u0000${target.id ?? ''}\u0000${auth.projectId ?? ''}\u0000${auth.superAdmin ? 1 : 0}\u0000${acceptLanguage ?? ''}\u0000${queryText(req.query)}`;
       const kept = byRequest.get(key);
       if (kept?.stamp === stamp) {
         hits++;
@@ -112,6 +113,19 @@ export function keptAnswers(env: TerminologyEnv, code: string): KeptAnswers {
 }
 
 const byRequest = new Map<string, { stamp: number; answer: PreparedAnswer }>();
+
+/**
+ * A query's pairs as text, for the key above. A GET asked again arrives with the same frozen
+ * pairs (src/http/request-info.ts keeps the reading of a recent request line), so their text is
+ * kept with them rather than written again per request.
+ */
+function queryText(query: FhirRequest['query']): string {
+  if (!Object.isFrozen(query)) return JSON.stringify(query);
+  let text = queryTexts.get(query);
+  if (text === undefined) queryTexts.set(query, (text = JSON.stringify(query)));
+  return text;
+}
+const queryTexts = new WeakMap<FhirRequest['query'], string>();
 
 /** Answers given from the cache since the start (tests pin that an answer was or was not reused). */
 export function answerCacheHits(): number {
