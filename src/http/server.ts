@@ -302,7 +302,7 @@ function answerMalformedHttp(err: Error & { code?: string; rawPacket?: unknown }
 async function contextFor(services: HttpDeps, request: FastifyRequest, requireAuth: boolean): Promise<RequestContext> {
   const since = performance.now();
   const auth = requireAuth
-    ? await services.authenticator.authenticate(request.headers as Record<string, string | undefined>, since)
+    ? await services.authenticator.authenticate(request.headers as Record<string, string | undefined>, since, request.raw.socket)
     : ANONYMOUS;
   const publicUrl = services.config.publicUrl;
   return {
