@@ -86,15 +86,14 @@ export function keptAnswers(env: TerminologyEnv, code: string): KeptAnswers {
     async find(req, target) {
       const cache = terminologyCache(env.db);
       if (cache.stamp() === undefined) return undefined;
-      const caughtUp = await env.db.caughtUp(req.ctx.since).then(
-        () => true,
-        (err: unknown) => {
-          if (err instanceof FhirError) throw err;
-          return false; // not listening: nothing kept is used
-        },
-      );
+      try {
+        await env.db.caughtUp(req.ctx.since);
+      } catch (err) {
+        if (err instanceof FhirError) throw err;
+        return undefined; // not listening: nothing kept is used
+      }
       const stamp = cache.stamp();
-      if (!caughtUp || stamp === undefined) return undefined;
+      if (stamp === undefined) return undefined;
       const { auth, acceptLanguage } = req.ctx;
       const key = `${code}\u0000${target.resourceType ?? ''}\u0000${target.id ?? ''}\u0000${auth.projectId ?? ''}\u0000${auth.superAdmin ? 1 : 0}\u0000${acceptLanguage ?? ''}\u0000${queryText(req.query)}`;
       const kept = byRequest.get(key);
