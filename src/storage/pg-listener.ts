@@ -4,6 +4,9 @@ import { FhirError } from '../fhir/outcome.js';
 import { notify } from './change-feed.js';
 import { databaseUnavailable, ListenUnsupported, NotListening, WAITS } from './database-errors.js';
 
+/** The answer of `caughtUp` when nothing is to wait for: one settled promise, not one per request. */
+const CAUGHT_UP: Promise<void> = Promise.resolve();
+
 /** Channel of the start-up check that notifications reach this session (see `probe`). */
 const PROBE_CHANNEL = 'lattice_listen_probe';
 
@@ -69,7 +72,7 @@ export class Listener {
    * connection is then dropped: a frozen server must not hold requests).
    */
   caughtUp(since?: number): Promise<void> {
-    if (since !== undefined && this.client && this.caughtUpTo >= since) return Promise.resolve();
+    if (since !== undefined && this.client && this.caughtUpTo >= since) return CAUGHT_UP;
     return this.waitAtMost(this.shared());
   }
 
