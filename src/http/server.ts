@@ -234,7 +234,8 @@ async function handleFhir(services: HttpDeps, request: FastifyRequest, reply: Fa
     },
     route,
   );
-  void reply.status(result.status).headers(result.headers ?? {});
+  void reply.status(result.status);
+  if (result.headers) void reply.headers(result.headers);
   if (result.raw) return sendRaw(request, reply, result.raw);
   // A kept answer comes serialised (src/core/reusable-answer.ts).
   if (result.json !== undefined && !info.pretty) return void reply.type(FHIR_CONTENT_TYPE).send(result.json);

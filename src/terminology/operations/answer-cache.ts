@@ -114,17 +114,19 @@ export function keptAnswers(env: TerminologyEnv, code: string): KeptAnswers {
 const byRequest = new Map<string, { stamp: number; answer: PreparedAnswer }>();
 
 /**
- * A query's pairs as text, for the key above. A GET asked again arrives with the same frozen
- * pairs (src/http/request-info.ts keeps the reading of a recent request line), so their text is
- * kept with them rather than written again per request.
+ * A query's pairs as they stand in the key above. A GET asked again arrives with the same frozen
+ * pairs (src/http/request-info.ts keeps the reading of a recent request line): those are named
+ * by a number given to them once (`#<n>`, which no JSON text starts with), so the key stays short
+ * and no text is written per request. Other pairs are named by their JSON text.
  */
 function queryText(query: FhirRequest['query']): string {
   if (!Object.isFrozen(query)) return JSON.stringify(query);
-  let text = queryTexts.get(query);
-  if (text === undefined) queryTexts.set(query, (text = JSON.stringify(query)));
+  let text = queryNames.get(query);
+  if (text === undefined) queryNames.set(query, (text = `#${++queriesNamed}`));
   return text;
 }
-const queryTexts = new WeakMap<FhirRequest['query'], string>();
+const queryNames = new WeakMap<FhirRequest['query'], string>();
+let queriesNamed = 0;
 
 /** Answers given from the cache since the start (tests pin that an answer was or was not reused). */
 export function answerCacheHits(): number {
