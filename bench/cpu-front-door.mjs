@@ -91,7 +91,7 @@ function bareServer(port) {
 // BENCH_FD_ROUNDS rounds (default 7) per case.
 const ROUNDS = Number(process.env.BENCH_FD_ROUNDS ?? 7);
 const lines = [];
-let port = 18300;
+let port = Number(process.env.BENCH_FD_PORT ?? 18300);
 for (const driver of drivers) {
   let pg;
   if (driver === 'pg') {
@@ -137,7 +137,7 @@ for (const driver of drivers) {
       const summary = (xs) => `${median(xs)} (min ${Math.min(...xs)})`;
       lines.push(`${driver}: bare node:http server ${summary(bareFigures.plain)} µs; with the same Authorization header ${summary(bareFigures.headers)} µs`);
       lines.push(`| driver | checkout | ${cases.map(([l]) => l).join(' | ')} |`);
-      for (const [i, server] of servers.entries()) lines.push(`| ${driver} | ${specs[i].dir} | ${cases.map(([l]) => summary(figures[i][l])).join(' | ')} |`);
+      for (const i of servers.keys()) lines.push(`| ${driver} | ${specs[i].dir} | ${cases.map(([l]) => summary(figures[i][l])).join(' | ')} |`);
       console.error(lines.slice(-2 - servers.length).join('\n'));
     });
   } finally {

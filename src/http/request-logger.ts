@@ -65,7 +65,7 @@ class RequestLogger {
 
   private log(level: Level, args: unknown[]): void {
     if (this.made === undefined && !this.parent.isLevelEnabled(level)) return;
-    (this.logger()[level] as (...a: unknown[]) => void)(...args);
+    this.logger()[level](...(args as [unknown]));
   }
 }
 
@@ -74,7 +74,7 @@ class RequestLogger {
  * asks for options of its own (a log level, serialisers — no Lattice route does).
  */
 export function requestLogger(logger: Logger, bindings: Bindings, options: ChildLoggerOptions): Logger {
-  // eslint-disable-next-line guard-for-in -- any option at all (Fastify sets only `level` and `serializers`)
+  // Any option at all (Fastify sets only `level` and `serializers`).
   for (const _ in options) return logger.child(bindings, options);
   return new RequestLogger(logger, bindings) as unknown as Logger;
 }
