@@ -305,17 +305,35 @@ async function contextFor(services: HttpDeps, request: FastifyRequest, requireAu
   const auth = requireAuth
     ? await services.authenticator.authenticate(request.headers as Record<string, string | undefined>, since, request.raw.socket)
     : ANONYMOUS;
-  const publicUrl = services.config.publicUrl;
-  return {
-    requestId: request.id,
-    publicUrl,
-    fhirBaseUrl: `${publicUrl}${FHIR_PREFIX}`,
-    auth,
-    repo: services.repository(auth, since),
-    since,
-    log: request.log as RequestContext['log'],
-    acceptLanguage: typeof request.headers['accept-language'] === 'string' ? request.headers['accept-language'] : undefined,
-  };
+  const acceptLanguage = typeof request.headers['accept-language'] === 'string' ? request.headers['accept-language'] : undefined;
+  return new HandlerContext(services, request.id, auth, since, request.log as RequestContext['log'], acceptLanguage);
+}
+
+/**
+ * A request's handler context. Its repository is made when a handler first uses it: a request
+ * answered without reading data (a kept terminology answer, `/metadata`) makes none. Copying
+ * the context (`{ ...ctx, repo }`) copies every other field: they are its own.
+ */
+class HandlerContext implements RequestContext {
+  readonly publicUrl: string;
+  readonly fhirBaseUrl: string;
+  private made: ResourceRepository | undefined;
+
+  constructor(
+    private readonly services: HttpDeps,
+    readonly requestId: string,
+    readonly auth: AuthInfo,
+    readonly since: number,
+    readonly log: RequestContext['log'],
+    readonly acceptLanguage: string | undefined,
+  ) {
+    this.publicUrl = services.config.publicUrl;
+    this.fhirBaseUrl = `${this.publicUrl}${FHIR_PREFIX}`;
+  }
+
+  get repo(): ResourceRepository {
+    return (this.made ??= this.services.repository(this.auth, this.since));
+  }
 }
 
 /** JSON bodies everywhere; form bodies only where the route accepts them. */
