@@ -25,7 +25,9 @@ const patients = Number(process.argv[4] ?? 312);
 const amount = Number(process.argv[5] ?? 1000);
 const here = dirname(fileURLToPath(import.meta.url));
 const { patientResources } = await import(resolve(here, '../dist/bench/synthea-like.js'));
-const SHAPE = { patients, encounters: 10, observations: 5 };
+// BENCH_SHAPE=<encounters>,<observations>: per patient and per encounter (default 10,5: 50 Observations a patient).
+const [encounters, observations] = (process.env.BENCH_SHAPE ?? '10,5').split(',').map(Number);
+const SHAPE = { patients, encounters, observations };
 
 const dataDir = process.env.BENCH_DATA_DIR;
 const prepared = dataDir !== undefined && existsSync(dataDir);
@@ -71,6 +73,7 @@ await withMeasuredServer({ dir, port, env, startTries: 300 }, async ({ base, hea
   const searches = [
     '/fhir/R4/Patient?family=Smith&_count=10',
     '/fhir/R4/Observation?subject=Patient/syn-p2&code=http://loinc.org|8302-2',
+    '/fhir/R4/Observation?subject=Patient/syn-p2&_count=10',
     '/fhir/R4/Encounter?date=ge2015-01-01&_count=10',
   ];
   // The first search runs ANALYZE (PGlite has no autovacuum; src/storage/search/statistics.ts).

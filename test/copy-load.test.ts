@@ -100,6 +100,15 @@ for (const driver of drivers) {
       }
       return out;
     };
+    /** Token and reference rows of `prefix`'s resources whose last_updated is not their resource's (migration 625). */
+    const unstamped = async (prefix: string) =>
+      (
+        await server.app.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM (SELECT resource_type, id, last_updated FROM search_token UNION ALL SELECT resource_type, id, last_updated FROM search_reference) x
+           JOIN resource r USING (resource_type, id) WHERE r.id LIKE $1 AND x.last_updated IS DISTINCT FROM r.last_updated`,
+          [`${prefix}-%`],
+        )
+      ).rows[0].n;
     const ids = async (path: string) => {
       const res = await server.fhir('GET', path, { token: server.adminToken });
       assert.equal(res.status, 200, res.text);
@@ -135,6 +144,8 @@ for (const driver of drivers) {
       const [byStatement, byCopy] = [await snapshot('stm'), await snapshot('cop')];
       for (const table of TABLES) assert.ok(byCopy[table].length > 0, `${table} has rows`);
       assert.deepEqual(byCopy, byStatement);
+      assert.equal(await unstamped('stm'), 0);
+      assert.equal(await unstamped('cop'), 0);
       for (const [i, path] of searches('cop').entries()) {
         const found = await ids(path);
         assert.ok(found.length > 0, `${path} finds the loaded resource`);
@@ -151,6 +162,7 @@ for (const driver of drivers) {
       const [inThread, inWorkers] = [await snapshot('thr'), await snapshot('wrk')];
       for (const table of TABLES) assert.ok(inWorkers[table].length > 0, `${table} has rows`);
       assert.deepEqual(inWorkers, inThread);
+      assert.equal(await unstamped('wrk'), 0);
       for (const [i, path] of searches('wrk').entries()) {
         const found = await ids(path);
         assert.ok(found.length > 0, `${path} finds the loaded resource`);

@@ -107,7 +107,14 @@ const CASES: Array<{ search: string; check: Check; index: string }> = [
   // The default order (_lastUpdated, id) and `_sort=_lastUpdated`: the type's live rows in time order.
   { search: 'Observation?_count=10', check: ordered, index: 'resource_type_updated' },
   { search: 'Observation?_sort=-_lastUpdated&_count=10', check: ordered, index: 'resource_type_updated' },
-  { search: `Observation?code=${LOINC}|8302-2&_sort=_lastUpdated&_count=10`, check: ordered, index: 'resource_type_updated' },
+  // One token code or reference target in the default order (or by _lastUpdated): the rows of
+  // that value in its lookup index, which orders them by the last_updated they carry.
+  { search: `Observation?code=${LOINC}|8302-2&_sort=_lastUpdated&_count=10`, check: ordered, index: 'search_token_lookup' },
+  { search: `Observation?code=${LOINC}|8302-2&_sort=-_lastUpdated&_count=10`, check: ordered, index: 'search_token_lookup' },
+  { search: 'Patient?identifier=https://example.org/mrn|MRN100007', check: ordered, index: 'search_token_lookup' },
+  { search: 'Observation?subject=Patient/plan-p2&_count=10', check: ordered, index: 'search_reference_lookup' },
+  { search: `Observation?subject=Patient/plan-p2&code=${LOINC}|8302-2`, check: ordered, index: 'search_reference_lookup' },
+  { search: `Observation?subject=Patient/plan-p2&_count=5&_cursor=${Buffer.from(JSON.stringify(['2020-01-01T00:00:00.000000Z', 'plan-o2-1-1'])).toString('base64url')}`, check: ordered, index: 'search_reference_lookup' },
   // A next page by keyset (`_cursor`): the index read from the cursor's key on, no OFFSET.
   { search: `Observation?_count=10&_cursor=${Buffer.from(JSON.stringify(['2020-01-01T00:00:00.000000Z', 'plan-o1-1-1'])).toString('base64url')}`, check: ordered, index: 'resource_type_updated' },
   // `_sort` by a parameter: its sort rows in index order.
@@ -118,9 +125,6 @@ const CASES: Array<{ search: string; check: Check; index: string }> = [
   // Selective searches: the matches through the value's lookup index, only they sorted.
   { search: 'Patient?family=Smith&_count=10', check: matchesThrough('search_string_lookup'), index: 'search_string_lookup' },
   { search: 'Patient?name=smith&_count=10', check: matchesThrough('search_string_lookup'), index: 'search_string_lookup' },
-  { search: 'Patient?identifier=https://example.org/mrn|MRN100007', check: matchesThrough('search_token_lookup'), index: 'search_token_lookup' },
-  { search: 'Observation?subject=Patient/plan-p2&_count=10', check: matchesThrough('search_reference_lookup'), index: 'search_reference_lookup' },
-  { search: `Observation?subject=Patient/plan-p2&code=${LOINC}|8302-2`, check: matchesThrough('search_reference_lookup'), index: 'search_reference_lookup' },
   { search: 'Encounter?subject=Patient/plan-p7&_sort=-date', check: matchesThrough('search_reference_lookup'), index: 'search_reference_lookup' },
   { search: 'Patient?family=Smith&_sort=family&_count=10', check: matchesThrough('search_string_lookup'), index: 'search_string_lookup' },
 ];

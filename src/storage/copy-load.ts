@@ -1,7 +1,7 @@
 import type { Resource } from '@medplum/fhirtypes';
 import type { Queryable } from '../core/database.js';
-import { TABLE_COLUMNS, emptyRows, type IndexRows } from './search/index-rows.js';
-import { COPY_INDEX_TABLES, indexCopyText, manyIndexCtes } from './search/index-writer.js';
+import { emptyRows, type IndexRows } from './search/index-rows.js';
+import { COPY_INDEX_TABLES, copyColumns, indexCopyText, manyIndexCtes } from './search/index-writer.js';
 
 /**
  * The first versions of new resources written with COPY (a bulk load, docs/rest.md#bulk-load):
@@ -33,7 +33,7 @@ const RESOURCE_COLUMNS = ['resource_type', 'id', 'version_id', 'project_id', 'la
 /** The `search_*` tables COPY writes, in order. */
 export const COPY_TABLES = COPY_INDEX_TABLES.map((table) => `search_${table}`);
 /** Per table of COPY_TABLES: its COPY columns (as indexCopyText names them). */
-const COPY_COLUMNS = COPY_INDEX_TABLES.map((table) => ['resource_type', 'id', ...(TABLE_COLUMNS[table] as Array<[string, string]>).map(([c]) => c)]);
+const COPY_COLUMNS = COPY_INDEX_TABLES.map(copyColumns);
 
 /** Whether `tx` can COPY (both drivers' transactions can; a wrapper may not). */
 export function canCopy(tx: Queryable): tx is CopyQueryable {
@@ -43,7 +43,7 @@ export function canCopy(tx: Queryable): tx is CopyQueryable {
 /** A new resource ready to COPY from its stored JSON and index rows (made in this thread). */
 export function copyReadyOf(resource: Resource, content: string, rows: IndexRows): CopyReady {
   const id = resource.id as string;
-  return { resourceType: resource.resourceType, id, content, copy: copyLines(resource.resourceType, id, rows), text: rows.text };
+  return { resourceType: resource.resourceType, id, content, copy: copyLines(resource.resourceType, id, resource.meta?.lastUpdated, rows), text: rows.text };
 }
 
 /** Writes resources new to the database (resource, history and index rows) in `tx`, in one COPY per table. */
@@ -64,16 +64,19 @@ export async function copyReady(tx: CopyQueryable, resources: CopyReady[], proje
   }
   const params: unknown[] = [];
   const texts = manyIndexCtes(
-    resources.filter((r) => r.text.length > 0).map((r) => ({ resourceType: r.resourceType, id: r.id, rows: { ...emptyRows(), text: r.text } })),
+    resources.filter((r) => r.text.length > 0).map((r) => ({ resourceType: r.resourceType, id: r.id, lastUpdated: now, rows: { ...emptyRows(), text: r.text } })),
     params,
   );
   if (texts.length > 0) await tx.query(`WITH ${texts.join(', ')} SELECT 1`, params);
 }
 
-/** One resource's index rows as COPY text: one entry per table of COPY_TABLES, `''` where it has none. */
-export function copyLines(resourceType: string, id: string, rows: IndexRows): string[] {
+/**
+ * One resource's index rows as COPY text: one entry per table of COPY_TABLES, `''` where it has
+ * none; `lastUpdated` is its first version's, which the stamped tables' rows carry.
+ */
+export function copyLines(resourceType: string, id: string, lastUpdated: string | undefined, rows: IndexRows): string[] {
   const out = COPY_TABLES.map(() => '');
-  for (const t of indexCopyText([{ resourceType, id, rows }], copyField)) out[COPY_TABLES.indexOf(t.table)] = t.text;
+  for (const t of indexCopyText([{ resourceType, id, lastUpdated, rows }], copyField)) out[COPY_TABLES.indexOf(t.table)] = t.text;
   return out;
 }
 

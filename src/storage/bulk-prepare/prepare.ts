@@ -69,7 +69,7 @@ export function prepareBatch(input: PrepareInput, validate: ((resource: Resource
     if (!input.projectId) delete meta.project;
     out.push({
       content: JSON.stringify({ ...resource, meta }),
-      copy: copyLines(resource.resourceType, resource.id as string, rows),
+      copy: copyLines(resource.resourceType, resource.id as string, input.now, rows),
       text: rows.text,
       refs: [...refs],
     });

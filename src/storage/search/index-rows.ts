@@ -26,6 +26,14 @@ export const TABLE_COLUMNS: { [K in keyof IndexRows]: Array<[column: keyof Index
   text: [['param', 'text'], ['body', 'text']],
 };
 
+/**
+ * Tables whose rows also carry their resource's `last_updated` (migration 625), in their lookup
+ * index after the value: a search driven by one token or reference value reads its page in the
+ * default order straight from that index, stopping when the page is full
+ * (docs/rest.md#query-plans). Every version rewrites its rows, so the copy never goes stale.
+ */
+export const STAMPED_TABLES: ReadonlySet<keyof IndexRows> = new Set(['token', 'reference']);
+
 /** Every index table, in the order rows are written and removed. */
 export const INDEX_TABLES = Object.keys(TABLE_COLUMNS) as Array<keyof IndexRows>;
 

@@ -23,18 +23,18 @@ export function createSearchIndex(limits: SearchLimits = DEFAULT_SEARCH_LIMITS):
   let terminology: SearchTerminology | undefined;
   return {
     async index(tx: Queryable, resource: Resource): Promise<void> {
-      await replaceRows(tx, resource.resourceType, resource.id as string, extractOrRefuse(resource));
+      await replaceRows(tx, resource.resourceType, resource.id as string, extractOrRefuse(resource), resource.meta?.lastUpdated);
       statistics.wrote();
     },
     indexCtes(resource: Resource, params: unknown[], options: { replace: boolean; guard?: string }): string[] {
-      const parts = indexCtes(extractOrRefuse(resource), params, options);
+      const parts = indexCtes(extractOrRefuse(resource), params, { ...options, lastUpdated: resource.meta?.lastUpdated });
       statistics.wrote();
       return parts;
     },
     extract: extractOrRefuse,
     manyIndexCtes(resources: Resource[], params: unknown[], rows?: Array<IndexRows | undefined>): string[] {
       const parts = manyIndexCtes(
-        resources.map((r, i) => ({ resourceType: r.resourceType, id: r.id as string, rows: rows?.[i] ?? extractOrRefuse(r) })),
+        resources.map((r, i) => ({ resourceType: r.resourceType, id: r.id as string, lastUpdated: r.meta?.lastUpdated, rows: rows?.[i] ?? extractOrRefuse(r) })),
         params,
       );
       statistics.wrote(resources.length);

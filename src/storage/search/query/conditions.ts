@@ -40,13 +40,13 @@ export const MODIFIERS: Record<IndexTable, string[]> = {
  * `:missing` tests for the absence of any row, `:not` for the absence of a matching one.
  */
 export function criterionSql(p: SqlParams, owner: Owner, c: Criterion): string {
-  const exists = (body?: (x: string) => string): string => {
+  const exists = (body?: (x: string) => string, ordered = false): string => {
     const x = p.alias('x');
     const [type, param] = [p.add(owner.type), p.add(c.code)];
     const head = `SELECT 1 FROM search_${c.table} ${x} WHERE ${x}.resource_type = ${type} AND ${x}.id = ${owner.alias}.id AND ${x}.param = ${param}`;
     const match = body ? ` AND (${body(x)})` : '';
     const sql = `EXISTS (${head}${match})`;
-    p.indexed.set(sql, { table: c.table, alias: x, rows: `${x}.resource_type = ${type} AND ${x}.param = ${param}${match}` });
+    p.indexed.set(sql, { table: c.table, alias: x, rows: `${x}.resource_type = ${type} AND ${x}.param = ${param}${match}`, ordered });
     return sql;
   };
   if (c.modifier === 'missing') {
@@ -71,9 +71,12 @@ export function criterionSql(p: SqlParams, owner: Owner, c: Criterion): string {
       if (c.modifier === 'text') return exists((x) => anyOf(x, (v) => `${x}.text_value LIKE ${p.add(`${escapeLike(normalizeText(unescapeValue(v)))}%`)}`));
       if (c.modifier !== undefined && TERMINOLOGY_MODIFIERS.includes(c.modifier)) return termSql(p, owner, c.code, c.modifier, c.values);
       if (c.modifier === 'of-type') return ofTypeSql(p, owner, c);
-      return exists((x) => anyOf(x, (v) => tokenMatch(p, x, v)));
-    case 'reference':
-      return exists((x) => anyOf(x, (v) => referenceMatch(p, x, typeModifier ? c.modifier : undefined, unescapeValue(v))));
+      return exists((x) => anyOf(x, (v) => tokenMatch(p, x, v)), c.values.length === 1 && splitPipe(c.values[0])[1] !== '');
+    case 'reference': {
+      // One `Type/id` or bare id: the rows of one target id.
+      const keyed = c.values.length === 1 && (RELATIVE.test(unescapeValue(c.values[0])) || ID.test(unescapeValue(c.values[0])));
+      return exists((x) => anyOf(x, (v) => referenceMatch(p, x, typeModifier ? c.modifier : undefined, unescapeValue(v))), keyed);
+    }
     case 'uri':
       return exists((x) => anyOf(x, (v) => uriMatch(p, x, c.modifier, unescapeValue(v))));
     case 'date':

@@ -34,8 +34,11 @@ export function encodeCursor(keyset: Keyset, row: { key_time: string; key_id: st
   return Buffer.from(JSON.stringify(values)).toString('base64url');
 }
 
-/** The condition "after the cursor's row in keyset order"; 400 for a cursor this search did not make. */
-export function afterCursorSql(p: SqlParams, keyset: Keyset, cursor: string): string {
+/**
+ * The condition "after the cursor's row in keyset order"; 400 for a cursor this search did not
+ * make. `alias`: the row whose key columns are compared (an index row that carries them too).
+ */
+export function afterCursorSql(p: SqlParams, keyset: Keyset, cursor: string, alias = 'r'): string {
   let values: unknown;
   try {
     values = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -48,7 +51,7 @@ export function afterCursorSql(p: SqlParams, keyset: Keyset, cursor: string): st
     values.every((v, i) => typeof v === 'string' && (keyset.columns[i] === 'id' ? /^[A-Za-z0-9\-.]{1,64}$/.test(v) : /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(v)));
   if (!valid) throw badRequest(`Invalid value '${cursor.slice(0, 100)}' for _cursor (a next link's cursor, for the same _sort)`);
   const strings = values as string[];
-  const columns = keyset.columns.map((c) => `r.${c}`).join(', ');
+  const columns = keyset.columns.map((c) => `${alias}.${c}`).join(', ');
   const bound = keyset.columns.map((c, i) => (c === 'id' ? p.add(strings[i]) : `${p.add(strings[i])}::timestamptz`)).join(', ');
   return `(${columns}) ${keyset.descending ? '<' : '>'} (${bound})`;
 }

@@ -125,11 +125,16 @@ export async function buildSearch(
   // order's index starts from; the COUNT is of the whole search, without it.
   const keyset = sorted === undefined && type !== ANY_TYPE ? keysetOf(controls.sort) : undefined;
   if (controls.cursor !== undefined && !keyset) throw badRequest(`Invalid value '${controls.cursor.slice(0, 100)}' for _cursor (a next link's cursor, for the same _sort)`);
-  const from = controls.cursor !== undefined && keyset ? `${whereSql} AND ${afterCursorSql(p, keyset, controls.cursor)}` : whereSql;
+  // The page in the order of the time of the last change, driven by one token or reference value:
+  // read from the rows of that value in its lookup index, which orders them by time (`ordered`).
+  const driver = driverOf(candidates);
+  const inOrder = keyset?.columns[0] === 'last_updated' && driver?.criterion.ordered ? driver : undefined;
+  const cursorSql = controls.cursor !== undefined && keyset ? afterCursorSql(p, keyset, controls.cursor, inOrder?.criterion.alias) : undefined;
+  const from = cursorSql ? `${whereSql} AND ${cursorSql}` : whereSql;
   const offset = controls.cursor !== undefined ? 0 : controls.offset;
   const orderBy = sorted === undefined ? orderBySql(p, type, controls.sort) : undefined; // adds its values once
   const select = (counted: string) => `SELECT r.content${keyset ? `, ${KEY_COLUMNS}` : ''}${counted} FROM resource r WHERE ${from} ORDER BY ${orderBy} LIMIT ${limit} OFFSET ${offset}`;
-  const pageSql = sorted ?? select('');
+  const pageSql = sorted ?? (inOrder && keyset ? orderedPageSql(inOrder, where, cursorSql, keyset.descending, limit, offset) : select(''));
   return {
     controls,
     directives,
@@ -139,18 +144,37 @@ export async function buildSearch(
     page: { sql: pageSql, values: p.values },
     countedPage:
       sorted === undefined && controls.cursor === undefined
-        ? { sql: select(', count(*) OVER ()::int AS matched'), values: p.values } // no cursor: `from` is the WHERE
+        ? { sql: select(', count(*) OVER ()::int AS matched'), values: p.values } // no cursor: `from` is the WHERE (no value of a cursor unused)
         : undefined,
     keyset,
-    driverSql: candidates.length > 0 ? driverRowsSql(driverOf(candidates) as CountCandidate) : undefined,
+    driverSql: driver ? driverRowsSql(driver) : undefined,
     count(upTo?: number, form: CountForm = 'driver') {
-      const driver = upTo === undefined ? undefined : driverOf(candidates);
       if (driver && upTo !== undefined && form === 'planned') return { sql: plannedCountSql(whereSql, upTo), values: whereValues };
       if (driver && upTo !== undefined) return { ...boundedCountSql(driver, where, upTo), values: whereValues };
       const from = upTo === undefined ? `resource r WHERE ${whereSql}` : `(SELECT 1 FROM resource r WHERE ${whereSql} LIMIT ${upTo}) AS counted`;
       return { sql: `SELECT count(*)::int AS n FROM ${from}`, values: whereValues };
     },
   };
+}
+
+/**
+ * The page read in time order from the driving criterion's rows (docs/rest.md#query-plans): the
+ * rows of its one token code or reference target in its lookup index, which orders them by the
+ * `last_updated, id` they carry (migration 625), forwards or backwards; each row's resource
+ * probed by its primary key and checked against the rest of the search (`where` but the
+ * driver's EXISTS); a resource with several rows of that value (a code in two codings) once.
+ * The LIMIT stops the read: a subject's page of 10 reads about 11 rows however many it has.
+ */
+function orderedPageSql(driver: CountCandidate, where: string[], cursorSql: string | undefined, descending: boolean, limit: number, offset: number): string {
+  const { table, alias: x, rows } = driver.criterion;
+  const rest = where.filter((w) => w !== driver.sql);
+  const dir = descending ? 'DESC' : 'ASC';
+  const conditions = [rows, ...rest, ...(cursorSql ? [cursorSql] : [])].join(' AND ');
+  return (
+    `SELECT DISTINCT ON (${x}.last_updated, ${x}.id) r.content, ${KEY_COLUMNS} FROM search_${table} ${x} ` +
+    `JOIN resource r ON r.resource_type = ${x}.resource_type AND r.id = ${x}.id WHERE ${conditions} ` +
+    `ORDER BY ${x}.last_updated ${dir}, ${x}.id ${dir} LIMIT ${limit} OFFSET ${offset}`
+  );
 }
 
 /**

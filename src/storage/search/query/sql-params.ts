@@ -19,6 +19,12 @@ export interface IndexedCriterion {
   alias: string;
   /** `<alias>.resource_type = $a AND <alias>.param = $b[ AND (<match>)]`. */
   rows: string;
+  /**
+   * The matching rows are one key of the table's lookup index (a token's code, a reference's
+   * target id), which orders them by `last_updated, id` (migration 625): a page in the default
+   * order can be read from them in order (run-search.ts).
+   */
+  ordered?: boolean;
 }
 
 /** Builds the SQL of the caller's access rights for a row (access.ts), given to SqlParams by its creator. */
