@@ -13,6 +13,7 @@ import { countStatements, countingRequested } from './storage/statement-count.js
 import { Repository, ROWS_CHANNEL, type ResourceRow } from './storage/repository.js';
 import { subscribeChanges } from './storage/change-feed.js';
 import { RowCache } from './storage/row-cache.js';
+import { SEARCH_CHANNEL, SearchCache } from './storage/search/search-cache.js';
 import { ResourceHooks } from './storage/resource-hooks.js';
 import { createSearchIndex } from './storage/search/sql-search-index.js';
 import { searchCapabilities } from './storage/search/capabilities.js';
@@ -92,7 +93,18 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     repository: (auth, tx) => (tx ? repository(auth).inTransaction(tx) : repository(auth)),
   });
   const hooks = new ResourceHooks([...authHooks(), ...terminologyHooks(), ...watchHooks, ...binary.hooks, ...(options.extraHooks ?? [])]);
-  const searchIndex = createSearchIndex(config.searchLimits);
+  // Answers of searches asked again while nothing was written (search-cache.ts): every change to
+  // a table a search reads is announced by a trigger, on both drivers, whoever wrote it.
+  const searchCache = config.searchCacheMb > 0 ? new SearchCache(db.driver === 'pg', config.searchCacheMb * 1024 * 1024) : undefined;
+  if (searchCache) {
+    const unsubscribe = await subscribeChanges(db, SEARCH_CHANNEL, (payload) => (payload === '-' || payload === '*' ? searchCache.listening(payload === '*') : searchCache.clear()));
+    searchCache.listening(true);
+    closers.push(() => {
+      searchCache.listening(false);
+      unsubscribe();
+    });
+  }
+  const searchIndex = createSearchIndex(config.searchLimits, searchCache);
   // PGlite sees every write in this process; on PostgreSQL every node hears every write through
   // the change feed (row-cache.ts). `LATTICE_READ_CACHE=off` reads the database every time.
   const rowCache = config.readCache ? new RowCache<ResourceRow>(db.driver === 'pg') : undefined;

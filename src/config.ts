@@ -146,6 +146,11 @@ export interface Config {
   workers: number;
   /** `LATTICE_READ_CACHE` (default on; `off`): current resource rows kept in memory (storage/row-cache.ts). */
   readCache: boolean;
+  /**
+   * `LATTICE_SEARCH_CACHE`: `on` (the default, 64 MB), `off`, or a budget in MB: answers of searches
+   * asked again while nothing was written, kept in memory (docs/rest.md#search-answer-cache). 0 = off.
+   */
+  searchCacheMb: number;
   /** `lattice import`: a CodeSystem with more concepts is indexed staged (docs/terminology.md#atomic-imports). */
   txStagedImportAbove: number;
   /** Bounds on one terminology request (docs/terminology.md#limits). */
@@ -222,6 +227,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     baseTerminology,
     txCacheMb: intOf(env.LATTICE_TX_CACHE_MB, 1024, 'LATTICE_TX_CACHE_MB'),
     readCache: (env.LATTICE_READ_CACHE ?? 'on') !== 'off',
+    searchCacheMb: searchCacheOf(env.LATTICE_SEARCH_CACHE),
     workers: intOf(env.LATTICE_WORKERS, 0, 'LATTICE_WORKERS'),
     txPreload: (env.LATTICE_TX_PRELOAD ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     txIndexDir: env.LATTICE_TX_INDEX_DIR || undefined,
@@ -326,6 +332,17 @@ function nestingOf(value: string | undefined, fallback: number, name: string): n
   const n = intOf(value, fallback, name);
   if (n > SEARCH_NESTING_CEILING) throw new Error(`${name} must be at most ${SEARCH_NESTING_CEILING}, got '${value}'`);
   return n;
+}
+
+/** Default memory budget of the search answer cache, MB. */
+export const DEFAULT_SEARCH_CACHE_MB = 64;
+
+/** `LATTICE_SEARCH_CACHE`: `on`/unset → the default budget, `off` → 0, else a budget in MB. */
+function searchCacheOf(value: string | undefined): number {
+  if (value === undefined || value === '' || value === 'on') return DEFAULT_SEARCH_CACHE_MB;
+  if (value === 'off') return 0;
+  if (!/^\d+$/.test(value)) throw new Error(`LATTICE_SEARCH_CACHE must be 'on', 'off' or a size in MB, got '${value}'`);
+  return Number(value);
 }
 
 function booleanOf(value: string | undefined, name: string): boolean {

@@ -2,14 +2,15 @@ import assert from 'node:assert/strict';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import type { Patient } from '@medplum/fhirtypes';
+import type { Bundle, Patient } from '@medplum/fhirtypes';
 import pg from 'pg';
 import { createMember, createProject, createTestDatabase, drivers, startServer, type TestProject, type TestServer } from './harness.js';
 import { startServerProcess, type ServerProcess } from './support/server-process.js';
 
 /**
  * No stale window while a node's listening connection is down or reconnecting
- * (docs/deployment.md, docs/auth.md#revocation, docs/rest.md#read-cache). Two nodes on one
+ * (docs/deployment.md, docs/auth.md#revocation, docs/rest.md#read-cache,
+ * docs/rest.md#search-answer-cache). Two nodes on one
  * PostgreSQL, the second a process of its own. Its LISTEN backend is terminated, then the first
  * node removes a membership: from the first node's acknowledgement on, the second never answers
  * that member with 200 — not while it has not noticed the loss, not while it reconnects, not
@@ -67,6 +68,7 @@ if (drivers.includes('pg')) {
       for (let i = 0; i < 3; i++) {
         assert.equal((await onB('/Patient?_count=1', removed.token)).status, 200);
         assert.equal((await onB(`/Patient/${id}`, other.token)).status, 200);
+        assert.equal((await onB(`/Patient?_id=${id}`, other.token)).status, 200); // the search answer cache
       }
 
       await terminateListener();
@@ -84,6 +86,8 @@ if (drivers.includes('pg')) {
         const row = await onB(`/Patient/${id}`, other.token);
         assert.equal(row.status, 200);
         assert.equal(((await row.json()) as Patient).meta?.versionId, '2', `read ${i}: the second node answered a replaced version`);
+        const found = (await (await onB(`/Patient?_id=${id}`, other.token)).json()) as Bundle;
+        assert.equal(found.entry?.[0]?.resource?.meta?.versionId, '2', `search ${i}: the second node answered a kept search of a replaced version`);
         if (!reconnected) reconnected = await listening();
         await sleep(25);
       }

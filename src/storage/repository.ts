@@ -551,7 +551,10 @@ export class Repository implements SystemRepository {
       const typeRules = fieldRulesOf(this.auth.accessPolicy, type);
       if (typeRules) checkHiddenSearch(type, query.params, typeRules);
     }
-    const result = await this.searchIndex.search(this.db, this.scope, query, this);
+    // Outside a transaction a search asked again may be answered from memory (search-cache.ts);
+    // not from code holding PGlite's turn, whose statements run inside the open transaction.
+    const caughtUp = this.joined || this.db.holdsTurn?.() ? undefined : () => this.db.caughtUp(this.since);
+    const result = await this.searchIndex.search(this.db, this.scope, query, this, caughtUp);
     return { ...result, resources: result.resources.map((r) => this.redact(r)) };
   }
 

@@ -30,8 +30,10 @@ export interface SearchIndex {
   /**
    * Runs a search; throws FhirError 400 for unknown parameters or bad values. `repo` is the
    * caller's repository: the terminology modifiers resolve code systems and value sets with it.
+   * `caughtUp` (Database.caughtUp for this request) lets a kept answer be given (search-cache.ts):
+   * absent inside a transaction, whose own writes the cache knows nothing of.
    */
-  search(q: Queryable, scope: Scope, query: SearchQuery, repo?: ResourceRepository): Promise<SearchResult>;
+  search(q: Queryable, scope: Scope, query: SearchQuery, repo?: ResourceRepository, caughtUp?: () => Promise<void>): Promise<SearchResult>;
   /**
    * One page of a bulk export (query/export-page.ts): the ids read and the resources (JSON text)
    * that had a version at the transaction time; 400 for a `_typeFilter` search cannot run.

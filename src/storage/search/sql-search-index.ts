@@ -9,6 +9,8 @@ import type { IndexRows } from './index-rows.js';
 import { indexCtes, manyIndexCtes, removeRows, replaceRows } from './index-writer.js';
 import { DEFAULT_SEARCH_LIMITS, type SearchLimits } from './query/limits.js';
 import { runSearch } from './query/run-search.js';
+import { cachedSearch } from './cached-search.js';
+import type { SearchCache } from './search-cache.js';
 import { exportPage } from './query/export-page.js';
 import type { SearchIndex } from './search-index.js';
 import { StatisticsSchedule } from './statistics.js';
@@ -16,9 +18,10 @@ import { StatisticsSchedule } from './statistics.js';
 /**
  * Search over the `search_*` index tables: values are extracted with FHIRPath from the R4
  * SearchParameters on every write (extract.ts), stored in one statement (index-writer.ts),
- * and searched with one SQL query per search (query/).
+ * and searched with one SQL query per search (query/); a search asked again while nothing was
+ * written is answered from `cache` (search-cache.ts) when the caller allows it (`caughtUp`).
  */
-export function createSearchIndex(limits: SearchLimits = DEFAULT_SEARCH_LIMITS): SearchIndex {
+export function createSearchIndex(limits: SearchLimits = DEFAULT_SEARCH_LIMITS, cache?: SearchCache): SearchIndex {
   const statistics = new StatisticsSchedule();
   let terminology: SearchTerminology | undefined;
   return {
@@ -44,8 +47,9 @@ export function createSearchIndex(limits: SearchLimits = DEFAULT_SEARCH_LIMITS):
       await removeRows(tx, resourceType, id);
       statistics.wrote();
     },
-    async search(q: Queryable, scope: Scope, query: SearchQuery, repo?: ResourceRepository): Promise<SearchResult> {
+    async search(q: Queryable, scope: Scope, query: SearchQuery, repo?: ResourceRepository, caughtUp?: () => Promise<void>): Promise<SearchResult> {
       await statistics.refreshIfDue(q);
+      if (cache && caughtUp) return cachedSearch(cache, caughtUp, q, scope, query, limits, { terminology, repo });
       return runSearch(q, scope, query, limits, { terminology, repo });
     },
     exportPage(q: Queryable, scope: Scope, query: ExportPageQuery, repo?: ResourceRepository) {

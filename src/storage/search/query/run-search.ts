@@ -185,8 +185,18 @@ function orderedPageSql(driver: CountCandidate, where: string[], cursorSql: stri
  */
 export async function runSearch(...args: Parameters<typeof buildSearch>): Promise<SearchResult> {
   const [q, scope, query] = args;
-  const limits = args[3] ?? DEFAULT_SEARCH_LIMITS;
-  const built = await buildSearch(...args);
+  return (await answerSearch(q, scope, query, args[3] ?? DEFAULT_SEARCH_LIMITS, await buildSearch(...args))).result;
+}
+
+/** A search's answer, with the JSON text of each of its resources (what the search answer cache keeps). */
+export interface SearchAnswer {
+  result: SearchResult;
+  /** The JSON text of `result.resources`, in order: the matches' rows as read, the included resources serialised. */
+  texts(): string[];
+}
+
+/** Runs the statements of a built search (`buildSearch`): see `runSearch`. */
+export async function answerSearch(q: Queryable, scope: Scope, query: SearchQuery, limits: SearchLimits, built: SearchStatements): Promise<SearchAnswer> {
   const { controls, directives, types, whereSql, whereValues } = built;
   const type = query.resourceType;
   const countTotal = async (upTo?: number): Promise<number> => {
@@ -200,7 +210,7 @@ export async function runSearch(...args: Parameters<typeof buildSearch>): Promis
   };
 
   if (controls.summaryCount || controls.count === 0) {
-    return { resources: [], total: await countTotal(), count: 0, offset: controls.offset };
+    return { result: { resources: [], total: await countTotal(), count: 0, offset: controls.offset }, texts: () => [] };
   }
   // A search asked again whose matches the planner expects to be few (at most half the COUNT's
   // bound: bounded-count.ts) counts them in the page statement: a few matches are all read and
@@ -214,7 +224,8 @@ export async function runSearch(...args: Parameters<typeof buildSearch>): Promis
   const matched = counting ? rows.rows[0]?.matched : undefined;
   const more = rows.rows.length > controls.count;
   const cursor = more && built.keyset ? encodeCursor(built.keyset, rows.rows[controls.count - 1]) : undefined;
-  const matches = rows.rows.slice(0, controls.count).map((row) => JSON.parse(row.content) as Resource);
+  const pageRows = rows.rows.slice(0, controls.count);
+  const matches = pageRows.map((row) => JSON.parse(row.content) as Resource);
   // A page read from a `_cursor` does not know how many matches came before it: its total is counted.
   const lastPage = !more && controls.cursor === undefined && (matches.length > 0 || controls.offset === 0);
   // `_total=none`: the answer has no total, so the COUNT is not run; the figure only tells the
@@ -240,13 +251,16 @@ export async function runSearch(...args: Parameters<typeof buildSearch>): Promis
   const exclude = type === ANY_TYPE && compartment ? (ip: SqlParams, alias: string) => compartmentSql(ip, alias, types, compartment) : undefined;
   const included = directives.length > 0 ? await loadIncluded(q, scope, directives, matches, limits.maxIncluded, exclude) : [];
   return {
-    resources: [...matches, ...included],
-    total,
-    totalKind,
-    count: controls.count,
-    offset: controls.offset,
-    cursor,
-    modes: [...matches.map(() => 'match' as const), ...included.map(() => 'include' as const)],
+    result: {
+      resources: [...matches, ...included],
+      total,
+      totalKind,
+      count: controls.count,
+      offset: controls.offset,
+      cursor,
+      modes: [...matches.map(() => 'match' as const), ...included.map(() => 'include' as const)],
+    },
+    texts: () => [...pageRows.map((row) => row.content), ...included.map((r) => JSON.stringify(r))],
   };
 }
 
