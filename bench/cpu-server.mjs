@@ -11,8 +11,8 @@ const PASSWORD = 'admin-password-123';
 
 /**
  * Runs `use` against a started, logged-in server and stops it afterwards. `use` gets
- * `{ base, headers, rounds, cpuMs, pid, idle }`: `headers` carry the bearer token, `rounds(options, label)` runs
- * 3 autocannon rounds of `options` and answers the server CPU µs per request of each; `cpuMs()`
+ * `{ base, headers, rounds, cpuMs, pid, idle }`: `headers` carry the bearer token, `rounds(options, label, count = 3)` runs
+ * `count` autocannon rounds of `options` and answers the server CPU µs per request of each; `cpuMs()`
  * is the server process's CPU time so far (every thread), `pid` its process id; `idle()`
  * resolves once the server is idle (background index builds done).
  */
@@ -44,9 +44,9 @@ export async function withMeasuredServer({ dir, port, env = {}, startTries, node
     const login = await post('/auth/login', 'application/json', JSON.stringify({ email: 'admin@example.com', password: PASSWORD, codeChallenge: challenge, codeChallengeMethod: 'S256' }));
     const tokens = await post('/oauth2/token', 'application/x-www-form-urlencoded', `grant_type=authorization_code&code=${login.code}&code_verifier=${verifier}`);
     const headers = { authorization: `Bearer ${tokens.access_token}` };
-    const rounds = async (options, label) => {
+    const rounds = async (options, label, count = 3) => {
       const figures = [];
-      for (let round = 0; round < 3; round++) {
+      for (let round = 0; round < count; round++) {
         const before = cpuMs();
         const result = await autocannon({ url: base, headers, ...options });
         if (result.non2xx > 0) throw new Error(`${label}: ${result.non2xx} answers were not 2xx`);

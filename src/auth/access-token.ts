@@ -101,11 +101,16 @@ export class AccessTokens {
    * other key, `alg: none`, expired, wrong issuer or type, malformed).
    */
   async verify(token: string): Promise<AuthInfo | undefined> {
+    return (await this.verified(token))?.auth;
+  }
+
+  /** `verify`, with when the token expires (ms since the epoch). */
+  async verified(token: string): Promise<{ auth: AuthInfo; expiresAt: number } | undefined> {
     const now = Date.now();
     const key = token.slice(token.lastIndexOf('.') + 1);
     const cached = this.cache.get(key);
     if (cached?.token === token) {
-      if (cached.expiresAt > now) return cached.auth;
+      if (cached.expiresAt > now) return cached;
       this.cache.delete(key);
     }
     const claims = await this.verifySignature(token);
@@ -113,8 +118,9 @@ export class AccessTokens {
     const auth = toAuthInfo(claims);
     if (!auth) return undefined;
     if (this.cache.size >= CACHE_LIMIT) this.evict(now);
-    this.cache.set(key, { token, auth, expiresAt: (claims.exp as number) * 1000 });
-    return auth;
+    const entry = { token, auth, expiresAt: (claims.exp as number) * 1000 };
+    this.cache.set(key, entry);
+    return entry;
   }
 
   private async verifySignature(token: string): Promise<LatticeClaims | undefined> {

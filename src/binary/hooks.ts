@@ -60,6 +60,8 @@ function binaryHook(store: ContentStore, signer: UrlSigner): ResourceHook {
 /** `Binary/<id>` or `Binary/<id>/_history/<vid>`: an attachment URL this server resolves. */
 const BINARY_REFERENCE = /^Binary\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/(\d{1,10}))?$/;
 
+const isBinaryReference = (url: string): boolean => BINARY_REFERENCE.test(url);
+
 function attachmentHook(signer: UrlSigner): ResourceHook {
   return {
     // Read when a write or read asks, not when the hook is made: computing the list parses the
@@ -74,6 +76,8 @@ function attachmentHook(signer: UrlSigner): ResourceHook {
       });
     },
     redact(resource) {
+      // Copied only when something is rewritten: the stored resource may be a cached object.
+      if (!hasUrl(resource, isBinaryReference)) return resource;
       const project = resource.meta?.project;
       const sign = (url: string) => {
         const m = BINARY_REFERENCE.exec(url);
@@ -81,8 +85,6 @@ function attachmentHook(signer: UrlSigner): ResourceHook {
         const target: SignedTarget = { id: m[1], ...(m[2] ? { versionId: m[2] } : {}) };
         return signer.sign(project, target);
       };
-      // Copied only when something is rewritten: the stored resource may be a cached object.
-      if (!hasUrl(resource, (url) => BINARY_REFERENCE.test(url))) return resource;
       const copy: Resource = structuredClone(resource);
       rewriteUrls(copy, sign);
       return copy;
@@ -106,10 +108,16 @@ function rewriteUrls(value: unknown, replace: (url: string) => string | undefine
   }
 }
 
+/** True when some `url` string property (at any depth) passes `test`. Run on every read of an attachment type: no allocation per object. */
 function hasUrl(value: unknown, test: (url: string) => boolean): boolean {
-  if (Array.isArray(value)) return value.some((item) => hasUrl(item, test));
+  if (Array.isArray(value)) {
+    for (const item of value) if (typeof item === 'object' && item !== null && hasUrl(item, test)) return true;
+    return false;
+  }
   if (typeof value !== 'object' || value === null) return false;
-  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+  const obj = value as Record<string, unknown>;
+  for (const key in obj) {
+    const v = obj[key];
     if (key === 'url' && typeof v === 'string' ? test(v) : typeof v === 'object' && v !== null && hasUrl(v, test)) return true;
   }
   return false;

@@ -43,6 +43,10 @@ export const ANONYMOUS: AuthInfo = Object.freeze({ superAdmin: false, projectAdm
 
 /** Turns request headers into the caller's identity; throws FhirError 401 when it cannot. */
 export interface Authenticator {
-  /** `since`: when the request arrived (performance.now()), see `Database.caughtUp`. */
-  authenticate(headers: Record<string, string | undefined>, since?: number): Promise<AuthInfo>;
+  /**
+   * `since`: when the request arrived (performance.now()), see `Database.caughtUp`.
+   * `connection`: the connection the request came on (any object that stands for it), when
+   * there is one: a client sends the same token on it request after request.
+   */
+  authenticate(headers: Record<string, string | undefined>, since?: number, connection?: object): Promise<AuthInfo>;
 }

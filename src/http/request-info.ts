@@ -25,11 +25,55 @@ export interface FhirRequestInfo {
   pretty: boolean;
 }
 
+/** Request lines of GETs and HEADs read lately, by method then URL (see `fhirRequestInfo`). */
+const recent = new Map<string, Map<string, FhirRequestInfo>>([
+  ['GET', new Map()],
+  ['HEAD', new Map()],
+]);
+/** Most request lines kept per method (the oldest half goes when full), and the longest URL kept. */
+const RECENT_LIMIT = 2048;
+const RECENT_URL_LENGTH = 1024;
+
 /**
  * A FHIR request line read once: the path classified into its route (HEAD answered as GET),
  * and `_format`/`_pretty` taken out of the query (docs/errors.md#content-types).
+ *
+ * A GET or HEAD whose URL was read lately gets the same reading again — the same, frozen object:
+ * what it holds follows from the method and URL alone, and a client asking the same question
+ * again (a `$lookup`, a read) then pays one look-up instead of splitting, decoding and
+ * classifying its URL. Frozen, so no layer can change what the next request gets.
  */
 export function fhirRequestInfo(method: string, url: string, prefix: string): FhirRequestInfo {
+  const kept = recent.get(method);
+  if (kept === undefined || url.length > RECENT_URL_LENGTH) return readRequestLine(method, url, prefix);
+  let info = kept.get(url);
+  if (info === undefined) {
+    info = freezeInfo(readRequestLine(method, url, prefix));
+    if (kept.size >= RECENT_LIMIT) forgetOldest(kept);
+    kept.set(url, info);
+  }
+  return info;
+}
+
+function freezeInfo(info: FhirRequestInfo): FhirRequestInfo {
+  for (const pair of info.query) Object.freeze(pair);
+  Object.freeze(info.query);
+  Object.freeze(info.route.segments);
+  Object.freeze(info.route.target);
+  Object.freeze(info.route);
+  return Object.freeze(info);
+}
+
+/** Drops the older half of a Map (its insertion order). */
+function forgetOldest(map: Map<string, unknown>): void {
+  let drop = map.size / 2;
+  for (const key of map.keys()) {
+    if (drop-- <= 0) break;
+    map.delete(key);
+  }
+}
+
+function readRequestLine(method: string, url: string, prefix: string): FhirRequestInfo {
   const { path, query: all } = requestInfo(url, prefix);
   const query: Array<[string, string]> = [];
   let format: string | undefined;

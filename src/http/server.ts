@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { parse as parseQueryString } from 'node:querystring';
 import { Readable } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -17,6 +18,7 @@ import type { FhirRouter } from '../rest/router.js';
 import { checkMethod } from '../rest/route.js';
 import { enforceBodyLimit, type BodyLimitRouteConfig } from './body-limit.js';
 import { answerCors } from './cors.js';
+import { requestLogger } from './request-logger.js';
 import { attachSocketRoutes } from './websocket.js';
 import { errorResponse } from './errors.js';
 import { lazySchemaCompilers } from './lazy-schema-compilers.js';
@@ -37,7 +39,7 @@ function registerRoute(app: FastifyInstance, services: HttpDeps, route: AppRoute
       const ctx = await contextFor(services, request, route.auth);
       const result = await route.handler({
         params: request.params as Record<string, string>,
-        query: request.query as Record<string, string>,
+        query: featureQuery(request.url),
         body: (request.body as ParsedBody | undefined)?.value,
         headers: request.headers as Record<string, string | undefined>,
         ip: request.ip,
@@ -50,6 +52,15 @@ function registerRoute(app: FastifyInstance, services: HttpDeps, route: AppRoute
       return reply.type(result.contentType ?? 'application/json; charset=utf-8').send(JSON.stringify(result.body));
     },
   });
+}
+
+/** `request.query` of every route: see `featureQuery`. */
+const NO_QUERY: Record<string, string> = Object.freeze(Object.create(null) as Record<string, string>);
+
+/** A feature route's query, read as Fastify's default parser (`node:querystring`) would. */
+function featureQuery(url: string): Record<string, string> {
+  const q = url.indexOf('?');
+  return q < 0 || q === url.length - 1 ? {} : (parseQueryString(url.slice(q + 1)) as Record<string, string>);
 }
 
 /** The HTTP server as the rest of the application sees it. */
@@ -99,6 +110,11 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
       void (reply as FastifyReply).status(status).headers(headers).header('X-Request-Id', request.id).type(FHIR_CONTENT_TYPE).send(JSON.stringify(body));
     },
     clientErrorHandler: answerMalformedHttp,
+    // The request's logger becomes pino's child only when it logs (src/http/request-logger.ts).
+    childLoggerFactory: (logger, bindings, options) => requestLogger(logger as Logger, bindings, options) as FastifyBaseLogger,
+    // No query object per request: a FHIR request reads its query once with its path
+    // (request-info.ts); a feature route reads its own (`featureQuery`).
+    routerOptions: { querystringParser: () => NO_QUERY },
   });
 
   registerBodyParsers(app);
@@ -154,8 +170,13 @@ export function buildHttpServer(services: HttpDeps): FastifyInstance {
       done();
     },
   };
-  app.all(`${FHIR_PREFIX}/*`, fhirRoute, (request, reply) => handleFhir(services, request, reply));
-  app.all(FHIR_PREFIX, fhirRoute, (request, reply) => handleFhir(services, request, reply));
+  // GET and HEAD go without that hook: every FHIR URL that names something answers them (405
+  // is never their answer), and Fastify parses no body of theirs.
+  const otherMethods = app.supportedMethods.filter((m) => m !== 'GET' && m !== 'HEAD');
+  for (const url of [`${FHIR_PREFIX}/*`, FHIR_PREFIX]) {
+    app.route({ method: ['GET', 'HEAD'], url, handler: (request, reply) => handleFhir(services, request, reply) });
+    app.route({ method: otherMethods, url, ...fhirRoute, handler: (request, reply) => handleFhir(services, request, reply) });
+  }
   // Binary create and update (docs/rest.md#binary): a body that is not FHIR JSON is the content,
   // streamed to the handler unread, limited by LATTICE_BINARY_LIMIT instead of the body limit.
   void app.register(async (scope) => {
@@ -199,7 +220,7 @@ async function handleFhir(services: HttpDeps, request: FastifyRequest, reply: Fa
   }
   const isSearch = request.method === 'POST' && info.path.endsWith('/_search');
   checkBodyKind(request, isSearch ? 'json-or-form' : request.method === 'PATCH' ? 'json-or-patch' : 'json');
-  const isPublic = route.method === 'GET' && info.path.replace(/\/+$/, '') === '/metadata';
+  const isPublic = route.method === 'GET' && route.segments[0] === 'metadata' && info.path.replace(/\/+$/, '') === '/metadata';
   const ctx = await contextFor(services, request, !isPublic);
   const result = await services.fhir(
     {
@@ -213,7 +234,8 @@ async function handleFhir(services: HttpDeps, request: FastifyRequest, reply: Fa
     },
     route,
   );
-  void reply.status(result.status).headers(result.headers ?? {});
+  void reply.status(result.status);
+  if (result.headers) void reply.headers(result.headers);
   if (result.raw) return sendRaw(request, reply, result.raw);
   // A kept answer comes serialised (src/core/reusable-answer.ts).
   if (result.json !== undefined && !info.pretty) return void reply.type(FHIR_CONTENT_TYPE).send(result.json);
@@ -281,19 +303,37 @@ function answerMalformedHttp(err: Error & { code?: string; rawPacket?: unknown }
 async function contextFor(services: HttpDeps, request: FastifyRequest, requireAuth: boolean): Promise<RequestContext> {
   const since = performance.now();
   const auth = requireAuth
-    ? await services.authenticator.authenticate(request.headers as Record<string, string | undefined>, since)
+    ? await services.authenticator.authenticate(request.headers as Record<string, string | undefined>, since, request.raw.socket)
     : ANONYMOUS;
-  const publicUrl = services.config.publicUrl;
-  return {
-    requestId: request.id,
-    publicUrl,
-    fhirBaseUrl: `${publicUrl}${FHIR_PREFIX}`,
-    auth,
-    repo: services.repository(auth, since),
-    since,
-    log: request.log as RequestContext['log'],
-    acceptLanguage: typeof request.headers['accept-language'] === 'string' ? request.headers['accept-language'] : undefined,
-  };
+  const acceptLanguage = typeof request.headers['accept-language'] === 'string' ? request.headers['accept-language'] : undefined;
+  return new HandlerContext(services, request.id, auth, since, request.log as RequestContext['log'], acceptLanguage);
+}
+
+/**
+ * A request's handler context. Its repository is made when a handler first uses it: a request
+ * answered without reading data (a kept terminology answer, `/metadata`) makes none. Copying
+ * the context (`{ ...ctx, repo }`) copies every other field: they are its own.
+ */
+class HandlerContext implements RequestContext {
+  readonly publicUrl: string;
+  readonly fhirBaseUrl: string;
+  private made: ResourceRepository | undefined;
+
+  constructor(
+    private readonly services: HttpDeps,
+    readonly requestId: string,
+    readonly auth: AuthInfo,
+    readonly since: number,
+    readonly log: RequestContext['log'],
+    readonly acceptLanguage: string | undefined,
+  ) {
+    this.publicUrl = services.config.publicUrl;
+    this.fhirBaseUrl = `${this.publicUrl}${FHIR_PREFIX}`;
+  }
+
+  get repo(): ResourceRepository {
+    return (this.made ??= this.services.repository(this.auth, this.since));
+  }
 }
 
 /** JSON bodies everywhere; form bodies only where the route accepts them. */

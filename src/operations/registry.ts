@@ -59,13 +59,14 @@ export class OperationsRegistry implements OperationRegistry {
   }
 
   /** Resolves `[base]/$code`, `[base]/Type/$code`, `[base]/Type/id/$code` and invokes the operation. */
-  async dispatch(req: FhirRequest, target: OperationCall): Promise<FhirResult> {
+  /** Not `async`: the operation's own promise is answered, not one more around it (a refusal is still a rejection). */
+  dispatch(req: FhirRequest, target: OperationCall): Promise<FhirResult> {
     const level: OperationTarget['level'] = target.id !== undefined ? 'instance' : target.resourceType ? 'type' : 'system';
     const op =
       this.routes.get(routeKey(level, target.resourceType, target.code)) ??
       (level === 'system' ? undefined : this.routes.get(routeKey(level, ANY_TYPE, target.code)));
     // An operation registered elsewhere but not at this level/type is as unknown as any other.
-    if (!op) throw notFound(`Operation $${target.code} not found`);
+    if (!op) return Promise.reject(notFound(`Operation $${target.code} not found`));
     const resolved: OperationTarget = { level };
     if (target.resourceType !== undefined) resolved.resourceType = target.resourceType;
     if (target.id !== undefined) resolved.id = target.id;

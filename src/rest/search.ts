@@ -105,6 +105,7 @@ export function readShaper(query: Array<[string, string]>): (resource: Resource)
  * elements). Shaped resources are tagged SUBSETTED. `_summary` wins when both are given.
  */
 function shaper(params: Array<[string, string]>): (resource: Resource) => Resource {
+  if (!params.some(([k]) => k === '_summary' || k === '_elements')) return unshaped; // most requests: nothing to work out
   const last = (name: string): string | undefined => [...params].reverse().find(([k]) => k === name)?.[1];
   const summary = last('_summary');
   const elements = last('_elements');
@@ -117,8 +118,10 @@ function shaper(params: Array<[string, string]>): (resource: Resource) => Resour
   if (wanted.size > 0 && summary !== 'false') {
     return (r) => keepElements(r, wanted);
   }
-  return (r) => r;
+  return unshaped;
 }
+
+const unshaped = (r: Resource): Resource => r;
 
 /** Fields of a form-encoded `_search` body as query pairs (the format parameters left out, as from the URL). */
 function formParams(body: unknown): Array<[string, string]> {

@@ -4,6 +4,9 @@ import { FhirError } from '../fhir/outcome.js';
 import { notify } from './change-feed.js';
 import { databaseUnavailable, ListenUnsupported, NotListening, WAITS } from './database-errors.js';
 
+/** The answer of `caughtUp` when nothing is to wait for: one settled promise, not one per request. */
+const CAUGHT_UP: Promise<void> = Promise.resolve();
+
 /** Channel of the start-up check that notifications reach this session (see `probe`). */
 const PROBE_CHANNEL = 'lattice_listen_probe';
 
@@ -31,6 +34,8 @@ export class Listener {
   private lostSinceConnected = false;
   private retry: NodeJS.Timeout | undefined;
   private inflight: Promise<void> | undefined;
+  /** When the barrier in flight was sent (performance.now()). */
+  private inflightSentAt = -Infinity;
   private queued: Promise<void> | undefined;
   /** When the latest completed barrier on the current connection was sent (performance.now()). */
   private caughtUpTo = -Infinity;
@@ -62,14 +67,19 @@ export class Listener {
    * listening session its pending notifications before it answers a statement, and the client
    * emits them before the statement's result, so when it resolves every change committed
    * before the call has reached the handlers. Concurrent callers share one barrier: a caller
-   * arriving while one is in flight waits for the next (sent after it).
+   * arriving while one is in flight waits for the next (sent after it) — unless the one in
+   * flight was sent after `since` (the caller's request arrived before it went): it covers
+   * every change committed before that request, so the caller waits for it.
    *
    * Rejects with {@link NotListening} when there is no connection (the caller reads the
    * database instead), and with a 503 when the server does not answer within `waitMs` (the
    * connection is then dropped: a frozen server must not hold requests).
    */
   caughtUp(since?: number): Promise<void> {
-    if (since !== undefined && this.client && this.caughtUpTo >= since) return Promise.resolve();
+    if (since !== undefined && this.client) {
+      if (this.caughtUpTo >= since) return CAUGHT_UP;
+      if (this.inflight && this.inflightSentAt >= since) return this.waitAtMost(this.inflight);
+    }
     return this.waitAtMost(this.shared());
   }
 
@@ -116,6 +126,7 @@ export class Listener {
       if (this.client === client) this.caughtUpTo = Math.max(this.caughtUpTo, sentAt);
     });
     this.inflight = p;
+    this.inflightSentAt = sentAt;
     const done = () => {
       if (this.inflight === p) this.inflight = undefined;
     };

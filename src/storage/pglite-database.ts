@@ -7,6 +7,8 @@ import { autoAnalyze, type AutoAnalyze } from './pglite-analyze.js';
 import { PgliteWorker, type DeadlineOf } from './pglite-worker.js';
 import { TurnLock } from './turn-lock.js';
 
+const CAUGHT_UP: Promise<void> = Promise.resolve();
+
 /**
  * PostgreSQL's start parameters for PGlite beside PGlite's own (added in its thread): a smaller buffer cache. PGlite's
  * default (initdb's 128 MB `shared_buffers`) is set up inside WebAssembly memory on every open,
@@ -185,7 +187,8 @@ export async function openPgliteDatabase(
         release();
       }
     },
-    caughtUp: async () => undefined,
+    // One process hears every change as it commits: always caught up (one settled promise, not one per request).
+    caughtUp: () => CAUGHT_UP,
     async listen(channel, handler) {
       const set = listeners.get(channel) ?? new Set();
       listeners.set(channel, set);

@@ -1,5 +1,6 @@
 import type { OperationDefinition } from '@medplum/fhirtypes';
 import type { KeptAnswers, OperationValues } from '../../core/operation.js';
+import type { FhirRequest } from '../../core/fhir-request.js';
 import { FhirError } from '../../fhir/outcome.js';
 import { terminologyCache } from '../providers/fhir/index-cache.js';
 import { PreparedAnswer } from '../../core/reusable-answer.js';
@@ -85,17 +86,16 @@ export function keptAnswers(env: TerminologyEnv, code: string): KeptAnswers {
     async find(req, target) {
       const cache = terminologyCache(env.db);
       if (cache.stamp() === undefined) return undefined;
-      const caughtUp = await env.db.caughtUp(req.ctx.since).then(
-        () => true,
-        (err: unknown) => {
-          if (err instanceof FhirError) throw err;
-          return false; // not listening: nothing kept is used
-        },
-      );
+      try {
+        await env.db.caughtUp(req.ctx.since);
+      } catch (err) {
+        if (err instanceof FhirError) throw err;
+        return undefined; // not listening: nothing kept is used
+      }
       const stamp = cache.stamp();
-      if (!caughtUp || stamp === undefined) return undefined;
+      if (stamp === undefined) return undefined;
       const { auth, acceptLanguage } = req.ctx;
-      const key = `${code}\u0000${target.resourceType ?? ''}\u0000${target.id ?? ''}\u0000${auth.projectId ?? ''}\u0000${auth.superAdmin ? 1 : 0}\u0000${acceptLanguage ?? ''}\u0000${JSON.stringify(req.query)}`;
+      const key = `${code}\u0000${target.resourceType ?? ''}\u0000${target.id ?? ''}\u0000${auth.projectId ?? ''}\u0000${auth.superAdmin ? 1 : 0}\u0000${acceptLanguage ?? ''}\u0000${queryText(req.query)}`;
       const kept = byRequest.get(key);
       if (kept?.stamp === stamp) {
         hits++;
@@ -112,6 +112,21 @@ export function keptAnswers(env: TerminologyEnv, code: string): KeptAnswers {
 }
 
 const byRequest = new Map<string, { stamp: number; answer: PreparedAnswer }>();
+
+/**
+ * A query's pairs as they stand in the key above. A GET asked again arrives with the same frozen
+ * pairs (src/http/request-info.ts keeps the reading of a recent request line): those are named
+ * by a number given to them once (`#<n>`, which no JSON text starts with), so the key stays short
+ * and no text is written per request. Other pairs are named by their JSON text.
+ */
+function queryText(query: FhirRequest['query']): string {
+  if (!Object.isFrozen(query)) return JSON.stringify(query);
+  let text = queryNames.get(query);
+  if (text === undefined) queryNames.set(query, (text = `#${++queriesNamed}`));
+  return text;
+}
+const queryNames = new WeakMap<FhirRequest['query'], string>();
+let queriesNamed = 0;
 
 /** Answers given from the cache since the start (tests pin that an answer was or was not reused). */
 export function answerCacheHits(): number {
