@@ -25,6 +25,7 @@ export const ENVIRONMENT: Array<[group: string, variables: Array<[name: string, 
       ['LATTICE_DB_ACQUIRE_TIMEOUT', 'ms a request waits for a connection or its turn (10000)'],
       ['LATTICE_DB_POOL_SIZE', 'PostgreSQL connections per process (10)'],
       ['LATTICE_READ_CACHE', 'off: read every resource from the database (on)'],
+      ['LATTICE_SEARCH_CACHE', 'off: run every search; a number: MB of searches kept while nothing is written (on: 64)'],
     ],
   ],
   [
