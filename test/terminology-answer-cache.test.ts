@@ -138,6 +138,31 @@ for (const driver of drivers) {
       );
     });
 
+    test('ValueSet $validate-code asked again is kept; a changed ValueSet or a changed code system it includes is seen next', async () => {
+      const vsUrl = 'http://example.org/fhir/ValueSet/answer-cache';
+      const valueSet = (codes: string[]) => ({ resourceType: 'ValueSet', id: 'answer-cache-vs', url: vsUrl, status: 'active', compose: { include: [{ system: URL, concept: codes.map((code) => ({ code })) }] } });
+      const putVs = async (codes: string[]) => {
+        const res = await server.fhir('PUT', '/ValueSet/answer-cache-vs', { body: valueSet(codes) });
+        assert.ok(res.status === 200 || res.status === 201, res.text);
+      };
+      const validate = (code: string) => server.fhir('GET', `/ValueSet/$validate-code?url=${vsUrl}&system=${URL}&code=${code}`);
+      await putVs(['a', 'b']);
+      const hits = answerCacheHits();
+      const answers = [];
+      for (let i = 0; i < 3; i++) answers.push(await validate('b'));
+      assert.equal(answerCacheHits(), hits + 1, 'the third is the kept answer');
+      assert.equal(out(answers[2].body, 'result'), true, answers[2].text);
+      assert.equal(answers[2].text, answers[0].text);
+      // The value set no longer holds b: the next answer says so.
+      await putVs(['a']);
+      assert.equal(out((await validate('b')).body, 'result'), false);
+      // The display comes from the code system the value set includes: a change of it is seen too.
+      for (let i = 0; i < 3; i++) assert.equal(out((await validate('a')).body, 'display'), 'One');
+      await put(codeSystem('Uno'));
+      assert.equal(out((await validate('a')).body, 'display'), 'Uno');
+      await put(codeSystem('One'));
+    });
+
     test('a removed membership: the next $lookup is 401, also when its answer is kept', async () => {
       const member = await createMember(server, server.projectId!);
       for (let i = 0; i < 3; i++) assert.equal((await lookup(member.token)).status, 200);

@@ -28,34 +28,65 @@ import type { CodeSystemInfo, TermContext, TerminologyEnv } from '../types.js';
 export const ANSWER_LIMIT = 1024;
 export const ASKED_LIMIT = 4096;
 
-const answers = new Map<string, { cs: CodeSystemInfo; answer: PreparedAnswer }>();
-/** Questions asked recently whose answers are not kept (yet), with the code system asked about. */
-const asked = new Map<string, CodeSystemInfo>();
+/** Kept answers, each with what it belongs to: a code system object, or a terminology stamp (`stampedAnswer`). */
+const answers = new Map<string, { owner: CodeSystemInfo | number; answer: PreparedAnswer }>();
+/** Questions asked recently whose answers are not kept (yet), with what they were about. */
+const asked = new Map<string, CodeSystemInfo | number>();
 let hits = 0;
 
 /**
  * The answer to `question` about `cs`: a kept one, else `compute()`'s output — kept, formatted
  * by `definition` and serialised, when the question was asked before.
  */
-export async function cachedAnswer(
+export function cachedAnswer(
   tc: TermContext,
   cs: CodeSystemInfo,
   definition: OperationDefinition,
   question: string,
   compute: () => Promise<OperationValues>,
 ): Promise<OperationValues | PreparedAnswer> {
+  return keptAnswer(tc, cs.key, cs, definition, question, compute);
+}
+
+/**
+ * The answer to a value-set question (`ValueSet/$validate-code`): it depends on every value set
+ * and code system the value set reaches, so it is kept with the terminology cache's stamp taken
+ * before it is computed — any terminology change heard on any node moves the stamp, and the kept
+ * answer is then computed anew — not with one code system object. Nothing is kept while changes
+ * are not heard (no stamp).
+ */
+export function stampedAnswer(
+  env: TerminologyEnv,
+  tc: TermContext,
+  definition: OperationDefinition,
+  question: string,
+  compute: () => Promise<OperationValues>,
+): Promise<OperationValues | PreparedAnswer> {
+  const stamp = terminologyCache(env.db).stamp();
+  return stamp === undefined ? compute() : keptAnswer(tc, 'value-set', stamp, definition, question, compute);
+}
+
+async function keptAnswer(
+  tc: TermContext,
+  /** The code system's key, or `value-set`. */
+  about: number | string,
+  owner: CodeSystemInfo | number,
+  definition: OperationDefinition,
+  question: string,
+  compute: () => Promise<OperationValues>,
+): Promise<OperationValues | PreparedAnswer> {
   if (tc.supplements.length > 0 || tc.inlineCodeSystems.length > 0 || tc.inlineValueSets.length > 0) return compute();
   const auth = tc.repo.auth;
-  const key = `${cs.key}\u0000${auth.projectId ?? ''}\u0000${auth.superAdmin ? 1 : 0}\u0000${question}`;
+  const key = `${about}\u0000${auth.projectId ?? ''}\u0000${auth.superAdmin ? 1 : 0}\u0000${question}`;
   const kept = answers.get(key);
-  if (kept?.cs === cs) {
+  if (kept?.owner === owner) {
     hits++;
     return kept.answer;
   }
-  if (asked.get(key) !== cs) {
-    // First time (for this code system object): remember the question only.
+  if (asked.get(key) !== owner) {
+    // First time (for this code system object or stamp): remember the question only.
     if (asked.size >= ASKED_LIMIT) asked.clear();
-    asked.set(key, cs);
+    asked.set(key, owner);
     return compute();
   }
   asked.delete(key);
@@ -67,7 +98,7 @@ export async function cachedAnswer(
     return output; // output that breaks the definition: the operation framework reports it
   }
   if (!kept && answers.size >= ANSWER_LIMIT) answers.clear();
-  answers.set(key, { cs, answer });
+  answers.set(key, { owner, answer });
   return answer;
 }
 

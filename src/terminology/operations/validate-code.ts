@@ -9,7 +9,7 @@ import { acceptLanguage, termContext } from '../engine/request-context.js';
 import { validateInCodeSystem, validateInValueSet, type ValidateRequest, type ValidateResult } from '../engine/validate.js';
 import { loadDefinition } from '../../operations/definitions/index.js';
 import { instanceCodeSystem, requireValueSet } from './target.js';
-import { cachedAnswer, keptAnswers } from './answer-cache.js';
+import { cachedAnswer, keptAnswers, stampedAnswer } from './answer-cache.js';
 import { messageOf, txIssueOutcome } from '../issues.js';
 import { msg } from '../messages.js';
 import type { TxIssue } from '../types.js';
@@ -37,16 +37,22 @@ interface ValidateInput {
 
 /** `ValueSet/$validate-code` (docs/terminology.md#valueset-validate-code), type and instance level. */
 export function valueSetValidateCodeOperation(env: TerminologyEnv): Operation {
+  const definition = loadDefinition('ValueSet-validate-code');
   return {
-    definition: loadDefinition('ValueSet-validate-code'),
+    definition,
     alsoInstance: true,
+    keptAnswers: keptAnswers(env, 'vs-validate-code'),
     async handler(ctx, input: ValidateInput, target) {
       checkCodeableConcept(input.codeableConcept, terminologyLimits(env)); // before any work
       const tc = await termContext(env, ctx, input);
       if (!input.url && !input.valueSet && target.level !== 'instance') throw badRequest('No ValueSet specified');
       requireCode(input);
-      const vs = await requireValueSet(tc, target, input);
-      return output(await validateInValueSet(tc, vs, request(input, requestLanguage(input.displayLanguage, vs, acceptLanguage(ctx)))));
+      // Asked again (the same value set, input, language, project): the kept answer (answer-cache.ts).
+      const question = `vs-validate\u0000${target.id ?? ''}\u0000${acceptLanguage(ctx) ?? ''}\u0000${JSON.stringify(input)}`;
+      return stampedAnswer(env, tc, definition, question, async () => {
+        const vs = await requireValueSet(tc, target, input);
+        return output(await validateInValueSet(tc, vs, request(input, requestLanguage(input.displayLanguage, vs, acceptLanguage(ctx)))));
+      });
     },
   };
 }
