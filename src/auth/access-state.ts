@@ -1,8 +1,7 @@
 import type { AccessPolicy } from '@medplum/fhirtypes';
 import type { AuthInfo } from '../core/auth.js';
 import type { Database, Queryable } from '../core/database.js';
-import { FhirError } from '../fhir/outcome.js';
-import { announceChange, subscribeChanges } from '../storage/change-feed.js';
+import { announceChange, heard, subscribeChanges } from '../storage/change-feed.js';
 import { readRawInProject } from '../storage/raw-resources.js';
 
 /** NOTIFY channel on which every node hears that memberships or logins changed. */
@@ -75,18 +74,8 @@ export class AccessState {
   async authorize(auth: AuthInfo, since?: number): Promise<AuthInfo | undefined> {
     if (!auth.membershipId) return undefined;
     const kept = this.listening ? this.authorized.get(auth) : undefined;
-    // Used once every change committed before the request has been heard, and none since it was
-    // kept (`caughtUp` below, inlined: the path of almost every request).
-    if (kept?.generation === this.generation) {
-      let heard = true;
-      try {
-        await this.db.caughtUp(since);
-      } catch (err) {
-        if (err instanceof FhirError) throw err;
-        heard = false;
-      }
-      if (heard && this.listening && kept.generation === this.generation) return kept.result;
-    }
+    // Used once every change committed before the request has been heard, and none since it was kept.
+    if (kept?.generation === this.generation && (await this.caughtUp(since)) && kept.generation === this.generation) return kept.result;
     const seen = this.generation;
     const result = await this.check(auth, auth.membershipId, since);
     if (result && seen === this.generation && this.listening) this.authorized.set(auth, { generation: seen, result });
@@ -125,13 +114,7 @@ export class AccessState {
    * Not listening: false (the database is read). No answer within the waiting limit: 503.
    */
   private async caughtUp(since: number | undefined): Promise<boolean> {
-    try {
-      await this.db.caughtUp(since);
-    } catch (err) {
-      if (err instanceof FhirError) throw err;
-      return false;
-    }
-    return this.listening;
+    return (await heard(this.db.caughtUp(since))) && this.listening;
   }
 
   private invalidate(payload: string): void {

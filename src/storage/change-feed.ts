@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Database, Queryable } from '../core/database.js';
+import { FhirError } from '../fhir/outcome.js';
 
 /**
  * Cache invalidation across API nodes (docs/terminology.md#in-memory-index, docs/auth.md#revocation):
@@ -69,4 +70,20 @@ export async function subscribeChanges(db: Database, channel: string, handler: (
     throw err;
   }
   return () => local.off(channel, handler);
+}
+
+/**
+ * Whether `barrier` (a `Database.caughtUp`) found every change committed before the request
+ * heard: true when it did; false when changes are not heard at all (no listening connection —
+ * nothing kept may be used, the caller reads the database); a 503 (the server did not answer
+ * within the waiting limit) is thrown for the caller to answer.
+ */
+export async function heard(barrier: Promise<void>): Promise<boolean> {
+  try {
+    await barrier;
+    return true;
+  } catch (err) {
+    if (err instanceof FhirError) throw err;
+    return false;
+  }
 }

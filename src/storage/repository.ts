@@ -7,12 +7,12 @@ import { BulkLoader } from './bulk-load.js';
 import { CreateGroup, groupLimit } from './create-group.js';
 import { canCopy, copyReady, copyReadyOf, type CopyReady } from './copy-load.js';
 import type { Scope } from '../core/scope.js';
-import { FhirError, badRequest, forbidden, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
+import { badRequest, forbidden, gone, notFound, preconditionFailed } from '../fhir/outcome.js';
 import type { ResourceHooks } from './resource-hooks.js';
 import type { FhirPathEvaluator } from '../fhir/fhirpath-evaluator.js';
 import type { SearchIndex } from './search/search-index.js';
 import type { IndexRows } from './search/index-rows.js';
-import { announceChange, changeAnnouncement, changeAnnouncements } from './change-feed.js';
+import { announceChange, changeAnnouncement, changeAnnouncements, heard } from './change-feed.js';
 import { RowCache } from './row-cache.js';
 import { checkNotReferenced, checkReferencesExist } from './reference-integrity.js';
 import { resourceTable, scopeFor } from './scope.js';
@@ -733,13 +733,7 @@ export class Repository implements SystemRepository {
       // Another node's commit is heard before this answer: the listening connection has caught
       // up with every change committed before this read began. Not listening: the database is
       // read; no answer within the waiting limit: 503 (docs/errors.md#database-limits).
-      cached = await this.db.caughtUp(this.since).then(
-        () => cache.get(key),
-        (err: unknown) => {
-          if (err instanceof FhirError) throw err;
-          return undefined;
-        },
-      );
+      cached = (await heard(this.db.caughtUp(this.since))) ? cache.get(key) : undefined;
     }
     if (cached) return cached.version_id > 0 && this.scope.canSee(scopedRow(cached)) ? cached : undefined;
     const readAt = cache?.generation() ?? 0;

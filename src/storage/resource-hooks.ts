@@ -1,6 +1,6 @@
 import type { Database } from '../core/database.js';
 import type { ResourceHook } from '../core/repository.js';
-import { FhirError } from '../fhir/outcome.js';
+import { heard } from './change-feed.js';
 
 /**
  * The hooks of every write (contract: `ResourceHook` in core), fixed when the application is
@@ -25,8 +25,6 @@ export class ResourceHooks {
    */
   async ready(db: Database, since?: number): Promise<void> {
     if (!this.watching) return;
-    await db.caughtUp(since).catch((err: unknown) => {
-      if (err instanceof FhirError) throw err;
-    });
+    await heard(db.caughtUp(since));
   }
 }

@@ -3,7 +3,7 @@ import type { Queryable } from '../../core/database.js';
 import type { ResourceRepository, SearchQuery, SearchResult } from '../../core/repository.js';
 import type { SearchTerminology } from '../../core/search.js';
 import type { Interaction, Scope } from '../../core/scope.js';
-import { FhirError } from '../../fhir/outcome.js';
+import { heard } from '../change-feed.js';
 import { resourceTable } from '../scope.js';
 import type { SearchLimits } from './query/limits.js';
 import { answerSearch, buildSearch, type SearchAnswer, type SearchStatements } from './query/run-search.js';
@@ -34,13 +34,7 @@ export async function cachedSearch(
   if (kept && cache.shared) {
     // Every commit that finished before the request arrived has then been heard (and has dropped
     // the answer). Not listening: the database is read; a barrier without an answer: 503.
-    kept = await caughtUp().then(
-      () => cache.get(key),
-      (err: unknown) => {
-        if (err instanceof FhirError) throw err;
-        return undefined;
-      },
-    );
+    kept = (await heard(caughtUp())) ? cache.get(key) : undefined;
   }
   if (kept) return fromKept(kept);
   const readAt = cache.generation();

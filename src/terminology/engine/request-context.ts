@@ -1,6 +1,7 @@
 import type { Resource } from '@medplum/fhirtypes';
 import type { RequestContext } from '../../core/context.js';
 import { FhirError, badRequest } from '../../fhir/outcome.js';
+import { heard } from '../../storage/change-feed.js';
 import { txIssueOutcome } from '../issues.js';
 import { msg } from '../messages.js';
 import { inlineCodeSystem } from '../providers/select.js';
@@ -24,9 +25,7 @@ export async function termContext(env: TerminologyEnv, ctx: RequestContext, inpu
   // version another node already replaced (docs/terminology.md#in-memory-index). When the
   // connection is lost the caches keep nothing anyway; when it does not answer within the
   // waiting limit, 503 (docs/errors.md#database-limits).
-  await env.db.caughtUp(ctx.since).catch((err: unknown) => {
-    if (err instanceof FhirError) throw err;
-  });
+  await heard(env.db.caughtUp(ctx.since));
   const txResources = (input as { 'tx-resource'?: unknown })['tx-resource'];
   const tc: TermContext = {
     db: env.db,

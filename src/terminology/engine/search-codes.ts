@@ -1,6 +1,6 @@
 import type { ResourceRepository } from '../../core/repository.js';
 import type { SearchTerminology } from '../../core/search.js';
-import { FhirError } from '../../fhir/outcome.js';
+import { heard } from '../../storage/change-feed.js';
 import { providerFor } from '../providers/select.js';
 import { ValueSetEvaluator } from './compose.js';
 import { resolveCodeSystem, resolveValueSet, valueSetByResourceId } from './resolve.js';
@@ -18,9 +18,7 @@ import { parseVersionRules } from '../versions.js';
  */
 export function searchTerminology(env: TerminologyEnv): SearchTerminology {
   const context = async (repo: ResourceRepository): Promise<TermContext> => {
-    await env.db.caughtUp().catch((err: unknown) => {
-      if (err instanceof FhirError) throw err;
-    });
+    await heard(env.db.caughtUp());
     return { db: env.db, repo, env, log: env.log, inlineCodeSystems: [], inlineValueSets: [], supplements: [], memo: new Map(), versionRules: parseVersionRules({}) };
   };
   return {

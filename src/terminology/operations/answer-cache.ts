@@ -1,7 +1,7 @@
 import type { OperationDefinition } from '@medplum/fhirtypes';
 import type { KeptAnswers, OperationValues } from '../../core/operation.js';
 import type { FhirRequest } from '../../core/fhir-request.js';
-import { FhirError } from '../../fhir/outcome.js';
+import { heard } from '../../storage/change-feed.js';
 import { terminologyCache } from '../providers/fhir/index-cache.js';
 import { PreparedAnswer } from '../../core/reusable-answer.js';
 import { formatOutput } from '../../operations/format-output.js';
@@ -117,12 +117,7 @@ export function keptAnswers(env: TerminologyEnv, code: string): KeptAnswers {
     async find(req, target) {
       const cache = terminologyCache(env.db);
       if (cache.stamp() === undefined) return undefined;
-      try {
-        await env.db.caughtUp(req.ctx.since);
-      } catch (err) {
-        if (err instanceof FhirError) throw err;
-        return undefined; // not listening: nothing kept is used
-      }
+      if (!(await heard(env.db.caughtUp(req.ctx.since)))) return undefined; // not listening: nothing kept is used
       const stamp = cache.stamp();
       if (stamp === undefined) return undefined;
       const { auth, acceptLanguage } = req.ctx;
