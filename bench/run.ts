@@ -16,7 +16,8 @@ import { benchSnomed } from './snomed.js';
  * transactions on that data), as Markdown with ratios measured in this run.
  * `npm run bench -- rest` runs only the REST table. `--quick` uses 40,000
  * concepts and 3 s per case; `--all` adds the older REST and sequential-latency benchmarks.
- * `npm run bench -- start` runs only the start-time benchmark; `npm run bench -- snomed` only
+ * `npm run bench -- start` runs only the start-time benchmark, `npm run bench -- scale` only the
+ * terminology-at-scale table; `npm run bench -- snomed` only
  * the SNOMED CT one (bench/snomed.ts: RF2 import and ECL at International size), `npm run bench --
  * loinc` only the LOINC import (bench/loinc.ts), `npm run bench -- export` only the Bulk Data export
  * (bench/export.ts, 200,000 resources unless `--import-size`), `npm run bench -- import` only the
@@ -60,6 +61,11 @@ async function main(argv: string[]): Promise<void> {
   if (argv[0] === 'export') {
     // Only the Bulk Data export (bench/export.ts), on 200,000 resources unless --import-size says otherwise.
     console.log(await benchExport({ drivers, importSize: Number(sizeArg ?? process.env.BENCH_IMPORT_SIZE ?? 200_000) }));
+    return;
+  }
+  if (argv[0] === 'scale') {
+    // Only the terminology-at-scale table (bench/terminology-scale.ts): a CodeSystem resource of BENCH_SIZE concepts.
+    console.log(await benchScale({ size, seconds, connections: 32, drivers, samples: quick ? 50 : 200 }));
     return;
   }
   console.log(await benchStart());
