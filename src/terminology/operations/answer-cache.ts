@@ -4,6 +4,7 @@ import type { FhirRequest } from '../../core/fhir-request.js';
 import { heard } from '../../storage/change-feed.js';
 import { terminologyCache } from '../providers/fhir/index-cache.js';
 import { PreparedAnswer } from '../../core/reusable-answer.js';
+import { Generations } from './generations.js';
 import { formatOutput } from '../../operations/format-output.js';
 import type { CodeSystemInfo, TermContext, TerminologyEnv } from '../types.js';
 
@@ -21,17 +22,22 @@ import type { CodeSystemInfo, TermContext, TerminologyEnv } from '../types.js';
  * resources (`tx-resource`) or supplements are not cached.
  *
  * An answer is kept only when its question was asked before, among the last
- * {@link ASKED_LIMIT} questions: a stream of ever new questions (random concepts of a large
- * release) pays one key per request, nothing more. At most {@link ANSWER_LIMIT} answers are
- * kept; when full, all are dropped (no per-request bookkeeping of their age).
+ * {@link ASKED_LIMIT} to twice as many questions: a stream of ever new questions (random
+ * concepts of a large release) pays one key per request, nothing more. The answers are held in
+ * two generations (generations.ts) of at most {@link ANSWER_LIMIT} answers and
+ * {@link ANSWER_BYTES} of text each: no per-request bookkeeping of their age, and a set of
+ * questions asked in turn that is larger than one generation is still answered from memory.
  */
-export const ANSWER_LIMIT = 1024;
+export const ANSWER_LIMIT = 4096;
+export const ANSWER_BYTES = 8_000_000;
 export const ASKED_LIMIT = 4096;
 
+type Kept = { owner: CodeSystemInfo | number; answer: PreparedAnswer };
+const keptBytes = (kept: { answer: PreparedAnswer }) => kept.answer.json.length;
 /** Kept answers, each with what it belongs to: a code system object, or a terminology stamp (`stampedAnswer`). */
-const answers = new Map<string, { owner: CodeSystemInfo | number; answer: PreparedAnswer }>();
+const answers = new Generations<Kept>(ANSWER_LIMIT, ANSWER_BYTES, keptBytes);
 /** Questions asked recently whose answers are not kept (yet), with what they were about. */
-const asked = new Map<string, CodeSystemInfo | number>();
+const asked = new Generations<CodeSystemInfo | number>(ASKED_LIMIT);
 let hits = 0;
 
 /**
@@ -85,7 +91,6 @@ async function keptAnswer(
   }
   if (asked.get(key) !== owner) {
     // First time (for this code system object or stamp): remember the question only.
-    if (asked.size >= ASKED_LIMIT) asked.clear();
     asked.set(key, owner);
     return compute();
   }
@@ -97,7 +102,6 @@ async function keptAnswer(
   } catch {
     return output; // output that breaks the definition: the operation framework reports it
   }
-  if (!kept && answers.size >= ANSWER_LIMIT) answers.clear();
   answers.set(key, { owner, answer });
   return answer;
 }
@@ -129,7 +133,6 @@ export function keptAnswers(env: TerminologyEnv, code: string): KeptAnswers {
       }
       return {
         keep(answer) {
-          if (byRequest.size >= ANSWER_LIMIT) byRequest.clear();
           byRequest.set(key, { stamp, answer });
         },
       };
@@ -137,7 +140,7 @@ export function keptAnswers(env: TerminologyEnv, code: string): KeptAnswers {
   };
 }
 
-const byRequest = new Map<string, { stamp: number; answer: PreparedAnswer }>();
+const byRequest = new Generations<{ stamp: number; answer: PreparedAnswer }>(ANSWER_LIMIT, ANSWER_BYTES, keptBytes);
 
 /**
  * A query's pairs as they stand in the key above. A GET asked again arrives with the same frozen
