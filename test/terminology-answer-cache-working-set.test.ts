@@ -96,6 +96,11 @@ for (const driver of drivers) {
       assert.equal(answerCacheHits(), hits + 1, 'the third is the kept answer');
       assert.equal(out(answers[2].body, 'result'), true, answers[2].text);
       assert.equal(answers[2].text, answers[0].text);
+      // Another body is another question.
+      const other = await validate('c1');
+      assert.equal(out(other.body, 'code'), 'c1', other.text);
+      assert.equal(out(other.body, 'result'), true);
+      assert.equal(out((await validate('c4')).body, 'result'), false);
       await write('PUT', '/ValueSet/working-set', valueSet(['c1']));
       assert.equal(out((await validate('c2')).body, 'result'), false);
       for (let i = 0; i < 2; i++) await validate('c3');

@@ -69,7 +69,7 @@ export interface Operation {
    */
   respond?(req: FhirRequest, input: OperationValues, target: OperationTarget): Promise<FhirResult>;
   /**
-   * Answers given again to the same GET request line before its input is read
+   * Answers given again to the same GET request line, or POST request line and body, before its input is read
    * (src/core/reusable-answer.ts; docs/terminology.md#answer-cache).
    */
   keptAnswers?: KeptAnswers;

@@ -27,8 +27,8 @@ function postedInput(operation: Operation, body: unknown): OperationValues {
 export async function invokeOperation(req: FhirRequest, operation: Operation, target: OperationTarget): Promise<FhirResult> {
   const { definition } = operation;
   const { method } = req; // a HEAD arrives as GET
-  // The same request line asked again: its kept answer, before the input is even read.
-  const kept = method === 'GET' && operation.keptAnswers ? await operation.keptAnswers.find(req, target) : undefined;
+  // The same request line (and POST body) asked again: its kept answer, before the input is even read.
+  const kept = (method === 'GET' || method === 'POST') && operation.keptAnswers ? await operation.keptAnswers.find(req, target) : undefined;
   if (kept && 'answer' in kept) return preparedResult(kept.answer);
   let input: OperationValues;
   const fromQuery = method === 'GET' || (method === 'POST' && req.body === undefined && operation.emptyPost === true);

@@ -109,8 +109,8 @@ async function keptAnswer(
 /**
  * The same answers by request line (`Operation.keptAnswers`): a GET asked again word for word —
  * the operation, its target, its query, the request's `Accept-Language`, the caller's project and
- * super-admin rights — is answered before its input is read, its code system resolved or a
- * context built. An answer is kept here only when the operation gave a kept answer
+ * super-admin rights — or a POST with the same (small) JSON body as well, is answered before its
+ * input is read, its code system resolved or a context built. An answer is kept here only when the operation gave a kept answer
  * (`cachedAnswer` above) to that request line, with the terminology cache's stamp taken before
  * the request was answered; it is given again only while that stamp is current (no terminology
  * change heard since, on any node — the same changes that replace the code system objects the
@@ -125,7 +125,9 @@ export function keptAnswers(env: TerminologyEnv, code: string): KeptAnswers {
       const stamp = cache.stamp();
       if (stamp === undefined) return undefined;
       const { auth, acceptLanguage } = req.ctx;
-      const key = `${code}\u0000${target.resourceType ?? ''}\u0000${target.id ?? ''}\u0000${auth.projectId ?? ''}\u0000${auth.superAdmin ? 1 : 0}\u0000${acceptLanguage ?? ''}\u0000${queryText(req.query)}`;
+      const body = bodyText(req);
+      if (body === undefined) return undefined;
+      const key = `${code}\u0000${target.resourceType ?? ''}\u0000${target.id ?? ''}\u0000${auth.projectId ?? ''}\u0000${auth.superAdmin ? 1 : 0}\u0000${acceptLanguage ?? ''}\u0000${queryText(req.query)}\u0000${body}`;
       const kept = byRequest.get(key);
       if (kept?.stamp === stamp) {
         hits++;
@@ -141,6 +143,22 @@ export function keptAnswers(env: TerminologyEnv, code: string): KeptAnswers {
 }
 
 const byRequest = new Generations<{ stamp: number; answer: PreparedAnswer }>(ANSWER_LIMIT, ANSWER_BYTES, keptBytes);
+
+/** A POST's body larger than this (bytes, as sent) is not part of a key: its answer is not kept by request. */
+export const POSTED_KEY_LIMIT = 4096;
+
+/**
+ * The body as it stands in the key above: none for a GET; for a POST its parsed JSON written
+ * again (the operation reads only that, so the same JSON is the same question), or undefined —
+ * not kept — when it is larger than POSTED_KEY_LIMIT (a `tx-resource` code system, whose answer
+ * is not kept anyway).
+ */
+function bodyText(req: FhirRequest): string | undefined {
+  if (req.method !== 'POST') return '';
+  const length = Number(req.headers['content-length'] ?? Infinity);
+  if (!(length <= POSTED_KEY_LIMIT) || req.body === undefined) return undefined;
+  return JSON.stringify(req.body);
+}
 
 /**
  * A query's pairs as they stand in the key above. A GET asked again arrives with the same frozen
