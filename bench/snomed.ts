@@ -56,7 +56,8 @@ async function underLoad(url: string, requests: Req[]): Promise<{ rps: number; p
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors, load };
 }
 
-const ADMIN = { LATTICE_ADMIN_PASSWORD: 'bench-admin-password-1', LOG_LEVEL: 'warn', LATTICE_BASE_TERMINOLOGY: 'lazy', LATTICE_DB_STATEMENT_TIMEOUT: '0' };
+// A fixed public URL: it is the tokens' issuer, so a token outlives a restart on another port (and the stored OperationDefinitions, which name it, stay as they are).
+const ADMIN = { LATTICE_ADMIN_PASSWORD: 'bench-admin-password-1', LOG_LEVEL: 'warn', LATTICE_BASE_TERMINOLOGY: 'lazy', LATTICE_DB_STATEMENT_TIMEOUT: '0', LATTICE_PUBLIC_URL: 'http://lattice.bench' };
 
 function folderBytes(dir: string): number {
   let n = 0;
