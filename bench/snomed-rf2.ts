@@ -97,7 +97,11 @@ export function rf2IsAncestorOrSelf(m: SnomedLike, a: number, b: number): boolea
   for (const queue = [b]; queue.length > 0; ) {
     const c = queue.pop() as number;
     if (c === a) return true;
-    for (const p of rf2Parents(m, c)) if (!seen.has(p)) queue.push(p), seen.add(p);
+    for (const p of rf2Parents(m, c)) {
+      if (seen.has(p)) continue;
+      seen.add(p);
+      queue.push(p);
+    }
   }
   return false;
 }
