@@ -9,7 +9,7 @@ import type { LookupResult } from '../engine/lookup.js';
  * `definition`, `designation`, `property`, `abstract`, `code`, `system`, `used-supplement`),
  * each designation's and property's parts in theirs — without the ~5 objects per designation
  * and property that the formatter builds and the serialiser then walks. A LOINC term's answer
- * (about 40 designations and 20 properties, 7 KB) is most of what an ever new `$lookup` of it
+ * (some 20 designations and 13 properties, 7 KB, in the bench's release) is most of what an ever new `$lookup` of it
  * costs that way (docs/benchmarks.md, 2026-11-29).
  *
  * Undefined when a value would not pass the formatter's checks (an empty string, a number
