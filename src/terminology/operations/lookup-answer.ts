@@ -8,9 +8,10 @@ import type { LookupResult } from '../engine/lookup.js';
  * output — the out-parameters in the definition's order (`name`, `version`, `display`,
  * `definition`, `designation`, `property`, `abstract`, `code`, `system`, `used-supplement`),
  * each designation's and property's parts in theirs — without the ~5 objects per designation
- * and property that the formatter builds and the serialiser then walks. A LOINC term's answer
- * (some 20 designations and 13 properties, 7 KB, in the bench's release) is most of what an ever new `$lookup` of it
- * costs that way (docs/benchmarks.md, 2026-11-29).
+ * and property that the formatter builds and the serialiser then walks. Formatting and
+ * serialising a LOINC term's answer that way (some 20 designations and 13 properties, 7 KB, in
+ * the bench's release) was the largest part of what an ever new `$lookup` adds to the request
+ * path; written directly it takes about a third of that time (docs/benchmarks.md, 2026-11-29).
  *
  * Undefined when a value would not pass the formatter's checks (an empty string, a number
  * that is not finite): the caller then takes the generic path, which reports it as before.
