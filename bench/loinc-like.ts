@@ -72,6 +72,25 @@ class CsvFile {
   }
 }
 
+/** Where the parts sit: the first axis parts, then the class parts, then the components. */
+function layout(size: LoincLikeSize) {
+  const axisParts = Math.min(6000, Math.floor(size.parts / 2));
+  const classParts = 100;
+  const componentCount = Math.max(1, size.parts - axisParts - classParts);
+  const component = (t: number) => axisParts + classParts + (t % componentCount);
+  return { axisParts, classParts, componentCount, component };
+}
+
+/**
+ * The ancestors of term t in the release's component hierarchy, nearest first: its component
+ * part, that component's class part, the hierarchy's root (as `writeLoincLike` writes them).
+ */
+export function termAncestors(size: LoincLikeSize, t: number): string[] {
+  const { axisParts, classParts, component } = layout(size);
+  const comp = component(t);
+  return [partCode(comp), partCode(axisParts + ((comp - axisParts - classParts) % classParts)), partCode(size.parts)];
+}
+
 /**
  * Writes the release into `<dir>/Loinc_<version>/`; returns that folder. Part i of the first
  * 6 × 1000 parts is an axis value (axis i mod 6); the rest are further components, under
@@ -83,10 +102,7 @@ export function writeLoincLike(dir: string, size: LoincLikeSize, version: string
   for (const d of ['LoincTable', 'AccessoryFiles/PartFile', 'AccessoryFiles/AnswerFile', 'AccessoryFiles/ComponentHierarchyBySystem', 'AccessoryFiles/ConsumerName', 'AccessoryFiles/LinguisticVariants']) {
     mkdirSync(join(root, d), { recursive: true });
   }
-  const axisParts = Math.min(6000, Math.floor(size.parts / 2));
-  const classParts = 100;
-  const componentCount = Math.max(1, size.parts - axisParts - classParts);
-  const component = (t: number) => axisParts + classParts + (t % componentCount);
+  const { axisParts, classParts, componentCount, component } = layout(size);
   const axisPart = (t: number, axis: number) => axis + 6 * ((t * 7 + axis) % Math.floor(axisParts / 6));
   const partName = (i: number) => `Part ${i} ${['alpha', 'beta', 'gamma', 'delta'][i % 4]}`;
 
@@ -132,7 +148,8 @@ export function writeLoincLike(dir: string, size: LoincLikeSize, version: string
       links.row([code, name, partCode(axes[a]), partName(axes[a]), 'http://loinc.org', AXES[a][0], 'Primary', `http://loinc.org/property/${AXES[a][1]}`]);
     }
     if (t % 2 === 0) consumer.row([code, `Consumer name ${t}`]);
-    hierarchy.row([`${rootCode}.${partCode(axisParts + ((comp - axisParts - classParts) % classParts))}.${partCode(comp)}`, '1', partCode(comp), code, `Short ${t}`]);
+    const [parent, cls] = termAncestors(size, t);
+    hierarchy.row([`${rootCode}.${cls}.${parent}`, '1', parent, code, `Short ${t}`]);
     for (const [i, v] of variants.entries()) v.row([code, `K${t}`, 'P', 'Pt', 'S', 'Qn', '', '', t % 4 === i % 4 ? `Kurz ${t} ${i}` : '', `Langer Name ${t} ${languages[i]}`, '', '']);
   }
   loinc.close();

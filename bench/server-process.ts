@@ -22,12 +22,13 @@ export function freePort(): Promise<number> {
 }
 
 /**
- * Starts the compiled Lattice server (`dist/src/main.js serve`) with in-memory PGlite unless
+ * Starts the built Lattice server (`dist/lattice.js serve`) with in-memory PGlite unless
  * `env` names other storage; `ready` (default /healthz) is polled until it answers 200.
  */
-export async function startLatticeProcess(env: Record<string, string> = {}, ready?: (url: string) => Promise<boolean>): Promise<BenchProcess> {
+export async function startLatticeProcess(env: Record<string, string> = {}, ready?: (url: string) => Promise<boolean>, pollMs = 20): Promise<BenchProcess> {
   const port = await freePort();
-  const main = fileURLToPath(new URL('../src/main.js', import.meta.url));
+  // What `npm start` runs: the command's entry and the server's one-file bundle (scripts/bundle-options.mjs).
+  const main = fileURLToPath(new URL('../lattice.js', import.meta.url));
   const child = spawn(process.execPath, [main, 'serve'], {
     env: {
       ...process.env,
@@ -44,7 +45,7 @@ export async function startLatticeProcess(env: Record<string, string> = {}, read
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
-  if (ready) await waitUntil(() => ready(url), child);
+  if (ready) await waitUntil(() => ready(url), child, pollMs);
   else await waitFor(`${url}/healthz`, child);
   return { url, pid: child.pid as number, stop: () => stopChild(child) };
 }
@@ -76,8 +77,8 @@ async function waitFor(url: string, child: ChildProcess): Promise<void> {
 /** A wrong answer from a server that is up: `waitUntil` stops polling and fails at once. */
 export class FatalError extends Error {}
 
-/** Polls `ok` (errors count as not yet, but a FatalError fails) every 20 ms, for up to two minutes. */
-async function waitUntil(ok: () => Promise<boolean>, child: ChildProcess): Promise<void> {
+/** Polls `ok` (errors count as not yet, but a FatalError fails) every `pollMs`, for up to two minutes. */
+async function waitUntil(ok: () => Promise<boolean>, child: ChildProcess, pollMs = 20): Promise<void> {
   const deadline = Date.now() + 120_000;
   let last = '';
   while (Date.now() < deadline) {
@@ -91,7 +92,7 @@ async function waitUntil(ok: () => Promise<boolean>, child: ChildProcess): Promi
       }
       last = err instanceof Error ? err.message : String(err); // not up yet
     }
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, pollMs));
   }
   throw new Error(`the server did not come up: ${last}`);
 }

@@ -1,16 +1,15 @@
 import { descendants, type SnomedLike } from './snomed-like.js';
 import type { Rf2Release } from './snomed-rf2.js';
-import { procStatus, startLatticeProcess } from './server-process.js';
+import { FatalError, procStatus, startLatticeProcess } from './server-process.js';
 
 /**
  * Restart → first answer (docs/terminology.md#persisted-indexes): for each kind of question, a
- * fresh server process on the imported data (nothing in memory), its time to answer /healthz,
- * then the time of its first answer of that kind — `$lookup`, `$subsumes`, an ECL `$expand`
- * and an ECL `$validate-code` — each on its own start, so each reads what it needs itself.
- * Also the server's peak RSS after that answer. The question is sent after the bench has logged
- * in (0.3–1.7 s on the shared machine); a server opens its persisted indexes as soon as it
- * listens, so that opening runs while the bench logs in, and a question sent earlier would wait
- * for the rest of it (docs/benchmarks.md records how long it takes).
+ * fresh server process on the imported data (nothing in memory), timed from the moment the
+ * process is spawned to its first right answer of that kind — `$lookup`, `$subsumes`, an ECL
+ * `$expand` and an ECL `$validate-code` — each on its own start, so each reads what it needs
+ * itself. The question carries a token obtained from an earlier process (tokens outlive a
+ * restart), and is asked every 10 ms from the spawn until it is answered: what a client that
+ * retries sees. Also when the process first answered anything (it listens) and its peak RSS.
  */
 export async function restartRows(
   env: Record<string, string>,
@@ -31,19 +30,24 @@ export async function restartRows(
     ['ECL `$expand` (`<< X`, count=10)', `/fhir/R4/ValueSet/$expand?count=10&url=${ecl(`<< ${focus}`)}`, (b) => ((b as { expansion?: { total?: number } }).expansion?.total ?? 0) > 0],
     ['ECL `$validate-code` (`<< X`)', `/fhir/R4/ValueSet/$validate-code?url=${ecl(`<< ${focus}`)}&system=${sct}&code=${member}`, (b) => param(b, 'result') === true],
   ];
+  const before = await startLatticeProcess(env);
+  const auth = { authorization: `Bearer ${await token(before.url)}` };
+  await before.stop();
   for (const [label, path, right] of firsts) {
     const t0 = performance.now();
-    const server = await startLatticeProcess(env);
-    const ready = performance.now() - t0;
-    try {
-      const auth = { authorization: `Bearer ${await token(server.url)}` };
-      const t1 = performance.now();
-      const res = await fetch(server.url + path, { headers: auth });
+    let listening: number | undefined;
+    const server = await startLatticeProcess(env, async (url) => {
+      const res = await fetch(url + path, { headers: auth });
+      listening ??= performance.now() - t0;
+      if (res.status === 503) return false; // starting
       const body: unknown = await res.json();
-      const ms = performance.now() - t1;
-      if (res.status !== 200 || !right(body)) throw new Error(`wrong first answer ${path}: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+      if (res.status !== 200 || !right(body)) throw new FatalError(`wrong first answer ${path}: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+      return true;
+    }, 10);
+    const ms = performance.now() - t0;
+    try {
       const rss = procStatus(server.pid, 'VmHWM');
-      rows.push(`| ${driver} | restart → first ${label} (goal ≤ 1 s) | ${(ms / 1000).toFixed(2)} s (server ready in ${(ready / 1000).toFixed(1)} s; peak RSS ${(rss / 2 ** 30).toFixed(2)} GiB) |`);
+      rows.push(`| ${driver} | restart → first ${label} (goal ≤ 1 s) | ${(ms / 1000).toFixed(2)} s from the process's spawn (listening after ${((listening ?? ms) / 1000).toFixed(2)} s; peak RSS ${(rss / 2 ** 30).toFixed(2)} GiB) |`);
     } finally {
       await server.stop();
     }

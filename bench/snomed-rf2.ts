@@ -70,6 +70,42 @@ const META = {
 };
 const WORDS = ['acute', 'chronic', 'structure', 'disorder', 'finding', 'procedure', 'left', 'right', 'upper', 'lower', 'joint', 'bone', 'tissue', 'organ', 'lesion', 'injury', 'syndrome', 'entire', 'region', 'congenital', 'infection', 'tumour', 'colour', 'haemorrhage'];
 
+/** Whether the release makes concept i inactive (one in eight, none of the top levels). */
+export function isInactive(i: number): boolean {
+  return i > 20 && i % 8 === 5;
+}
+
+/**
+ * The is-a parents the release writes for concept i: none for an inactive concept (it has no
+ * relationships), and for an active one each model parent, an inactive one replaced by the
+ * nearest active ancestor on its first-parent line (an inactive concept has no children).
+ */
+export function rf2Parents(m: SnomedLike, i: number): number[] {
+  if (isInactive(i)) return [];
+  const out: number[] = [];
+  for (let e = m.parentStart[i]; e < m.parentStart[i + 1]; e++) {
+    let p = m.parents[e];
+    while (isInactive(p)) p = m.parents[m.parentStart[p]];
+    if (!out.includes(p)) out.push(p);
+  }
+  return out;
+}
+
+/** Whether a is b or an ancestor of b in the release's is-a graph (rf2Parents). */
+export function rf2IsAncestorOrSelf(m: SnomedLike, a: number, b: number): boolean {
+  const seen = new Set<number>([b]);
+  for (const queue = [b]; queue.length > 0; ) {
+    const c = queue.pop() as number;
+    if (c === a) return true;
+    for (const p of rf2Parents(m, c)) {
+      if (seen.has(p)) continue;
+      seen.add(p);
+      queue.push(p);
+    }
+  }
+  return false;
+}
+
 export interface Rf2Release {
   folder: string;
   module: string;
@@ -115,11 +151,10 @@ export async function writeRf2(m: SnomedLike, folder: string, options: { date?: 
       },
     };
   };
-  const inactive = (i: number) => i > 20 && i % 8 === 5;
   const concepts = file(terminology, `sct2_Concept_Snapshot_XX_${date}.txt`, ['id', 'effectiveTime', 'active', 'moduleId', 'definitionStatusId']);
   await concepts.row([module, date, 1, module, META.primitive]);
   await concepts.row([refset, date, 1, module, META.primitive]);
-  for (let i = 0; i < m.size; i++) await concepts.row([ids[i], date, inactive(i) ? 0 : 1, module, i % 3 === 0 ? META.defined : META.primitive]);
+  for (let i = 0; i < m.size; i++) await concepts.row([ids[i], date, isInactive(i) ? 0 : 1, module, i % 3 === 0 ? META.defined : META.primitive]);
   await concepts.close();
 
   const descriptionFile = file(terminology, `sct2_Description_Snapshot-en_XX_${date}.txt`, ['id', 'effectiveTime', 'active', 'moduleId', 'conceptId', 'languageCode', 'typeId', 'term', 'caseSignificanceId']);
@@ -171,15 +206,8 @@ export async function writeRf2(m: SnomedLike, folder: string, options: { date?: 
   };
   const values = [...valueLevel(5), ...valueLevel(6)];
   for (let i = 0; i < m.size; i++) {
-    if (inactive(i)) continue;
-    // An inactive concept has no children: an active one is attached to the nearest active ancestor instead.
-    const written = new Set<number>();
-    for (let e = m.parentStart[i]; e < m.parentStart[i + 1]; e++) {
-      let p = m.parents[e];
-      while (inactive(p)) p = m.parents[m.parentStart[p]];
-      if (!written.has(p)) await relate(ids[i], ids[p], 0, META.isA);
-      written.add(p);
-    }
+    if (isInactive(i)) continue;
+    for (const p of rf2Parents(m, i)) await relate(ids[i], ids[p], 0, META.isA);
     if (m.level[i] < 3) continue;
     const count = 1 + Math.floor(random() * 4);
     for (let a = 0; a < count; a++) {
@@ -191,7 +219,7 @@ export async function writeRf2(m: SnomedLike, folder: string, options: { date?: 
 
   const concrete = file(terminology, `sct2_RelationshipConcreteValues_Snapshot_XX_${date}.txt`, ['id', 'effectiveTime', 'active', 'moduleId', 'sourceId', 'value', 'relationshipGroup', 'typeId', 'characteristicTypeId', 'modifierId']);
   for (let i = 0; i < m.size; i += 10) {
-    if (!inactive(i)) await concrete.row([sctid(item++, '02'), date, 1, module, ids[i], `#${1 + (i % 50)}`, 1, attributes[0], META.inferred, META.existential]);
+    if (!isInactive(i)) await concrete.row([sctid(item++, '02'), date, 1, module, ids[i], `#${1 + (i % 50)}`, 1, attributes[0], META.inferred, META.existential]);
   }
   await concrete.close();
 
@@ -203,7 +231,7 @@ export async function writeRf2(m: SnomedLike, folder: string, options: { date?: 
   }
   await simple.close();
   const association = file(content, `der2_cRefset_AssociationSnapshot_XX_${date}.txt`, ['id', 'effectiveTime', 'active', 'moduleId', 'refsetId', 'referencedComponentId', 'targetComponentId']);
-  for (let i = 0; i < m.size; i++) if (inactive(i)) await association.row([uuid(member++), date, 1, module, META.replacedBy, ids[i], ids[i - 1]]);
+  for (let i = 0; i < m.size; i++) if (isInactive(i)) await association.row([uuid(member++), date, 1, module, META.replacedBy, ids[i], ids[i - 1]]);
   await association.close();
   const dependency = file(metadata, `der2_ssRefset_ModuleDependencySnapshot_XX_${date}.txt`, ['id', 'effectiveTime', 'active', 'moduleId', 'refsetId', 'referencedComponentId', 'sourceEffectiveTime', 'targetEffectiveTime']);
   await dependency.row([uuid(member++), date, 1, module, META.dependency, META.core, date, date]);

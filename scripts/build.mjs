@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run build` (and `prepare`, so `npm ci` builds once): type-checks and compiles with tsc
-// (dist/src, dist/test, dist/bench), then bundles the server into one file, dist/lattice.js —
-// what `npm start` and the `lattice` bin run. One file loads several times faster than the
+// (dist/src, dist/test, dist/bench), then bundles the server into one file, dist/lattice-server.js,
+// loaded by dist/lattice.js — what `npm start` and the `lattice` bin run (scripts/bundle-options.mjs).
+// One file loads several times faster than the
 // ~1,000 modules it replaces (no per-file resolution, no package.json look-ups); see
 // docs/errors.md#start-up.
 import { spawnSync } from 'node:child_process';
@@ -15,6 +16,6 @@ const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p'
 const { saveResourceTypes } = await import('../dist/src/fhir/definitions.js');
 saveResourceTypes();
 
-await build(bundleOptions('dist/lattice.js'));
+for (const options of bundleOptions('dist')) await build(options);
 
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);

@@ -1,9 +1,19 @@
-// esbuild's options for the one-file server bundle: `npm run build` writes dist/lattice.js with
-// them, and `npm test` a bundle of the current source for the processes its tests start.
-export function bundleOptions(outfile) {
+// esbuild's options for the server's two files in a folder (`npm run build`: dist/; `npm test`:
+// dist/test-cli/): `lattice-server.js`, the server bundled into one file from src/main.ts, and
+// `lattice.js`, the small command entry from src/launch.ts that starts the embedded database's
+// thread before it loads the bundle (docs/errors.md#start-up). `lattice.js` is what `npm start`,
+// the package's `bin` and the tests run.
+import { join } from 'node:path';
+
+export function bundleOptions(dir) {
+  return [
+    { ...common(), entryPoints: ['src/main.ts'], outfile: join(dir, 'lattice-server.js') },
+    { ...common(), entryPoints: ['src/launch.ts'], outfile: join(dir, 'lattice.js'), define: { LATTICE_SERVER_MODULE: JSON.stringify('./lattice-server.js') } },
+  ];
+}
+
+function common() {
   return {
-    entryPoints: ['src/main.ts'],
-    outfile,
     bundle: true,
     platform: 'node',
     format: 'esm',

@@ -108,7 +108,7 @@ if (env.LATTICE_TEST_DRIVERS.split(',').includes('pglite') && !env.LATTICE_TEST_
 // several (test/support/cli.ts). It lives under dist/ so it finds node_modules and the project root.
 if (!env.LATTICE_TEST_CLI) {
   const outfile = join(root, 'dist', 'test-cli', 'lattice.js');
-  await build({ ...bundleOptions(outfile), absWorkingDir: root, sourcemap: false });
+  for (const options of bundleOptions(dirname(outfile))) await build({ ...options, absWorkingDir: root, sourcemap: false });
   env.LATTICE_TEST_CLI = outfile;
 }
 console.log(`# drivers: ${env.LATTICE_TEST_DRIVERS}`);

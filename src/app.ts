@@ -148,11 +148,16 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     searchIndex.useTerminology(terminology.search);
     // SearchParameters of loaded implementation guides, before anything is indexed or searched.
     await useStoredSearchParameters(system, db, log);
-    // Resources indexed by an older version get this version's rows, in the background.
+    // Resources indexed by an older version get this version's rows, in the background once the
+    // server listens (until then the database serves the start).
     let stopping = false;
-    const reindexing = reindexIfOutdated(db, searchIndex, log, () => stopping).catch((err: unknown) =>
-      log.error({ err }, 'search index: re-indexing stopped; it resumes at the next start'),
-    );
+    let reindexing: Promise<unknown> | undefined;
+    listening.push(() => {
+      if (stopping) return;
+      reindexing = reindexIfOutdated(db, searchIndex, log, () => stopping).catch((err: unknown) =>
+        log.error({ err }, 'search index: re-indexing stopped; it resumes at the next start'),
+      );
+    });
     closers.push(async () => {
       stopping = true;
       await reindexing;

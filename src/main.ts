@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 import cluster from 'node:cluster';
-import pino from 'pino';
 import { createApp } from './app.js';
-import { superviseWorkers, workerSlot } from './cluster/supervisor.js';
-import { WorkersRefused, workerCount } from './cluster/worker-count.js';
+import { servePrimary } from './cluster/primary.js';
+import { workerSlot } from './cluster/supervisor.js';
+import { WorkersRefused } from './cluster/worker-count.js';
 import { loadConfig } from './config.js';
 import { DataFolderInUse } from './storage/data-folder-lock.js';
 import { ListenUnsupported } from './storage/database-errors.js';
@@ -279,9 +279,11 @@ async function adminCommand(args: string[]): Promise<void> {
  */
 async function serve(): Promise<void> {
   const config = loadConfig();
-  const workers = cluster.isPrimary ? workerCount(config.workers, config.databaseUrl !== undefined) : 1;
-  if (workers > 1) {
-    process.exitCode = await superviseWorkers(workers, pino({ level: config.logLevel }));
+  // The primary of several workers (on PostgreSQL) only forks and watches them. From the command
+  // entry (dist/lattice.js) it never gets here: that entry runs it without loading the server.
+  const primary = await servePrimary({ workers: config.workers, postgres: config.databaseUrl !== undefined, logLevel: config.logLevel });
+  if (primary !== undefined) {
+    process.exitCode = primary;
     return;
   }
   const slot = workerSlot();

@@ -616,6 +616,21 @@ for (const driver of drivers) {
             await server.stop();
           }
         }
+        // A definition that changed between two starts is stored again (the others are not).
+        const server = await startServer(driver, { dataDir, databaseUrl });
+        try {
+          const registry = server.app.operations as OperationsRegistry;
+          for (const op of ALL) registry.register(op === echo ? { ...echo, definition: { ...echo.definition, description: 'Echoes its input, changed' } } : op);
+          await registry.published();
+          const changed = await server.fhir('GET', '/OperationDefinition/test-echo');
+          assert.equal(changed.body.meta.versionId, '2');
+          assert.equal(changed.body.description, 'Echoes its input, changed');
+          const unchanged = await server.fhir('GET', '/OperationDefinition/test-fetch');
+          assert.equal(unchanged.status, 200, unchanged.text);
+          assert.equal(unchanged.body.meta.versionId, '1');
+        } finally {
+          await server.stop();
+        }
       } finally {
         if (dataDir) rmSync(dataDir, { recursive: true, force: true });
       }

@@ -9,6 +9,11 @@ export class PreparedAnswer {
   constructor(
     /** The answer's body as JSON text. */
     readonly json: string,
+    /**
+     * False for an answer written as text for this request only (a `$lookup` written straight
+     * to JSON, src/terminology/operations/lookup-answer.ts): given, never kept by request line.
+     */
+    readonly reusable = true,
   ) {}
 
   /** A fresh copy of the body. */

@@ -21,7 +21,8 @@ export async function installEmail(env: FeatureEnv): Promise<void> {
     // Not fatal: the poll timer still delivers, only a little later.
     log.warn({ err }, 'e-mail outbox: LISTEN failed; relying on polling');
   }
-  sender.start();
+  // Delivery begins once the server listens: until then the database serves the start.
+  env.onListening(() => sender.start());
   env.onClose(() => sender.stop());
   log.info({ transport: transport.kind }, 'e-mail outbox sender started');
 }

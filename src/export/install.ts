@@ -49,7 +49,8 @@ export async function installExport(
   } catch (err) {
     log.warn({ err }, 'export: LISTEN failed; relying on polling');
   }
-  runner.start();
+  // Jobs are claimed once the server listens: until then the database serves the start.
+  env.onListening(() => runner.start());
   env.onClose(() => runner.stop());
   return exportRoutes(env.db, () => env.config.publicUrl);
 }

@@ -245,6 +245,8 @@ const addedParameters: SearchParameter[] = [];
  * type already has keeps its parameter (the R4 one, or one added before). Returns the ones added.
  */
 export function addSearchParameters(list: SearchParameter[]): SearchParameter[] {
+  // None to add (most starts): the R4 map is not built now — the first search or write builds it.
+  if (list.length === 0) return [];
   const map = searchParameterMap();
   const types = [...resourceTypes()];
   const added: SearchParameter[] = [];

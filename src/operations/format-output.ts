@@ -200,7 +200,7 @@ function entryOf(name: string, key: string, value: unknown): ParametersParameter
 }
 
 /** Whether a JavaScript value can be written as a value of FHIR type `type` (JSON shape only). */
-function fitsType(type: string, value: unknown): boolean {
+export function fitsType(type: string, value: unknown): boolean {
   switch (type) {
     case 'boolean':
       return typeof value === 'boolean';

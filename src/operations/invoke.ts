@@ -44,7 +44,7 @@ export async function invokeOperation(req: FhirRequest, operation: Operation, ta
   try {
     // A kept answer (src/core/reusable-answer.ts) is already formatted and serialised.
     if (output instanceof PreparedAnswer) {
-      kept?.keep(output);
+      if (output.reusable) kept?.keep(output);
       return preparedResult(output);
     }
     return { status: 200, body: formatOutput(definition, output) };

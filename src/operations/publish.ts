@@ -1,6 +1,7 @@
 import type { OperationDefinition } from '@medplum/fhirtypes';
 import type { Logger } from 'pino';
 import type { ResourceRepository } from '../core/repository.js';
+import { sameResourceContent } from '../storage/stable-stringify.js';
 
 /**
  * Makes registered OperationDefinitions readable through the normal REST API
@@ -12,12 +13,18 @@ import type { ResourceRepository } from '../core/repository.js';
  * (an update with identical content creates no new version), so N nodes starting together, or
  * one node restarting, leave one version per real change of a definition.
  *
- * Writes run one after another in the background in registration order; {@link settled}
- * resolves when all writes queued so far are done (app start-up awaits it; so does shutdown,
- * so the database is not closed under a write).
+ * Definitions registered during the start are queued and stored by {@link settled} (app
+ * start-up awaits it once every feature is installed; so does shutdown, so the database is not
+ * closed under a write): the stored versions of the whole queue are read in one search, and only
+ * a definition that differs from its stored version (or has none) is written — on a restart, one
+ * statement instead of one read per definition (docs/errors.md#start-up). One registered after
+ * that is stored right away, in the background, in registration order.
  */
 export class DefinitionPublisher {
   private tail: Promise<void> = Promise.resolve();
+  private readonly queued: OperationDefinition[] = [];
+  /** `settled()` was called once (the start is over): a definition registered later is stored right away. */
+  private started = false;
   private failure: unknown;
 
   constructor(
@@ -27,13 +34,35 @@ export class DefinitionPublisher {
 
   /** Queues the write of one definition. */
   publish(definition: OperationDefinition): void {
-    this.tail = this.tail.then(() => this.write(definition));
+    this.queued.push(definition);
+    if (this.started) this.tail = this.tail.then(() => this.flush());
   }
 
-  /** Resolves when every queued write is done; rejects with the first failure, if any. */
+  /** Stores every definition queued so far; rejects with the first failure, if any. */
   async settled(): Promise<void> {
+    this.started = true;
+    this.tail = this.tail.then(() => this.flush());
     await this.tail;
     if (this.failure !== undefined) throw this.failure instanceof Error ? this.failure : new Error('Could not store an OperationDefinition', { cause: this.failure });
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.queued.splice(0);
+    if (batch.length === 0) return;
+    let stored = new Map<string, OperationDefinition>();
+    try {
+      const ids = batch.map((d) => d.id as string);
+      const found = await this.system.search({ resourceType: 'OperationDefinition', params: [['_id', ids.join(',')], ['_count', String(ids.length)], ['_total', 'none']] });
+      stored = new Map((found.resources as OperationDefinition[]).map((d) => [d.id as string, d]));
+    } catch (err) {
+      // Not read: each definition is written (an update that finds it identical writes nothing).
+      this.log.error({ err }, 'Could not read the stored OperationDefinitions');
+    }
+    for (const definition of batch) {
+      const current = stored.get(definition.id as string);
+      if (current && sameResourceContent(current, definition)) continue;
+      await this.write(definition);
+    }
   }
 
   private async write(definition: OperationDefinition): Promise<void> {

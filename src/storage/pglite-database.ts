@@ -4,28 +4,16 @@ import type { Database, DatabaseHealth, DatabaseLimits, Queryable, QueryResult }
 import { databaseBusy, databaseTimeout } from './database-errors.js';
 import { lockDataFolder } from './data-folder-lock.js';
 import { autoAnalyze, type AutoAnalyze } from './pglite-analyze.js';
+import { PGLITE_START_PARAMS, takeEarlyPglite } from './pglite-early.js';
 import { PgliteWorker, type DeadlineOf } from './pglite-worker.js';
 import { TurnLock } from './turn-lock.js';
 
 const CAUGHT_UP: Promise<void> = Promise.resolve();
 
-/**
- * PostgreSQL's start parameters for PGlite beside PGlite's own (added in its thread): a smaller buffer cache. PGlite's
- * default (initdb's 128 MB `shared_buffers`) is set up inside WebAssembly memory on every open,
- * which made opening a data folder several times slower than with 32 MB (docs/errors.md#start-up);
- * pages beyond the cache are still read through the operating system's file cache.
- */
-const START_PARAMS = ['-c', 'shared_buffers=32MB'];
 
 /** No limits: what a caller that passes none gets (tests of the driver, the CLI). */
 const UNLIMITED: DatabaseLimits = { statementTimeoutMs: 0, acquireTimeoutMs: 0 };
 
-/**
- * Bounds on the write-ahead log of an embedded folder. PostgreSQL's defaults (up to 1 GB kept)
- * suit a server; for an embedded database the WAL is pure overhead on disk, and after one large
- * import it would stay at 1 GB (docs/errors.md#data-folder).
- */
-const WAL_BOUNDS = ['-c', 'max_wal_size=128MB', '-c', 'min_wal_size=32MB'];
 
 /**
  * Embedded PostgreSQL (WASM) — the zero-setup default. PGlite has one connection, so
@@ -48,8 +36,10 @@ export async function openPgliteDatabase(
 ): Promise<PgliteDatabase> {
   const limits = options.limits ?? UNLIMITED;
   const inMemory = dataDir.startsWith('memory://');
-  if (!inMemory) mkdirSync(dataDir, { recursive: true });
-  const unlock = inMemory ? () => undefined : lockDataFolder(dataDir);
+  // The thread `lattice serve` started before its code was loaded (pglite-early.ts), if it is for this folder.
+  const early = inMemory || options.loadDataDir ? undefined : await takeEarlyPglite(dataDir, PGLITE_START_PARAMS);
+  if (!inMemory && !early) mkdirSync(dataDir, { recursive: true });
+  const unlock = early?.unlock ?? (inMemory ? () => undefined : lockDataFolder(dataDir));
   const listeners = new Map<string, Set<(payload: string) => void>>();
   // `loadDataDir` starts from a dumped data folder instead of running initdb (tests use a
   // migrated template: several times faster than a fresh cluster).
@@ -57,7 +47,8 @@ export async function openPgliteDatabase(
   try {
     pg = await PgliteWorker.open({
       dataDir: inMemory ? undefined : dataDir,
-      startParams: [...START_PARAMS, ...WAL_BOUNDS],
+      startParams: PGLITE_START_PARAMS,
+      early,
       waitMs: limits.acquireTimeoutMs,
       ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
       onNotify: (channel, payload) => listeners.get(channel)?.forEach((handler) => handler(payload)),

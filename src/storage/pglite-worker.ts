@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { QueryResult } from '../core/database.js';
 import { databaseBusy, databaseUnavailable } from './database-errors.js';
+import type { EarlyThread } from './pglite-early.js';
 import { pgliteThreadSource, type PgliteThreadData, type ThreadError } from './pglite-thread.js';
 
 /**
@@ -37,6 +38,8 @@ export interface PgliteWorkerOptions {
   loadDataDir?: Blob;
   /** How long a statement waits for a replaced thread to be ready (ms; 0: as long as it takes). */
   waitMs: number;
+  /** A thread already started on `dataDir` (pglite-early.ts): used for the first open instead of a new one. */
+  early?: Pick<EarlyThread, 'worker' | 'ready'>;
   /** NOTIFY heard on a channel listened to; `*` after the thread was restarted (anything may have been missed). */
   onNotify: (channel: string, payload: string) => void;
 }
@@ -73,7 +76,7 @@ export class PgliteWorker {
   static async open(options: PgliteWorkerOptions): Promise<PgliteWorker> {
     const client = new PgliteWorker(options);
     const loadDataDir = options.loadDataDir ? await options.loadDataDir.arrayBuffer() : undefined;
-    client.start(loadDataDir);
+    client.start(loadDataDir, options.early);
     await client.ready;
     return client;
   }
@@ -98,21 +101,22 @@ export class PgliteWorker {
   /** Set while the thread is being replaced: settles when the new one is open (or failed). */
   private replaced: Promise<void> | undefined;
 
-  private start(loadDataDir?: ArrayBuffer): void {
+  private start(loadDataDir?: ArrayBuffer, early?: PgliteWorkerOptions['early']): void {
     const data: PgliteThreadData = {
       pgliteUrl: pgliteUrl(),
       dataDir: this.options.dataDir,
       startParams: this.options.startParams,
       ...(loadDataDir ? { loadDataDir } : {}),
     };
-    const worker = new Worker(pgliteThreadSource, { eval: true, workerData: data, transferList: loadDataDir ? [loadDataDir] : [] });
+    const worker = early?.worker ?? new Worker(pgliteThreadSource, { eval: true, workerData: data, transferList: loadDataDir ? [loadDataDir] : [] });
     this.worker = worker;
     // Like the in-process database it replaces, an idle thread does not keep the process alive
     // (a command that forgets to close still exits); one with a statement in flight does.
     const idle = () => {
       if (this.pending.size === 0) worker.unref();
     };
-    this.ready = new Promise<void>((resolve, reject) => {
+    if (early) worker.ref(); // started unreferenced: now something waits for it
+    this.ready = early ? early.ready.then(idle) : new Promise<void>((resolve, reject) => {
       const onOpen = (msg: { ready?: boolean; openError?: ThreadError }) => {
         if (msg.ready) {
           resolve();

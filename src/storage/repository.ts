@@ -16,7 +16,7 @@ import { announceChange, changeAnnouncement, changeAnnouncements, heard } from '
 import { RowCache } from './row-cache.js';
 import { checkNotReferenced, checkReferencesExist } from './reference-integrity.js';
 import { resourceTable, scopeFor } from './scope.js';
-import { stableStringify } from './stable-stringify.js';
+import { sameResourceContent } from './stable-stringify.js';
 import { accessSql, rowIndependent, rowPasses } from './search/query/access.js';
 import { checkHiddenSearch, fieldRulesOf, policyWrite, withoutHidden } from './policy-fields.js';
 import { SqlParams } from './search/query/sql-params.js';
@@ -400,7 +400,7 @@ export class Repository implements SystemRepository {
     // Identical to the version just read: nothing to write, so no transaction and no row lock (a
     // PUT of unchanged content, every start's re-publication of definitions). Linearizable: the
     // no-op takes effect at that read; a concurrent writer's version simply comes after it.
-    if (current && before && options.ifMatch === undefined && sameContent(current, resource)) {
+    if (current && before && options.ifMatch === undefined && sameResourceContent(current, resource)) {
       this.scope.checkWrite(scopedRow(before));
       if (!(await rowPasses(this.db, this.scope, resourceType, id, 'u'))) throw notFound();
       return { resource: this.redact(current), created: false };
@@ -439,7 +439,7 @@ export class Repository implements SystemRepository {
         resource = await this.policyWrite(input, row.deleted ? undefined : previous);
         await this.runBeforeWrite(resource, row.deleted ? undefined : previous);
       }
-      if (!row.deleted && sameContent(previous, resource)) return { resource: this.redact(previous), created: false };
+      if (!row.deleted && sameResourceContent(previous, resource)) return { resource: this.redact(previous), created: false };
       const stored = (await this.writeVersion(tx, resource, row.version_id + 1, row.deleted ? undefined : previous, 'update')) as Resource;
       await this.checkWritten(tx, stored, row.deleted ? 'c' : 'u');
       return { resource: stored, created: false };
@@ -813,14 +813,3 @@ function matchesVersion(ifMatch: string, row: ResourceRow): boolean {
   return ifMatch === '*' ? row.version_id > 0 && !row.deleted : ifMatch === String(row.version_id);
 }
 
-/** Equal up to server-managed meta fields (versionId, lastUpdated, project). */
-function sameContent(a: Resource, b: Resource): boolean {
-  const strip = (r: Resource): unknown => {
-    const { versionId: _v, lastUpdated: _l, project: _p, ...meta } = (r.meta ?? {}) as Record<string, unknown>;
-    const copy = { ...r } as Record<string, unknown>;
-    if (Object.keys(meta).length > 0) copy.meta = meta;
-    else delete copy.meta;
-    return copy;
-  };
-  return stableStringify(strip(a)) === stableStringify(strip(b));
-}

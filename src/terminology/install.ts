@@ -63,8 +63,6 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry,
   registry.register(batchValidateCodeOperation(validateCode));
 
   let stopped = false;
-  let stop = () => {};
-  const stoppedSignal = new Promise<void>((resolve) => (stop = resolve));
   const jobs: Array<Promise<unknown>> = [];
   const background = (name: string, job: () => Promise<unknown>) => {
     const run = job().catch((err) => {
@@ -77,13 +75,12 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry,
   // File copies of the persisted indexes (beside the data folder, or one per PostgreSQL database).
   const folder = snapshotFolder(env.config);
   if (folder) useSnapshotFolder(env.db, folder);
-  const listening = new Promise<void>((resolve) => env.onListening(resolve));
   background('index cache', async () => {
     await cache.start();
-    // `config.txPreload`: indexes opened or built once the server listens rather than on first
-    // use (a request meanwhile shares the load). `persisted`: every code system whose index was
-    // persisted (an imported SNOMED CT edition, LOINC): ready at start.
-    await Promise.race([listening, stoppedSignal]);
+    // `config.txPreload`: indexes opened or built as the server starts rather than on first use
+    // (a request meanwhile joins the opening under way). `persisted`: every code system whose
+    // index was persisted (an imported SNOMED CT edition, LOINC), read from its files while the
+    // rest of the start waits on the database — ready when the server listens, or soon after.
     const tc: TermContext = { db: env.db, repo: env.system, env, log: env.log, inlineCodeSystems: [], inlineValueSets: [], supplements: [], memo: new Map(), versionRules: parseVersionRules({}) };
     for (const canonical of env.config.txPreload) {
       if (stopped) return;
@@ -98,17 +95,20 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry,
       }
     }
   });
-  background('prune', () => pruneInlineCodeSystems(env.db));
+  // Maintenance begins once the server listens: until then the database serves the start.
+  env.onListening(() => {
+    if (stopped) return;
+    background('prune', () => pruneInlineCodeSystems(env.db));
+    // `config.baseTerminology`: all base resources once per database (background), or each one
+    // when a request first resolves it (lazy); either way a base canonical works from the first request.
+    if (env.config.baseTerminology === 'background') {
+      background('base terminology load', () => preloadBaseTerminology(env, () => stopped));
+    }
+  });
   const timer = setInterval(() => background('prune', () => pruneInlineCodeSystems(env.db)), PRUNE_INTERVAL_MS);
   timer.unref();
-  // `config.baseTerminology`: all base resources once per database (background), or each one
-  // when a request first resolves it (lazy); either way a base canonical works from the first request.
-  if (env.config.baseTerminology === 'background') {
-    background('base terminology load', () => preloadBaseTerminology(env, () => stopped));
-  }
   env.onClose(async () => {
     stopped = true;
-    stop();
     clearInterval(timer);
     cache.stop();
     await Promise.allSettled(jobs);

@@ -49,7 +49,7 @@ export function cachedAnswer(
   cs: CodeSystemInfo,
   definition: OperationDefinition,
   question: string,
-  compute: () => Promise<OperationValues>,
+  compute: () => Promise<OperationValues | PreparedAnswer>,
 ): Promise<OperationValues | PreparedAnswer> {
   return keptAnswer(tc, cs.key, cs, definition, question, compute);
 }
@@ -79,7 +79,7 @@ async function keptAnswer(
   owner: CodeSystemInfo | number,
   definition: OperationDefinition,
   question: string,
-  compute: () => Promise<OperationValues>,
+  compute: () => Promise<OperationValues | PreparedAnswer>,
 ): Promise<OperationValues | PreparedAnswer> {
   if (tc.supplements.length > 0 || tc.inlineCodeSystems.length > 0 || tc.inlineValueSets.length > 0) return compute();
   const auth = tc.repo.auth;
@@ -98,7 +98,8 @@ async function keptAnswer(
   const output = await compute();
   let answer: PreparedAnswer;
   try {
-    answer = new PreparedAnswer(JSON.stringify(formatOutput(definition, output)));
+    // An answer already written as text (a `$lookup`, lookup-answer.ts) is kept as it is.
+    answer = output instanceof PreparedAnswer ? new PreparedAnswer(output.json) : new PreparedAnswer(JSON.stringify(formatOutput(definition, output)));
   } catch {
     return output; // output that breaks the definition: the operation framework reports it
   }
