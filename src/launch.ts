@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * The `lattice` command (dist/lattice.js, the package's `bin`): a small file that loads the
  * server's bundle (dist/lattice-server.js, src/main.ts), after doing what must not wait for it

@@ -29,6 +29,19 @@ describe('lattice --help, --version, <command> --help', () => {
     }
   });
 
+  test('the command entry runs as an executable, as the package\'s bin (dist/lattice.js) is run', () => {
+    const bundle = process.env.LATTICE_TEST_CLI;
+    if (!bundle) {
+      // Outside `npm test` there is no built entry: its source must start with the interpreter line.
+      assert.match(readFileSync(join(projectRoot, 'src/launch.ts'), 'utf8'), /^#!\/usr\/bin\/env node\n/);
+      return;
+    }
+    const out = spawnSync(bundle, ['--version'], { cwd: projectRoot, encoding: 'utf8' });
+    assert.equal(out.error, undefined, String(out.error));
+    assert.equal(out.status, 0, out.stderr);
+    assert.ok(out.stdout.includes(version), out.stdout);
+  });
+
   test('<command> --help and help <command> print that command only; --version the version', () => {
     for (const args of [['import', '--help'], ['import', '-h'], ['help', 'import'], ['import', 'x.ndjson', '--help']]) {
       const out = run(args);
