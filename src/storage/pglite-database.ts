@@ -10,10 +10,8 @@ import { TurnLock } from './turn-lock.js';
 
 const CAUGHT_UP: Promise<void> = Promise.resolve();
 
-
 /** No limits: what a caller that passes none gets (tests of the driver, the CLI). */
 const UNLIMITED: DatabaseLimits = { statementTimeoutMs: 0, acquireTimeoutMs: 0 };
-
 
 /**
  * Embedded PostgreSQL (WASM) — the zero-setup default. PGlite has one connection, so
