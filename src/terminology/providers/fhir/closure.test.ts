@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { CodeSystem } from '@medplum/fhirtypes';
-import { ClosureTooLarge, computeClosure, type Closure } from './closure.js';
+import { ancestorLists, ClosureTooLarge, computeClosure, type Closure } from './closure.js';
 import { codeSystemRows } from './code-system-rows.js';
 
 /** The pairs of a closure as sorted `descendant>ancestor@depth` strings (order of rows is not a contract). */
@@ -110,6 +110,56 @@ describe('computeClosure', () => {
       () => computeClosure(10, edges, 44),
       (err: unknown) => err instanceof ClosureTooLarge && err.limit === 44 && err.message === 'hierarchy closure exceeds 44 pairs',
     );
+  });
+});
+
+describe('ancestorLists (what the in-memory index keeps)', () => {
+  /** Parents of concepts 1..n as the index keeps them: `list[start[c]..start[c + 1])`. */
+  function parentCsr(n: number, edges: Array<[number, number]>): { start: Int32Array; list: Int32Array } {
+    const start = new Int32Array(n + 2);
+    for (const [child] of edges) start[child + 1]++;
+    for (let i = 1; i <= n + 1; i++) start[i] += start[i - 1];
+    const fill = start.slice();
+    const list = new Int32Array(edges.length);
+    for (const [child, parent] of edges) list[fill[child]++] = parent;
+    return { start, list };
+  }
+  /** Each concept's ancestors, `id:a,b,c` ascending. */
+  const listed = (n: number, a: { start: Int32Array; list: Int32Array }) =>
+    Array.from({ length: n }, (_, i) => `${i + 1}:${[...a.list.subarray(a.start[i + 1], a.start[i + 2])].join(',')}`);
+  const fromClosure = (n: number, c: Closure) =>
+    Array.from({ length: n }, (_, i) => {
+      const mine: number[] = [];
+      for (let k = 0; k < c.size; k++) if (c.descendant[k] === i + 1) mine.push(c.ancestor[k]);
+      return `${i + 1}:${mine.sort((x, y) => x - y).join(',')}`;
+    });
+
+  test('the closure grouped by concept, each list ascending; roots, gaps and cycles included', () => {
+    // 1 root; 2, 3 under 1; 4 under 2 and 3 (twice); 5 and 6 a cycle under 4; 7 has no concept; 8 under 6.
+    const edges: Array<[number, number]> = [[2, 1], [3, 1], [4, 3], [4, 2], [4, 2], [5, 4], [5, 6], [6, 5], [8, 6]];
+    const got = listed(8, ancestorLists(8, parentCsr(8, edges).start, parentCsr(8, edges).list));
+    assert.deepEqual(got, ['1:', '2:1', '3:1', '4:1,2,3', '5:1,2,3,4,6', '6:1,2,3,4,5', '7:', '8:1,2,3,4,5,6']);
+    assert.deepEqual(got, fromClosure(8, computeClosure(8, edges)));
+  });
+
+  test('random hierarchies: the same ancestors as computeClosure', () => {
+    let seed = 7;
+    const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    for (let round = 0; round < 20; round++) {
+      const n = 2 + Math.floor(random() * 60);
+      const edges: Array<[number, number]> = [];
+      for (let e = 0; e < n * 2; e++) edges.push([1 + Math.floor(random() * n), 1 + Math.floor(random() * n)]);
+      const csr = parentCsr(n, edges);
+      assert.deepEqual(listed(n, ancestorLists(n, csr.start, csr.list)), fromClosure(n, computeClosure(n, edges)), `round ${round}`);
+    }
+  });
+
+  test('over the limit throws ClosureTooLarge', () => {
+    const edges: Array<[number, number]> = [];
+    for (let i = 2; i <= 10; i++) edges.push([i, i - 1]);
+    const csr = parentCsr(10, edges);
+    assert.equal(ancestorLists(10, csr.start, csr.list, 45).list.length, 45);
+    assert.throws(() => ancestorLists(10, csr.start, csr.list, 44), ClosureTooLarge);
   });
 });
 

@@ -88,7 +88,42 @@ export function ancestorWalker(
   const parents = new Int32Array(edges.length);
   const fill = start.slice();
   for (const [child, parent] of edges) parents[fill[child]++] = parent;
+  return walkerOver(n, start, parents);
+}
 
+/**
+ * Every proper ancestor of each concept 1..n, as lists sorted ascending (`list[start[id]..start[id + 1])`),
+ * from the parents in the same layout: what the in-memory index keeps, made without the
+ * closure's descendant and depth columns (a SNOMED CT edition's closure is ~10 million pairs).
+ * Throws ClosureTooLarge past `limit` pairs.
+ */
+export function ancestorLists(n: number, parentStart: Int32Array, parentList: Int32Array, limit = DEFAULT_CLOSURE_LIMIT): { start: Int32Array; list: Int32Array } {
+  const start = new Int32Array(n + 2);
+  let list = new Int32Array(Math.max(16, Math.min(limit, parentList.length * 4)));
+  let size = 0;
+  walkerOver(n, parentStart, parentList)(1, n, (node, ancestors, _depths, count) => {
+    if (size + count > limit) throw new ClosureTooLarge(limit);
+    if (size + count > list.length) {
+      const bigger = new Int32Array(Math.min(limit, Math.max(size + count, list.length * 2)));
+      bigger.set(list.subarray(0, size));
+      list = bigger;
+    }
+    list.set(ancestors.subarray(0, count), size);
+    list.subarray(size, size + count).sort();
+    size += count;
+    start[node + 1] = size;
+  });
+  // Roots (and ids without a concept) end where the concept before them ends.
+  for (let id = 1; id <= n + 1; id++) if (start[id] < start[id - 1]) start[id] = start[id - 1];
+  return { start, list: list.slice(0, size) };
+}
+
+/** The walker over an adjacency already compressed (child → parents: `parents[start[c]..start[c + 1])`). */
+function walkerOver(
+  n: number,
+  start: Int32Array,
+  parents: Int32Array,
+): (from: number, to: number, visit: (node: number, ancestors: Int32Array, depths: Int32Array, count: number) => void) => void {
   const stamp = new Int32Array(n + 1);
   const queue = new Int32Array(n + 1);
   const dist = new Int32Array(n + 1);

@@ -1,8 +1,8 @@
 import type { Queryable } from '../../../core/database.js';
-import { computeClosure } from './closure.js';
+import { ancestorLists } from './closure.js';
 import type { CodeSystemRows, DesignationRow, PropertyRow } from './code-system-rows.js';
 import type { Concept, Designation, StoredProperty, TermContext } from '../../types.js';
-import { bytePart, CodeTable, intPart, Lazy, PooledColumn, TextColumn } from './flat-columns.js';
+import { bytePart, CodeTable, IntBuffer, intPart, Lazy, PooledColumn, PooledColumnBuilder, TextColumn, TextColumnBuilder } from './flat-columns.js';
 import type { PartSource, SnapshotParts } from './snapshot-format.js';
 
 /**
@@ -23,44 +23,6 @@ import type { PartSource, SnapshotParts } from './snapshot-format.js';
 const INACTIVE = 1;
 const ABSTRACT = 2;
 const EXISTS = 4;
-
-/** Rows of a code system as the index is built from them (concept ids may have gaps). */
-export interface IndexSource {
-  /** Highest concept id. */
-  maxId: number;
-  concepts: Iterable<Concept>;
-  designations: Iterable<{ concept: number } & Designation>;
-  properties: Iterable<{ concept: number } & StoredProperty>;
-  /** Direct parent edges `[child, parent]`. */
-  edges: Array<[number, number]>;
-}
-
-/** Shares equal use codings (pooled by identity in the index: flat-columns.ts). */
-class InternPool {
-  private readonly uses = new Map<string, NonNullable<Designation['use']>>();
-
-  use(u: Designation['use']): Designation['use'] {
-    if (u === undefined) return u;
-    const key = `${u.system ?? ''}\u0000${u.code ?? ''}\u0000${u.display ?? ''}`;
-    let kept = this.uses.get(key);
-    if (kept === undefined) {
-      kept = { ...(u.system !== undefined ? { system: u.system } : {}), ...(u.code !== undefined ? { code: u.code } : {}), ...(u.display !== undefined ? { display: u.display } : {}) };
-      this.uses.set(key, kept);
-    }
-    return kept;
-  }
-}
-
-/** Groups items by concept id into a CSR layout, keeping their order within a concept. */
-function csr<T extends { concept: number }>(maxId: number, items: T[]): { start: Int32Array; list: T[] } {
-  const start = new Int32Array(maxId + 2);
-  for (const it of items) start[it.concept + 1]++;
-  for (let i = 1; i <= maxId + 1; i++) start[i] += start[i - 1];
-  const fill = start.slice();
-  const list = new Array<T>(items.length);
-  for (const it of items) list[fill[it.concept]++] = it;
-  return { start, list };
-}
 
 /** CSR of integer pairs `[key, value]`, each slice sorted ascending. */
 function intCsr(maxId: number, count: number, key: (i: number) => number, value: (i: number) => number): { start: Int32Array; list: Int32Array } {
@@ -112,64 +74,143 @@ interface DesignationColumns {
   extension: PooledColumn<Designation['extension']>;
 }
 
-/** The columns of an index built from rows. */
-function columnsOf(source: IndexSource): IndexColumns {
-  const n = source.maxId;
-  const codes = new Array<string | undefined>(n + 1);
-  const displays = new Array<string | undefined>(n + 1);
-  const definitions = new Array<string | undefined>(n + 1);
-  const statuses = new Array<string | undefined>(n + 1);
-  const flags = new Uint8Array(n + 1);
-  for (const c of source.concepts) {
-    codes[c.id] = c.code;
-    displays[c.id] = c.display;
-    definitions[c.id] = c.definition;
-    statuses[c.id] = c.status;
-    flags[c.id] = EXISTS | (c.inactive ? INACTIVE : 0) | (c.abstract ? ABSTRACT : 0);
-  }
-  const codeColumn = TextColumn.of(codes);
-  // Designations and properties are columns with their repeated parts pooled (the same
-  // language, use coding, property code and type come back in every row), made into objects
-  // when asked for: as one object each, plus their strings, a SNOMED-size index was ~10 million
-  // small objects that every major GC marks.
-  const pool = new InternPool();
-  const d = csr(n, [...source.designations]);
-  const p = csr(n, [...source.properties]);
-  const edges = source.edges;
-  const parents = intCsr(n, edges.length, (i) => edges[i][0], (i) => edges[i][1]);
-  const children = intCsr(n, edges.length, (i) => edges[i][1], (i) => edges[i][0]);
-  // Ancestors come grouped by descendant (computeClosure walks concepts in id order).
-  const closure = computeClosure(n, edges);
-  const ancestors = intCsr(n, closure.size, (i) => closure.descendant[i], (i) => closure.ancestor[i]);
-  return {
-    maxId: n,
-    codes: codeColumn,
-    displays: TextColumn.of(displays),
-    definitions: TextColumn.of(definitions),
-    statuses: PooledColumn.of(statuses),
-    flags,
-    byCode: CodeTable.of(codeColumn, n, (id) => (flags[id] & EXISTS) !== 0),
-    designations: Lazy.of({
-      start: d.start,
-      language: PooledColumn.of(d.list.map((x) => x.language)),
-      use: PooledColumn.of(d.list.map((x) => pool.use(x.use))),
-      value: TextColumn.of(d.list.map((x) => x.value)),
-      extension: PooledColumn.of(d.list.map((x) => x.extension)),
-    }),
-    properties: Lazy.of({
-      start: p.start,
-      code: PooledColumn.of(p.list.map((x) => x.code)),
-      type: PooledColumn.of(p.list.map((x) => x.type)),
-      value: TextColumn.of(p.list.map((x) => x.value)),
-      system: PooledColumn.of(p.list.map((x) => x.system)),
-      display: PooledColumn.of(p.list.map((x) => x.display)),
-    }),
-    parentStart: parents.start,
-    parentList: parents.list,
-    childStart: children.start,
-    childList: children.list,
-    ancestors: Lazy.of(ancestors),
+/** Use codings told apart by their content (each distinct one kept once, shared by its rows). */
+const useKey = (u: Designation['use']): string | undefined => (u === undefined ? undefined : `${u.system ?? ''}\u0000${u.code ?? ''}\u0000${u.display ?? ''}`);
+
+/**
+ * Builds an index from its rows, appended in ascending concept order (ids may have gaps;
+ * within a concept, designations and properties keep the order they are given in): straight
+ * into the columns, without an object per row first — the index of a LOINC or SNOMED CT
+ * release is millions of rows (docs/terminology.md#in-memory-index).
+ */
+export class IndexBuilder {
+  /** The next id whose concept columns are written. */
+  private next = 0;
+  private readonly codes = new TextColumnBuilder();
+  private readonly displays = new TextColumnBuilder();
+  private readonly definitions = new TextColumnBuilder();
+  private readonly statuses = new PooledColumnBuilder<string | undefined>();
+  private readonly flags: Uint8Array;
+  private readonly designationCount: Int32Array;
+  private lastDesignation = 0;
+  private readonly designation = {
+    language: new PooledColumnBuilder<string | undefined>(),
+    // Designations and properties are columns with their repeated parts pooled (the same
+    // language, use coding, property code and type come back in every row), made into objects
+    // when asked for: as one object each, plus their strings, a SNOMED-size index was ~10
+    // million small objects that every major GC marks.
+    use: new PooledColumnBuilder<Designation['use']>(useKey),
+    value: new TextColumnBuilder(),
+    extension: new PooledColumnBuilder<Designation['extension']>(),
   };
+  private readonly propertyCount: Int32Array;
+  private lastProperty = 0;
+  private readonly property = {
+    code: new PooledColumnBuilder<string>(),
+    type: new PooledColumnBuilder<string>(),
+    value: new TextColumnBuilder(),
+    system: new PooledColumnBuilder<string | undefined>(),
+    display: new PooledColumnBuilder<string | undefined>(),
+  };
+  private readonly children = new IntBuffer();
+  private readonly parents = new IntBuffer();
+
+  constructor(readonly maxId: number) {
+    this.flags = new Uint8Array(maxId + 1);
+    this.designationCount = new Int32Array(maxId + 2);
+    this.propertyCount = new Int32Array(maxId + 2);
+  }
+
+  private fillTo(id: number): void {
+    for (; this.next < id; this.next++) {
+      this.codes.add(undefined);
+      this.displays.add(undefined);
+      this.definitions.add(undefined);
+      this.statuses.add(undefined);
+    }
+  }
+
+  private checkId(id: number, after: number, what: string): void {
+    if (!(id >= after && id <= this.maxId)) throw new RangeError(`index rows out of order: ${what} of concept ${id} after ${after}, ids up to ${this.maxId}`);
+  }
+
+  concept(c: Concept): void {
+    this.checkId(c.id, Math.max(1, this.next), 'the concept');
+    this.fillTo(c.id);
+    this.codes.add(c.code);
+    this.displays.add(c.display);
+    this.definitions.add(c.definition);
+    this.statuses.add(c.status);
+    this.flags[c.id] = EXISTS | (c.inactive ? INACTIVE : 0) | (c.abstract ? ABSTRACT : 0);
+    this.next = c.id + 1;
+  }
+
+  designationOf(concept: number, d: Designation): void {
+    this.checkId(concept, Math.max(1, this.lastDesignation), 'a designation');
+    this.lastDesignation = concept;
+    this.designationCount[concept + 1]++;
+    this.designation.language.add(d.language);
+    this.designation.use.add(d.use);
+    this.designation.value.add(d.value);
+    this.designation.extension.add(d.extension);
+  }
+
+  propertyOf(concept: number, p: StoredProperty): void {
+    this.checkId(concept, Math.max(1, this.lastProperty), 'a property');
+    this.lastProperty = concept;
+    this.propertyCount[concept + 1]++;
+    this.property.code.add(p.code);
+    this.property.type.add(p.type);
+    this.property.value.add(p.value);
+    this.property.system.add(p.system);
+    this.property.display.add(p.display);
+  }
+
+  /** A direct parent edge (any order). */
+  edge(child: number, parent: number): void {
+    this.children.push(child);
+    this.parents.push(parent);
+  }
+
+  build(): CodeSystemIndex {
+    const n = this.maxId;
+    this.fillTo(n + 1);
+    const { flags } = this;
+    const codes = this.codes.finish();
+    const prefixSum = (counts: Int32Array) => {
+      for (let i = 1; i <= n + 1; i++) counts[i] += counts[i - 1];
+      return counts;
+    };
+    const child = this.children.finish();
+    const parent = this.parents.finish();
+    const parents = intCsr(n, child.length, (i) => child[i], (i) => parent[i]);
+    const children = intCsr(n, child.length, (i) => parent[i], (i) => child[i]);
+    const d = this.designation;
+    const p = this.property;
+    return new CodeSystemIndex({
+      maxId: n,
+      codes,
+      displays: this.displays.finish(),
+      definitions: this.definitions.finish(),
+      statuses: this.statuses.finish(),
+      flags,
+      byCode: CodeTable.of(codes, n, (id) => (flags[id] & EXISTS) !== 0),
+      designations: Lazy.of({ start: prefixSum(this.designationCount), language: d.language.finish(), use: d.use.finish(), value: d.value.finish(), extension: d.extension.finish() }),
+      properties: Lazy.of({
+        start: prefixSum(this.propertyCount),
+        code: p.code.finish(),
+        type: p.type.finish(),
+        value: p.value.finish(),
+        system: p.system.finish(),
+        display: p.display.finish(),
+      }),
+      parentStart: parents.start,
+      parentList: parents.list,
+      childStart: children.start,
+      childList: children.list,
+      ancestors: Lazy.of(ancestorLists(n, parents.start, parents.list)),
+    });
+  }
 }
 
 const TEXT_COLUMNS = ['codes', 'displays', 'definitions'] as const;
@@ -219,8 +260,7 @@ export class CodeSystemIndex {
   /** Derived per-index answers (compiled filters), dropped with the index. */
   readonly memo = new Map<string, unknown>();
 
-  constructor(source: IndexSource | IndexColumns) {
-    const c = 'concepts' in source ? columnsOf(source) : source;
+  constructor(c: IndexColumns) {
     this.c = c;
     this.maxId = c.maxId;
     this.bytes =
@@ -466,13 +506,17 @@ export function indexFromRows(rows: CodeSystemRows): CodeSystemIndex {
     d.useSystem || d.useCode
       ? { ...(d.useSystem ? { system: d.useSystem } : {}), ...(d.useCode ? { code: d.useCode } : {}), ...(d.useDisplay ? { display: d.useDisplay } : {}) }
       : undefined;
-  return new CodeSystemIndex({
-    maxId: rows.concepts.length,
-    concepts: rows.concepts.map((c, i) => ({ ...c, id: i + 1 })),
-    designations: rows.designations.map((d) => ({ concept: d.concept, language: d.language, use: use(d), value: d.value, ...(d.extension ? { extension: JSON.parse(d.extension) as Designation['extension'] } : {}) })),
-    properties: rows.properties.map((p: PropertyRow) => ({ concept: p.concept, code: p.code, type: p.type, value: p.value, system: p.system, display: p.display })),
-    edges: rows.edges,
-  });
+  const b = new IndexBuilder(rows.concepts.length);
+  rows.concepts.forEach((c, i) => b.concept({ ...c, id: i + 1 }));
+  // Grouped by concept, each concept's rows in their order (a stable sort).
+  for (const d of [...rows.designations].sort((x, y) => x.concept - y.concept)) {
+    b.designationOf(d.concept, { language: d.language, use: use(d), value: d.value, ...(d.extension ? { extension: JSON.parse(d.extension) as Designation['extension'] } : {}) });
+  }
+  for (const p of [...rows.properties].sort((x: PropertyRow, y: PropertyRow) => x.concept - y.concept)) {
+    b.propertyOf(p.concept, { code: p.code, type: p.type, value: p.value, system: p.system, display: p.display });
+  }
+  for (const [child, parent] of rows.edges) b.edge(child, parent);
+  return b.build();
 }
 
 /** In-memory indexes of each request's request-supplied code systems, by their (negative) key. */
@@ -504,48 +548,42 @@ const LOAD_CHUNK = 5_000;
  */
 export async function loadIndex(tx: Queryable, key: number): Promise<CodeSystemIndex> {
   const maxId = (await tx.query<{ n: number }>('SELECT coalesce(max(id), 0)::int AS n FROM tx_concept WHERE cs_key = $1', [key])).rows[0].n;
-  const concepts: Concept[] = [];
-  const designations: Array<{ concept: number } & Designation> = [];
-  const properties: Array<{ concept: number } & StoredProperty> = [];
-  const edges: Array<[number, number]> = [];
+  const b = new IndexBuilder(maxId);
   // Each slice comes back as ONE JSON text per table, parsed by JSON.parse: the drivers' row by
-  // row decoding was most of a load's time (PGlite: ~60% of 33 s CPU for 350k concepts).
+  // row decoding was most of a load's time (PGlite: ~60% of 33 s CPU for 350k concepts). Its
+  // rows go into the columns (IndexBuilder) before the next slice is read.
   const rowsOf = async <T>(columns: string, from: string, range: number[]): Promise<T[]> => {
     const r = await tx.query<{ j: string }>(`SELECT coalesce(json_agg(json_build_array(${columns})), '[]')::text AS j FROM ${from}`, range);
     return JSON.parse(r.rows[0].j) as T[];
   };
+  // By concept id; a stable sort, so that within a concept rows keep their storage order, as
+  // the SQL read path returns them (no ORDER BY).
+  const byConcept = <T extends [number, ...unknown[]]>(rows: T[]) => rows.sort((x, y) => x[0] - y[0]);
   for (let from = 1; from <= maxId; from += LOAD_CHUNK) {
     const range = [key, from, from + LOAD_CHUNK - 1];
     type ConceptRow = [number, string, string | null, string | null, boolean, boolean, string | null];
-    for (const [id, code, display, definition, inactive, abstract, status] of await rowsOf<ConceptRow>(
-      'id, code, display, definition, inactive, abstract, status',
-      'tx_concept WHERE cs_key = $1 AND id BETWEEN $2 AND $3',
-      range,
+    for (const [id, code, display, definition, inactive, abstract, status] of byConcept(
+      await rowsOf<ConceptRow>('id, code, display, definition, inactive, abstract, status', 'tx_concept WHERE cs_key = $1 AND id BETWEEN $2 AND $3', range),
     )) {
-      concepts.push({ id, code, display: display ?? undefined, definition: definition ?? undefined, inactive, abstract, status: status ?? undefined });
+      b.concept({ id, code, display: display ?? undefined, definition: definition ?? undefined, inactive, abstract, status: status ?? undefined });
     }
-    // No ORDER BY: within a concept, rows come in storage order, as the SQL read path returns them.
     type DesignationJson = [number, string | null, string | null, string | null, string | null, string, string | null];
-    for (const [concept, language, use_system, use_code, use_display, value, extension] of await rowsOf<DesignationJson>(
-      'concept, language, use_system, use_code, use_display, value, extension',
-      'tx_designation WHERE cs_key = $1 AND concept BETWEEN $2 AND $3',
-      range,
+    for (const [concept, language, use_system, use_code, use_display, value, extension] of byConcept(
+      await rowsOf<DesignationJson>('concept, language, use_system, use_code, use_display, value, extension', 'tx_designation WHERE cs_key = $1 AND concept BETWEEN $2 AND $3', range),
     )) {
-      designations.push({ concept, ...designationOf({ language, use_system, use_code, use_display, value, extension }) });
+      b.designationOf(concept, designationOf({ language, use_system, use_code, use_display, value, extension }));
     }
     type PropertyJson = [number, string, string, string, string | null, string | null];
-    for (const [concept, code, type, value, system, display] of await rowsOf<PropertyJson>(
-      'concept, code, type, value, system, display',
-      'tx_concept_property WHERE cs_key = $1 AND concept BETWEEN $2 AND $3',
-      range,
+    for (const [concept, code, type, value, system, display] of byConcept(
+      await rowsOf<PropertyJson>('concept, code, type, value, system, display', 'tx_concept_property WHERE cs_key = $1 AND concept BETWEEN $2 AND $3', range),
     )) {
-      properties.push({ concept, code, type, value, system: system ?? undefined, display: display ?? undefined });
+      b.propertyOf(concept, { code, type, value, system: system ?? undefined, display: display ?? undefined });
     }
-    for (const edge of await rowsOf<[number, number]>('descendant, ancestor', 'tx_closure WHERE cs_key = $1 AND depth = 1 AND descendant BETWEEN $2 AND $3', range)) {
-      edges.push(edge);
+    for (const [child, parent] of await rowsOf<[number, number]>('descendant, ancestor', 'tx_closure WHERE cs_key = $1 AND depth = 1 AND descendant BETWEEN $2 AND $3', range)) {
+      b.edge(child, parent);
     }
   }
-  return new CodeSystemIndex({ maxId, concepts, designations, properties, edges });
+  return b.build();
 }
 
 /** A designation as stored in `tx_designation`. */

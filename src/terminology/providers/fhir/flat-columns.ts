@@ -35,6 +35,11 @@ export class TextColumn {
     return new TextColumn(pieces.join(''), ends);
   }
 
+  /** A column of `text` cut at `ends` (as TextColumnBuilder makes them). */
+  static fromText(text: string, ends: Int32Array): TextColumn {
+    return new TextColumn(text, ends);
+  }
+
   get length(): number {
     return this.ends.length - 1;
   }
@@ -113,6 +118,98 @@ export class TextColumn {
   }
 }
 
+/** A growable Int32Array (doubling): what builders append to before the array's final length is known. */
+export class IntBuffer {
+  private data: Int32Array;
+  length = 0;
+
+  constructor(capacity = 1024) {
+    this.data = new Int32Array(Math.max(16, capacity));
+  }
+
+  push(v: number): void {
+    if (this.length === this.data.length) {
+      const bigger = new Int32Array(this.data.length * 2);
+      bigger.set(this.data);
+      this.data = bigger;
+    }
+    this.data[this.length++] = v;
+  }
+
+  at(i: number): number {
+    return this.data[i];
+  }
+
+  /** The values as an array of their exact length (a copy: the buffer's spare room is let go). */
+  finish(): Int32Array {
+    return this.data.slice(0, this.length);
+  }
+}
+
+/**
+ * A text column appended to value by value (`TextColumn.of` without an array of every value
+ * first): values are joined into one string every few thousand, so the strings a database
+ * result was parsed into are let go as the rows are read, not when the last is.
+ */
+export class TextColumnBuilder {
+  private readonly ends = new IntBuffer();
+  private pieces: string[] = [];
+  private readonly joined: string[] = [];
+  private at = 0;
+
+  constructor() {
+    this.ends.push(0);
+  }
+
+  add(v: string | undefined): void {
+    if (v !== undefined) {
+      this.pieces.push(v);
+      this.at += v.length;
+      if (this.pieces.length === 4096) this.flush();
+    }
+    this.ends.push(v === undefined ? ~this.at : this.at);
+  }
+
+  private flush(): void {
+    if (this.pieces.length === 0) return;
+    this.joined.push(this.pieces.join(''));
+    this.pieces = [];
+  }
+
+  finish(): TextColumn {
+    this.flush();
+    return TextColumn.fromText(this.joined.join(''), this.ends.finish());
+  }
+}
+
+/**
+ * A pooled column appended to row by row. Values are told apart by `key` (default: the value
+ * itself, SameValueZero), the first value of each key kept.
+ */
+export class PooledColumnBuilder<T> {
+  private readonly seen = new Map<unknown, number>();
+  private readonly values: T[] = [];
+  private readonly at = new IntBuffer();
+
+  constructor(private readonly key: (v: T) => unknown = (v) => v) {}
+
+  add(v: T): void {
+    const key = this.key(v);
+    let k = this.seen.get(key);
+    if (k === undefined) {
+      k = this.values.length;
+      this.values.push(v);
+      this.seen.set(key, k);
+    }
+    this.at.push(k);
+  }
+
+  finish(): PooledColumn<T> {
+    const at = this.at.finish();
+    return PooledColumn.fromValues(this.values, this.values.length <= 256 ? Uint8Array.from(at) : at);
+  }
+}
+
 /** Few distinct values (languages, use codings, property codes): the values once, and an index per row. */
 export class PooledColumn<T> {
   private constructor(
@@ -137,6 +234,11 @@ export class PooledColumn<T> {
       at[i] = k;
     }
     return new PooledColumn(values, values.length <= 256 ? Uint8Array.from(at) : at);
+  }
+
+  /** A column of `values` indexed by `at` (as PooledColumnBuilder makes them). */
+  static fromValues<T>(values: T[], at: Int32Array | Uint8Array): PooledColumn<T> {
+    return new PooledColumn(values, at);
   }
 
   get(i: number): T {

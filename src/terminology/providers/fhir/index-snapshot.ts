@@ -106,7 +106,7 @@ export async function readSnapshot(db: Database, csKey: number, section: string,
     const bytes = read.reduce((n, c) => n + c.length, 0);
     if (bytes !== Number(h.bytes)) return { unusable: `${bytes} bytes stored, the header says ${h.bytes}` };
     const parts = decodeSnapshot(read, Number(h.crc));
-    if (folder) await writeCopy(db, folder, csKey, section, Buffer.concat(read)).catch(() => undefined);
+    if (folder) await writeCopy(db, folder, csKey, section, read).catch(() => undefined);
     return { parts, bytes, ms: performance.now() - started, from: 'database' };
   } catch (err) {
     if (err instanceof SnapshotUnreadable) return { unusable: err.message };
@@ -126,7 +126,7 @@ async function readChunks(q: Queryable, csKey: number, section: string, count: n
 }
 
 /** Writes the file copy of a snapshot (whole, then renamed) and removes the copies of indexes that are gone. */
-async function writeCopy(db: Database, folder: string, csKey: number, section: string, bytes: Uint8Array): Promise<void> {
+async function writeCopy(db: Database, folder: string, csKey: number, section: string, bytes: Uint8Array[]): Promise<void> {
   await mkdir(folder, { recursive: true });
   const file = fileOf(folder, csKey, section);
   await writeFile(`${file}.${process.pid}.tmp`, bytes);
@@ -145,19 +145,21 @@ async function writeCopy(db: Database, folder: string, csKey: number, section: s
  * the bytes written.
  */
 export async function writeSnapshot(db: Database, csKey: number, section: string, key: string, parts: SnapshotParts): Promise<number> {
+  // The parts' bytes as they are (no copy of the whole: a LOINC or SNOMED CT index is hundreds of megabytes).
   const buffers = encodeSnapshot(parts);
-  const whole = Buffer.concat(buffers);
+  const total = buffers.reduce((n, b) => n + b.length, 0);
   // The head's checksum: the head lists each part's (snapshot-format.ts).
   const crc = checksum([buffers[0]]);
   // The old header goes first: until the new one is written, no reader takes a mixture.
   await db.query('DELETE FROM tx_index_snapshot WHERE cs_key = $1 AND section = $2', [csKey, section]);
   let seq = 0;
-  for (let at = 0; at < whole.length; at += CHUNK, seq++) {
-    const data = whole.subarray(at, Math.min(at + CHUNK, whole.length)).toString('base64');
+  for (const chunk of chunksOf(buffers, CHUNK)) {
+    const data = chunk.toString('base64');
+    seq++;
     await db.query(
       `INSERT INTO tx_index_snapshot_chunk (cs_key, section, seq, data) VALUES ($1, $2, $3, decode($4, 'base64'))
        ON CONFLICT (cs_key, section, seq) DO UPDATE SET data = excluded.data`,
-      [csKey, section, seq, data],
+      [csKey, section, seq - 1, data],
     );
   }
   await db.query('DELETE FROM tx_index_snapshot_chunk WHERE cs_key = $1 AND section = $2 AND seq >= $3', [csKey, section, seq]);
@@ -165,11 +167,32 @@ export async function writeSnapshot(db: Database, csKey: number, section: string
     `INSERT INTO tx_index_snapshot (cs_key, section, format, key, chunks, bytes, crc) VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (cs_key, section) DO UPDATE SET format = excluded.format, key = excluded.key, chunks = excluded.chunks,
        bytes = excluded.bytes, crc = excluded.crc, written_at = now()`,
-    [csKey, section, SNAPSHOT_FORMAT, key, seq, whole.length, crc],
+    [csKey, section, SNAPSHOT_FORMAT, key, seq, total, crc],
   );
   const folder = folders.get(db);
-  if (folder) await writeCopy(db, folder, csKey, section, whole);
-  return whole.length;
+  if (folder) await writeCopy(db, folder, csKey, section, buffers);
+  return total;
+}
+
+/** The bytes of `buffers` one after another, in pieces of `size` (the last may be shorter); a piece within one buffer is a view of it. */
+function* chunksOf(buffers: Buffer[], size: number): Generator<Buffer> {
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  for (const buffer of buffers) {
+    let at = 0;
+    while (at < buffer.length) {
+      const take = Math.min(size - pendingBytes, buffer.length - at);
+      pending.push(buffer.subarray(at, at + take));
+      pendingBytes += take;
+      at += take;
+      if (pendingBytes === size) {
+        yield pending.length === 1 ? pending[0] : Buffer.concat(pending);
+        pending = [];
+        pendingBytes = 0;
+      }
+    }
+  }
+  if (pendingBytes > 0) yield pending.length === 1 ? pending[0] : Buffer.concat(pending);
 }
 
 /** Bytes the parts `names` of a snapshot read take in memory (read or not yet). */
