@@ -50,13 +50,13 @@ const port = Number(process.argv[4] ?? 18110);
 const copy = mkdtempSync(join(tmpdir(), 'lattice-point-ops-'));
 cpSync(data, copy, { recursive: true });
 const only = process.env.BENCH_POINT_ONLY; // e.g. "LOINC" to run one family
-// BENCH_POINT_COLD=1: 5,000 distinct questions per case asked in turn — more than one generation
-// of kept answers (src/terminology/operations/answer-cache.ts: 4,096), so part of them (about a
-// quarter) are computed, not all: since 2026-11-29 a wholly cold figure needs more distinct codes
-// than the prepared data holds. Else a hot set of a few hundred codes (100 subsumption pairs,
-// 10 units) that the answer cache holds.
+// BENCH_POINT_COLD=1: BENCH_POINT_DISTINCT (default 20,000) distinct questions per case asked in
+// turn — more than the kept answers hold (src/terminology/operations/answer-cache.ts: two
+// generations of 4,096), so every answer is computed; the prepared data must hold that many
+// codes (--prepare with BENCH_POINT_SIZE ≥ BENCH_POINT_DISTINCT). Else a hot set of a few
+// hundred codes (100 subsumption pairs, 10 units) that the answer cache holds.
 const cold = process.env.BENCH_POINT_COLD === '1';
-const DISTINCT = cold ? 5000 : 400;
+const DISTINCT = cold ? Number(process.env.BENCH_POINT_DISTINCT ?? 20000) : 400;
 
 try {
   await withMeasuredServer({ dir, port, startTries: 300, env: { LATTICE_DATA_DIR: join(copy, 'data'), LATTICE_BASE_TERMINOLOGY: 'lazy' } }, async ({ base, headers, rounds, idle }) => {
@@ -64,7 +64,8 @@ try {
       const res = await fetch(base + path, { headers });
       return { status: res.status, body: await res.json().catch(() => undefined) };
     };
-    const concept = Array.from({ length: 5000 }, (_, i) => ({
+    const concepts = Math.max(5000, DISTINCT);
+    const concept = Array.from({ length: concepts }, (_, i) => ({
       code: `c${i}`,
       display: `Concept ${i}`,
       designation: [{ language: 'de', value: `Begriff ${i}` }],
@@ -94,7 +95,7 @@ try {
       return out.length > 0 ? out : codes.map((c, i) => [c, codes[(i + 1) % codes.length]]);
     };
     await idle(); // the releases' indexes are built in the background: not measured
-    const csCodes = Array.from({ length: cold ? 5000 : 400 }, (_, i) => `c${(i * 7) % 5000}`);
+    const csCodes = Array.from({ length: DISTINCT }, (_, i) => `c${(i * 7) % concepts}`);
     const families = [
       ['CodeSystem resource', CS, csCodes],
       ['SNOMED CT', SCT, sctCodes],
@@ -121,7 +122,7 @@ try {
         for (let i = 0; i < 300; i++) await get(path(i));
         await rounds({ connections: 16, amount: 1000, requests: [{ setupRequest: (req) => ({ ...req, path: path(i++) }) }] }, 'warm-up');
         let n = 0;
-        const figures = await rounds({ connections: 16, amount: Number(process.env.BENCH_POINT_AMOUNT ?? 8000), requests: [{ setupRequest: (req) => ({ ...req, path: path((n++ * 7) % 5000) }) }] }, `${family} ${op}`);
+        const figures = await rounds({ connections: 16, amount: Number(process.env.BENCH_POINT_AMOUNT ?? 8000), requests: [{ setupRequest: (req) => ({ ...req, path: path((n++ * 7) % DISTINCT) }) }] }, `${family} ${op}`);
         results.push(`${family} ${op}: ${figures.join(', ')} µs (${JSON.stringify(first.body).length} bytes)`);
         console.error(results.at(-1));
       }
