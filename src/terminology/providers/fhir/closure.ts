@@ -98,21 +98,41 @@ export function ancestorWalker(
  * Throws ClosureTooLarge past `limit` pairs.
  */
 export function ancestorLists(n: number, parentStart: Int32Array, parentList: Int32Array, limit = DEFAULT_CLOSURE_LIMIT): { start: Int32Array; list: Int32Array } {
+  return finish(ancestorListSteps(n, parentStart, parentList, limit));
+}
+
+/** Runs steps (a generator that yields between its pieces of work) to its result, at once. */
+export function finish<T>(steps: Generator<void, T>): T {
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/** Nodes walked between two yields of `ancestorListSteps` (some milliseconds of work). */
+const NODES_PER_STEP = 20_000;
+
+/** `ancestorLists` as steps: yields every NODES_PER_STEP concepts, so a caller may let others run between them. */
+export function* ancestorListSteps(n: number, parentStart: Int32Array, parentList: Int32Array, limit = DEFAULT_CLOSURE_LIMIT): Generator<void, { start: Int32Array; list: Int32Array }> {
   const start = new Int32Array(n + 2);
   let list = new Int32Array(Math.max(16, Math.min(limit, parentList.length * 4)));
   let size = 0;
-  walkerOver(n, parentStart, parentList)(1, n, (node, ancestors, _depths, count) => {
-    if (size + count > limit) throw new ClosureTooLarge(limit);
-    if (size + count > list.length) {
-      const bigger = new Int32Array(Math.min(limit, Math.max(size + count, list.length * 2)));
-      bigger.set(list.subarray(0, size));
-      list = bigger;
-    }
-    list.set(ancestors.subarray(0, count), size);
-    list.subarray(size, size + count).sort();
-    size += count;
-    start[node + 1] = size;
-  });
+  const walk = walkerOver(n, parentStart, parentList);
+  for (let from = 1; from <= n; from += NODES_PER_STEP) {
+    walk(from, Math.min(n, from + NODES_PER_STEP - 1), (node, ancestors, _depths, count) => {
+      if (size + count > limit) throw new ClosureTooLarge(limit);
+      if (size + count > list.length) {
+        const bigger = new Int32Array(Math.min(limit, Math.max(size + count, list.length * 2)));
+        bigger.set(list.subarray(0, size));
+        list = bigger;
+      }
+      list.set(ancestors.subarray(0, count), size);
+      list.subarray(size, size + count).sort();
+      size += count;
+      start[node + 1] = size;
+    });
+    yield;
+  }
   // Roots (and ids without a concept) end where the concept before them ends.
   for (let id = 1; id <= n + 1; id++) if (start[id] < start[id - 1]) start[id] = start[id - 1];
   return { start, list: list.slice(0, size) };

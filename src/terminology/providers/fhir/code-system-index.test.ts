@@ -66,4 +66,27 @@ describe('IndexBuilder: an index built from rows in concept order', () => {
     b.propertyOf(3, { code: 'p', type: 'string', value: 'v', system: undefined, display: undefined });
     assert.throws(() => b.propertyOf(2, { code: 'p', type: 'string', value: 'v', system: undefined, display: undefined }), RangeError);
   });
+
+  test('buildInTurns lets other work run between its pieces, and builds the same index as build', async () => {
+    const rows = (b: IndexBuilder) => {
+      for (let id = 1; id <= 50_000; id++) {
+        b.concept(concept(id, `c${id}`));
+        if (id > 1) b.edge(id, id >> 1); // a binary tree
+      }
+      return b;
+    };
+    let done = false;
+    let ranDuringBuild = false;
+    setImmediate(() => (ranDuringBuild = !done));
+    const built = await rows(new IndexBuilder(50_000)).buildInTurns();
+    done = true;
+    assert.ok(ranDuringBuild, 'a callback queued before the build ran before it ended');
+    const direct = rows(new IndexBuilder(50_000)).build();
+    for (const id of [1, 2, 3, 777, 49_999, 50_000]) {
+      assert.deepEqual([...built.ancestors(id)], [...direct.ancestors(id)]);
+      assert.deepEqual([...built.children(id)], [...direct.children(id)]);
+      assert.equal(built.idOf(`c${id}`, false), id);
+    }
+    assert.deepEqual([...built.ancestors(50_000)], [1, 3, 6, 12, 24, 48, 97, 195, 390, 781, 1562, 3125, 6250, 12500, 25000]);
+  });
 });

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../../core/database.js';
-import { ancestorLists } from './closure.js';
+import { ancestorListSteps, finish } from './closure.js';
 import type { CodeSystemRows, DesignationRow, PropertyRow } from './code-system-rows.js';
 import type { Concept, Designation, StoredProperty, TermContext } from '../../types.js';
 import { bytePart, CodeTable, IntBuffer, intPart, Lazy, PooledColumn, PooledColumnBuilder, TextColumn, TextColumnBuilder } from './flat-columns.js';
@@ -172,11 +172,35 @@ export class IndexBuilder {
     this.parents.push(parent);
   }
 
+  /** The index, built at once (a request-supplied code system: small). */
   build(): CodeSystemIndex {
+    return finish(this.steps());
+  }
+
+  /**
+   * The index, built a piece at a time with the event loop let go between pieces (a few
+   * milliseconds to some tens each): a release's build is about a second of work (SNOMED CT,
+   * 370k concepts), which would otherwise hold every request for that long.
+   */
+  async buildInTurns(): Promise<CodeSystemIndex> {
+    const steps = this.steps();
+    for (;;) {
+      const step = steps.next();
+      if (step.done) return step.value;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  private *steps(): Generator<void, CodeSystemIndex> {
     const n = this.maxId;
     this.fillTo(n + 1);
     const { flags } = this;
     const codes = this.codes.finish();
+    const displays = this.displays.finish();
+    const definitions = this.definitions.finish();
+    yield;
+    const byCode = CodeTable.of(codes, n, (id) => (flags[id] & EXISTS) !== 0);
+    yield;
     const prefixSum = (counts: Int32Array) => {
       for (let i = 1; i <= n + 1; i++) counts[i] += counts[i - 1];
       return counts;
@@ -184,31 +208,31 @@ export class IndexBuilder {
     const child = this.children.finish();
     const parent = this.parents.finish();
     const parents = intCsr(n, child.length, (i) => child[i], (i) => parent[i]);
+    yield;
     const children = intCsr(n, child.length, (i) => parent[i], (i) => child[i]);
+    yield;
     const d = this.designation;
+    const designations = { start: prefixSum(this.designationCount), language: d.language.finish(), use: d.use.finish(), value: d.value.finish(), extension: d.extension.finish() };
+    yield;
     const p = this.property;
+    const properties = { start: prefixSum(this.propertyCount), code: p.code.finish(), type: p.type.finish(), value: p.value.finish(), system: p.system.finish(), display: p.display.finish() };
+    yield;
+    const ancestors = yield* ancestorListSteps(n, parents.start, parents.list);
     return new CodeSystemIndex({
       maxId: n,
       codes,
-      displays: this.displays.finish(),
-      definitions: this.definitions.finish(),
+      displays,
+      definitions,
       statuses: this.statuses.finish(),
       flags,
-      byCode: CodeTable.of(codes, n, (id) => (flags[id] & EXISTS) !== 0),
-      designations: Lazy.of({ start: prefixSum(this.designationCount), language: d.language.finish(), use: d.use.finish(), value: d.value.finish(), extension: d.extension.finish() }),
-      properties: Lazy.of({
-        start: prefixSum(this.propertyCount),
-        code: p.code.finish(),
-        type: p.type.finish(),
-        value: p.value.finish(),
-        system: p.system.finish(),
-        display: p.display.finish(),
-      }),
+      byCode,
+      designations: Lazy.of(designations),
+      properties: Lazy.of(properties),
       parentStart: parents.start,
       parentList: parents.list,
       childStart: children.start,
       childList: children.list,
-      ancestors: Lazy.of(ancestorLists(n, parents.start, parents.list)),
+      ancestors: Lazy.of(ancestors),
     });
   }
 }
@@ -583,7 +607,7 @@ export async function loadIndex(tx: Queryable, key: number): Promise<CodeSystemI
       b.edge(child, parent);
     }
   }
-  return b.build();
+  return b.buildInTurns();
 }
 
 /** A designation as stored in `tx_designation`. */
