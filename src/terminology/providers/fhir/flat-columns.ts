@@ -136,10 +136,6 @@ export class IntBuffer {
     this.data[this.length++] = v;
   }
 
-  at(i: number): number {
-    return this.data[i];
-  }
-
   /** The values as an array of their exact length (a copy: the buffer's spare room is let go). */
   finish(): Int32Array {
     return this.data.slice(0, this.length);
