@@ -44,11 +44,11 @@ export interface GraphParts {
 export interface GraphRows {
   /** `[id, module SCTID, effective yyyymmdd, defined]`. */
   concepts: Array<[number, string, number, boolean]>;
-  /** `source, type, destination, group` repeated. */
-  relationships: number[];
+  /** `source, type, destination, group` repeated (an edition has millions: a typed array, not a JavaScript one). */
+  relationships: ArrayLike<number>;
   concrete: Array<[number, number, number, string]>;
   /** `refset, referenced, target (0 = none)` repeated. */
-  members: number[];
+  members: ArrayLike<number>;
 }
 
 /** Ids of SCTIDs: their concept's, else one above the concepts (stable for one graph). */
@@ -111,8 +111,12 @@ function sortedUnique(list: Int32Array): Int32Array {
   return sorted.slice(0, k);
 }
 
-/** The graph's arrays from its rows. */
-export function buildGraphParts(index: CodeSystemIndex, rows: GraphRows): GraphParts {
+/**
+ * The graph's arrays from its rows as steps (a yield between pieces of some tens of
+ * milliseconds each, for an edition's millions of relationships): a server builds an edition's
+ * graph without a snapshot with the event loop let go between them (sct-index.ts).
+ */
+export function* buildGraphPartSteps(index: CodeSystemIndex, rows: GraphRows): Generator<void, GraphParts> {
   const n = index.maxId;
   const extras = new ExtraIds(index);
   const all: number[] = [];
@@ -128,6 +132,7 @@ export function buildGraphParts(index: CodeSystemIndex, rows: GraphRows): GraphP
   }
   extras.idOf(SCTID.defined);
   extras.idOf(SCTID.primitive);
+  yield;
   const concreteInts: number[] = [];
   const concreteTexts: string[] = [];
   const order = rows.concrete.map((_, i) => i).sort((a, b) => rows.concrete[a][0] - rows.concrete[b][0] || a - b);
@@ -136,6 +141,9 @@ export function buildGraphParts(index: CodeSystemIndex, rows: GraphRows): GraphP
     concreteInts.push(source, type, group);
     concreteTexts.push(value);
   }
+  const concrete = buildCsr(concreteInts, 3, 0, [1, 2]);
+  const concreteValues = TextColumn.of(concreteTexts);
+  yield;
   const refsets = new Map<number, number[]>();
   for (let i = 0; i < rows.members.length; i += 3) {
     const list = refsets.get(rows.members[i]) ?? [];
@@ -147,22 +155,30 @@ export function buildGraphParts(index: CodeSystemIndex, rows: GraphRows): GraphP
   refsetIds.forEach((refset, r) => {
     for (const m of sortedUnique(Int32Array.from(refsets.get(refset) ?? []))) memberRows.push(r, m);
   });
+  const members = buildCsr(memberRows, 2, 0, [1]);
+  yield;
   const noTarget = (row: number) => rows.members[row * 3 + 2] <= 0;
+  const targets = buildCsr(rows.members, 3, 1, [0, 2], noTarget);
+  const sources = buildCsr(rows.members, 3, 2, [0, 1], noTarget);
+  yield;
+  // source type destination grp
+  const out = buildCsr(rows.relationships, 4, 0, [3, 1, 2]);
+  yield;
+  const into = buildCsr(rows.relationships, 4, 2, [3, 1, 0]);
   return {
     all: Int32Array.from(all),
     modules,
     effective,
     defined,
-    // source type destination grp
-    out: buildCsr(rows.relationships, 4, 0, [3, 1, 2]),
-    into: buildCsr(rows.relationships, 4, 2, [3, 1, 0]),
+    out,
+    into,
     // Sorted by source first, so that values keep their order within a source.
-    concrete: buildCsr(concreteInts, 3, 0, [1, 2]),
-    concreteValues: TextColumn.of(concreteTexts),
+    concrete,
+    concreteValues,
     refsetIds,
-    members: buildCsr(memberRows, 2, 0, [1]),
-    targets: buildCsr(rows.members, 3, 1, [0, 2], noTarget),
-    sources: buildCsr(rows.members, 3, 2, [0, 1], noTarget),
+    members,
+    targets,
+    sources,
     extraCodes: extras.codes,
   };
 }

@@ -1,11 +1,11 @@
 import type { Database, Queryable } from '../../../core/database.js';
 import type { Logger } from 'pino';
 import type { CodeSystemIndex } from '../fhir/code-system-index.js';
-import type { TextColumn } from '../fhir/flat-columns.js';
+import { IntBuffer, type TextColumn } from '../fhir/flat-columns.js';
 import { terminologyCache } from '../fhir/index-cache.js';
 import { readSnapshot, snapshotKey, writeSnapshot, type SnapshotRead } from '../fhir/index-snapshot.js';
 import type { CodeSystemInfo } from '../../types.js';
-import { buildGraphParts, csrSlice, EMPTY, ExtraIds, loadGraphParts, saveGraphParts, type Csr, type GraphParts, type GraphRows } from './sct-graph-parts.js';
+import { buildGraphPartSteps, csrSlice, EMPTY, ExtraIds, loadGraphParts, saveGraphParts, type Csr, type GraphParts, type GraphRows } from './sct-graph-parts.js';
 import type { EclConcreteValue, EclDescription, EclGraph, IdList } from './ecl/graph.js';
 import { DESCRIPTION_MARKER, SCTID } from './sct-meta.js';
 
@@ -303,19 +303,24 @@ function rowReader(q: Queryable): RowsOf {
 /** The SNOMED CT part of an edition's index, read from its tables in concept ranges. */
 async function loadRows(q: Queryable, key: number, maxId: number): Promise<GraphRows> {
   const rowsOf = rowReader(q);
-  const out: GraphRows = { concepts: [], relationships: [], concrete: [], members: [] };
+  const concepts: GraphRows['concepts'] = [];
+  const concrete: GraphRows['concrete'] = [];
+  const relationships = new IntBuffer(maxId * 8);
+  const members = new IntBuffer(maxId * 3);
   for (let from = 1; from <= maxId; from += LOAD_CHUNK) {
     const range = [key, from, from + LOAD_CHUNK - 1];
-    for (const r of await rowsOf<[number, string, number, boolean]>('id, module, effective, defined', 'tx_sct_concept WHERE cs_key = $1 AND id BETWEEN $2 AND $3', range)) out.concepts.push(r);
+    for (const r of await rowsOf<[number, string, number, boolean]>('id, module, effective, defined', 'tx_sct_concept WHERE cs_key = $1 AND id BETWEEN $2 AND $3', range)) concepts.push(r);
     for (const r of await rowsOf<[number, number, number, number]>('source, type, destination, grp', 'tx_sct_relationship WHERE cs_key = $1 AND source BETWEEN $2 AND $3', range)) {
-      out.relationships.push(r[0], r[1], r[2], r[3]);
+      for (let k = 0; k < 4; k++) relationships.push(r[k]);
     }
-    for (const r of await rowsOf<[number, number, number, string]>('source, type, grp, value', 'tx_sct_concrete WHERE cs_key = $1 AND source BETWEEN $2 AND $3', range)) out.concrete.push(r);
+    for (const r of await rowsOf<[number, number, number, string]>('source, type, grp, value', 'tx_sct_concrete WHERE cs_key = $1 AND source BETWEEN $2 AND $3', range)) concrete.push(r);
     for (const r of await rowsOf<[number, number, number | null]>('refset, referenced, target', 'tx_sct_member WHERE cs_key = $1 AND referenced BETWEEN $2 AND $3', range)) {
-      out.members.push(r[0], r[1], r[2] ?? 0);
+      members.push(r[0]);
+      members.push(r[1]);
+      members.push(r[2] ?? 0);
     }
   }
-  return out;
+  return { concepts, concrete, relationships: relationships.finish(), members: members.finish() };
 }
 
 async function loadAcceptability(q: Queryable, key: number, maxId: number): Promise<Array<[number, string, string, string, boolean]>> {
@@ -335,7 +340,13 @@ async function loadAcceptability(q: Queryable, key: number, maxId: number): Prom
 
 /** The graph's arrays built from the edition's tables. */
 async function graphFromTables(db: Database, key: number, index: CodeSystemIndex): Promise<GraphParts> {
-  return buildGraphParts(index, await db.readPass((q) => loadRows(q, key, index.maxId)));
+  const steps = buildGraphPartSteps(index, await db.readPass((q) => loadRows(q, key, index.maxId)));
+  // The event loop is let go between the steps (an edition's build is some hundreds of milliseconds of work).
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
 }
 
 /** Snapshot section of an edition's graph (index-snapshot.ts). */
