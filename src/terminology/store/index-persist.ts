@@ -3,7 +3,6 @@ import { loadIndex } from '../providers/fhir/code-system-index.js';
 import { INDEX_SECTION, snapshotKey, writeSnapshot } from '../providers/fhir/index-snapshot.js';
 import { parseSctVersion, SCT_SYSTEM } from '../providers/snomed/sct-meta.js';
 import { persistSnomedGraph } from '../providers/snomed/sct-index.js';
-import { collectGarbage } from './heap.js';
 
 /**
  * After an import switched index `key` in: builds its in-memory index (and a SNOMED CT edition's
@@ -15,9 +14,6 @@ export async function persistIndexes(db: Database, key: number): Promise<number>
   const row = (await db.query<{ url: string; version: string | null; concept_count: number }>('SELECT url, version, concept_count FROM tx_code_system WHERE cs_key = $1', [key])).rows[0];
   if (!row) return 0;
   const cs = { key, url: row.url, version: row.version ?? undefined, conceptCount: row.concept_count };
-  // What the import held is garbage now: collected first, the index is built in that room
-  // instead of beside it (V8 lets garbage grow with the heap before it collects a large one).
-  collectGarbage();
   const index = await db.readPass((q) => loadIndex(q, key));
   let bytes = await writeSnapshot(db, key, INDEX_SECTION, snapshotKey(cs), index.toParts());
   if (cs.url === SCT_SYSTEM && parseSctVersion(cs.version ?? '')) bytes += await persistSnomedGraph(db, cs, index);
