@@ -11,6 +11,7 @@
  * Any error is left to the server to report: a configuration it cannot read here is read again there.
  */
 import cluster from 'node:cluster';
+import { setFlagsFromString } from 'node:v8';
 import { isMainThread } from 'node:worker_threads';
 import { servePrimary } from './cluster/primary.js';
 import { loadConfig, type Config } from './config.js';
@@ -18,6 +19,9 @@ import { startEarlyPglite } from './storage/pglite-early.js';
 
 /** Set by the bundler to the server bundle's file name; from tsc's output the server is main.js beside this file. */
 declare const LATTICE_SERVER_MODULE: string | undefined;
+
+/** V8's budget before a WebAssembly function is optimised (its default 1,800,000; measured: docs/benchmarks.md). */
+const WASM_TIERING_BUDGET = 20_000_000;
 
 async function launch(): Promise<void> {
   const argv = process.argv.slice(2);
@@ -36,6 +40,11 @@ async function launch(): Promise<void> {
         return;
       }
     } else if (config && !config.dataDir.startsWith('memory://') && config.workers <= 1) {
+      // PGlite's WebAssembly tiers up to optimised code later than V8's default: right after it
+      // opened, its thread otherwise stalls ~0.2 s while the hot functions are recompiled, and
+      // the start's first statements wait for it (docs/benchmarks.md#restart-on-pglite-the-database-thread-stalled-after-it-opened-and-a-later-wasm-tier-up-2026-11-29-session-15-issue-39-item-4).
+      // Process-wide, before any WebAssembly is compiled; only PGlite runs WebAssembly here.
+      setFlagsFromString(`--wasm-tiering-budget=${WASM_TIERING_BUDGET}`);
       startEarlyPglite(config.dataDir, import.meta.resolve('@electric-sql/pglite'));
     }
   }
