@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { CodeSystem } from '@medplum/fhirtypes';
-import { ancestorLists, ClosureTooLarge, computeClosure, type Closure } from './closure.js';
+import { ancestorListSteps, ClosureTooLarge, computeClosure, type Closure } from './closure.js';
+import { finish } from './steps.js';
 import { codeSystemRows } from './code-system-rows.js';
 
 /** The pairs of a closure as sorted `descendant>ancestor@depth` strings (order of rows is not a contract). */
@@ -113,7 +114,8 @@ describe('computeClosure', () => {
   });
 });
 
-describe('ancestorLists (what the in-memory index keeps)', () => {
+describe('ancestorListSteps (what the in-memory index keeps)', () => {
+  const ancestorLists = (n: number, start: Int32Array, list: Int32Array, limit?: number) => finish(ancestorListSteps(n, start, list, limit));
   /** Parents of concepts 1..n as the index keeps them: `list[start[c]..start[c + 1])`. */
   function parentCsr(n: number, edges: Array<[number, number]>): { start: Int32Array; list: Int32Array } {
     const start = new Int32Array(n + 2);

@@ -1,3 +1,5 @@
+import type { Steps } from './steps.js';
+
 /**
  * The transitive closure of a hierarchy given as parent edges: computed by the in-memory index
  * when it is built (so every hierarchy question is a binary search), and walked at write time
@@ -91,29 +93,16 @@ export function ancestorWalker(
   return walkerOver(n, start, parents);
 }
 
+/** Nodes walked between two yields of `ancestorListSteps` (some milliseconds of work). */
+const NODES_PER_STEP = 20_000;
+
 /**
  * Every proper ancestor of each concept 1..n, as lists sorted ascending (`list[start[id]..start[id + 1])`),
  * from the parents in the same layout: what the in-memory index keeps, made without the
  * closure's descendant and depth columns (a SNOMED CT edition's closure is ~10 million pairs).
- * Throws ClosureTooLarge past `limit` pairs.
+ * Throws ClosureTooLarge past `limit` pairs. As steps (steps.ts): a yield every NODES_PER_STEP concepts.
  */
-export function ancestorLists(n: number, parentStart: Int32Array, parentList: Int32Array, limit = DEFAULT_CLOSURE_LIMIT): { start: Int32Array; list: Int32Array } {
-  return finish(ancestorListSteps(n, parentStart, parentList, limit));
-}
-
-/** Runs steps (a generator that yields between its pieces of work) to its result, at once. */
-export function finish<T>(steps: Generator<void, T>): T {
-  for (;;) {
-    const step = steps.next();
-    if (step.done) return step.value;
-  }
-}
-
-/** Nodes walked between two yields of `ancestorListSteps` (some milliseconds of work). */
-const NODES_PER_STEP = 20_000;
-
-/** `ancestorLists` as steps: yields every NODES_PER_STEP concepts, so a caller may let others run between them. */
-export function* ancestorListSteps(n: number, parentStart: Int32Array, parentList: Int32Array, limit = DEFAULT_CLOSURE_LIMIT): Generator<void, { start: Int32Array; list: Int32Array }> {
+export function* ancestorListSteps(n: number, parentStart: Int32Array, parentList: Int32Array, limit = DEFAULT_CLOSURE_LIMIT): Steps<{ start: Int32Array; list: Int32Array }> {
   const start = new Int32Array(n + 2);
   let list = new Int32Array(Math.max(16, Math.min(limit, parentList.length * 4)));
   let size = 0;

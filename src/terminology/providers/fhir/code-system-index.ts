@@ -1,5 +1,6 @@
 import type { Queryable } from '../../../core/database.js';
-import { ancestorListSteps, finish } from './closure.js';
+import { ancestorListSteps } from './closure.js';
+import { finish, inTurns, type Steps } from './steps.js';
 import type { CodeSystemRows, DesignationRow, PropertyRow } from './code-system-rows.js';
 import type { Concept, Designation, StoredProperty, TermContext } from '../../types.js';
 import { bytePart, CodeTable, IntBuffer, intPart, Lazy, PooledColumn, PooledColumnBuilder, TextColumn, TextColumnBuilder } from './flat-columns.js';
@@ -182,16 +183,11 @@ export class IndexBuilder {
    * milliseconds to some tens each): a release's build is about a second of work (SNOMED CT,
    * 370k concepts), which would otherwise hold every request for that long.
    */
-  async buildInTurns(): Promise<CodeSystemIndex> {
-    const steps = this.steps();
-    for (;;) {
-      const step = steps.next();
-      if (step.done) return step.value;
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
+  buildInTurns(): Promise<CodeSystemIndex> {
+    return inTurns(this.steps());
   }
 
-  private *steps(): Generator<void, CodeSystemIndex> {
+  private *steps(): Steps<CodeSystemIndex> {
     const n = this.maxId;
     this.fillTo(n + 1);
     const { flags } = this;

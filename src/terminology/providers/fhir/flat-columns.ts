@@ -23,16 +23,9 @@ export class TextColumn {
   ) {}
 
   static of(values: ArrayLike<string | undefined>): TextColumn {
-    const ends = new Int32Array(values.length + 1);
-    const pieces: string[] = new Array<string>(values.length);
-    let at = 0;
-    for (let i = 0; i < values.length; i++) {
-      const v = values[i];
-      pieces[i] = v ?? '';
-      at += v?.length ?? 0;
-      ends[i + 1] = v === undefined ? ~at : at;
-    }
-    return new TextColumn(pieces.join(''), ends);
+    const builder = new TextColumnBuilder();
+    for (let i = 0; i < values.length; i++) builder.add(values[i]);
+    return builder.finish();
   }
 
   /** A column of `text` cut at `ends` (as TextColumnBuilder makes them). */
@@ -143,8 +136,8 @@ export class IntBuffer {
 }
 
 /**
- * A text column appended to value by value (`TextColumn.of` without an array of every value
- * first): values are joined into one string every few thousand, so the strings a database
+ * A text column appended to value by value (what `TextColumn.of` runs over an array; an index
+ * build appends rows as they are read, without an array of every value first): values are joined into one string every few thousand, so the strings a database
  * result was parsed into are let go as the rows are read, not when the last is.
  */
 export class TextColumnBuilder {
@@ -213,24 +206,6 @@ export class PooledColumn<T> {
     /** Bytes when there are at most 256 values (a quarter of the memory, and of a snapshot's reading). */
     readonly at: Int32Array | Uint8Array,
   ) {}
-
-  /** Rows of values; equal values (SameValueZero: strings by content, objects by identity) are kept once. */
-  static of<T>(rows: ArrayLike<T>): PooledColumn<T> {
-    const seen = new Map<T, number>();
-    const values: T[] = [];
-    const at = new Int32Array(rows.length);
-    for (let i = 0; i < rows.length; i++) {
-      const key = rows[i];
-      let k = seen.get(key);
-      if (k === undefined) {
-        k = values.length;
-        values.push(rows[i]);
-        seen.set(key, k);
-      }
-      at[i] = k;
-    }
-    return new PooledColumn(values, values.length <= 256 ? Uint8Array.from(at) : at);
-  }
 
   /** A column of `values` indexed by `at` (as PooledColumnBuilder makes them). */
   static fromValues<T>(values: T[], at: Int32Array | Uint8Array): PooledColumn<T> {

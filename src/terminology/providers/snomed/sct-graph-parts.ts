@@ -1,6 +1,7 @@
 import type { CodeSystemIndex } from '../fhir/code-system-index.js';
 import { bytePart, intPart, TextColumn, textPart } from '../fhir/flat-columns.js';
 import type { PartSource, SnapshotParts } from '../fhir/snapshot-format.js';
+import type { Steps } from '../fhir/steps.js';
 import { SCTID } from './sct-meta.js';
 
 /**
@@ -116,7 +117,7 @@ function sortedUnique(list: Int32Array): Int32Array {
  * milliseconds each, for an edition's millions of relationships): a server builds an edition's
  * graph without a snapshot with the event loop let go between them (sct-index.ts).
  */
-export function* buildGraphPartSteps(index: CodeSystemIndex, rows: GraphRows): Generator<void, GraphParts> {
+export function* buildGraphPartSteps(index: CodeSystemIndex, rows: GraphRows): Steps<GraphParts> {
   const n = index.maxId;
   const extras = new ExtraIds(index);
   const all: number[] = [];

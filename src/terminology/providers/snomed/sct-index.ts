@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { CodeSystemIndex } from '../fhir/code-system-index.js';
 import { IntBuffer, type TextColumn } from '../fhir/flat-columns.js';
 import { terminologyCache } from '../fhir/index-cache.js';
+import { inTurns } from '../fhir/steps.js';
 import { readSnapshot, snapshotKey, writeSnapshot, type SnapshotRead } from '../fhir/index-snapshot.js';
 import type { CodeSystemInfo } from '../../types.js';
 import { buildGraphPartSteps, csrSlice, EMPTY, ExtraIds, loadGraphParts, saveGraphParts, type Csr, type GraphParts, type GraphRows } from './sct-graph-parts.js';
@@ -340,13 +341,8 @@ async function loadAcceptability(q: Queryable, key: number, maxId: number): Prom
 
 /** The graph's arrays built from the edition's tables. */
 async function graphFromTables(db: Database, key: number, index: CodeSystemIndex): Promise<GraphParts> {
-  const steps = buildGraphPartSteps(index, await db.readPass((q) => loadRows(q, key, index.maxId)));
   // The event loop is let go between the steps (an edition's build is some hundreds of milliseconds of work).
-  for (;;) {
-    const step = steps.next();
-    if (step.done) return step.value;
-    await new Promise<void>((resolve) => setImmediate(resolve));
-  }
+  return inTurns(buildGraphPartSteps(index, await db.readPass((q) => loadRows(q, key, index.maxId))));
 }
 
 /** Snapshot section of an edition's graph (index-snapshot.ts). */
