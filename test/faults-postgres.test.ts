@@ -197,6 +197,8 @@ if (drivers.includes('pg')) {
         cluster.freeze();
         try {
           const first = listener.caughtUp().then(() => 'answered', (err: unknown) => err);
+          // The callers of one turn share a barrier: the second comes after the first was sent.
+          await new Promise((resolve) => setImmediate(resolve));
           const queued = listener.caughtUp().then(() => 'answered', (err: unknown) => err);
           const [a, b] = await answersBy('barriers', Promise.all([first, queued]));
           // Before: the queued caller got NotListening (the connection dropped) and went on to read the database: a second wait.

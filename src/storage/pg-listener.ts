@@ -7,6 +7,11 @@ import { databaseUnavailable, ListenUnsupported, NotListening, WAITS } from './d
 /** The answer of `caughtUp` when nothing is to wait for: one settled promise, not one per request. */
 const CAUGHT_UP: Promise<void> = Promise.resolve();
 
+/** Resolves after the callbacks of this turn of the event loop (a `setImmediate`). */
+function endOfTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /** Channel of the start-up check that notifications reach this session (see `probe`). */
 const PROBE_CHANNEL = 'lattice_listen_probe';
 
@@ -34,7 +39,7 @@ export class Listener {
   private lostSinceConnected = false;
   private retry: NodeJS.Timeout | undefined;
   private inflight: Promise<void> | undefined;
-  /** When the barrier in flight was sent (performance.now()). */
+  /** When the barrier in flight was sent (performance.now()); +∞ until it is (see `barrier`). */
   private inflightSentAt = -Infinity;
   private queued: Promise<void> | undefined;
   /** When the latest completed barrier on the current connection was sent (performance.now()). */
@@ -66,10 +71,11 @@ export class Listener {
    * A barrier on the listening connection: `SELECT 1` sent after the call. PostgreSQL sends a
    * listening session its pending notifications before it answers a statement, and the client
    * emits them before the statement's result, so when it resolves every change committed
-   * before the call has reached the handlers. Concurrent callers share one barrier: a caller
-   * arriving while one is in flight waits for the next (sent after it) — unless the one in
-   * flight was sent after `since` (the caller's request arrived before it went): it covers
-   * every change committed before that request, so the caller waits for it.
+   * before the call has reached the handlers. Concurrent callers share one barrier: those of one
+   * turn of the event loop share the one sent at its end; a caller arriving while one is in
+   * flight waits for the next (sent after it) — unless the one in flight was sent after `since`
+   * (the caller's request arrived before it went): it covers every change committed before that
+   * request, so the caller waits for it.
    *
    * Rejects with {@link NotListening} when there is no connection (the caller reads the
    * database instead), and with a 503 when the server does not answer within `waitMs` (the
@@ -92,6 +98,8 @@ export class Listener {
   private shared(): Promise<void> {
     if (this.queued) return this.queued;
     if (!this.inflight) return this.barrier();
+    // Not sent yet: it goes after this call.
+    if (this.inflightSentAt === Number.POSITIVE_INFINITY) return this.inflight;
     const queued = this.inflight
       .then(
         () => undefined,
@@ -118,15 +126,30 @@ export class Listener {
     return Promise.race([barrier, timeout]).finally(() => clearTimeout(timer));
   }
 
+  /**
+   * A new barrier, sent at the end of this turn of the event loop: every caller of the turn (the
+   * requests read from the sockets in one poll) shares it. Sent at once, it would be sent before
+   * the turn's later requests arrived, and each of them would wait for one more — under load
+   * that was one `SELECT 1` per ~4 requests, each waking PostgreSQL's backend (docs/benchmarks.md).
+   * Until it is sent it covers every caller (`inflightSentAt` is +∞); its reply is read in a
+   * later poll either way.
+   */
   private barrier(): Promise<void> {
     const client = this.client;
     if (!client) return Promise.reject(new NotListening());
-    const sentAt = performance.now();
-    const p = this.bounded(this.send(client, 'SELECT 1'), client).then(() => {
-      if (this.client === client) this.caughtUpTo = Math.max(this.caughtUpTo, sentAt);
-    });
+    let sentAt = Number.POSITIVE_INFINITY;
+    const p: Promise<void> = endOfTurn()
+      .then(() => {
+        if (this.client !== client) throw new NotListening();
+        sentAt = performance.now();
+        if (this.inflight === p) this.inflightSentAt = sentAt;
+        return this.bounded(this.send(client, 'SELECT 1'), client);
+      })
+      .then(() => {
+        if (this.client === client) this.caughtUpTo = Math.max(this.caughtUpTo, sentAt);
+      });
     this.inflight = p;
-    this.inflightSentAt = sentAt;
+    this.inflightSentAt = Number.POSITIVE_INFINITY;
     const done = () => {
       if (this.inflight === p) this.inflight = undefined;
     };
