@@ -48,17 +48,17 @@ if (drivers.includes('pg')) {
       await Promise.all(waits);
       // Before: the first caller sent its barrier at once, the nine after it had arrived later
       // than it was sent and waited for a second one.
-      assert.deepEqual(sent, ['SELECT 1']);
+      assert.deepEqual(sent, ['']);
     });
 
     test('a caller arriving after the barrier was sent waits for the next one', async () => {
       sent.length = 0;
       const first = listener.caughtUp(performance.now());
       await new Promise((resolve) => setImmediate(resolve)); // the first barrier goes
-      assert.deepEqual(sent, ['SELECT 1']);
+      assert.deepEqual(sent, ['']);
       const later = listener.caughtUp(performance.now());
       await Promise.all([first, later]);
-      assert.deepEqual(sent, ['SELECT 1', 'SELECT 1']);
+      assert.deepEqual(sent, ['', '']);
     });
 
     test('a change committed before the call is heard before the barrier answers, also while an earlier barrier is in flight', async () => {

@@ -68,7 +68,7 @@ export class Listener {
   }
 
   /**
-   * A barrier on the listening connection: `SELECT 1` sent after the call. PostgreSQL sends a
+   * A barrier on the listening connection: an empty statement sent after the call. PostgreSQL sends a
    * listening session its pending notifications before it answers a statement, and the client
    * emits them before the statement's result, so when it resolves every change committed
    * before the call has reached the handlers. Concurrent callers share one barrier: those of one
@@ -130,7 +130,7 @@ export class Listener {
    * A new barrier, sent at the end of this turn of the event loop: every caller of the turn (the
    * requests read from the sockets in one poll) shares it. Sent at once, it would be sent before
    * the turn's later requests arrived, and each of them would wait for one more — under load
-   * that was one `SELECT 1` per ~4 requests, each waking PostgreSQL's backend (docs/benchmarks.md).
+   * that was one barrier per ~4 requests, each waking PostgreSQL's backend (docs/benchmarks.md).
    * Until it is sent it covers every caller (`inflightSentAt` is +∞); its reply is read in a
    * later poll either way.
    */
@@ -143,7 +143,10 @@ export class Listener {
         if (this.client !== client) throw new NotListening();
         sentAt = performance.now();
         if (this.inflight === p) this.inflightSentAt = sentAt;
-        return this.bounded(this.send(client, 'SELECT 1'), client);
+        // An empty statement: PostgreSQL sends a listening session its pending notifications
+        // before it reads the next message and again before each ReadyForQuery, whatever the
+        // statement was; `SELECT 1` made it parse, plan and run one (its CPU per barrier ~½).
+        return this.bounded(this.send(client, ''), client);
       })
       .then(() => {
         if (this.client === client) this.caughtUpTo = Math.max(this.caughtUpTo, sentAt);
