@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, readdirSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
+import { loadList, type ListRequest } from './load-list.js';
 import { descendants, generateSnomedLike, prng, type SnomedLike } from './snomed-like.js';
 import { rf2IsAncestorOrSelf, rf2Parents, writeRf2, type Rf2Release } from './snomed-rf2.js';
 import { runLatticeImport, measureBare, startLatticeProcess } from './server-process.js';
@@ -33,31 +33,12 @@ const COMPUTED = 200_000;
 const STRIDE = 7919;
 const RESTART_ONLY = process.env.BENCH_SNOMED_RESTART_ONLY === '1';
 
-interface Req {
-  method: 'GET' | 'POST' | 'PUT';
-  path: string;
-  headers?: Record<string, string>;
-  body?: string;
-}
+type Req = ListRequest;
 
 /** Requests per second (and p50 / p99 ms) of a rotating list of requests. */
 async function underLoad(url: string, requests: Req[]): Promise<{ rps: number; p50: number; p99: number; non2xx: number; errors: number; load: string }> {
-  let next = 0;
   const load = loadavg()[0].toFixed(1);
-  const result = await autocannon({
-    url,
-    duration: SECONDS,
-    connections: CONNECTIONS,
-    requests: [
-      {
-        setupRequest: (req) => {
-          const r = requests[next++ % requests.length];
-          return { ...req, method: r.method, path: r.path, body: r.body, headers: { ...(req.headers ?? {}), ...(r.headers ?? {}) } };
-        },
-      },
-    ],
-  });
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors, load };
+  return { ...(await loadList(url, requests, { seconds: SECONDS, connections: CONNECTIONS })), load };
 }
 
 // A fixed public URL: it is the tokens' issuer, so a token outlives a restart on another port (and the stored OperationDefinitions, which name it, stay as they are).

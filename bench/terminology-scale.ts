@@ -1,7 +1,7 @@
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
+import { loadList } from './load-list.js';
 import { benchPostgres } from './postgres.js';
 import { BENCH_ADMIN_ENV, FatalError, procStatus, runLatticeImport, measureBare, startLatticeProcess, type BenchProcess } from './server-process.js';
 import { descendants, generateSnomedLike, isAncestorOrSelf, prng, SNOMED_LIKE_URL, VALUE_SET_BASE, writeNdjson, type SnomedLike } from './snomed-like.js';
@@ -214,25 +214,9 @@ async function warmUp(url: string, requests: Req[]): Promise<number | undefined>
   return undefined;
 }
 
-/** autocannon over a rotating list of requests. */
-async function load(url: string, requests: Req[], options: ScaleOptions): Promise<Load> {
-  let next = 0;
-  const result = await autocannon({
-    url,
-    duration: options.seconds,
-    connections: options.connections,
-    requests: [
-      {
-        setupRequest: (req) => {
-          const r = requests[next++ % requests.length];
-          // Headers merged, never undefined: autocannon reads them case-insensitively (the bare
-          // baseline's request has none of its own).
-          return { ...req, method: r.method, path: r.path, body: r.body, headers: { ...(req.headers ?? {}), ...(r.headers ?? {}) } };
-        },
-      },
-    ],
-  });
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors, non2xx: result.non2xx };
+/** The list in turn under load (a worker thread's autocannon, bench/load-list.ts). */
+function load(url: string, requests: Req[], options: ScaleOptions): Promise<Load> {
+  return loadList(url, requests, options);
 }
 
 /** A body like a `$lookup` answer, for the bare server. */
