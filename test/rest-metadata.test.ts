@@ -89,6 +89,17 @@ for (const driver of drivers) {
 
     const resources = () => cs.rest?.[0]?.resource ?? [];
 
+    test('the statement is built once: asked again it is the same text, dated when it was built; _pretty still indents it', async () => {
+      const again = await server.fhir('GET', '/metadata', { token: null });
+      assert.equal(again.status, 200, again.text);
+      assert.equal(again.body.date, cs.date);
+      assert.deepEqual(again.body, cs);
+      const pretty = await server.fhir('GET', '/metadata?_pretty=true', { token: null });
+      assert.equal(pretty.status, 200, pretty.text);
+      assert.ok(pretty.text.startsWith('{\n  "resourceType": "CapabilityStatement"'), pretty.text.slice(0, 80));
+      assert.deepEqual(pretty.body, cs);
+    });
+
     test('states patch formats, includes, compartments and modifiers', () => {
       assert.deepEqual(cs.patchFormat, ['application/json-patch+json', 'application/fhir+json']);
       const observation = resources().find((r) => r.type === 'Observation');

@@ -45,7 +45,30 @@ export async function metadataInteraction(
   if (mode !== undefined && mode !== 'full' && mode !== 'normative') {
     throw badRequest(`Invalid value '${mode}' provided for parameter 'mode' (full, normative or terminology)`);
   }
-  return { status: 200, body: capabilityStatement(req.ctx, dispatcher, search, subscriptions) };
+  return { status: 200, ...keptStatement(req.ctx, dispatcher, search, subscriptions) };
+}
+
+/**
+ * The statement as last built and its JSON text, per search capabilities (one per server). Built
+ * for every request it cost ~90 ms of the HTTP thread (890 KB: every type's parameters, includes
+ * and reverse includes) on an endpoint anyone may call; it changes only with what it is built
+ * from — the public URL and the registered operations, which are its key here; the search
+ * parameters are fixed for the life of the process — so it is built once and its text sent again.
+ * Its `date` is when it was built (R4: the date the statement last changed).
+ */
+const kept = new WeakMap<SearchCapabilities, { key: string; body: CapabilityStatement; json: string }>();
+
+function keptStatement(ctx: RequestContext, dispatcher: OperationDispatcher, search: SearchCapabilities, subscriptions: SubscriptionCapabilities): { body: CapabilityStatement; json: string } {
+  const key = `${ctx.publicUrl}\u0000${ctx.fhirBaseUrl}\u0000${dispatcher
+    .capabilities()
+    .map((op) => `${op.name} ${op.definition} ${op.system ? 1 : 0} ${op.resourceTypes.length}`)
+    .join('\u0001')}`;
+  const found = kept.get(search);
+  if (found?.key === key) return found;
+  const body = capabilityStatement(ctx, dispatcher, search, subscriptions);
+  const made = { key, body, json: JSON.stringify(body) };
+  kept.set(search, made);
+  return made;
 }
 
 /**
