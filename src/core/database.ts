@@ -86,8 +86,8 @@ export interface Database extends Queryable {
    * a listener its pending notifications before the answer), shared by concurrent callers;
    * rejects when there is no listening connection (lost, reconnecting: the caller reads the
    * database instead), and with a 503 FhirError when the server does not answer within
-   * `acquireTimeoutMs` (a frozen server: the caller answers it). PGlite: at once (this process
-   * is the only writer).
+   * `acquireTimeoutMs` (a frozen server: the caller answers it). PGlite: at the end of the event
+   * loop's turn (this process is the only writer; src/storage/turn.ts).
    *
    * `since` (a `performance.now()` time, e.g. when the request arrived): resolves at once when
    * a barrier sent at or after it has completed on the current connection — every change

@@ -3,14 +3,10 @@ import pg from 'pg';
 import { FhirError } from '../fhir/outcome.js';
 import { notify } from './change-feed.js';
 import { databaseUnavailable, ListenUnsupported, NotListening, WAITS } from './database-errors.js';
+import { endOfTurn } from './turn.js';
 
 /** The answer of `caughtUp` when nothing is to wait for: one settled promise, not one per request. */
 const CAUGHT_UP: Promise<void> = Promise.resolve();
-
-/** Resolves after the callbacks of this turn of the event loop (a `setImmediate`). */
-function endOfTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
 
 /** Channel of the start-up check that notifications reach this session (see `probe`). */
 const PROBE_CHANNEL = 'lattice_listen_probe';

@@ -7,8 +7,7 @@ import { autoAnalyze, type AutoAnalyze } from './pglite-analyze.js';
 import { PGLITE_START_PARAMS, takeEarlyPglite } from './pglite-early.js';
 import { PgliteWorker, type DeadlineOf } from './pglite-worker.js';
 import { TurnLock } from './turn-lock.js';
-
-const CAUGHT_UP: Promise<void> = Promise.resolve();
+import { endOfTurn } from './turn.js';
 
 /** No limits: what a caller that passes none gets (tests of the driver, the CLI). */
 const UNLIMITED: DatabaseLimits = { statementTimeoutMs: 0, acquireTimeoutMs: 0 };
@@ -176,8 +175,9 @@ export async function openPgliteDatabase(
         release();
       }
     },
-    // One process hears every change as it commits: always caught up (one settled promise, not one per request).
-    caughtUp: () => CAUGHT_UP,
+    // One process hears every change as it commits: always caught up. Answered at the end of the
+    // turn (one promise for all its callers), so the requests read in one poll go on together (turn.ts).
+    caughtUp: endOfTurn,
     async listen(channel, handler) {
       const set = listeners.get(channel) ?? new Set();
       listeners.set(channel, set);
