@@ -163,6 +163,12 @@ async function loadOperations(server: BenchProcess, m: SnomedLike, auth: Record<
       check: (k, body) => param(body, 'result') === isAncestorOrSelf(m, m.focus, validations[k]),
     },
     {
+      // The same questions as a GET: what the POST's body costs (reading, parsing, the key) shows beside it.
+      name: `\`GET ValueSet/$validate-code\` (is-a, ${Math.round(m.focusMembers / 1000)}k members)`,
+      requests: validations.map((i) => ({ method: 'GET', path: `/fhir/R4/ValueSet/$validate-code?url=${encodeURIComponent(`${VALUE_SET_BASE}/isa`)}&system=${system}&code=${m.codes[i]}` })),
+      check: (k, body) => param(body, 'result') === isAncestorOrSelf(m, m.focus, validations[k]),
+    },
+    {
       name: '`GET Patient/<id>`',
       requests: [{ method: 'GET', path: `/fhir/R4/Patient/${created.id}` }],
       check: (_k, body) => body.id === created.id,
@@ -251,7 +257,7 @@ const mb = (bytes: number) => (bytes >= 1e9 ? `${(bytes / 1e9).toFixed(2)} GB` :
 
 function report(results: DriverResult[], options: ScaleOptions, generated: string): string {
   const names = { pglite: 'Lattice PGlite', pg: 'Lattice PostgreSQL' };
-  const goals = ['≥ 35%, p99 ≤ 10 ms', '≥ 35%, p99 ≤ 10 ms', '≥ 30%, p99 ≤ 10 ms', '≥ 30% on both'];
+  const goals = ['≥ 35%, p99 ≤ 10 ms', '≥ 35%, p99 ≤ 10 ms', '≥ 30%, p99 ≤ 10 ms', '≥ 30%, p99 ≤ 10 ms', '≥ 30% on both'];
   const lines = [
     `## Terminology at scale (${options.size.toLocaleString('en')} concepts; ${options.connections} connections, ${options.seconds} s per case)`,
     '',

@@ -294,6 +294,23 @@ for (const driver of drivers) {
       assert.equal(ooText(bad.body), "Invalid value 'everything' provided for parameter 'mode' (full, normative or terminology)");
     });
 
+    test('metadata?mode=terminology is kept until a terminology change: the same statement asked again, built anew after one', async () => {
+      // /metadata needs no token and answers every caller the same public statement.
+      const first = await server.fhir('GET', '/metadata?mode=terminology', { token: null });
+      assert.equal(first.status, 200, first.text);
+      const again = await server.fhir('GET', '/metadata?mode=terminology', { token: null });
+      assert.equal(again.body.date, first.body.date);
+      assert.deepEqual(again.body, first.body);
+      const created = await server.fhir('POST', '/CodeSystem', {
+        body: { resourceType: 'CodeSystem', url: `http://example.org/fhir/CodeSystem/kept-capabilities-${Date.now()}`, status: 'active', content: 'complete', concept: [{ code: 'a' }] },
+      });
+      assert.equal(created.status, 201, created.text);
+      const after = await server.fhir('GET', '/metadata?mode=terminology', { token: null });
+      assert.equal(after.status, 200, after.text);
+      assert.ok(after.body.date > first.body.date, `built again after the change (${first.body.date} → ${after.body.date})`);
+      assert.deepEqual(after.body.codeSystem, first.body.codeSystem); // a project's code system is not public
+    });
+
     test('the CapabilityStatement declares the terminology-server role, and $versions answers 4.0', async () => {
       const cs = await server.fhir('GET', '/metadata?mode=full', { token: null });
       assert.equal(cs.status, 200, cs.text);

@@ -9,7 +9,7 @@ import { createBindingChecker } from './engine/binding-checker.js';
 import { searchTerminology } from './engine/search-codes.js';
 import type { SearchTerminology } from '../core/search.js';
 import { preloadBaseTerminology } from './store/base-terminology.js';
-import { terminologyCapabilities, type Software } from './operations/capabilities.js';
+import { keptTerminologyCapabilities, type Software } from './operations/capabilities.js';
 import { batchValidateCodeOperation } from './operations/batch-validate-code.js';
 import { expandOperation } from './operations/expand.js';
 import { importOperation } from './operations/import.js';
@@ -114,7 +114,7 @@ export function installTerminology(env: FeatureEnv, registry: OperationRegistry,
     await Promise.allSettled(jobs);
   });
   return {
-    capabilities: (ctx, software) => terminologyCapabilities(env, ctx, software, registry.definitions()),
+    capabilities: (ctx, software) => keptTerminologyCapabilities(env, ctx, software, registry.definitions()),
     routes: [importRoute(env)],
     bindings: createBindingChecker(env, shared),
     search: searchTerminology(env),
