@@ -1,7 +1,7 @@
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadList } from './load-list.js';
+import { loadList, type ListLoad } from './load-list.js';
 import { benchPostgres } from './postgres.js';
 import { BENCH_ADMIN_ENV, FatalError, procStatus, runLatticeImport, measureBare, startLatticeProcess, type BenchProcess } from './server-process.js';
 import { descendants, generateSnomedLike, isAncestorOrSelf, prng, SNOMED_LIKE_URL, VALUE_SET_BASE, writeNdjson, type SnomedLike } from './snomed-like.js';
@@ -25,13 +25,7 @@ export interface ScaleOptions {
   samples: number;
 }
 
-interface Load {
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
-  non2xx: number;
-}
+type Load = ListLoad;
 
 interface DriverResult {
   driver: 'pglite' | 'pg';
@@ -98,7 +92,7 @@ async function benchDriver(driver: 'pglite' | 'pg', model: SnomedLike, file: str
     try {
       const ops = await loadOperations(server, model, auth, options);
       const serverRss = procStatus(server.pid, 'VmRSS');
-      const baseline = await measureBare(JSON.stringify(lookupLike(model)), (url) => load(url, [{ method: 'GET', path: '/' }], options));
+      const baseline = await measureBare(JSON.stringify(lookupLike(model)), (url) => loadList(url, [{ method: 'GET', path: '/' }], options));
       return { driver, importSeconds: imported.seconds, importPeakRss: imported.peakRss, dbBytes, firstLookupSeconds, warmSeconds, serverRss, baseline, ops };
     } finally {
       await server.stop();
@@ -185,7 +179,7 @@ async function loadOperations(server: BenchProcess, m: SnomedLike, auth: Record<
     }
     console.error(`  ${op.name}: ${n}/${n} answers correct; loading …`);
     await warmUp(server.url, op.requests.slice(0, WARM_RUN).map((r) => ({ ...r, headers: r.headers ?? auth })));
-    const load_ = await load(server.url, op.requests.map((r) => ({ ...r, headers: r.headers ?? auth })), options);
+    const load_ = await loadList(server.url, op.requests.map((r) => ({ ...r, headers: r.headers ?? auth })), options);
     results.push({ name: op.name, load: load_, checked: n });
   }
   return results;
@@ -218,11 +212,6 @@ async function warmUp(url: string, requests: Req[]): Promise<number | undefined>
     if (run >= WARM_RUN) return performance.now() - started;
   }
   return undefined;
-}
-
-/** The list in turn under load (a worker thread's autocannon, bench/load-list.ts). */
-function load(url: string, requests: Req[], options: ScaleOptions): Promise<Load> {
-  return loadList(url, requests, options);
 }
 
 /** A body like a `$lookup` answer, for the bare server. */

@@ -120,10 +120,7 @@ async function keptAnswer(
 export function keptAnswers(env: TerminologyEnv, code: string): KeptAnswers {
   return {
     async find(req, target) {
-      const cache = terminologyCache(env.db);
-      if (cache.stamp() === undefined) return undefined;
-      if (!(await heard(env.db.caughtUp(req.ctx.since)))) return undefined; // not listening: nothing kept is used
-      const stamp = cache.stamp();
+      const stamp = await heardStamp(env, req.ctx.since);
       if (stamp === undefined) return undefined;
       const { auth, acceptLanguage } = req.ctx;
       const body = bodyText(req);
@@ -141,6 +138,18 @@ export function keptAnswers(env: TerminologyEnv, code: string): KeptAnswers {
       };
     },
   };
+}
+
+/**
+ * The terminology cache's stamp once every change committed before `since` has been heard (the
+ * caller's barrier), or undefined while changes are not heard: nothing kept may be used then.
+ * What was kept under the stamp it answers is current.
+ */
+export async function heardStamp(env: TerminologyEnv, since: number | undefined): Promise<number | undefined> {
+  const cache = terminologyCache(env.db);
+  if (cache.stamp() === undefined) return undefined;
+  if (!(await heard(env.db.caughtUp(since)))) return undefined; // not listening
+  return cache.stamp();
 }
 
 const byRequest = new Generations<{ stamp: number; answer: PreparedAnswer }>(ANSWER_LIMIT, ANSWER_BYTES, keptBytes);

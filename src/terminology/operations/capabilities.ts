@@ -6,9 +6,8 @@ import { termContext } from '../engine/request-context.js';
 import { visibleCodeSystems } from '../engine/resolve.js';
 import type { TerminologyEnv } from '../types.js';
 import { newestFirst } from '../versions.js';
-import { heard } from '../../storage/change-feed.js';
-import { terminologyCache } from '../providers/fhir/index-cache.js';
 import { Generations } from './generations.js';
+import { heardStamp } from './answer-cache.js';
 
 /** `$expand` inputs that choose the value set rather than shape its expansion. */
 const NOT_EXPANSION_PARAMETERS = new Set(['url', 'valueSet', 'valueSetVersion', 'context', 'contextDirection']);
@@ -36,9 +35,7 @@ export async function keptTerminologyCapabilities(
   software: Software,
   definitions: OperationDefinition[],
 ): Promise<TerminologyCapabilities> {
-  const cache = terminologyCache(env.db);
-  if (cache.stamp() === undefined || !(await heard(env.db.caughtUp(ctx.since)))) return terminologyCapabilities(env, ctx, software, definitions);
-  const stamp = cache.stamp();
+  const stamp = await heardStamp(env, ctx.since);
   if (stamp === undefined) return terminologyCapabilities(env, ctx, software, definitions);
   const key = `${ctx.auth.projectId ?? ''}\u0000${ctx.auth.superAdmin ? 1 : 0}\u0000${ctx.fhirBaseUrl}`;
   const found = kept.get(key);
